@@ -1,0 +1,60 @@
+"""Django admin for staff: every table browsable, with the filters staff need to find things."""
+from django.contrib import admin
+
+from .models import Annotation, Assignment, Consolidation, GoldRecord, Item, ItemStage, Membership, Project
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 1
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "annotators_per_item", "created_at"]
+    list_filter = ["kind"]
+    search_fields = ["name"]
+    inlines = [MembershipInline]
+
+
+@admin.register(Item)
+class ItemAdmin(admin.ModelAdmin):
+    list_display = ["id", "project", "external_id", "source", "domain"]
+    list_filter = ["project"]
+    search_fields = ["external_id", "prompt", "response"]
+
+
+@admin.register(ItemStage)
+class ItemStageAdmin(admin.ModelAdmin):
+    list_display = ["id", "item", "stage", "status", "updated_at"]
+    list_filter = ["status", "stage", "item__project"]
+    raw_id_fields = ["item"]
+
+
+@admin.register(Assignment)
+class AssignmentAdmin(admin.ModelAdmin):
+    list_display = ["id", "item_stage", "user", "role", "status", "submitted_at", "active_seconds"]
+    list_filter = ["status", "role", "item_stage__item__project"]
+    raw_id_fields = ["item_stage"]
+
+
+@admin.register(Annotation)
+class AnnotationAdmin(admin.ModelAdmin):
+    list_display = ["id", "assignment", "version", "submitted", "updated_at"]
+    list_filter = ["submitted"]
+    raw_id_fields = ["assignment"]
+
+
+@admin.register(Consolidation)
+class ConsolidationAdmin(admin.ModelAdmin):
+    list_display = ["id", "item_stage", "status", "consolidator", "updated_at"]
+    list_filter = ["status"]
+    raw_id_fields = ["item_stage"]
+
+
+@admin.register(GoldRecord)
+class GoldRecordAdmin(admin.ModelAdmin):
+    list_display = ["id", "item_stage", "source", "consolidated_by", "updated_at"]
+    list_filter = ["source"]
+    raw_id_fields = ["item_stage"]

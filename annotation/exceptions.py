@@ -1,0 +1,26 @@
+"""Errors the domain services raise; the API and the browser views turn them into answers."""
+
+
+class DomainError(Exception):
+    """A request the domain refuses, with a message fit to show the user."""
+
+
+class VersionConflict(DomainError):
+    """A save based on an older version than the stored one (e.g. a stale browser tab)."""
+
+    def __init__(self, stored_version: int, given_version: int):
+        self.stored_version = stored_version
+        self.given_version = given_version
+        super().__init__(
+            f"version {given_version} is stale: version {stored_version} is stored; reload to get the newer work"
+        )
+
+
+class ImportFailed(DomainError):
+    """An import file with bad lines; nothing of it was written."""
+
+    def __init__(self, errors: list[dict]):
+        self.errors = errors
+        first = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        super().__init__(f"line {first['line']}, field {first['field']!r}: {first['message']}{more}")

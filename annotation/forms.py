@@ -1,0 +1,43 @@
+"""Forms of the browser pages."""
+from django import forms
+from django.contrib.auth import get_user_model
+
+from annotation.kinds import KINDS
+from annotation.models import ProjectKind, Role
+from annotation.services.imports import LABELS_AS
+
+User = get_user_model()
+
+
+class ProjectForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=[(k, label) for k, label in ProjectKind.choices if k in KINDS])
+    annotators_per_item = forms.IntegerField(min_value=1, max_value=10, initial=2)
+    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False, help_text="Markdown")
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(help_text="JSONL, one item a line")
+    format = forms.ChoiceField(choices=[])
+    labels_as = forms.ChoiceField(choices=[(v, v) for v in LABELS_AS], initial="ignore")
+
+    def __init__(self, *args, formats=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["format"].choices = [(f, f) for f in formats]
+
+
+class MemberForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=Role.choices)
+
+    def clean_username(self):
+        username = self.cleaned_data["username"]
+        user = User.objects.filter(username=username).first()
+        if user is None:
+            raise forms.ValidationError(f"no user named {username!r}")
+        self.cleaned_data["user"] = user
+        return username
+
+
+class DiscardForm(forms.Form):
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}))

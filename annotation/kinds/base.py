@@ -1,0 +1,121 @@
+"""The interface every project kind implements."""
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+
+
+class PayloadError(Exception):
+    """An annotation payload that does not fit the stage's schema.
+
+    ``errors`` is a list of ``{"field": "segments[2].error_type", "message": "..."}``.
+    """
+
+    def __init__(self, errors: list[dict[str, str]]):
+        self.errors = errors
+        super().__init__("; ".join(f"{e['field']}: {e['message']}" for e in errors))
+
+
+class ImportLineError(Exception):
+    """A line of an import file that cannot be read; names the line and the field."""
+
+    def __init__(self, line: int, field: str, message: str):
+        self.line, self.field, self.message = line, field, message
+        super().__init__(f"line {line}, field {field!r}: {message}")
+
+
+@dataclass
+class ParsedItem:
+    """One import line turned into plain data, ready to be written."""
+
+    line: int
+    prompt: str
+    response: str
+    external_id: str = ""
+    source: str = ""
+    domain: str = ""
+    metadata: dict = field(default_factory=dict)
+    # stage number → canonical content given by the file (None: the pipeline computes it)
+    content: dict[int, dict] = field(default_factory=dict)
+    # stage number → labels carried by the file (used as gold or suggestion)
+    labels: dict[int, dict] = field(default_factory=dict)
+
+
+_url_validator = URLValidator(schemes=["http", "https"])
+
+
+def is_valid_url(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    try:
+        _url_validator(value)
+    except ValidationError:
+        return False
+    return True
+
+
+class KindSpec:
+    """Describes one project kind. Subclasses fill in the data-specific parts."""
+
+    key: str = ""
+    stages: tuple[int, ...] = (1,)
+    import_formats: tuple[str, ...] = ()
+    export_formats: tuple[str, ...] = ()
+    # field name → human label; the agreement page reports these fields in this order
+    agreement_fields: dict[str, str] = {}
+
+    def parse_import_line(self, fmt: str, data: dict, line: int) -> ParsedItem:
+        raise NotImplementedError
+
+    def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict) -> dict:
+        """Return ``{"content": ..., "suggestion": ..., "provenance": ...}`` for a stage."""
+        raise NotImplementedError
+
+    def empty_payload(self, stage: int, content: dict, suggestion: dict | None) -> dict:
+        raise NotImplementedError
+
+    def validate_payload(self, stage: int, content: dict, payload: Any, *, complete: bool) -> dict:
+        """Return the normalised payload or raise PayloadError. ``complete`` demands every
+        field an annotator must fill (submit); drafts may be partial."""
+        raise NotImplementedError
+
+    def merge(self, stage: int, content: dict, payloads: list[dict]) -> tuple[dict, list[str]]:
+        """Pre-fill a consolidation: fields all annotators agree on are copied, the others
+        left empty. Returns the draft and the paths of the disagreed fields."""
+        raise NotImplementedError
+
+    def unit_values(self, stage: int, content: dict, payload: dict) -> dict[str, dict[Any, Any]]:
+        """field → {unit key → value} of one payload, for agreement."""
+        raise NotImplementedError
+
+    def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:
+        """Turn consolidated rows into export records of format ``fmt``."""
+        raise NotImplementedError
+
+
+def field_error(path: str, message: str) -> dict[str, str]:
+    return {"field": path, "message": message}
+
+
+def require_str(data: dict, key: str, line: int, *, allow_empty: bool = False) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise ImportLineError(line, key, "must be a string" if key in data else "is missing")
+    if not allow_empty and not value.strip():
+        raise ImportLineError(line, key, "must not be empty")
+    return value
+
+
+def optional_str(data: dict, key: str, line: int) -> str:
+    value = data.get(key)
+    if value is None:
+        return ""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise ImportLineError(line, key, "must be a string")
+    return value
+
+
+Parser = Callable[[dict, int], ParsedItem]

@@ -1,0 +1,239 @@
+"""FELM segment labelling (Chen et al.): one stage; per segment correct / contains an error,
+error type, reason and reference links."""
+from typing import Any, Iterable
+
+from pipeline.segmenter import segment_response
+
+from .base import (
+    ImportLineError,
+    KindSpec,
+    ParsedItem,
+    PayloadError,
+    field_error,
+    is_valid_url,
+    optional_str,
+    require_str,
+)
+
+ERROR_TYPES = ("knowledge_error", "reasoning_error", "irrelevant", "fooled")
+DOMAINS = ("wk", "science", "writing_rec", "reasoning", "math")
+FELM_FIELDS = ("index", "source", "prompt", "response", "segmented_response", "labels", "comment", "type", "ref", "domain")
+SEGMENTATION_METHODS = ("auto", "sentence", "separator")
+
+
+def empty_segment() -> dict:
+    return {"label": None, "error_type": None, "comment": "", "refs": []}
+
+
+class FelmKind(KindSpec):
+    key = "felm"
+    stages = (1,)
+    import_formats = ("felm", "plain")
+    export_formats = ("felm",)
+    agreement_fields = {"label": "Segment label (correct / error)", "error_type": "Error type (segments both marked wrong)"}
+
+    # -- import -----------------------------------------------------------------------------
+
+    def parse_import_line(self, fmt: str, data: dict, line: int) -> ParsedItem:
+        if fmt == "plain":
+            return parse_plain_line(data, line)
+        if fmt == "felm":
+            return self._parse_felm_line(data, line)
+        raise ValueError(f"format {fmt!r} is not one of {', '.join(self.import_formats)}")
+
+    def _parse_felm_line(self, data: dict, line: int) -> ParsedItem:
+        missing = [key for key in ("response", "segmented_response") if key not in data]
+        if missing:
+            raise ImportLineError(line, missing[0], "is missing (FELM shape needs it)")
+        response = require_str(data, "response", line)
+        segments = data["segmented_response"]
+        if not isinstance(segments, list) or not segments:
+            raise ImportLineError(line, "segmented_response", "must be a non-empty list of strings")
+        for index, segment in enumerate(segments):
+            if not isinstance(segment, str) or not segment.strip():
+                raise ImportLineError(line, f"segmented_response[{index}]", "must be a non-empty string")
+        domain = optional_str(data, "domain", line)
+        if domain and domain not in DOMAINS:
+            raise ImportLineError(line, "domain", f"must be one of {', '.join(DOMAINS)}, not {domain!r}")
+        refs = data.get("ref") or []
+        if not isinstance(refs, list) or not all(isinstance(ref, str) for ref in refs):
+            raise ImportLineError(line, "ref", "must be a list of strings")
+        parsed = ParsedItem(
+            line=line,
+            prompt=optional_str(data, "prompt", line),
+            response=response,
+            external_id=optional_str(data, "index", line),
+            source=optional_str(data, "source", line),
+            domain=domain,
+            metadata={"ref": refs, **{k: v for k, v in data.items() if k not in FELM_FIELDS}},
+            content={1: {"segments": segments}},
+        )
+        if "labels" in data:
+            parsed.labels[1] = self._parse_felm_labels(data, len(segments), line)
+        return parsed
+
+    def _parse_felm_labels(self, data: dict, count: int, line: int) -> dict:
+        labels = data["labels"]
+        comments = data.get("comment") or [""] * count
+        types = data.get("type") or [None] * count
+        for key, values in (("labels", labels), ("comment", comments), ("type", types)):
+            if not isinstance(values, list) or len(values) != count:
+                raise ImportLineError(line, key, f"must be a list with one entry per segment ({count})")
+        segments = []
+        for index, (label, comment, error_type) in enumerate(zip(labels, comments, types)):
+            if not isinstance(label, bool):
+                raise ImportLineError(line, f"labels[{index}]", "must be true or false")
+            if not isinstance(comment, str):
+                raise ImportLineError(line, f"comment[{index}]", "must be a string")
+            if error_type is not None and error_type not in ERROR_TYPES:
+                raise ImportLineError(line, f"type[{index}]", f"must be null or one of {', '.join(ERROR_TYPES)}")
+            segments.append(
+                {"label": label, "error_type": None if label else error_type, "comment": comment, "refs": []}
+            )
+        return {"segments": segments}
+
+    # -- machine pre-annotation -------------------------------------------------------------
+
+    def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict) -> dict:
+        if content.get("segments"):
+            return {"content": content, "suggestion": None, "provenance": {"segments": "import"}}
+        method = settings.get("segmentation", "auto")
+        segments = segment_response(response, method=method)
+        if not segments:
+            raise ValueError("the response has no text to segment")
+        return {"content": {"segments": segments}, "suggestion": None, "provenance": {"segments": f"pipeline:{method}"}}
+
+    # -- annotation payloads ----------------------------------------------------------------
+
+    def empty_payload(self, stage: int, content: dict, suggestion: dict | None) -> dict:
+        if suggestion:
+            return suggestion
+        return {"segments": [empty_segment() for _ in content.get("segments", [])]}
+
+    def validate_payload(self, stage: int, content: dict, payload: Any, *, complete: bool) -> dict:
+        expected = len(content.get("segments", []))
+        if not isinstance(payload, dict) or not isinstance(payload.get("segments"), list):
+            raise PayloadError([field_error("segments", "must be a list with one object per segment")])
+        if len(payload["segments"]) != expected:
+            raise PayloadError(
+                [field_error("segments", f"has {len(payload['segments'])} entries, the item has {expected} segments")]
+            )
+        errors: list[dict] = []
+        normalised = [self._validate_segment(index, raw, complete, errors) for index, raw in enumerate(payload["segments"])]
+        if errors:
+            raise PayloadError(errors)
+        return {"segments": normalised}
+
+    @staticmethod
+    def _validate_segment(index: int, raw: Any, complete: bool, errors: list[dict]) -> dict:
+        path = f"segments[{index}]"
+        if not isinstance(raw, dict):
+            errors.append(field_error(path, "must be an object"))
+            return empty_segment()
+        label = raw.get("label")
+        error_type = raw.get("error_type") or None
+        comment = raw.get("comment") or ""
+        refs = raw.get("refs") or []
+        if label is not None and not isinstance(label, bool):
+            errors.append(field_error(f"{path}.label", "must be true (correct), false (contains an error) or null"))
+        elif label is None and complete:
+            errors.append(field_error(f"{path}.label", "is required: mark the segment correct or wrong"))
+        if error_type is not None and error_type not in ERROR_TYPES:
+            errors.append(field_error(f"{path}.error_type", f"must be one of {', '.join(ERROR_TYPES)}"))
+        if label is True:
+            error_type = None
+        if not isinstance(comment, str):
+            errors.append(field_error(f"{path}.comment", "must be a string"))
+            comment = ""
+        if label is False and complete:
+            if error_type is None:
+                errors.append(field_error(f"{path}.error_type", "is required when the segment contains an error"))
+            if not comment.strip():
+                errors.append(field_error(f"{path}.comment", "a reason is required when the segment contains an error"))
+        if not isinstance(refs, list):
+            errors.append(field_error(f"{path}.refs", "must be a list of links"))
+            refs = []
+        for ref_index, ref in enumerate(refs):
+            if not is_valid_url(ref):
+                errors.append(field_error(f"{path}.refs[{ref_index}]", f"{ref!r} is not a valid http(s) URL"))
+        return {"label": label, "error_type": error_type, "comment": comment, "refs": list(refs)}
+
+    # -- consolidation ----------------------------------------------------------------------
+
+    def merge(self, stage: int, content: dict, payloads: list[dict]) -> tuple[dict, list[str]]:
+        merged, disagreed = [], []
+        for index in range(len(content.get("segments", []))):
+            versions = [p["segments"][index] for p in payloads]
+            segment = empty_segment()
+            for key in segment:
+                values = [normalise_for_compare(v[key]) for v in versions]
+                if all(value == values[0] for value in values):
+                    segment[key] = versions[0][key]
+                else:
+                    disagreed.append(f"segments[{index}].{key}")
+            merged.append(segment)
+        return {"segments": merged}, disagreed
+
+    # -- agreement --------------------------------------------------------------------------
+
+    def unit_values(self, stage: int, content: dict, payload: dict) -> dict[str, dict[Any, Any]]:
+        labels, error_types = {}, {}
+        for index, segment in enumerate(payload.get("segments", [])):
+            if segment.get("label") is None:
+                continue
+            labels[index] = "correct" if segment["label"] else "error"
+            if segment["label"] is False and segment.get("error_type"):
+                error_types[index] = segment["error_type"]
+        return {"label": labels, "error_type": error_types}
+
+    # -- export -----------------------------------------------------------------------------
+
+    def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:
+        if fmt != "felm":
+            raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.export_formats)}")
+        for row in rows:
+            yield felm_record(row)
+
+
+def felm_record(row: dict) -> dict:
+    """One consolidated item in FELM's released shape, field for field."""
+    segments = row["gold"]["segments"]
+    refs: list[str] = []
+    for ref in [*row["metadata"].get("ref", []), *(r for s in segments for r in s.get("refs", []))]:
+        if ref not in refs:
+            refs.append(ref)
+    return {
+        "index": row["external_id"] or str(row["item_id"]),
+        "source": row["source"],
+        "prompt": row["prompt"],
+        "response": row["response"],
+        "segmented_response": row["content"]["segments"],
+        "labels": [bool(s["label"]) for s in segments],
+        "comment": [s.get("comment") or "" for s in segments],
+        "type": [None if s["label"] else s.get("error_type") for s in segments],
+        "ref": refs,
+        "domain": row["domain"],
+    }
+
+
+def normalise_for_compare(value: Any) -> Any:
+    if isinstance(value, str):
+        return " ".join(value.split())
+    if isinstance(value, list):
+        return sorted(map(str, value))
+    return value
+
+
+def parse_plain_line(data: dict, line: int) -> ParsedItem:
+    """The plain shape ``{"prompt", "response", ...}``; other keys are kept as metadata."""
+    response = require_str(data, "response", line)
+    known = ("prompt", "response", "id", "index", "source", "domain")
+    return ParsedItem(
+        line=line,
+        prompt=optional_str(data, "prompt", line),
+        response=response,
+        external_id=optional_str(data, "id", line) or optional_str(data, "index", line),
+        source=optional_str(data, "source", line),
+        domain=optional_str(data, "domain", line),
+        metadata={k: v for k, v in data.items() if k not in known},
+    )

@@ -1,0 +1,35 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.exceptions import ImportFailed
+from annotation.models import Project
+from annotation.services.imports import LABELS_AS, import_jsonl
+
+
+class Command(BaseCommand):
+    help = "Import a JSONL file into a project (all or nothing)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("project", help="project id or name")
+        parser.add_argument("path", help="JSONL file")
+        parser.add_argument("--format", default="plain", help="plain, felm, … (the project kind's import formats)")
+        parser.add_argument("--labels-as", default="ignore", choices=LABELS_AS)
+
+    def handle(self, *args, **options):
+        project = find_project(options["project"])
+        try:
+            with open(options["path"], "rb") as handle:
+                result = import_jsonl(project, handle, fmt=options["format"], labels_as=options["labels_as"])
+        except ImportFailed as exc:
+            details = "\n".join(f"  line {e['line']}, field {e['field']}: {e['message']}" for e in exc.errors)
+            raise CommandError(f"nothing imported:\n{details}") from exc
+        except OSError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(self.style.SUCCESS(f"imported {result.items} items into {project.name}: {result.as_dict()}"))
+
+
+def find_project(key: str) -> Project:
+    project = Project.objects.filter(pk=int(key)).first() if key.isdigit() else None
+    project = project or Project.objects.filter(name=key).first()
+    if project is None:
+        raise CommandError(f"no project with id or name {key!r}")
+    return project

@@ -1,0 +1,57 @@
+"""Create the demo users and projects of the embedded default (idempotent)."""
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from annotation.models import Project, Role
+from annotation.services.imports import import_jsonl
+from annotation.services.projects import add_member, create_project
+
+DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
+DEMO_PASSWORD = "demo-pass-123"
+DEMO_USERS = [
+    ("admin", True, "staff admin: creates projects, imports, exports"),
+    ("alice", False, "annotator"),
+    ("bob", False, "annotator"),
+    ("carol", False, "consolidator"),
+]
+FELM_GUIDELINES = """# FELM segment labelling
+
+For each segment of the response decide whether it **contains a factual error**.
+
+* **Correct**: everything the segment states is true (or it states nothing checkable).
+* **Contains an error**: pick the error type and write the reason (what is wrong and what is right):
+  * *knowledge error*: a wrong fact;
+  * *reasoning error*: a wrong step of reasoning or calculation;
+  * *irrelevant*: the segment does not answer the prompt;
+  * *fooled*: the response accepted a false premise of the prompt.
+* Add links to the pages that prove your judgement.
+
+You never see the other annotator's labels; a consolidator merges both.
+"""
+
+
+class Command(BaseCommand):
+    help = "Create demo users (password %s) and a demo FELM project with a few items." % DEMO_PASSWORD
+
+    @transaction.atomic
+    def handle(self, *args, **options):
+        User = get_user_model()
+        users = {}
+        for username, is_staff, _ in DEMO_USERS:
+            user, created = User.objects.get_or_create(username=username, defaults={"is_staff": is_staff, "is_superuser": is_staff})
+            if created:
+                user.set_password(DEMO_PASSWORD)
+                user.save()
+            users[username] = user
+        if not Project.objects.filter(name="Demo FELM").exists():
+            project = create_project(name="Demo FELM", kind="felm", created_by=users["admin"], guidelines=FELM_GUIDELINES)
+            for username, role in (("alice", Role.ANNOTATOR), ("bob", Role.ANNOTATOR), ("carol", Role.CONSOLIDATOR)):
+                add_member(project=project, user=users[username], role=role)
+            with open(DEMO_DIR / "felm_demo.jsonl", "rb") as handle:
+                import_jsonl(project, handle, fmt="plain")
+        self.stdout.write("Demo logins (password %s):" % DEMO_PASSWORD)
+        for username, _, what in DEMO_USERS:
+            self.stdout.write(f"  {username:<6} {what}")

@@ -1,0 +1,205 @@
+"""Domain model (DESIGN.md §4).
+
+Payloads are JSON validated by the project kind (``annotation.kinds``), so one set of tables
+serves FELM, Factcheck-Bench and D-FActScore projects.
+"""
+from django.conf import settings
+from django.db import models
+
+
+class ProjectKind(models.TextChoices):
+    FELM = "felm", "FELM segment labelling"
+    FACTCHECK = "factcheck", "Factcheck-Bench"
+    DFACTSCORE = "dfactscore", "D-FActScore"
+
+
+class Role(models.TextChoices):
+    ADMIN = "admin", "Admin"
+    ANNOTATOR = "annotator", "Annotator"
+    CONSOLIDATOR = "consolidator", "Consolidator"
+
+
+class Project(models.Model):
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=20, choices=ProjectKind.choices)
+    guidelines = models.TextField(blank=True, help_text="Markdown shown to annotators.")
+    annotators_per_item = models.PositiveSmallIntegerField(default=2)
+    pipeline_settings = models.JSONField(default=dict, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Membership(models.Model):
+    """A user's role in a project; a user may hold several roles in one project."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=Role.choices)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user", "role"], name="unique_membership_role")]
+
+    def __str__(self):
+        return f"{self.user} as {self.role} in {self.project}"
+
+
+class Item(models.Model):
+    """One (prompt, response) pair to fact-check."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=200, blank=True)
+    source = models.CharField(max_length=200, blank=True)
+    domain = models.CharField(max_length=50, blank=True)
+    prompt = models.TextField(blank=True)
+    response = models.TextField()
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["project", "external_id"])]
+
+    def __str__(self):
+        return self.external_id or f"item {self.pk}"
+
+
+class StageStatus(models.TextChoices):
+    PRECOMPUTING = "precomputing", "Precomputing"
+    READY = "ready", "Ready"
+    ANNOTATING = "annotating", "Annotating"
+    CONSOLIDATING = "consolidating", "Consolidating"
+    DONE = "done", "Done"
+    DISCARDED = "discarded", "Discarded"
+    FAILED = "failed", "Pre-annotation failed"
+
+
+class ItemStage(models.Model):
+    """One annotation step of an item, with the content annotators label.
+
+    ``content`` is the canonical input of the stage (e.g. FELM segments) and ``suggestion``
+    the machine pre-annotation, both produced by precompute tasks.
+    """
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="stages")
+    stage = models.PositiveSmallIntegerField(default=1)
+    status = models.CharField(max_length=20, choices=StageStatus.choices, default=StageStatus.PRECOMPUTING)
+    content = models.JSONField(default=dict, blank=True)
+    suggestion = models.JSONField(null=True, blank=True)
+    provenance = models.JSONField(default=dict, blank=True, help_text="Which backend/model produced what.")
+    precompute_error = models.TextField(blank=True)
+    discard_reason = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["item_id", "stage"]
+        constraints = [models.UniqueConstraint(fields=["item", "stage"], name="unique_item_stage")]
+        indexes = [models.Index(fields=["status"])]
+
+    def __str__(self):
+        return f"{self.item} stage {self.stage}"
+
+
+class AssignmentRole(models.TextChoices):
+    ANNOTATOR = "annotator", "Annotator"
+    THIRD_RATER = "third_rater", "Third rater"
+
+
+class AssignmentStatus(models.TextChoices):
+    ASSIGNED = "assigned", "Assigned"
+    IN_PROGRESS = "in_progress", "In progress"
+    SUBMITTED = "submitted", "Submitted"
+
+
+class Assignment(models.Model):
+    """An item-stage given to one annotator, with the annotator's answer on it."""
+
+    item_stage = models.ForeignKey(ItemStage, on_delete=models.CASCADE, related_name="assignments")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    role = models.CharField(max_length=20, choices=AssignmentRole.choices, default=AssignmentRole.ANNOTATOR)
+    status = models.CharField(max_length=20, choices=AssignmentStatus.choices, default=AssignmentStatus.ASSIGNED)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    active_seconds = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["item_stage", "user"], name="unique_assignment_user")]
+        indexes = [models.Index(fields=["user", "status"])]
+
+    def __str__(self):
+        return f"{self.item_stage} → {self.user}"
+
+
+class Annotation(models.Model):
+    """One annotator's answer for one assignment: a versioned JSON payload.
+
+    ``version`` increases on every save; a save carrying an older version is refused so a
+    stale browser tab never overwrites newer work.
+    """
+
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="annotation")
+    payload = models.JSONField(default=dict)
+    version = models.PositiveIntegerField(default=0)
+    submitted = models.BooleanField(default=False)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"annotation of {self.assignment}"
+
+
+class ConsolidationStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    DONE = "done", "Done"
+    DISCARDED = "discarded", "Discarded"
+
+
+class Consolidation(models.Model):
+    """The consolidator's task on an item-stage whose annotators all submitted."""
+
+    item_stage = models.OneToOneField(ItemStage, on_delete=models.CASCADE, related_name="consolidation")
+    consolidator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidations"
+    )
+    status = models.CharField(max_length=20, choices=ConsolidationStatus.choices, default=ConsolidationStatus.OPEN)
+    draft = models.JSONField(default=dict, blank=True)
+    version = models.PositiveIntegerField(default=0)
+    discard_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self):
+        return f"consolidation of {self.item_stage}"
+
+
+class GoldSource(models.TextChoices):
+    CONSOLIDATION = "consolidation", "Consolidation"
+    IMPORT = "import", "Imported labels"
+
+
+class GoldRecord(models.Model):
+    """The consolidated answer of an item-stage, which exports and scores are built from."""
+
+    item_stage = models.OneToOneField(ItemStage, on_delete=models.CASCADE, related_name="gold")
+    payload = models.JSONField()
+    source = models.CharField(max_length=20, choices=GoldSource.choices, default=GoldSource.CONSOLIDATION)
+    consolidated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    disagreed_fields = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"gold of {self.item_stage}"

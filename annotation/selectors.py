@@ -1,0 +1,277 @@
+"""Reads of the annotation domain: who may see what, queues, progress, agreement, export rows."""
+from collections import defaultdict
+from typing import Iterator
+
+from django.contrib.auth import get_user_model
+from django.db.models import Count, Q, QuerySet, Sum
+
+from annotation import agreement
+from annotation.kinds import get_kind
+from annotation.models import (
+    Annotation,
+    Assignment,
+    AssignmentStatus,
+    Consolidation,
+    ConsolidationStatus,
+    GoldRecord,
+    ItemStage,
+    Membership,
+    Project,
+    Role,
+    StageStatus,
+)
+
+User = get_user_model()
+VISIBLE_TO_ANNOTATORS = (StageStatus.ANNOTATING, StageStatus.CONSOLIDATING, StageStatus.DONE, StageStatus.DISCARDED)
+
+
+# -- access -----------------------------------------------------------------------------------
+
+def user_roles(user, project: Project) -> set[str]:
+    if not user.is_authenticated:
+        return set()
+    roles = set(Membership.objects.filter(project=project, user=user).values_list("role", flat=True))
+    if user.is_superuser:
+        roles.add(Role.ADMIN)
+    return roles
+
+
+def is_project_admin(user, project: Project) -> bool:
+    return Role.ADMIN in user_roles(user, project)
+
+
+def can_consolidate(user, project: Project) -> bool:
+    return bool(user_roles(user, project) & {Role.ADMIN, Role.CONSOLIDATOR})
+
+
+def can_create_projects(user) -> bool:
+    return user.is_authenticated and (user.is_staff or user.is_superuser)
+
+
+def projects_for_user(user) -> QuerySet[Project]:
+    if user.is_superuser:
+        return Project.objects.all()
+    return Project.objects.filter(memberships__user=user).distinct()
+
+
+def members(project: Project) -> QuerySet[Membership]:
+    return Membership.objects.filter(project=project).select_related("user").order_by("role", "user__username")
+
+
+# -- annotator queue --------------------------------------------------------------------------
+
+def assignments_for_user(project: Project, user) -> QuerySet[Assignment]:
+    """The caller's own assignments; never anyone else's (blind double annotation)."""
+    return (
+        Assignment.objects.filter(user=user, item_stage__item__project=project, item_stage__status__in=VISIBLE_TO_ANNOTATORS)
+        .select_related("item_stage__item", "annotation")
+        .order_by("id")
+    )
+
+
+def next_assignment(project: Project, user, after_id: int | None = None) -> Assignment | None:
+    pending = assignments_for_user(project, user).filter(
+        item_stage__status=StageStatus.ANNOTATING, status__in=(AssignmentStatus.ASSIGNED, AssignmentStatus.IN_PROGRESS)
+    )
+    if after_id is not None:
+        later = pending.filter(id__gt=after_id).first()
+        if later:
+            return later
+    return pending.first()
+
+
+def annotation_state(assignment: Assignment) -> dict:
+    """What the annotation page and API show for an assignment: payload and version."""
+    stage = assignment.item_stage
+    annotation = getattr(assignment, "annotation", None)
+    if annotation is None:
+        kind = get_kind(stage.item.project.kind)
+        return {"payload": kind.empty_payload(stage.stage, stage.content, stage.suggestion), "version": 0, "submitted": False}
+    return {"payload": annotation.payload, "version": annotation.version, "submitted": annotation.submitted}
+
+
+# -- consolidation ----------------------------------------------------------------------------
+
+def consolidations_for_project(project: Project, status: str | None = None) -> QuerySet[Consolidation]:
+    queryset = Consolidation.objects.filter(item_stage__item__project=project).select_related("item_stage__item", "consolidator")
+    if status:
+        queryset = queryset.filter(status=status)
+    return queryset.order_by("id")
+
+
+def consolidation_annotations(consolidation: Consolidation) -> list[dict]:
+    """The submitted annotations under consolidation, labelled A, B, … in assignment order."""
+    rows = (
+        Annotation.objects.filter(assignment__item_stage=consolidation.item_stage, submitted=True)
+        .select_related("assignment__user")
+        .order_by("assignment_id")
+    )
+    return [
+        {"slot": chr(ord("A") + i), "annotator": row.assignment.user.username, "payload": row.payload}
+        for i, row in enumerate(rows)
+    ]
+
+
+def next_consolidation(project: Project, after_id: int | None = None) -> Consolidation | None:
+    open_ones = consolidations_for_project(project, ConsolidationStatus.OPEN)
+    if after_id is not None:
+        later = open_ones.filter(id__gt=after_id).first()
+        if later:
+            return later
+    return open_ones.first()
+
+
+# -- progress ---------------------------------------------------------------------------------
+
+def project_progress(project: Project) -> dict:
+    by_status = dict(
+        ItemStage.objects.filter(item__project=project).values_list("status").annotate(n=Count("id")).order_by()
+    )
+    annotators = (
+        Assignment.objects.filter(item_stage__item__project=project)
+        .values("user__username")
+        .annotate(
+            assigned=Count("id"),
+            submitted=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED)),
+            active_seconds=Sum("active_seconds", filter=Q(status=AssignmentStatus.SUBMITTED)),
+        )
+        .order_by("user__username")
+    )
+    return {
+        "items": project.items.count(),
+        "stages": {status: by_status.get(status, 0) for status in StageStatus.values},
+        "annotators": [
+            {
+                "username": row["user__username"],
+                "assigned": row["assigned"],
+                "submitted": row["submitted"],
+                "seconds_per_item": (row["active_seconds"] or 0) / row["submitted"] if row["submitted"] else None,
+            }
+            for row in annotators
+        ],
+        "open_consolidations": Consolidation.objects.filter(
+            item_stage__item__project=project, status=ConsolidationStatus.OPEN
+        ).count(),
+    }
+
+
+def user_progress(project: Project, user) -> dict:
+    counts = assignments_for_user(project, user).aggregate(
+        total=Count("id"), submitted=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED))
+    )
+    return {"total": counts["total"], "submitted": counts["submitted"]}
+
+
+# -- agreement --------------------------------------------------------------------------------
+
+def project_agreement(project: Project, stage: int = 1) -> dict:
+    """Agreement per field between annotators, and of each annotator with the gold records."""
+    kind = get_kind(project.kind)
+    rows = (
+        Annotation.objects.filter(
+            submitted=True, assignment__item_stage__item__project=project, assignment__item_stage__stage=stage
+        )
+        .order_by("assignment__item_stage_id", "assignment_id")
+        .values_list("assignment__item_stage_id", "assignment__user_id", "payload", "assignment__item_stage__content")
+    )
+    per_field: dict[str, dict] = {name: defaultdict(list) for name in kind.agreement_fields}
+    values_by_field: dict[str, list] = {name: [] for name in kind.agreement_fields}
+    items_by_user: dict[int, int] = defaultdict(int)
+    for stage_id, user_id, payload, content in rows.iterator(chunk_size=2000):
+        items_by_user[user_id] += 1
+        for name, values in kind.unit_values(stage, content, payload).items():
+            target = per_field[name]
+            collected = values_by_field[name]
+            for unit, value in values.items():
+                target[(stage_id, unit)].append((user_id, value))
+                collected.append((user_id, (stage_id, unit), value))
+
+    gold_by_field: dict[str, dict] = {name: {} for name in kind.agreement_fields}
+    gold_rows = GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage).values_list(
+        "item_stage_id", "payload", "item_stage__content"
+    )
+    for stage_id, payload, content in gold_rows.iterator(chunk_size=2000):
+        for name, values in kind.unit_values(stage, content, payload).items():
+            gold_by_field[name].update({(stage_id, unit): value for unit, value in values.items()})
+
+    usernames = dict(User.objects.filter(id__in=items_by_user).values_list("id", "username"))
+    fields = {}
+    for name, label in kind.agreement_fields.items():
+        result = agreement.field_agreement(dict(per_field[name]))
+        for pair in result["pairs"]:
+            pair["raters"] = [usernames.get(r, str(r)) for r in pair["raters"]]
+        with_gold = agreement.agreement_with_reference(values_by_field[name], gold_by_field[name])
+        result["label"] = label
+        result["agreement_with_gold"] = {usernames.get(r, str(r)): v for r, v in with_gold.items()}
+        fields[name] = result
+    return {
+        "stage": stage,
+        "fields": fields,
+        "annotators": [
+            {
+                "username": usernames.get(user_id, str(user_id)),
+                "items_submitted": count,
+                "agreement_with_gold": {
+                    name: fields[name]["agreement_with_gold"].get(usernames.get(user_id, str(user_id))) for name in fields
+                },
+            }
+            for user_id, count in sorted(items_by_user.items(), key=lambda kv: usernames.get(kv[0], ""))
+        ],
+    }
+
+
+# -- export -----------------------------------------------------------------------------------
+
+def gold_rows(project: Project, stage: int = 1) -> Iterator[dict]:
+    """Consolidated items of a project, one plain dict each, streamed from the database."""
+    queryset = (
+        GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage, item_stage__status=StageStatus.DONE)
+        .order_by("item_stage__item_id")
+        .values(
+            "payload", "item_stage__content", "item_stage__item_id", "item_stage__item__external_id",
+            "item_stage__item__source", "item_stage__item__domain", "item_stage__item__prompt",
+            "item_stage__item__response", "item_stage__item__metadata",
+        )
+    )
+    for row in queryset.iterator(chunk_size=2000):
+        yield {
+            "item_id": row["item_stage__item_id"],
+            "external_id": row["item_stage__item__external_id"],
+            "source": row["item_stage__item__source"],
+            "domain": row["item_stage__item__domain"],
+            "prompt": row["item_stage__item__prompt"],
+            "response": row["item_stage__item__response"],
+            "metadata": row["item_stage__item__metadata"],
+            "content": row["item_stage__content"],
+            "gold": row["payload"],
+        }
+
+
+def annotation_rows(project: Project) -> Iterator[dict]:
+    """Every annotator's submitted annotation, for agreement studies outside the app."""
+    queryset = (
+        Annotation.objects.filter(submitted=True, assignment__item_stage__item__project=project)
+        .order_by("assignment__item_stage__item_id", "assignment__item_stage__stage", "assignment_id")
+        .values(
+            "payload", "version", "updated_at", "assignment__user__username", "assignment__started_at",
+            "assignment__submitted_at", "assignment__active_seconds", "assignment__item_stage__stage",
+            "assignment__item_stage__content", "assignment__item_stage__item_id", "assignment__item_stage__item__external_id",
+        )
+    )
+    for row in queryset.iterator(chunk_size=2000):
+        yield {
+            "item_id": row["assignment__item_stage__item_id"],
+            "external_id": row["assignment__item_stage__item__external_id"],
+            "stage": row["assignment__item_stage__stage"],
+            "annotator": row["assignment__user__username"],
+            "content": row["assignment__item_stage__content"],
+            "payload": row["payload"],
+            "version": row["version"],
+            "started_at": _iso(row["assignment__started_at"]),
+            "submitted_at": _iso(row["assignment__submitted_at"]),
+            "active_seconds": row["assignment__active_seconds"],
+        }
+
+
+def _iso(value):
+    return value.isoformat() if value else None

@@ -1,0 +1,1 @@
+"""Writes of the annotation domain (HackSoft style: services write, selectors read)."""

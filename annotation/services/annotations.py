@@ -1,0 +1,53 @@
+"""Saving annotators' work: drafts, submission, and the version check against stale tabs."""
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.exceptions import DomainError, VersionConflict
+from annotation.kinds import get_kind
+from annotation.models import Annotation, Assignment, AssignmentStatus, StageStatus
+
+MAX_ACTIVE_SECONDS_PER_SAVE = 3600
+
+
+def save_annotation(*, assignment: Assignment, payload, version: int, submit: bool, active_seconds: int = 0) -> Annotation:
+    """Store a new version of the annotator's payload.
+
+    ``version`` must be the version the client last loaded; anything else means another tab
+    saved in between, and the save is refused with the stored version. Submitting demands a
+    complete payload and, once every annotator of the item-stage has submitted, opens the
+    consolidation.
+    """
+    with transaction.atomic():
+        assignment = Assignment.objects.select_for_update().select_related("item_stage__item__project").get(pk=assignment.pk)
+        stage = assignment.item_stage
+        if stage.status != StageStatus.ANNOTATING:
+            raise DomainError(f"this item is {stage.get_status_display().lower()}; annotations can no longer change")
+        annotation = Annotation.objects.filter(assignment=assignment).first()
+        stored_version = annotation.version if annotation else 0
+        if version != stored_version:
+            raise VersionConflict(stored_version, version)
+        if annotation and annotation.submitted:
+            raise DomainError("this annotation was submitted and is read-only")
+
+        kind = get_kind(stage.item.project.kind)
+        normalised = kind.validate_payload(stage.stage, stage.content, payload, complete=submit)
+        now = timezone.now()
+        if annotation is None:
+            annotation = Annotation(assignment=assignment)
+        annotation.payload = normalised
+        annotation.version = stored_version + 1
+        annotation.submitted = submit
+        annotation.save()
+
+        assignment.active_seconds += max(0, min(int(active_seconds or 0), MAX_ACTIVE_SECONDS_PER_SAVE))
+        assignment.started_at = assignment.started_at or now
+        assignment.status = AssignmentStatus.SUBMITTED if submit else AssignmentStatus.IN_PROGRESS
+        if submit:
+            assignment.submitted_at = now
+        assignment.save(update_fields=["active_seconds", "started_at", "status", "submitted_at"])
+
+        if submit:
+            from .consolidation import open_consolidation_if_complete
+
+            open_consolidation_if_complete(stage)
+    return annotation

@@ -1,0 +1,46 @@
+"""Projects, members and users."""
+from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.db import transaction
+
+from annotation.kinds import get_kind
+from annotation.models import Membership, Project, Role
+
+User = get_user_model()
+
+
+@transaction.atomic
+def create_project(*, name: str, kind: str, created_by=None, annotators_per_item: int = 2, guidelines: str = "",
+                   pipeline_settings: dict | None = None) -> Project:
+    get_kind(kind)  # refuse kinds that are not built yet
+    project = Project.objects.create(
+        name=name,
+        kind=kind,
+        annotators_per_item=annotators_per_item,
+        guidelines=guidelines,
+        pipeline_settings=pipeline_settings or {},
+        created_by=created_by,
+    )
+    if created_by is not None:
+        Membership.objects.create(project=project, user=created_by, role=Role.ADMIN)
+    return project
+
+
+@transaction.atomic
+def add_member(*, project: Project, user, role: str) -> Membership:
+    membership, _ = Membership.objects.get_or_create(project=project, user=user, role=role)
+    if role == Role.ANNOTATOR:
+        from .assignments import assign_open_stages
+
+        assign_open_stages(project)
+    return membership
+
+
+def remove_member(*, project: Project, user, role: str) -> int:
+    deleted, _ = Membership.objects.filter(project=project, user=user, role=role).delete()
+    return deleted
+
+
+def create_user(*, username: str, password: str, email: str = "", is_staff: bool = False):
+    validate_password(password)
+    return User.objects.create_user(username=username, password=password, email=email, is_staff=is_staff)

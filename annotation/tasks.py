@@ -1,0 +1,57 @@
+"""Celery tasks: load item-stages, run the pipeline on them, store the results.
+
+Tasks are idempotent (a stage that is no longer ``precomputing`` is skipped) and write each
+stage in its own transaction, so a worker that dies mid-task leaves no stage half written.
+"""
+import logging
+
+from celery import shared_task
+from django.db import OperationalError, transaction
+
+from annotation.kinds import get_kind
+from annotation.models import ItemStage, StageStatus
+
+logger = logging.getLogger(__name__)
+CHUNK_SIZE = 200
+
+
+def enqueue_precompute(stage_ids: list[int]) -> None:
+    for start in range(0, len(stage_ids), CHUNK_SIZE):
+        precompute_stages.delay(stage_ids[start : start + CHUNK_SIZE])
+
+
+@shared_task(bind=True, autoretry_for=(OperationalError, ConnectionError, TimeoutError), retry_backoff=True, max_retries=5)
+def precompute_stages(self, stage_ids: list[int]) -> dict:
+    """Compute the content and suggestions of item-stages, then hand them to annotators."""
+    done, failed = 0, 0
+    projects = set()
+    stages = ItemStage.objects.filter(id__in=stage_ids, status=StageStatus.PRECOMPUTING).select_related("item__project")
+    for stage in stages:
+        project = stage.item.project
+        kind = get_kind(project.kind)
+        try:
+            result = kind.precompute(stage.stage, stage.item.prompt, stage.item.response, stage.content, project.pipeline_settings)
+        except (OperationalError, ConnectionError, TimeoutError):
+            raise
+        except Exception as exc:  # a bad item must not stop the others; its error is shown in the UI
+            logger.exception("pre-annotation of %s failed", stage)
+            ItemStage.objects.filter(pk=stage.pk, status=StageStatus.PRECOMPUTING).update(
+                status=StageStatus.FAILED, precompute_error=f"{type(exc).__name__}: {exc}"
+            )
+            failed += 1
+            continue
+        with transaction.atomic():
+            updated = ItemStage.objects.filter(pk=stage.pk, status=StageStatus.PRECOMPUTING).update(
+                status=StageStatus.READY,
+                content=result["content"],
+                suggestion=result.get("suggestion"),
+                provenance=result.get("provenance", {}),
+                precompute_error="",
+            )
+        done += updated
+        projects.add(project)
+    from annotation.services.assignments import assign_open_stages
+
+    for project in projects:
+        assign_open_stages(project)
+    return {"done": done, "failed": failed}

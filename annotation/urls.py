@@ -1,0 +1,23 @@
+from django.urls import path
+
+from . import views
+
+app_name = "annotation"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("projects/new/", views.project_create, name="project-create"),
+    path("projects/<int:project_id>/", views.project_detail, name="project"),
+    path("projects/<int:project_id>/guidelines/", views.guidelines, name="guidelines"),
+    path("projects/<int:project_id>/import/", views.project_import, name="project-import"),
+    path("projects/<int:project_id>/members/", views.project_members, name="project-members"),
+    path("projects/<int:project_id>/retry/", views.project_retry_failed, name="project-retry"),
+    path("projects/<int:project_id>/export/<str:fmt>/", views.project_export, name="project-export"),
+    path("projects/<int:project_id>/agreement/", views.agreement_page, name="agreement"),
+    path("projects/<int:project_id>/next/", views.next_item, name="next-item"),
+    path("projects/<int:project_id>/consolidations/", views.consolidation_list, name="consolidations"),
+    path("projects/<int:project_id>/consolidations/next/", views.next_consolidation, name="next-consolidation"),
+    path("assignments/<int:assignment_id>/", views.annotate, name="annotate"),
+    path("consolidations/<int:consolidation_id>/", views.consolidate, name="consolidate"),
+    path("consolidations/<int:consolidation_id>/discard/", views.consolidation_discard, name="consolidation-discard"),
+]

@@ -1,0 +1,258 @@
+"""Browser pages. Thin: they check access, call selectors and services, render templates.
+
+The annotation and consolidation pages are driven by static JavaScript that talks to the
+REST API with the session cookie and CSRF token.
+"""
+import bleach
+import markdown
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotation import exports, selectors
+from annotation.exceptions import DomainError, ImportFailed
+from annotation.forms import DiscardForm, ImportForm, MemberForm, ProjectForm
+from annotation.kinds import get_kind
+from annotation.models import Assignment, Consolidation, Item, Project, Role, StageStatus
+from annotation.services import consolidation as consolidation_services
+from annotation.services import imports as import_services
+from annotation.services import projects as project_services
+
+ALLOWED_GUIDELINE_TAGS = [*bleach.sanitizer.ALLOWED_TAGS, "p", "h1", "h2", "h3", "h4", "pre", "hr", "br", "table",
+                          "thead", "tbody", "tr", "th", "td"]
+
+
+def project_for(request, project_id: int, roles: set[str] | None = None) -> tuple[Project, set[str]]:
+    """The project if the user belongs to it (404 otherwise), with one of ``roles`` (403 otherwise)."""
+    project = get_object_or_404(Project, pk=project_id)
+    user_roles = selectors.user_roles(request.user, project)
+    if not user_roles:
+        raise Http404("no such project")
+    if roles and not (user_roles & roles):
+        raise PermissionDenied("your role in this project does not allow this page")
+    return project, user_roles
+
+
+@login_required
+def home(request):
+    projects = [
+        {"project": p, "roles": sorted(selectors.user_roles(request.user, p)), "progress": selectors.user_progress(p, request.user)}
+        for p in selectors.projects_for_user(request.user).order_by("name")
+    ]
+    return render(request, "annotation/home.html", {
+        "projects": projects, "can_create": selectors.can_create_projects(request.user),
+    })
+
+
+@login_required
+def project_create(request):
+    if not selectors.can_create_projects(request.user):
+        raise PermissionDenied("only staff administrators create projects")
+    form = ProjectForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        if Project.objects.filter(name=form.cleaned_data["name"]).exists():
+            form.add_error("name", "a project with this name exists")
+        else:
+            project = project_services.create_project(created_by=request.user, **form.cleaned_data)
+            messages.success(request, f"Project {project.name} created.")
+            return redirect("annotation:project", project_id=project.id)
+    return render(request, "annotation/project_form.html", {"form": form})
+
+
+@login_required
+def project_detail(request, project_id):
+    project, roles = project_for(request, project_id)
+    context = {"project": project, "roles": roles, "is_admin": Role.ADMIN in roles,
+               "can_consolidate": bool(roles & {Role.ADMIN, Role.CONSOLIDATOR})}
+    if Role.ANNOTATOR in roles:
+        context["my_assignments"] = selectors.assignments_for_user(project, request.user)
+        context["my_progress"] = selectors.user_progress(project, request.user)
+    if context["is_admin"]:
+        items = Item.objects.filter(project=project).prefetch_related("stages").order_by("id")
+        status = request.GET.get("status")
+        if status:
+            items = items.filter(stages__status=status).distinct()
+        context.update({
+            "progress": selectors.project_progress(project),
+            "items_page": Paginator(items, 50).get_page(request.GET.get("page")),
+            "status_filter": status or "",
+            "statuses": StageStatus.choices,
+            "members": selectors.members(project),
+            "import_form": ImportForm(formats=get_kind(project.kind).import_formats),
+            "member_form": MemberForm(),
+            "export_formats": exports.export_formats(project),
+        })
+    return render(request, "annotation/project_detail.html", context)
+
+
+@login_required
+def guidelines(request, project_id):
+    project, _ = project_for(request, project_id)
+    html = bleach.clean(markdown.markdown(project.guidelines or "_No guidelines yet._", extensions=["tables"]),
+                        tags=ALLOWED_GUIDELINE_TAGS)
+    return render(request, "annotation/guidelines.html", {"project": project, "guidelines_html": html})
+
+
+@login_required
+@require_POST
+def project_import(request, project_id):
+    project, _ = project_for(request, project_id, {Role.ADMIN})
+    form = ImportForm(request.POST, request.FILES, formats=get_kind(project.kind).import_formats)
+    if not form.is_valid():
+        messages.error(request, f"Import refused: {form.errors.as_text()}")
+    else:
+        try:
+            result = import_services.import_jsonl(
+                project, form.cleaned_data["file"], fmt=form.cleaned_data["format"], labels_as=form.cleaned_data["labels_as"]
+            )
+        except ImportFailed as exc:
+            messages.error(request, "Import refused, nothing was imported: " + "; ".join(
+                f"line {e['line']}, field {e['field']}: {e['message']}" for e in exc.errors))
+        else:
+            messages.success(request, f"Imported {result.items} items ({result.precomputing} being pre-annotated, "
+                                      f"{result.gold_records} gold records, {result.assignments} assignments).")
+    return redirect("annotation:project", project_id=project.id)
+
+
+@login_required
+@require_POST
+def project_members(request, project_id):
+    project, _ = project_for(request, project_id, {Role.ADMIN})
+    form = MemberForm(request.POST)
+    if form.is_valid():
+        project_services.add_member(project=project, user=form.cleaned_data["user"], role=form.cleaned_data["role"])
+        messages.success(request, f"{form.cleaned_data['username']} added as {form.cleaned_data['role']}.")
+    else:
+        messages.error(request, form.errors.as_text())
+    return redirect("annotation:project", project_id=project.id)
+
+
+@login_required
+@require_POST
+def project_retry_failed(request, project_id):
+    project, _ = project_for(request, project_id, {Role.ADMIN})
+    count = import_services.retry_failed_precompute(project)
+    messages.success(request, f"Pre-annotation restarted for {count} items.")
+    return redirect("annotation:project", project_id=project.id)
+
+
+@login_required
+def project_export(request, project_id, fmt):
+    project, _ = project_for(request, project_id, {Role.ADMIN})
+    if fmt not in exports.export_formats(project):
+        raise Http404("unknown export format")
+    response = StreamingHttpResponse(exports.export_jsonl(project, fmt), content_type="application/jsonl; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{exports.export_filename(project, fmt)}"'
+    return response
+
+
+@login_required
+def agreement_page(request, project_id):
+    project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
+    stage = int(request.GET.get("stage", 1)) if request.GET.get("stage", "1").isdigit() else 1
+    result = selectors.project_agreement(project, stage)
+    for field in result["fields"].values():
+        matrix = field["confusion_matrix"]
+        peak = max((v for row in matrix["rows_annotator_a_columns_annotator_b"] for v in row), default=0) or 1
+        field["matrix_rows"] = [
+            {"label": label, "cells": [{"value": v, "shade": round(v / peak, 2)} for v in row]}
+            for label, row in zip(matrix["labels"], matrix["rows_annotator_a_columns_annotator_b"])
+        ]
+    return render(request, "annotation/agreement.html", {"project": project, "agreement": result})
+
+
+@login_required
+def next_item(request, project_id):
+    project, _ = project_for(request, project_id, {Role.ANNOTATOR})
+    after = request.GET.get("after")
+    assignment = selectors.next_assignment(project, request.user, int(after) if after and after.isdigit() else None)
+    if assignment is None:
+        messages.info(request, "Nothing left to annotate in this project. Thank you!")
+        return redirect("annotation:project", project_id=project.id)
+    return redirect("annotation:annotate", assignment_id=assignment.id)
+
+
+@login_required
+def annotate(request, assignment_id):
+    # Only the assignee may open an assignment: anyone else gets 404, not a hint that it exists.
+    assignment = get_object_or_404(
+        Assignment.objects.select_related("item_stage__item__project"), pk=assignment_id, user=request.user
+    )
+    stage = assignment.item_stage
+    if stage.status not in selectors.VISIBLE_TO_ANNOTATORS:
+        raise Http404("this item is not open for annotation yet")
+    project = stage.item.project
+    return render(request, f"annotation/annotate_{project.kind}.html", {
+        "project": project, "assignment": assignment, "item": stage.item, "stage": stage,
+        "state": {"assignment_id": assignment.id, "content": stage.content, "read_only": stage.status != StageStatus.ANNOTATING,
+                  **selectors.annotation_state(assignment),
+                  "api_url": reverse("assignment-annotation", args=[assignment.id]),
+                  "next_url": reverse("annotation:next-item", args=[project.id]) + f"?after={assignment.id}"},
+        "progress": selectors.user_progress(project, request.user),
+    })
+
+
+@login_required
+def consolidation_list(request, project_id):
+    project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
+    status = request.GET.get("status", "open")
+    page = Paginator(selectors.consolidations_for_project(project, status or None), 50).get_page(request.GET.get("page"))
+    return render(request, "annotation/consolidation_list.html", {"project": project, "page": page, "status": status})
+
+
+@login_required
+def next_consolidation(request, project_id):
+    project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
+    after = request.GET.get("after")
+    consolidation = selectors.next_consolidation(project, int(after) if after and after.isdigit() else None)
+    if consolidation is None:
+        messages.info(request, "No open consolidations left.")
+        return redirect("annotation:consolidations", project_id=project.id)
+    return redirect("annotation:consolidate", consolidation_id=consolidation.id)
+
+
+def consolidation_for(request, consolidation_id) -> Consolidation:
+    consolidation = get_object_or_404(Consolidation.objects.select_related("item_stage__item__project"), pk=consolidation_id)
+    project_for(request, consolidation.item_stage.item.project_id, {Role.ADMIN, Role.CONSOLIDATOR})
+    return consolidation
+
+
+@login_required
+def consolidate(request, consolidation_id):
+    consolidation = consolidation_for(request, consolidation_id)
+    stage = consolidation.item_stage
+    project = stage.item.project
+    return render(request, f"annotation/consolidate_{project.kind}.html", {
+        "project": project, "consolidation": consolidation, "item": stage.item, "discard_form": DiscardForm(),
+        "state": {
+            "consolidation_id": consolidation.id, "content": stage.content, "version": consolidation.version,
+            "payload": {k: v for k, v in consolidation.draft.items() if k != "disagreed"},
+            "disagreed": consolidation.draft.get("disagreed", []),
+            "annotations": selectors.consolidation_annotations(consolidation),
+            "read_only": consolidation.status != "open",
+            "api_url": reverse("consolidation-detail", args=[consolidation.id]),
+            "next_url": reverse("annotation:next-consolidation", args=[project.id]) + f"?after={consolidation.id}",
+        },
+    })
+
+
+@login_required
+@require_POST
+def consolidation_discard(request, consolidation_id):
+    consolidation = consolidation_for(request, consolidation_id)
+    form = DiscardForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "A reason is required to discard an item.")
+        return redirect("annotation:consolidate", consolidation_id=consolidation.id)
+    try:
+        consolidation_services.discard_item_stage(consolidation=consolidation, user=request.user, reason=form.cleaned_data["reason"])
+    except DomainError as exc:
+        messages.error(request, str(exc))
+        return redirect("annotation:consolidate", consolidation_id=consolidation.id)
+    messages.success(request, "Item discarded.")
+    return redirect("annotation:next-consolidation", project_id=consolidation.item_stage.item.project_id)

@@ -1,0 +1,1 @@
+"""REST API: a thin DRF layer over the annotation domain's services and selectors."""

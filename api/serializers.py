@@ -1,0 +1,148 @@
+"""Serializers: shape the domain's data for JSON; writes go through annotation.services."""
+from django.contrib.auth import get_user_model
+from rest_framework import serializers
+
+from annotation import selectors
+from annotation.kinds import KINDS
+from annotation.models import Assignment, Consolidation, Item, ItemStage, Membership, Project, ProjectKind, Role
+
+User = get_user_model()
+
+
+class UserCreateSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)
+    password = serializers.CharField(write_only=True, min_length=8)
+    email = serializers.EmailField(required=False, allow_blank=True)
+    is_staff = serializers.BooleanField(required=False, default=False)
+
+    def validate_username(self, value):
+        if User.objects.filter(username=value).exists():
+            raise serializers.ValidationError("a user with this username exists")
+        return value
+
+
+class UserSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = User
+        fields = ["id", "username", "email", "is_staff"]
+
+
+class ProjectSerializer(serializers.ModelSerializer):
+    kind = serializers.ChoiceField(choices=[k for k in ProjectKind.values if k in KINDS])
+    annotators_per_item = serializers.IntegerField(min_value=1, max_value=10, default=2)
+    my_roles = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Project
+        fields = ["id", "name", "kind", "guidelines", "annotators_per_item", "pipeline_settings", "created_at", "my_roles"]
+        read_only_fields = ["created_at"]
+
+    def get_my_roles(self, project) -> list[str]:
+        return sorted(selectors.user_roles(self.context["request"].user, project))
+
+
+class ProjectUpdateSerializer(ProjectSerializer):
+    class Meta(ProjectSerializer.Meta):
+        read_only_fields = ["kind", "created_at"]
+
+
+class MembershipSerializer(serializers.ModelSerializer):
+    username = serializers.SlugRelatedField(source="user", slug_field="username", queryset=User.objects.all())
+    role = serializers.ChoiceField(choices=Role.choices)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "username", "role"]
+
+
+class ImportSerializer(serializers.Serializer):
+    file = serializers.FileField()
+    format = serializers.CharField(default="plain")
+    labels_as = serializers.ChoiceField(choices=["ignore", "gold", "suggestion"], default="ignore")
+
+
+class ItemStageSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ItemStage
+        fields = ["id", "stage", "status", "content", "provenance", "precompute_error", "discard_reason"]
+
+
+class ItemSerializer(serializers.ModelSerializer):
+    stages = ItemStageSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Item
+        fields = ["id", "external_id", "source", "domain", "prompt", "response", "metadata", "stages"]
+
+
+class AssignmentSerializer(serializers.ModelSerializer):
+    """An assignment with its item and segments; the annotation shown is the caller's own."""
+
+    item = serializers.SerializerMethodField()
+    stage = serializers.IntegerField(source="item_stage.stage")
+    stage_status = serializers.CharField(source="item_stage.status")
+    content = serializers.JSONField(source="item_stage.content")
+    username = serializers.CharField(source="user.username")
+
+    class Meta:
+        model = Assignment
+        fields = [
+            "id", "username", "stage", "stage_status", "status", "item", "content",
+            "started_at", "submitted_at", "active_seconds",
+        ]
+
+    def get_item(self, assignment) -> dict:
+        item = assignment.item_stage.item
+        return {"id": item.id, "external_id": item.external_id, "prompt": item.prompt, "response": item.response,
+                "source": item.source, "domain": item.domain}
+
+
+class AnnotationWriteSerializer(serializers.Serializer):
+    payload = serializers.JSONField()
+    version = serializers.IntegerField(min_value=0)
+    submit = serializers.BooleanField(default=False)
+    active_seconds = serializers.IntegerField(min_value=0, required=False, default=0)
+
+
+class AnnotationReadSerializer(serializers.Serializer):
+    payload = serializers.JSONField()
+    version = serializers.IntegerField()
+    submitted = serializers.BooleanField()
+
+
+class ConsolidationSerializer(serializers.ModelSerializer):
+    item = serializers.SerializerMethodField()
+    content = serializers.JSONField(source="item_stage.content")
+    stage = serializers.IntegerField(source="item_stage.stage")
+    consolidator = serializers.CharField(source="consolidator.username", default=None)
+    disagreed = serializers.SerializerMethodField()
+    payload = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Consolidation
+        fields = ["id", "stage", "status", "item", "content", "consolidator", "payload", "disagreed", "version",
+                  "discard_reason", "updated_at"]
+
+    def get_item(self, consolidation) -> dict:
+        item = consolidation.item_stage.item
+        return {"id": item.id, "external_id": item.external_id, "prompt": item.prompt, "response": item.response}
+
+    def get_disagreed(self, consolidation) -> list[str]:
+        return consolidation.draft.get("disagreed", [])
+
+    def get_payload(self, consolidation) -> dict:
+        return {k: v for k, v in consolidation.draft.items() if k != "disagreed"}
+
+
+class ConsolidationDetailSerializer(ConsolidationSerializer):
+    annotations = serializers.SerializerMethodField()
+
+    class Meta(ConsolidationSerializer.Meta):
+        fields = [*ConsolidationSerializer.Meta.fields, "annotations"]
+
+    def get_annotations(self, consolidation) -> list[dict]:
+        return selectors.consolidation_annotations(consolidation)
+
+
+class DiscardSerializer(serializers.Serializer):
+    reason = serializers.CharField()

@@ -1,0 +1,234 @@
+"""API views: check permissions, parse input, call a service or selector, serialize."""
+from django.contrib.auth import get_user_model
+from django.http import StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+
+from annotation import exports, selectors
+from annotation.models import Assignment, Consolidation, Item, Project
+from annotation.services import annotations as annotation_services
+from annotation.services import consolidation as consolidation_services
+from annotation.services import imports as import_services
+from annotation.services import projects as project_services
+
+from . import serializers
+from .permissions import CanConsolidate, IsProjectAdmin, IsProjectMember, IsStaff
+
+User = get_user_model()
+
+
+class UserViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Staff administrators create annotator accounts here."""
+
+    permission_classes = [IsStaff]
+    queryset = User.objects.order_by("username")
+    serializer_class = serializers.UserSerializer
+
+    @extend_schema(request=serializers.UserCreateSerializer, responses=serializers.UserSerializer)
+    def create(self, request, *args, **kwargs):
+        data = serializers.UserCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            user = project_services.create_user(**data.validated_data)
+        except Exception as exc:  # password validation
+            if hasattr(exc, "messages"):
+                raise ValidationError({"password": exc.messages}) from exc
+            raise
+        return Response(serializers.UserSerializer(user).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectViewSet(viewsets.ModelViewSet):
+    """Projects the caller is a member of; staff create them, project admins run them."""
+
+    serializer_class = serializers.ProjectSerializer
+    http_method_names = ["get", "post", "patch", "delete", "head", "options"]
+
+    def get_queryset(self):
+        return selectors.projects_for_user(self.request.user).order_by("id")
+
+    def get_serializer_class(self):
+        if self.action == "partial_update":
+            return serializers.ProjectUpdateSerializer
+        return super().get_serializer_class()
+
+    def get_permissions(self):
+        if self.action == "create":
+            return [IsStaff()]
+        if self.action in {"partial_update", "destroy", "members", "import_items", "items", "export", "progress"}:
+            return [IsAuthenticated(), IsProjectAdmin()]
+        if self.action in {"consolidations", "agreement"}:
+            return [IsAuthenticated(), CanConsolidate()]
+        return [IsAuthenticated(), IsProjectMember()]
+
+    def get_object(self):
+        project = get_object_or_404(Project, pk=self.kwargs["pk"])
+        self.check_object_permissions(self.request, project)
+        return project
+
+    def permission_denied(self, request, message=None, code=None):
+        # A project the caller does not belong to is reported as not found, not as forbidden.
+        if request.user.is_authenticated and self.kwargs.get("pk") and not self._is_member():
+            raise NotFound()
+        super().permission_denied(request, message, code)
+
+    def _is_member(self):
+        project = Project.objects.filter(pk=self.kwargs["pk"]).first()
+        return project is not None and bool(selectors.user_roles(self.request.user, project))
+
+    def perform_create(self, serializer):
+        data = serializer.validated_data
+        serializer.instance = project_services.create_project(
+            name=data["name"], kind=data["kind"], created_by=self.request.user,
+            annotators_per_item=data.get("annotators_per_item", 2), guidelines=data.get("guidelines", ""),
+            pipeline_settings=data.get("pipeline_settings") or {},
+        )
+
+    @extend_schema(methods=["GET"], responses=serializers.MembershipSerializer(many=True))
+    @extend_schema(methods=["POST"], request=serializers.MembershipSerializer, responses=serializers.MembershipSerializer)
+    @action(detail=True, methods=["get", "post"])
+    def members(self, request, pk=None):
+        project = self.get_object()
+        if request.method == "GET":
+            page = self.paginate_queryset(selectors.members(project))
+            return self.get_paginated_response(serializers.MembershipSerializer(page, many=True).data)
+        data = serializers.MembershipSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        membership = project_services.add_member(project=project, user=data.validated_data["user"], role=data.validated_data["role"])
+        return Response(serializers.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request={"multipart/form-data": serializers.ImportSerializer}, responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["post"], url_path="import")
+    def import_items(self, request, pk=None):
+        project = self.get_object()
+        data = serializers.ImportSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        result = import_services.import_jsonl(
+            project, data.validated_data["file"], fmt=data.validated_data["format"], labels_as=data.validated_data["labels_as"]
+        )
+        return Response(result.as_dict(), status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=serializers.ItemSerializer(many=True),
+                   parameters=[OpenApiParameter("status", str, description="only items with a stage in this status")])
+    @action(detail=True, methods=["get"])
+    def items(self, request, pk=None):
+        project = self.get_object()
+        queryset = Item.objects.filter(project=project).prefetch_related("stages").order_by("id")
+        if request.query_params.get("status"):
+            queryset = queryset.filter(stages__status=request.query_params["status"]).distinct()
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(serializers.ItemSerializer(page, many=True).data)
+
+    @extend_schema(responses=serializers.AssignmentSerializer(many=True),
+                   parameters=[OpenApiParameter("mine", bool, description="only the caller's assignments")])
+    @action(detail=True, methods=["get"])
+    def assignments(self, request, pk=None):
+        project = self.get_object()
+        mine = request.query_params.get("mine") in {"1", "true", "yes"}
+        if mine or not selectors.is_project_admin(request.user, project):
+            queryset = selectors.assignments_for_user(project, request.user)
+        else:
+            queryset = Assignment.objects.filter(item_stage__item__project=project).select_related("item_stage__item", "user")
+        page = self.paginate_queryset(queryset.select_related("user").order_by("id"))
+        return self.get_paginated_response(serializers.AssignmentSerializer(page, many=True).data)
+
+    @extend_schema(responses=serializers.ConsolidationSerializer(many=True),
+                   parameters=[OpenApiParameter("status", str, enum=["open", "done", "discarded"])])
+    @action(detail=True, methods=["get"])
+    def consolidations(self, request, pk=None):
+        project = self.get_object()
+        page = self.paginate_queryset(selectors.consolidations_for_project(project, request.query_params.get("status")))
+        return self.get_paginated_response(serializers.ConsolidationSerializer(page, many=True).data)
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[OpenApiParameter("stage", int)])
+    @action(detail=True, methods=["get"])
+    def agreement(self, request, pk=None):
+        project = self.get_object()
+        try:
+            stage = int(request.query_params.get("stage", 1))
+        except ValueError:
+            raise ValidationError({"stage": "must be a stage number"}) from None
+        return Response(selectors.project_agreement(project, stage))
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @action(detail=True, methods=["get"])
+    def progress(self, request, pk=None):
+        return Response(selectors.project_progress(self.get_object()))
+
+    @extend_schema(
+        responses={(200, "application/jsonl"): OpenApiTypes.STR},
+        parameters=[OpenApiParameter("format", str, description="felm | factcheck-bench | annotations …", required=True)],
+    )
+    @action(detail=True, methods=["get"])
+    def export(self, request, pk=None):
+        project = self.get_object()
+        fmt = request.query_params.get("format", "")
+        if fmt not in exports.export_formats(project):
+            raise ValidationError({"format": f"must be one of {', '.join(exports.export_formats(project))}"})
+        response = StreamingHttpResponse(exports.export_jsonl(project, fmt), content_type="application/jsonl; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{exports.export_filename(project, fmt)}"'
+        return response
+
+
+class AssignmentViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """An annotator's own assignments; nobody reads another annotator's work here."""
+
+    serializer_class = serializers.AssignmentSerializer
+
+    def get_queryset(self):
+        return Assignment.objects.filter(user=self.request.user).select_related("item_stage__item__project", "user")
+
+    @extend_schema(methods=["GET"], responses=serializers.AnnotationReadSerializer)
+    @extend_schema(methods=["PUT"], request=serializers.AnnotationWriteSerializer, responses=serializers.AnnotationReadSerializer)
+    @action(detail=True, methods=["get", "put"])
+    def annotation(self, request, pk=None):
+        assignment = self.get_object()
+        if request.method == "GET":
+            return Response(selectors.annotation_state(assignment))
+        data = serializers.AnnotationWriteSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        saved = annotation_services.save_annotation(assignment=assignment, **data.validated_data)
+        return Response({"payload": saved.payload, "version": saved.version, "submitted": saved.submitted})
+
+
+class ConsolidationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Consolidation tasks, for the project's consolidators and admins only."""
+
+    serializer_class = serializers.ConsolidationDetailSerializer
+    http_method_names = ["get", "put", "post", "head", "options"]
+
+    def get_queryset(self):
+        return Consolidation.objects.select_related("item_stage__item__project", "consolidator")
+
+    def get_object(self):
+        consolidation = super().get_object()
+        if not selectors.can_consolidate(self.request.user, consolidation.item_stage.item.project):
+            raise NotFound()
+        return consolidation
+
+    @extend_schema(request=serializers.AnnotationWriteSerializer, responses=serializers.ConsolidationDetailSerializer)
+    def update(self, request, pk=None):
+        consolidation = self.get_object()
+        data = serializers.AnnotationWriteSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        saved = consolidation_services.save_consolidation(
+            consolidation=consolidation, user=request.user, payload=data.validated_data["payload"],
+            version=data.validated_data["version"], submit=data.validated_data["submit"],
+        )
+        return Response(serializers.ConsolidationDetailSerializer(saved).data)
+
+    @extend_schema(request=serializers.DiscardSerializer, responses=serializers.ConsolidationSerializer)
+    @action(detail=True, methods=["post"])
+    def discard(self, request, pk=None):
+        consolidation = self.get_object()
+        data = serializers.DiscardSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        saved = consolidation_services.discard_item_stage(consolidation=consolidation, user=request.user, reason=data.validated_data["reason"])
+        return Response(serializers.ConsolidationSerializer(saved).data)
+
+
