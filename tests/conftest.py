@@ -1,0 +1,112 @@
+"""Shared fixtures: users, a FELM project with two annotators and a consolidator, API clients.
+
+Tests run on whatever ``DATABASE_URL`` names (SQLite by default, PostgreSQL in CI). Tasks run
+eagerly except in the worker tests, which start a real Celery worker process.
+"""
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotation.models import Role
+from annotation.services.imports import import_jsonl
+from annotation.services.projects import add_member, create_project
+from config.celery import app as celery_app
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+PASSWORD = "test-pass-123"
+
+
+def shared_data_path(*parts: str) -> Path:
+    """A file of the released data; skipped outside CI when it is absent, a failure in CI."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{path} is missing: CI must have ../shared beside the clone")
+        pytest.skip(f"released data not found at {path} (../shared/data beside the repository)")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def eager_tasks():
+    celery_app.conf.task_always_eager = True
+    yield
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    # The production hasher is deliberately slow; tests create many users.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def make_user(db):
+    def make(username, *, staff=False):
+        return get_user_model().objects.create_user(username=username, password=PASSWORD, is_staff=staff)
+
+    return make
+
+
+@pytest.fixture
+def users(make_user):
+    return {
+        "admin": make_user("admin", staff=True),
+        "alice": make_user("alice"),
+        "bob": make_user("bob"),
+        "carol": make_user("carol"),
+        "mallory": make_user("mallory"),
+    }
+
+
+@pytest.fixture
+def felm_project(users):
+    project = create_project(name="FELM test", kind="felm", created_by=users["admin"])
+    add_member(project=project, user=users["alice"], role=Role.ANNOTATOR)
+    add_member(project=project, user=users["bob"], role=Role.ANNOTATOR)
+    add_member(project=project, user=users["carol"], role=Role.CONSOLIDATOR)
+    return project
+
+
+def felm_line(index: int, segments: list[str], **extra) -> dict:
+    return {
+        "index": str(index), "source": "test", "prompt": f"Question {index}?", "response": " ".join(segments),
+        "segmented_response": segments, "labels": [True] * len(segments), "comment": [""] * len(segments),
+        "type": [None] * len(segments), "ref": [], "domain": "wk", **extra,
+    }
+
+
+def jsonl(records: list[dict]) -> io.BytesIO:
+    buffer = io.BytesIO("".join(json.dumps(r) + "\n" for r in records).encode())
+    buffer.name = "items.jsonl"
+    return buffer
+
+
+@pytest.fixture
+def felm_items(felm_project):
+    """Three FELM items with given segments, assigned to alice and bob."""
+    records = [felm_line(i, [f"Sentence {i}.{k} is a claim." for k in range(3)]) for i in range(3)]
+    import_jsonl(felm_project, jsonl(records), fmt="felm")
+    return list(felm_project.items.order_by("id"))
+
+
+def api_client(user=None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        token, _ = Token.objects.get_or_create(user=user)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
+@pytest.fixture
+def clients(users):
+    return {name: api_client(user) for name, user in users.items()} | {"anonymous": api_client()}
+
+
+def segment(label, error_type=None, comment="", refs=()):
+    return {"label": label, "error_type": error_type, "comment": comment, "refs": list(refs)}
