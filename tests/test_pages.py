@@ -1,0 +1,174 @@
+"""Browser pages: they render for the right people, escape user text, and report bad input."""
+import json
+
+import pytest
+
+from annotation.models import Assignment, Item
+
+from .conftest import felm_line, jsonl, segment
+
+pytestmark = pytest.mark.django_db
+
+XSS = '<script>alert("x")</script>'
+
+
+@pytest.fixture
+def logged_in(client, users):
+    def login(name):
+        client.force_login(users[name])
+        return client
+
+    return login
+
+
+def test_login_page_and_login(client, users):
+    assert client.get("/accounts/login/").status_code == 200
+    response = client.post("/accounts/login/", {"username": "alice", "password": "test-pass-123"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert b"alice" in client.get("/").content
+
+
+def test_home_lists_my_projects_with_progress(logged_in, felm_items):
+    page = logged_in("alice").get("/").content.decode()
+    assert "FELM test" in page and "0/3" in page
+
+
+def test_staff_create_a_project_in_the_ui(logged_in):
+    client = logged_in("admin")
+    response = client.post("/projects/new/", {"name": "New one", "kind": "felm", "annotators_per_item": 2, "guidelines": ""})
+    assert response.status_code == 302
+    assert client.post("/projects/new/", {"name": "New one", "kind": "felm", "annotators_per_item": 2}).status_code == 200
+
+
+def test_non_staff_cannot_create_projects_in_the_ui(logged_in):
+    assert logged_in("alice").get("/projects/new/").status_code == 403
+
+
+def test_user_text_is_escaped_everywhere(logged_in, felm_project, users):
+    from annotation.services.imports import import_jsonl
+
+    import_jsonl(felm_project, jsonl([felm_line(1, [XSS, "ok."], prompt=XSS)]), fmt="felm")
+    assignment = Assignment.objects.filter(user=users["alice"]).first()
+    for name, url in (("alice", f"/assignments/{assignment.id}/"), ("alice", f"/projects/{felm_project.id}/"),
+                      ("admin", f"/projects/{felm_project.id}/")):
+        page = logged_in(name).get(url).content.decode()
+        assert XSS not in page, url
+    # the JSON handed to the page script cannot close the script element either
+    page = logged_in("alice").get(f"/assignments/{assignment.id}/").content.decode()
+    assert "\\u003Cscript\\u003E" in page
+
+
+def test_guidelines_markdown_is_rendered_and_sanitised(logged_in, felm_project):
+    felm_project.guidelines = "# Rules\n\n*Be careful*\n\n" + XSS
+    felm_project.save()
+    page = logged_in("alice").get(f"/projects/{felm_project.id}/guidelines/").content.decode()
+    assert "<h1>Rules</h1>" in page and "<em>Be careful</em>" in page and XSS not in page
+
+
+def test_next_item_walks_the_queue_and_ends_on_the_project(logged_in, felm_items, users):
+    client = logged_in("alice")
+    first = client.get(f"/projects/{felm_items[0].project_id}/next/")
+    mine = list(Assignment.objects.filter(user=users["alice"]).order_by("id"))
+    assert first["Location"] == f"/assignments/{mine[0].id}/"
+    second = client.get(f"/projects/{felm_items[0].project_id}/next/?after={mine[0].id}")
+    assert second["Location"] == f"/assignments/{mine[1].id}/"
+
+    from annotation.services.annotations import save_annotation
+
+    for assignment in mine:
+        save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True)
+    done = client.get(f"/projects/{felm_items[0].project_id}/next/")
+    assert done["Location"] == f"/projects/{felm_items[0].project_id}/"
+
+
+def test_annotation_page_carries_state_for_the_script(logged_in, felm_items, users):
+    assignment = Assignment.objects.filter(user=users["alice"]).first()
+    response = logged_in("alice").get(f"/assignments/{assignment.id}/")
+    state = response.context["state"]
+    assert state["version"] == 0 and state["api_url"] == f"/api/assignments/{assignment.id}/annotation/"
+    assert len(state["content"]["segments"]) == 3 and state["read_only"] is False
+    assert "comparison" not in response.content.decode()
+
+
+def test_admin_dashboard_import_form_reports_the_bad_line(logged_in, felm_project):
+    client = logged_in("admin")
+    upload = jsonl([felm_line(1, ["A."]), {"prompt": "x"}])
+    response = client.post(f"/projects/{felm_project.id}/import/", {"file": upload, "format": "felm", "labels_as": "ignore"}, follow=True)
+    page = response.content.decode()
+    assert "nothing was imported" in page and "line 2, field response" in page
+    assert Item.objects.count() == 0
+    response = client.post(f"/projects/{felm_project.id}/import/", {"file": jsonl([felm_line(1, ["A."])]), "format": "felm",
+                                                                     "labels_as": "ignore"}, follow=True)
+    assert "Imported 1 items" in response.content.decode()
+
+
+def test_admin_dashboard_shows_progress_and_item_states(logged_in, felm_items):
+    page = logged_in("admin").get(f"/projects/{felm_items[0].project_id}/").content.decode()
+    assert "Download felm JSONL" in page and "Download annotations JSONL" in page
+    assert "1: Annotating" in page and "alice" in page
+
+
+def test_admin_adds_a_member_in_the_ui(logged_in, felm_project, users):
+    client = logged_in("admin")
+    client.post(f"/projects/{felm_project.id}/members/", {"username": "mallory", "role": "annotator"})
+    assert felm_project.memberships.filter(user=users["mallory"], role="annotator").exists()
+    response = client.post(f"/projects/{felm_project.id}/members/", {"username": "ghost", "role": "annotator"}, follow=True)
+    assert "no user named" in response.content.decode()
+
+
+def test_export_download_streams_jsonl(logged_in, felm_project):
+    from annotation.services.imports import import_jsonl
+
+    import_jsonl(felm_project, jsonl([felm_line(5, ["A."])]), fmt="felm", labels_as="gold")
+    response = logged_in("admin").get(f"/projects/{felm_project.id}/export/felm/")
+    assert response.status_code == 200 and response.streaming
+    assert "attachment" in response["Content-Disposition"] and "FELM-test-felm.jsonl" in response["Content-Disposition"]
+    assert json.loads(b"".join(response.streaming_content))["index"] == "5"
+
+
+def test_consolidation_and_agreement_pages_render(logged_in, felm_items, users, clients):
+    from annotation.services.annotations import save_annotation
+
+    item = felm_items[0]
+    for assignment in Assignment.objects.filter(item_stage__item=item):
+        labels = [segment(True)] * 3 if assignment.user.username == "alice" else [segment(False, "fooled", "x")] + [segment(True)] * 2
+        save_annotation(assignment=assignment, payload={"segments": labels}, version=0, submit=True)
+    client = logged_in("carol")
+    listing = client.get(f"/projects/{item.project_id}/consolidations/").content.decode()
+    consolidation = item.stages.get().consolidation
+    assert f"/consolidations/{consolidation.id}/" in listing
+    page = client.get(f"/consolidations/{consolidation.id}/")
+    assert page.context["state"]["disagreed"] == ["segments[0].label", "segments[0].error_type", "segments[0].comment"]
+    assert [a["annotator"] for a in page.context["state"]["annotations"]] == ["alice", "bob"]
+    agreement_page = client.get(f"/projects/{item.project_id}/agreement/").content.decode()
+    assert "Krippendorff" in agreement_page and "Cohen" in agreement_page
+
+
+def test_discard_from_the_consolidation_page(logged_in, felm_items):
+    from annotation.services.annotations import save_annotation
+
+    item = felm_items[0]
+    for assignment in Assignment.objects.filter(item_stage__item=item):
+        save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True)
+    consolidation = item.stages.get().consolidation
+    client = logged_in("carol")
+    client.post(f"/consolidations/{consolidation.id}/discard/", {"reason": ""})
+    consolidation.refresh_from_db()
+    assert consolidation.status == "open"
+    client.post(f"/consolidations/{consolidation.id}/discard/", {"reason": "unclear"})
+    consolidation.refresh_from_db()
+    assert consolidation.status == "discarded"
+
+
+def test_demo_loader_is_idempotent_and_gives_a_working_project(db, django_capture_on_commit_callbacks):
+    from django.core.management import call_command
+
+    from annotation.models import Project
+
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("load_demo")
+    call_command("load_demo")
+    project = Project.objects.get(name="Demo FELM")
+    assert project.items.count() == 5
+    assert Assignment.objects.filter(item_stage__item__project=project).count() == 10
+    assert all(stage.content["segments"] for item in project.items.all() for stage in item.stages.all())
