@@ -130,11 +130,10 @@ def pair_agreement(slot_ratings: dict[Unit, list[tuple[Hashable, Any]]]) -> list
     ]
 
 
-def agreement_with_reference(values: Iterable[tuple[Hashable, Unit, Any]], reference: dict[Unit, Any]) -> dict:
-    """Per rater: units compared with the reference (gold) and the share that match."""
+def agreement_with_reference(comparisons: Iterable[tuple[Hashable, Any, Any]]) -> dict:
+    """Per rater: how many (rater, value, reference value) units there are and the share that match."""
     tally: dict[Hashable, list[int]] = defaultdict(lambda: [0, 0])
-    for rater, unit, value in values:
-        if unit in reference:
-            tally[rater][0] += int(str(value) == str(reference[unit]))
-            tally[rater][1] += 1
+    for rater, value, reference in comparisons:
+        tally[rater][0] += int(str(value) == str(reference))
+        tally[rater][1] += 1
     return {rater: {"units": total, "agreement": same / total if total else None} for rater, (same, total) in tally.items()}

@@ -170,7 +170,9 @@ class Consolidation(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidations"
     )
     status = models.CharField(max_length=20, choices=ConsolidationStatus.choices, default=ConsolidationStatus.OPEN)
-    draft = models.JSONField(default=dict, blank=True)
+    draft = models.JSONField(default=dict, blank=True, help_text="The consolidator's payload so far.")
+    disagreed = models.JSONField(default=list, blank=True, help_text="Paths of the fields the annotators disagree on.")
+    alignment = models.JSONField(null=True, blank=True, help_text="How the annotators' units line up (e.g. claims).")
     version = models.PositiveIntegerField(default=0)
     discard_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

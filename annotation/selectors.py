@@ -7,6 +7,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 
 from annotation import agreement
 from annotation.kinds import get_kind
+from annotation.kinds.base import AgreementItem
 from annotation.models import (
     Annotation,
     Assignment,
@@ -164,6 +165,9 @@ def user_progress(project: Project, user) -> dict:
 
 # -- agreement --------------------------------------------------------------------------------
 
+GOLD = "__gold__"
+
+
 def project_agreement(project: Project, stage: int = 1) -> dict:
     """Agreement per field between annotators, and of each annotator with the gold records."""
     kind = get_kind(project.kind)
@@ -172,41 +176,60 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
             submitted=True, assignment__item_stage__item__project=project, assignment__item_stage__stage=stage
         )
         .order_by("assignment__item_stage_id", "assignment_id")
-        .values_list("assignment__item_stage_id", "assignment__user_id", "payload", "assignment__item_stage__content")
+        .values_list("assignment__item_stage_id", "assignment__user_id", "payload")
     )
-    per_field: dict[str, dict] = {name: defaultdict(list) for name in kind.agreement_fields}
-    values_by_field: dict[str, list] = {name: [] for name in kind.agreement_fields}
+    payloads_by_stage: dict[int, dict[int, dict]] = defaultdict(dict)
     items_by_user: dict[int, int] = defaultdict(int)
-    for stage_id, user_id, payload, content in rows.iterator(chunk_size=2000):
+    for stage_id, user_id, payload in rows.iterator(chunk_size=2000):
+        payloads_by_stage[stage_id][user_id] = payload
         items_by_user[user_id] += 1
-        for name, values in kind.unit_values(stage, content, payload).items():
-            target = per_field[name]
-            collected = values_by_field[name]
-            for unit, value in values.items():
-                target[(stage_id, unit)].append((user_id, value))
-                collected.append((user_id, (stage_id, unit), value))
-
-    gold_by_field: dict[str, dict] = {name: {} for name in kind.agreement_fields}
-    gold_rows = GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage).values_list(
-        "item_stage_id", "payload", "item_stage__content"
+    contents, suggestions = {}, {}
+    stage_rows = ItemStage.objects.filter(item__project=project, stage=stage, assignments__annotation__submitted=True).distinct()
+    for stage_id, content, suggestion in stage_rows.values_list("id", "content", "suggestion").iterator(chunk_size=2000):
+        contents[stage_id], suggestions[stage_id] = content, suggestion
+    gold_by_stage = dict(
+        GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage)
+        .values_list("item_stage_id", "payload")
+        .iterator(chunk_size=2000)
     )
-    for stage_id, payload, content in gold_rows.iterator(chunk_size=2000):
-        for name, values in kind.unit_values(stage, content, payload).items():
-            gold_by_field[name].update({(stage_id, unit): value for unit, value in values.items()})
+
+    per_field: dict[str, dict] = {name: {} for name in kind.agreement_fields}
+    with_gold: dict[str, list] = {name: [] for name in kind.agreement_fields}
+    for stage_id, payloads in payloads_by_stage.items():
+        content = contents[stage_id]
+        for name, units in kind.agreement_units(stage, content, payloads).items():
+            target = per_field[name]
+            for unit, values in units.items():
+                target[(stage_id, unit)] = list(values.items())
+        gold = gold_by_stage.get(stage_id)
+        if gold is None:
+            continue
+        for user_id, payload in payloads.items():
+            for name, units in kind.agreement_units(stage, content, {GOLD: gold, user_id: payload}).items():
+                with_gold[name].extend(
+                    (user_id, values[user_id], values[GOLD]) for values in units.values() if len(values) == 2
+                )
 
     usernames = dict(User.objects.filter(id__in=items_by_user).values_list("id", "username"))
     fields = {}
     for name, label in kind.agreement_fields.items():
-        result = agreement.field_agreement(dict(per_field[name]))
+        result = agreement.field_agreement(per_field[name])
         for pair in result["pairs"]:
             pair["raters"] = [usernames.get(r, str(r)) for r in pair["raters"]]
-        with_gold = agreement.agreement_with_reference(values_by_field[name], gold_by_field[name])
         result["label"] = label
-        result["agreement_with_gold"] = {usernames.get(r, str(r)): v for r, v in with_gold.items()}
+        result["agreement_with_gold"] = {
+            usernames.get(r, str(r)): v for r, v in agreement.agreement_with_reference(with_gold[name]).items()
+        }
         fields[name] = result
+    extra = kind.extra_agreement(
+        stage,
+        [AgreementItem(contents[s], {usernames.get(u, str(u)): p for u, p in payloads.items()}, suggestions[s])
+         for s, payloads in payloads_by_stage.items()],
+    )
     return {
         "stage": stage,
         "fields": fields,
+        **extra,
         "annotators": [
             {
                 "username": usernames.get(user_id, str(user_id)),

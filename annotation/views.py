@@ -231,8 +231,9 @@ def consolidate(request, consolidation_id):
         "project": project, "consolidation": consolidation, "item": stage.item, "discard_form": DiscardForm(),
         "state": {
             "consolidation_id": consolidation.id, "content": stage.content, "version": consolidation.version,
-            "payload": {k: v for k, v in consolidation.draft.items() if k != "disagreed"},
-            "disagreed": consolidation.draft.get("disagreed", []),
+            "payload": consolidation.draft,
+            "disagreed": consolidation.disagreed,
+            "alignment": consolidation.alignment,
             "annotations": selectors.consolidation_annotations(consolidation),
             "read_only": consolidation.status != "open",
             "api_url": reverse("consolidation-detail", args=[consolidation.id]),

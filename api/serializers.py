@@ -115,23 +115,17 @@ class ConsolidationSerializer(serializers.ModelSerializer):
     content = serializers.JSONField(source="item_stage.content")
     stage = serializers.IntegerField(source="item_stage.stage")
     consolidator = serializers.CharField(source="consolidator.username", default=None)
-    disagreed = serializers.SerializerMethodField()
-    payload = serializers.SerializerMethodField()
+    payload = serializers.JSONField(source="draft")
 
     class Meta:
         model = Consolidation
-        fields = ["id", "stage", "status", "item", "content", "consolidator", "payload", "disagreed", "version",
-                  "discard_reason", "updated_at"]
+        fields = ["id", "stage", "status", "item", "content", "consolidator", "payload", "disagreed", "alignment",
+                  "version", "discard_reason", "updated_at"]
 
     def get_item(self, consolidation) -> dict:
         item = consolidation.item_stage.item
         return {"id": item.id, "external_id": item.external_id, "prompt": item.prompt, "response": item.response}
 
-    def get_disagreed(self, consolidation) -> list[str]:
-        return consolidation.draft.get("disagreed", [])
-
-    def get_payload(self, consolidation) -> dict:
-        return {k: v for k, v in consolidation.draft.items() if k != "disagreed"}
 
 
 class ConsolidationDetailSerializer(ConsolidationSerializer):

@@ -1,6 +1,6 @@
 """The interface every project kind implements."""
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Hashable, Iterable
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
@@ -42,6 +42,24 @@ class ParsedItem:
     labels: dict[int, dict] = field(default_factory=dict)
 
 
+@dataclass
+class MergeResult:
+    """A consolidation's starting point."""
+
+    draft: dict
+    disagreed: list[str]
+    alignment: Any = None
+
+
+@dataclass
+class AgreementItem:
+    """One item-stage's annotations, for kind-specific agreement numbers."""
+
+    content: dict
+    payloads: dict[Hashable, dict]
+    suggestion: dict | None = None
+
+
 _url_validator = URLValidator(schemes=["http", "https"])
 
 
@@ -80,14 +98,21 @@ class KindSpec:
         field an annotator must fill (submit); drafts may be partial."""
         raise NotImplementedError
 
-    def merge(self, stage: int, content: dict, payloads: list[dict]) -> tuple[dict, list[str]]:
+    def merge(self, stage: int, content: dict, payloads: list[dict]) -> "MergeResult":
         """Pre-fill a consolidation: fields all annotators agree on are copied, the others
-        left empty. Returns the draft and the paths of the disagreed fields."""
+        left empty and listed as disagreed."""
         raise NotImplementedError
 
-    def unit_values(self, stage: int, content: dict, payload: dict) -> dict[str, dict[Any, Any]]:
-        """field → {unit key → value} of one payload, for agreement."""
+    def agreement_units(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
+        """field → {unit → {rater → value}} for one item-stage.
+
+        ``payloads`` maps each rater (annotator, or the gold record) to its payload; the first
+        rater is the pivot when units have to be aligned (e.g. claims by text similarity)."""
         raise NotImplementedError
+
+    def extra_agreement(self, stage: int, items: list["AgreementItem"]) -> dict:
+        """Kind-specific agreement numbers beyond per-field label agreement (none by default)."""
+        return {}
 
     def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:
         """Turn consolidated rows into export records of format ``fmt``."""

@@ -1,12 +1,13 @@
 """FELM segment labelling (Chen et al.): one stage; per segment correct / contains an error,
 error type, reason and reference links."""
-from typing import Any, Iterable
+from typing import Any, Hashable, Iterable
 
 from pipeline.segmenter import segment_response
 
 from .base import (
     ImportLineError,
     KindSpec,
+    MergeResult,
     ParsedItem,
     PayloadError,
     field_error,
@@ -160,7 +161,7 @@ class FelmKind(KindSpec):
 
     # -- consolidation ----------------------------------------------------------------------
 
-    def merge(self, stage: int, content: dict, payloads: list[dict]) -> tuple[dict, list[str]]:
+    def merge(self, stage: int, content: dict, payloads: list[dict]) -> MergeResult:
         merged, disagreed = [], []
         for index in range(len(content.get("segments", []))):
             versions = [p["segments"][index] for p in payloads]
@@ -172,18 +173,20 @@ class FelmKind(KindSpec):
                 else:
                     disagreed.append(f"segments[{index}].{key}")
             merged.append(segment)
-        return {"segments": merged}, disagreed
+        return MergeResult({"segments": merged}, disagreed)
 
     # -- agreement --------------------------------------------------------------------------
 
-    def unit_values(self, stage: int, content: dict, payload: dict) -> dict[str, dict[Any, Any]]:
-        labels, error_types = {}, {}
-        for index, segment in enumerate(payload.get("segments", [])):
-            if segment.get("label") is None:
-                continue
-            labels[index] = "correct" if segment["label"] else "error"
-            if segment["label"] is False and segment.get("error_type"):
-                error_types[index] = segment["error_type"]
+    def agreement_units(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
+        labels: dict[int, dict] = {}
+        error_types: dict[int, dict] = {}
+        for rater, payload in payloads.items():
+            for index, segment in enumerate(payload.get("segments", [])):
+                if segment.get("label") is None:
+                    continue
+                labels.setdefault(index, {})[rater] = "correct" if segment["label"] else "error"
+                if segment["label"] is False and segment.get("error_type"):
+                    error_types.setdefault(index, {})[rater] = segment["error_type"]
         return {"label": labels, "error_type": error_types}
 
     # -- export -----------------------------------------------------------------------------

@@ -30,12 +30,13 @@ def open_consolidation_if_complete(stage: ItemStage) -> Consolidation | None:
         Annotation.objects.filter(assignment__in=assignments).order_by("assignment_id").values_list("payload", flat=True)
     )
     kind = get_kind(stage.item.project.kind)
-    draft, disagreed = kind.merge(stage.stage, stage.content, payloads)
+    merged = kind.merge(stage.stage, stage.content, payloads)
     stage.status = StageStatus.CONSOLIDATING
     stage.save(update_fields=["status", "updated_at"])
     consolidation, _ = Consolidation.objects.update_or_create(
         item_stage=stage,
-        defaults={"draft": {**draft, "disagreed": disagreed}, "status": ConsolidationStatus.OPEN},
+        defaults={"draft": merged.draft, "disagreed": merged.disagreed, "alignment": merged.alignment,
+                  "status": ConsolidationStatus.OPEN},
     )
     return consolidation
 
@@ -58,8 +59,7 @@ def save_consolidation(*, consolidation: Consolidation, user, payload, version: 
         stage = consolidation.item_stage
         kind = get_kind(stage.item.project.kind)
         normalised = kind.validate_payload(stage.stage, stage.content, payload, complete=submit)
-        disagreed = consolidation.draft.get("disagreed", [])
-        consolidation.draft = {**normalised, "disagreed": disagreed}
+        consolidation.draft = normalised
         consolidation.version += 1
         consolidation.consolidator = user
         if submit:
@@ -70,7 +70,7 @@ def save_consolidation(*, consolidation: Consolidation, user, payload, version: 
                     "payload": normalised,
                     "source": GoldSource.CONSOLIDATION,
                     "consolidated_by": user,
-                    "disagreed_fields": disagreed,
+                    "disagreed_fields": consolidation.disagreed,
                 },
             )
             stage.status = StageStatus.DONE
