@@ -184,7 +184,7 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
         payloads_by_stage[stage_id][user_id] = payload
         items_by_user[user_id] += 1
     contents, suggestions = {}, {}
-    stage_rows = ItemStage.objects.filter(item__project=project, stage=stage, assignments__annotation__submitted=True).distinct()
+    stage_rows = ItemStage.objects.filter(id__in=rows.values("assignment__item_stage_id"))
     for stage_id, content, suggestion in stage_rows.values_list("id", "content", "suggestion").iterator(chunk_size=2000):
         contents[stage_id], suggestions[stage_id] = content, suggestion
     gold_by_stage = dict(

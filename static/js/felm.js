@@ -60,6 +60,8 @@ const FelmAnnotate = (() => {
       Object.assign(segments[index], patch);
       if (segments[index].label === true) segments[index].error_type = null;
       renderSegment(index);
+      // The segment may have grown (error details): keep the one being worked on in view.
+      if (index === currentIndex) list.children[index].scrollIntoView({block: "nearest"});
       updateCompleteness();
       saver.schedule();
     }
