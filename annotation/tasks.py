@@ -9,7 +9,7 @@ from celery import shared_task
 from django.db import OperationalError, transaction
 
 from annotation.kinds import get_kind
-from annotation.models import ItemStage, StageStatus
+from annotation.models import GoldRecord, ItemStage, StageStatus
 
 logger = logging.getLogger(__name__)
 CHUNK_SIZE = 200
@@ -29,8 +29,16 @@ def precompute_stages(self, stage_ids: list[int]) -> dict:
     for stage in stages:
         project = stage.item.project
         kind = get_kind(project.kind)
+        previous_gold = None
+        if stage.stage > kind.stages[0]:
+            previous_gold = (
+                GoldRecord.objects.filter(item_stage__item_id=stage.item_id, item_stage__stage=stage.stage - 1)
+                .values_list("payload", flat=True)
+                .first()
+            )
         try:
-            result = kind.precompute(stage.stage, stage.item.prompt, stage.item.response, stage.content, project.pipeline_settings)
+            result = kind.precompute(stage.stage, stage.item.prompt, stage.item.response, stage.content,
+                                     project.pipeline_settings, previous_gold=previous_gold)
         except (OperationalError, ConnectionError, TimeoutError):
             raise
         except Exception as exc:  # a bad item must not stop the others; its error is shown in the UI

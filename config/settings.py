@@ -143,10 +143,8 @@ CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 
-# Default LLM endpoint for machine pre-annotation; projects may override it.
-LLM_BASE_URL = os.environ.get("LLM_BASE_URL", "")
-LLM_API_KEY = os.environ.get("LLM_API_KEY", "")
-LLM_MODEL = os.environ.get("LLM_MODEL", "")
+# The pipeline reads LLM_BASE_URL, LLM_API_KEY and LLM_MODEL from the environment itself;
+# a project's pipeline_settings["llm"] overrides them.
 
 LOGGING = {
     "version": 1,

@@ -3,9 +3,10 @@ and exports. The workflow (assignment, blind double annotation, consolidation, a
 export streaming) is shared; a kind only describes its data.
 """
 from .base import KindSpec, PayloadError
+from .factcheck import FactcheckKind
 from .felm import FelmKind
 
-KINDS: dict[str, KindSpec] = {spec.key: spec for spec in (FelmKind(),)}
+KINDS: dict[str, KindSpec] = {spec.key: spec for spec in (FelmKind(), FactcheckKind())}
 
 
 def get_kind(key: str) -> KindSpec:

@@ -40,6 +40,8 @@ class ParsedItem:
     content: dict[int, dict] = field(default_factory=dict)
     # stage number → labels carried by the file (used as gold or suggestion)
     labels: dict[int, dict] = field(default_factory=dict)
+    # stage number → machine pre-annotation carried by the file (e.g. the original tool's claims)
+    suggestions: dict[int, dict] = field(default_factory=dict)
 
 
 @dataclass
@@ -78,7 +80,11 @@ class KindSpec:
 
     key: str = ""
     stages: tuple[int, ...] = (1,)
+    # stages with an annotation page; later stages open but wait until theirs is built
+    annotatable_stages: tuple[int, ...] = (1,)
     import_formats: tuple[str, ...] = ()
+    # formats whose file is one JSON document (an object or a list of them), not JSONL
+    document_formats: tuple[str, ...] = ()
     export_formats: tuple[str, ...] = ()
     # field name → human label; the agreement page reports these fields in this order
     agreement_fields: dict[str, str] = {}
@@ -86,8 +92,14 @@ class KindSpec:
     def parse_import_line(self, fmt: str, data: dict, line: int) -> ParsedItem:
         raise NotImplementedError
 
-    def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict) -> dict:
-        """Return ``{"content": ..., "suggestion": ..., "provenance": ...}`` for a stage."""
+    def needs_precompute(self, stage: int, content: dict, suggestion: dict | None) -> bool:
+        """Whether the pipeline must run before annotators get the stage."""
+        return not content
+
+    def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
+                   previous_gold: dict | None = None) -> dict:
+        """Return ``{"content": ..., "suggestion": ..., "provenance": ...}`` for a stage;
+        ``previous_gold`` is the gold payload of the step before, if any."""
         raise NotImplementedError
 
     def empty_payload(self, stage: int, content: dict, suggestion: dict | None) -> dict:
@@ -123,12 +135,14 @@ def field_error(path: str, message: str) -> dict[str, str]:
     return {"field": path, "message": message}
 
 
-def require_str(data: dict, key: str, line: int, *, allow_empty: bool = False) -> str:
+def require_str(data: dict, key: str, line: int, *, allow_empty: bool = False, path: str = "") -> str:
+    """``data[key]`` as a string, or an error naming the field (``path`` when it is nested)."""
     value = data.get(key)
+    field = path or key
     if not isinstance(value, str):
-        raise ImportLineError(line, key, "must be a string" if key in data else "is missing")
+        raise ImportLineError(line, field, "must be a string" if key in data else "is missing")
     if not allow_empty and not value.strip():
-        raise ImportLineError(line, key, "must not be empty")
+        raise ImportLineError(line, field, "must not be empty")
     return value
 
 

@@ -95,7 +95,11 @@ class FelmKind(KindSpec):
 
     # -- machine pre-annotation -------------------------------------------------------------
 
-    def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict) -> dict:
+    def needs_precompute(self, stage: int, content: dict, suggestion: dict | None) -> bool:
+        return not content.get("segments")
+
+    def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
+                   previous_gold: dict | None = None) -> dict:
         if content.get("segments"):
             return {"content": content, "suggestion": None, "provenance": {"segments": "import"}}
         method = settings.get("segmentation", "auto")

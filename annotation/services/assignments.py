@@ -4,6 +4,7 @@ from collections import Counter
 from django.db import transaction
 from django.db.models import Count
 
+from annotation.kinds import get_kind
 from annotation.models import Assignment, ItemStage, Membership, Project, Role, StageStatus
 
 OPEN_FOR_ASSIGNMENT = (StageStatus.READY, StageStatus.ANNOTATING)
@@ -21,7 +22,9 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     )
     if not annotator_ids:
         return 0
-    stages = ItemStage.objects.filter(item__project=project, status__in=OPEN_FOR_ASSIGNMENT)
+    stages = ItemStage.objects.filter(
+        item__project=project, status__in=OPEN_FOR_ASSIGNMENT, stage__in=get_kind(project.kind).annotatable_stages
+    )
     if stage_ids is not None:
         stages = stages.filter(id__in=stage_ids)
     stages = stages.annotate(assigned=Count("assignments")).filter(assigned__lt=project.annotators_per_item)

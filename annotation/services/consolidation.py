@@ -75,6 +75,9 @@ def save_consolidation(*, consolidation: Consolidation, user, payload, version: 
             )
             stage.status = StageStatus.DONE
             stage.save(update_fields=["status", "updated_at"])
+            from .stages import open_next_stages
+
+            open_next_stages(stage.item.project, [stage.id])
         consolidation.save()
     return consolidation
 

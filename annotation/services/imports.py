@@ -1,12 +1,12 @@
-"""All-or-nothing JSONL import."""
+"""All-or-nothing import of JSONL files (or, for some formats, one JSON document)."""
 import json
 from dataclasses import dataclass
-from typing import IO, Iterable
+from typing import IO, Any, Iterable, Iterator
 
 from django.db import transaction
 
 from annotation.exceptions import ImportFailed
-from annotation.kinds import get_kind
+from annotation.kinds import KindSpec, PayloadError, get_kind
 from annotation.kinds.base import ImportLineError, ParsedItem
 from annotation.models import GoldRecord, GoldSource, Item, ItemStage, Project, StageStatus
 
@@ -26,35 +26,64 @@ class ImportResult:
         return self.__dict__.copy()
 
 
-def parse_jsonl(project: Project, lines: Iterable[bytes | str], fmt: str) -> list[ParsedItem]:
-    """Read and validate every line; raise ImportFailed naming each bad line and field."""
-    kind = get_kind(project.kind)
-    if fmt not in kind.import_formats:
-        raise ImportFailed([{"line": 0, "field": "format", "message": f"must be one of {', '.join(kind.import_formats)}"}])
-    parsed, errors = [], []
+def _jsonl_records(lines: Iterable[bytes | str]) -> Iterator[tuple[int, Any, dict | None]]:
+    """(line number, parsed JSON, error) for every non-blank line."""
     for number, raw in enumerate(lines, start=1):
         if isinstance(raw, bytes):
             try:
                 raw = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                errors.append({"line": number, "field": "(line)", "message": f"is not UTF-8: {exc.reason}"})
+                yield number, None, {"line": number, "field": "(line)", "message": f"is not UTF-8: {exc.reason}"}
                 continue
         if not raw.strip():
             continue
         try:
-            data = json.loads(raw)
+            yield number, json.loads(raw), None
         except json.JSONDecodeError as exc:
-            errors.append({"line": number, "field": "(json)", "message": f"is not valid JSON: {exc.msg} at column {exc.colno}"})
-            continue
-        if not isinstance(data, dict):
-            errors.append({"line": number, "field": "(line)", "message": "must be a JSON object"})
-            continue
-        try:
-            parsed.append(kind.parse_import_line(fmt, data, number))
-        except ImportLineError as exc:
-            errors.append({"line": exc.line, "field": exc.field, "message": exc.message})
-        if len(errors) >= MAX_REPORTED_ERRORS:
-            break
+            yield number, None, {"line": number, "field": "(json)", "message": f"is not valid JSON: {exc.msg} at column {exc.colno}"}
+
+
+def _document_records(lines: Iterable[bytes | str]) -> Iterator[tuple[int, Any, dict | None]]:
+    """The items of one JSON document (an object or a list of objects), numbered from 1.
+
+    A file that is JSONL after all (one object a line) is read as JSONL.
+    """
+    chunks = list(lines)
+    raw = b"".join(c if isinstance(c, bytes) else c.encode() for c in chunks)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        yield 1, None, {"line": 1, "field": "(file)", "message": f"is not UTF-8: {exc.reason}"}
+        return
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":
+            yield from _jsonl_records(raw.splitlines())
+            return
+        yield exc.lineno, None, {"line": exc.lineno, "field": "(json)", "message": f"is not valid JSON: {exc.msg} at column {exc.colno}"}
+        return
+    for number, record in enumerate(data if isinstance(data, list) else [data], start=1):
+        yield number, record, None
+
+
+def parse_import_file(project: Project, lines: Iterable[bytes | str], fmt: str) -> list[ParsedItem]:
+    """Read and validate every record; raise ImportFailed naming each bad line and field."""
+    kind = get_kind(project.kind)
+    if fmt not in kind.import_formats:
+        raise ImportFailed([{"line": 0, "field": "format", "message": f"must be one of {', '.join(kind.import_formats)}"}])
+    records = _document_records(lines) if fmt in kind.document_formats else _jsonl_records(lines)
+    parsed, errors = [], []
+    for number, data, error in records:
+        if error is None and not isinstance(data, dict):
+            error = {"line": number, "field": "(line)", "message": "must be a JSON object"}
+        if error is None:
+            try:
+                parsed.append(kind.parse_import_line(fmt, data, number))
+            except ImportLineError as exc:
+                error = {"line": exc.line, "field": exc.field, "message": exc.message}
+        if error is not None:
+            errors.append(error)
+            if len(errors) >= MAX_REPORTED_ERRORS:
+                break
     if errors:
         raise ImportFailed(errors)
     if not parsed:
@@ -62,28 +91,34 @@ def parse_jsonl(project: Project, lines: Iterable[bytes | str], fmt: str) -> lis
     return parsed
 
 
-def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: str, labels_as: str = "ignore") -> ImportResult:
-    """Import a JSONL file into ``project``; a bad line fails the whole file and writes nothing.
+def _check_labels(kind: KindSpec, parsed: list[ParsedItem], stage: int, labels_as: str) -> None:
+    if labels_as == "ignore":
+        return
+    for item in parsed:
+        if stage not in item.labels:
+            if labels_as == "gold":
+                raise ImportFailed([{"line": item.line, "field": "labels", "message": "is missing, but labels_as=gold"}])
+            continue
+        try:
+            kind.validate_payload(stage, item.content.get(stage, {}), item.labels[stage], complete=False)
+        except PayloadError as exc:  # the labels must at least fit the annotation schema
+            raise ImportFailed([{"line": item.line, "field": f"labels: {e['field']}", "message": e["message"]} for e in exc.errors]) from exc
 
-    Stages whose content the file gives are ready at once; the others are pre-annotated by a
-    Celery task after the transaction commits. ``labels_as`` decides what labels in the file
-    become: the gold record (``gold``), the annotators' starting point (``suggestion``) or
-    nothing (``ignore``).
+
+def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: str, labels_as: str = "ignore") -> ImportResult:
+    """Import a file into ``project``; a bad record fails the whole file and writes nothing.
+
+    Stages whose content and suggestions the file gives are ready at once; the others are
+    pre-annotated by a Celery task after the transaction commits. ``labels_as`` decides what
+    labels in the file become: the gold record (``gold``), the annotators' starting point
+    instead of the machine's (``suggestion``) or nothing (``ignore``).
     """
     if labels_as not in LABELS_AS:
         raise ImportFailed([{"line": 0, "field": "labels_as", "message": f"must be one of {', '.join(LABELS_AS)}"}])
-    parsed = parse_jsonl(project, file, fmt)
+    parsed = parse_import_file(project, file, fmt)
     kind = get_kind(project.kind)
     first_stage = kind.stages[0]
-    if labels_as == "gold":
-        unlabelled = next((p for p in parsed if first_stage not in p.labels), None)
-        if unlabelled is not None:
-            raise ImportFailed([{"line": unlabelled.line, "field": "labels", "message": "is missing, but labels_as=gold"}])
-        for p in parsed:
-            try:
-                kind.validate_payload(first_stage, p.content.get(first_stage, {}), p.labels[first_stage], complete=False)
-            except Exception as exc:  # the labels must at least fit the annotation schema
-                raise ImportFailed([{"line": p.line, "field": "labels", "message": str(exc)}]) from exc
+    _check_labels(kind, parsed, first_stage, labels_as)
 
     with transaction.atomic():
         items = Item.objects.bulk_create(
@@ -96,22 +131,18 @@ def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: st
         )
         stages = []
         for item, p in zip(items, parsed):
-            content = p.content.get(first_stage)
-            labels = p.labels.get(first_stage)
+            content = p.content.get(first_stage) or {}
+            suggestion, provenance = p.suggestions.get(first_stage), {"suggestion": "import"} if p.suggestions else {}
+            if labels_as == "suggestion" and first_stage in p.labels:
+                suggestion, provenance = p.labels[first_stage], {"suggestion": "import:labels"}
             if labels_as == "gold":
                 status = StageStatus.DONE
+            elif kind.needs_precompute(first_stage, content, suggestion):
+                status = StageStatus.PRECOMPUTING
             else:
-                status = StageStatus.READY if content else StageStatus.PRECOMPUTING
-            stages.append(
-                ItemStage(
-                    item=item,
-                    stage=first_stage,
-                    status=status,
-                    content=content or {},
-                    suggestion=labels if labels_as == "suggestion" else None,
-                    provenance={"suggestion": "import"} if labels_as == "suggestion" and labels else {},
-                )
-            )
+                status = StageStatus.READY
+            stages.append(ItemStage(item=item, stage=first_stage, status=status, content=content,
+                                    suggestion=suggestion, provenance=provenance))
         stages = ItemStage.objects.bulk_create(stages, batch_size=BATCH_SIZE)
         gold = []
         if labels_as == "gold":
@@ -120,6 +151,9 @@ def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: st
                  for stage, p in zip(stages, parsed)],
                 batch_size=BATCH_SIZE,
             )
+            from .stages import open_next_stages
+
+            open_next_stages(project, [stage.id for stage in stages])
         to_precompute = [stage.id for stage in stages if stage.status == StageStatus.PRECOMPUTING]
         from .assignments import assign_open_stages
 

@@ -1,0 +1,414 @@
+"""Factcheck-Bench (Wang et al.): three serial steps per item. Step 1 is built here:
+decomposition into atomic claims, decontextualisation, checkworthiness and importance.
+"""
+import re
+from statistics import mean
+from typing import Any, Hashable, Iterable
+
+from pipeline.factcheck_step1 import suggest_step1
+from pipeline.llm import LLMConfig
+
+from . import claims as claim_text
+from .base import (
+    AgreementItem,
+    ImportLineError,
+    KindSpec,
+    MergeResult,
+    ParsedItem,
+    PayloadError,
+    field_error,
+    optional_str,
+    require_str,
+)
+from .felm import parse_plain_line
+
+SENTENCE_IMPORTANCE = ("yes", "intermediate", "no")
+# The released data uses the claim categories for sentences that are not checkworthy.
+SENTENCE_CHECKWORTHY = ("yes", "no", "opinion", "not_a_claim", "other")
+CLAIM_CATEGORIES = ("factual", "opinion", "not_a_claim", "other")
+CLAIM_IMPORTANCE = ("yes", "intermediate", "no")
+
+# Step-2 and step-3 fields of a released sentence, empty until those steps exist here.
+LATER_STEP_FIELDS = {
+    "sentence_factuality_label": None,
+    "revised_decontext": "",
+    "if_automatic_evidence_enough_to_verify": [],
+    "human_evidence": [],
+    "auto_evidence": [],
+    "auto_evidence_url": [],
+    "stance_claim_autoEvid": [],
+    "if_claim_needs_edit": [],
+    "claims_factuality_label": [],
+    "revised_claims": [],
+    "usedEvidence_index_in_revision": [],
+}
+SENTENCE_KEY = re.compile(r"^sentence(\d+)$")
+
+
+def empty_sentence(decontext: str = "", claims: list | None = None) -> dict:
+    return {"decontext": decontext, "importance": None, "checkworthy": None, "claims": claims or []}
+
+
+class FactcheckKind(KindSpec):
+    key = "factcheck"
+    stages = (1, 2, 3)
+    annotatable_stages = (1,)
+    import_formats = ("plain", "factcheck-bench", "factcheck-tool")
+    document_formats = ("factcheck-tool",)
+    export_formats = ("factcheck-bench",)
+    agreement_fields = {
+        "sentence_checkworthy": "Sentence checkworthiness",
+        "sentence_importance": "Sentence importance",
+        "claim_category": "Claim category (aligned claims)",
+        "claim_importance": "Claim importance (aligned claims)",
+    }
+
+    # -- import -----------------------------------------------------------------------------
+
+    def parse_import_line(self, fmt: str, data: dict, line: int) -> ParsedItem:
+        if fmt == "plain":
+            return parse_plain_line(data, line)
+        if fmt == "factcheck-bench":
+            return self._parse_benchmark_line(data, line)
+        if fmt == "factcheck-tool":
+            return self._parse_tool_input(data, line)
+        raise ValueError(f"format {fmt!r} is not one of {', '.join(self.import_formats)}")
+
+    def _parse_benchmark_line(self, data: dict, line: int) -> ParsedItem:
+        prompt = require_str(data, "prompt", line, allow_empty=True)
+        response = require_str(data, "response", line)
+        raw_sentences = data.get("sentences")
+        if not isinstance(raw_sentences, dict) or not raw_sentences:
+            raise ImportLineError(line, "sentences", "must be an object of sentence1, sentence2, …")
+        keys = []
+        for key in raw_sentences:
+            match = SENTENCE_KEY.match(key)
+            if not match:
+                raise ImportLineError(line, f"sentences.{key}", "keys must be sentence1, sentence2, …")
+            keys.append((int(match.group(1)), key))
+        texts, gold = [], []
+        for _, key in sorted(keys):
+            sentence = raw_sentences[key]
+            path = f"sentences.{key}"
+            if not isinstance(sentence, dict):
+                raise ImportLineError(line, path, "must be an object")
+            texts.append(require_str(sentence, "text", line, path=f"{path}.text"))
+            gold.append(_released_step1(sentence, path, line))
+        known = ("prompt", "response", "sentences")
+        return ParsedItem(
+            line=line, prompt=prompt, response=response,
+            external_id=optional_str(data, "id", line), source=optional_str(data, "source", line),
+            metadata={k: v for k, v in data.items() if k not in known},
+            content={1: {"sentences": texts}},
+            labels={1: {"sentences": gold}},
+        )
+
+    def _parse_tool_input(self, data: dict, line: int) -> ParsedItem:
+        """The original tool's step-1 screen input: sentences and machine "atomic claims"."""
+        response = require_str(data, "response", line)
+        sentences = data.get("sentences")
+        if not isinstance(sentences, list) or not sentences or not all(isinstance(s, str) and s.strip() for s in sentences):
+            raise ImportLineError(line, "sentences", "must be a non-empty list of non-empty strings")
+        atomic = data.get("atomic claims", [])
+        if not isinstance(atomic, list) or (atomic and len(atomic) != len(sentences)):
+            raise ImportLineError(line, "atomic claims", f"must be a list with one list of claims per sentence ({len(sentences)})")
+        for index, claims in enumerate(atomic):
+            if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
+                raise ImportLineError(line, f"atomic claims[{index}]", "must be a list of strings")
+        known = ("prompt", "response", "sentences", "atomic claims", "id", "source")
+        suggestion = None
+        if atomic:
+            suggestion = {"sentences": [
+                {"decontext": sentence, "importance": None, "checkworthy": None,
+                 "claims": [{"text": c, "category": None, "importance": None} for c in claims]}
+                for sentence, claims in zip(sentences, atomic)
+            ]}
+        return ParsedItem(
+            line=line, prompt=optional_str(data, "prompt", line), response=response,
+            external_id=optional_str(data, "id", line), source=optional_str(data, "source", line),
+            metadata={k: v for k, v in data.items() if k not in known},
+            content={1: {"sentences": sentences}},
+            suggestions={1: suggestion} if suggestion else {},
+        )
+
+    # -- machine pre-annotation -------------------------------------------------------------
+
+    def needs_precompute(self, stage: int, content: dict, suggestion: dict | None) -> bool:
+        return stage == 1 and (not content.get("sentences") or suggestion is None)
+
+    def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
+                   previous_gold: dict | None = None) -> dict:
+        if stage == 2:
+            return {"content": {"claims": checkworthy_claims(previous_gold or {})}, "suggestion": None,
+                    "provenance": {"evidence": "not retrieved: no evidence source is configured yet"}}
+        if stage != 1:
+            return {"content": content, "suggestion": None, "provenance": {}}
+        config = LLMConfig.from_env(settings.get("llm"))
+        result = suggest_step1(prompt, response, config, sentences=content.get("sentences") or None)
+        sentences = [s["text"] for s in result["sentences"]]
+        suggestion = {"sentences": [{k: v for k, v in s.items() if k != "text"} for s in result["sentences"]]}
+        return {"content": {"sentences": sentences}, "suggestion": suggestion, "provenance": result["provenance"]}
+
+    # -- annotation payloads ----------------------------------------------------------------
+
+    def empty_payload(self, stage: int, content: dict, suggestion: dict | None) -> dict:
+        """Decontextualised sentences and claims (text, category) start from the suggestion;
+        the judgements (importance, checkworthiness, claim importance) are the annotator's."""
+        texts = content.get("sentences", [])
+        suggested = (suggestion or {}).get("sentences") or [None] * len(texts)
+        sentences = []
+        for text, hint in zip(texts, suggested):
+            if not hint:
+                sentences.append(empty_sentence(text))
+                continue
+            claims = [{"text": c.get("text", ""), "category": c.get("category"), "importance": None} for c in hint.get("claims", [])]
+            sentences.append(empty_sentence(hint.get("decontext") or text, claims))
+        return {"sentences": sentences}
+
+    def validate_payload(self, stage: int, content: dict, payload: Any, *, complete: bool) -> dict:
+        expected = len(content.get("sentences", []))
+        if not isinstance(payload, dict) or not isinstance(payload.get("sentences"), list):
+            raise PayloadError([field_error("sentences", "must be a list with one object per sentence")])
+        if len(payload["sentences"]) != expected:
+            raise PayloadError([field_error("sentences", f"has {len(payload['sentences'])} entries, the item has {expected} sentences")])
+        errors: list[dict] = []
+        sentences = [_validate_sentence(i, raw, complete, errors) for i, raw in enumerate(payload["sentences"])]
+        if errors:
+            raise PayloadError(errors)
+        return {"sentences": sentences}
+
+    # -- consolidation ----------------------------------------------------------------------
+
+    def merge(self, stage: int, content: dict, payloads: list[dict]) -> MergeResult:
+        merged, disagreed, alignment = [], [], []
+        for index in range(len(content.get("sentences", []))):
+            versions = [p["sentences"][index] for p in payloads]
+            path = f"sentences[{index}]"
+            sentence = empty_sentence()
+            for key in ("decontext", "importance", "checkworthy"):
+                values = [claim_text.normalise(v[key]) if isinstance(v[key], str) else v[key] for v in versions]
+                if all(v == values[0] for v in values):
+                    sentence[key] = versions[0][key]
+                else:
+                    disagreed.append(f"{path}.{key}")
+            rows = align_claims([v["claims"] for v in versions])
+            if len({len(v["claims"]) for v in versions}) > 1:
+                disagreed.append(f"{path}.claims")
+            for row_index, row in enumerate(rows):
+                present = [versions[k]["claims"][i] for k, i in enumerate(row) if i is not None]
+                claim = {"text": "", "category": None, "importance": None}
+                for key in claim:
+                    values = [claim_text.normalise(c[key]) if key == "text" else c[key] for c in present]
+                    if len(present) == len(versions) and all(v == values[0] for v in values):
+                        claim[key] = present[0][key]
+                    else:
+                        disagreed.append(f"{path}.claims[{row_index}].{key}")
+                sentence["claims"].append(claim)
+            merged.append(sentence)
+            alignment.append(rows)
+        return MergeResult({"sentences": merged}, disagreed, alignment)
+
+    # -- agreement --------------------------------------------------------------------------
+
+    def agreement_units(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
+        raters = list(payloads)
+        units: dict[str, dict] = {name: {} for name in self.agreement_fields}
+        for index in range(len(content.get("sentences", []))):
+            versions = [payloads[r]["sentences"][index] for r in raters]
+            for rater, sentence in zip(raters, versions):
+                if sentence.get("checkworthy"):
+                    units["sentence_checkworthy"].setdefault(index, {})[rater] = sentence["checkworthy"]
+                if sentence.get("importance"):
+                    units["sentence_importance"].setdefault(index, {})[rater] = sentence["importance"]
+            for row_index, row in enumerate(align_claims([v["claims"] for v in versions])):
+                for rater, sentence, claim_index in zip(raters, versions, row):
+                    if claim_index is None:
+                        continue
+                    claim = sentence["claims"][claim_index]
+                    for field, key in (("claim_category", "category"), ("claim_importance", "importance")):
+                        if claim.get(key):
+                            units[field].setdefault((index, row_index), {})[rater] = claim[key]
+        return units
+
+    def extra_agreement(self, stage: int, items: list[AgreementItem]) -> dict:
+        """Decomposition agreement as in the paper (§4.1), between the two annotators of each
+        item and between each annotator and the machine suggestion."""
+        between, with_machine = [], {}
+        for item in items:
+            raters = list(item.payloads)
+            decompositions = {r: [[c["text"] for c in s["claims"]] for s in item.payloads[r]["sentences"]] for r in raters}
+            if len(raters) >= 2:
+                between.extend(zip(decompositions[raters[0]], decompositions[raters[1]]))
+            if item.suggestion:
+                machine = [[c.get("text", "") for c in s.get("claims", [])] for s in item.suggestion["sentences"]]
+                for rater in raters:
+                    with_machine.setdefault(rater, []).extend(zip(decompositions[rater], machine))
+        return {"decomposition": {
+            "between_annotators": decomposition_agreement(between),
+            "annotator_vs_machine": {rater: decomposition_agreement(pairs) for rater, pairs in sorted(with_machine.items())},
+        }}
+
+    # -- export -----------------------------------------------------------------------------
+
+    def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:
+        if fmt != "factcheck-bench":
+            raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.export_formats)}")
+        for row in rows:
+            yield benchmark_record(row)
+
+
+def _choice(data: dict, key: str, choices: tuple, path: str, line: int):
+    value = data.get(key)
+    if value not in choices:
+        raise ImportLineError(line, f"{path}.{key}", f"must be one of {', '.join(choices)}, not {value!r}")
+    return value
+
+
+def _released_step1(sentence: dict, path: str, line: int) -> dict:
+    """A released sentence's step-1 fields as a payload sentence."""
+    claims = sentence.get("claims", [])
+    if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
+        raise ImportLineError(line, f"{path}.claims", "must be a list of strings")
+    per_claim = {}
+    for key, choices in (("claim_checkworthiness", CLAIM_CATEGORIES), ("if_most_important_claim", CLAIM_IMPORTANCE)):
+        values = sentence.get(key, [])
+        if not isinstance(values, list) or len(values) != len(claims):
+            raise ImportLineError(line, f"{path}.{key}", f"must be a list with one entry per claim ({len(claims)})")
+        for index, value in enumerate(values):
+            if value not in choices:
+                raise ImportLineError(line, f"{path}.{key}[{index}]", f"must be one of {', '.join(choices)}, not {value!r}")
+        per_claim[key] = values
+    decontext = sentence.get("decontext", "")
+    if not isinstance(decontext, str):
+        raise ImportLineError(line, f"{path}.decontext", "must be a string")
+    return {
+        "decontext": decontext,
+        "importance": _choice(sentence, "most_importance_sentence", SENTENCE_IMPORTANCE, path, line),
+        "checkworthy": _choice(sentence, "sentence_checkworthiness", SENTENCE_CHECKWORTHY, path, line),
+        "claims": [
+            {"text": text, "category": category, "importance": importance}
+            for text, category, importance in zip(claims, per_claim["claim_checkworthiness"], per_claim["if_most_important_claim"])
+        ],
+    }
+
+
+def _validate_choice(value, choices, path, complete, errors, what):
+    if value is None or value == "":
+        if complete:
+            errors.append(field_error(path, f"is required: choose the {what}"))
+        return None
+    if value not in choices:
+        errors.append(field_error(path, f"must be one of {', '.join(choices)}"))
+    return value
+
+
+def _validate_sentence(index: int, raw: Any, complete: bool, errors: list[dict]) -> dict:
+    path = f"sentences[{index}]"
+    if not isinstance(raw, dict):
+        errors.append(field_error(path, "must be an object"))
+        return empty_sentence()
+    decontext = raw.get("decontext") or ""
+    if not isinstance(decontext, str):
+        errors.append(field_error(f"{path}.decontext", "must be a string"))
+        decontext = ""
+    elif complete and not decontext.strip():
+        errors.append(field_error(f"{path}.decontext", "is required: write the decontextualised sentence"))
+    sentence = {
+        "decontext": decontext,
+        "importance": _validate_choice(raw.get("importance"), SENTENCE_IMPORTANCE, f"{path}.importance", complete, errors, "importance"),
+        "checkworthy": _validate_choice(raw.get("checkworthy"), SENTENCE_CHECKWORTHY, f"{path}.checkworthy", complete, errors,
+                                        "checkworthiness"),
+        "claims": [],
+    }
+    claims = raw.get("claims") or []
+    if not isinstance(claims, list):
+        errors.append(field_error(f"{path}.claims", "must be a list of claims"))
+        claims = []
+    for claim_index, claim in enumerate(claims):
+        claim_path = f"{path}.claims[{claim_index}]"
+        if not isinstance(claim, dict):
+            errors.append(field_error(claim_path, "must be an object with text, category and importance"))
+            continue
+        text = claim.get("text") or ""
+        if not isinstance(text, str):
+            errors.append(field_error(f"{claim_path}.text", "must be a string"))
+            text = ""
+        elif complete and not text.strip():
+            errors.append(field_error(f"{claim_path}.text", "is required: write the claim or remove it"))
+        sentence["claims"].append({
+            "text": text,
+            "category": _validate_choice(claim.get("category"), CLAIM_CATEGORIES, f"{claim_path}.category", complete, errors,
+                                         "claim category"),
+            "importance": _validate_choice(claim.get("importance"), CLAIM_IMPORTANCE, f"{claim_path}.importance", complete, errors,
+                                           "claim importance"),
+        })
+    return sentence
+
+
+def align_claims(claim_lists: list[list[dict]]) -> list[list[int | None]]:
+    """Rows of claim indexes, one column per annotator, aligned to the first annotator's claims."""
+    texts = [[c.get("text", "") for c in claims] for claims in claim_lists]
+    if not texts:
+        return []
+    rows: list[list[int | None]] = [[i] for i in range(len(texts[0]))]
+    for column, other in enumerate(texts[1:], start=1):
+        row_texts = [next(texts[k][i] for k, i in enumerate(row) if i is not None) for row in rows]
+        rows = [(rows[r] if r is not None else [None] * column) + [j] for r, j in claim_text.align(row_texts, other)]
+    return rows
+
+
+def decomposition_agreement(pairs: list[tuple[list[str], list[str]]]) -> dict:
+    """Share of sentences split into the same number of claims and, over those, the mean
+    normalised edit distance and word overlap of the paired claims."""
+    same = [(a, b) for a, b in pairs if len(a) == len(b)]
+    distances, overlaps = [], []
+    for a, b in same:
+        for i, j in claim_text.align(a, b, min_similarity=0):
+            if i is not None and j is not None:
+                distances.append(claim_text.normalised_edit_distance(a[i], b[j]))
+                overlaps.append(claim_text.word_overlap(a[i], b[j]))
+    return {
+        "sentences": len(pairs),
+        "same_claim_count": len(same),
+        "same_claim_count_share": len(same) / len(pairs) if pairs else None,
+        "paired_claims": len(distances),
+        "mean_normalised_edit_distance": mean(distances) if distances else None,
+        "mean_word_overlap": mean(overlaps) if overlaps else None,
+    }
+
+
+def checkworthy_claims(step1_gold: dict) -> list[dict]:
+    """The consolidated factual claims of checkworthy sentences: what step 2 verifies."""
+    return [
+        {"sentence": s_index, "claim": c_index, "text": claim["text"]}
+        for s_index, sentence in enumerate(step1_gold.get("sentences", []))
+        if sentence.get("checkworthy") == "yes"
+        for c_index, claim in enumerate(sentence.get("claims", []))
+        if claim.get("category") == "factual"
+    ]
+
+
+def benchmark_record(row: dict) -> dict:
+    """One consolidated item in the released Factcheck-Bench shape, step-1 fields filled."""
+    sentences = {}
+    for index, (text, gold) in enumerate(zip(row["content"]["sentences"], row["gold"]["sentences"]), start=1):
+        claims = gold["claims"]
+        sentences[f"sentence{index}"] = {
+            "text": text,
+            "decontext": gold["decontext"],
+            "sentence_factuality_label": LATER_STEP_FIELDS["sentence_factuality_label"],
+            "revised_decontext": LATER_STEP_FIELDS["revised_decontext"],
+            "sentence_checkworthiness": gold["checkworthy"],
+            "most_importance_sentence": gold["importance"],
+            "claims": [c["text"] for c in claims],
+            "claim_checkworthiness": [c["category"] for c in claims],
+            **{key: list(value) for key, value in LATER_STEP_FIELDS.items() if isinstance(value, list)},
+            "if_most_important_claim": [c["importance"] for c in claims],
+        }
+    return {
+        "prompt": row["prompt"],
+        "response": row["response"],
+        "revised_response": "",
+        "response_factuality": None,
+        "sentences": sentences,
+    }
