@@ -111,14 +111,15 @@ const FelmAnnotate = (() => {
             onclick: () => change(index, {label: true})}, "Correct (c)"),
           el("button", {type: "button", className: "label-error", "aria-pressed": segment.label === false ? "true" : "false", disabled: readOnly,
             onclick: () => change(index, {label: false})}, "Contains an error (x)")),
-        segment.label === false ? el("div", {className: "error-details"},
-          el("label", {className: field("error_type")}, "Error type ",
+        el("div", {className: "error-details"},
+          segment.label === false ? el("label", {className: field("error_type")}, "Error type ",
             el("select", {className: "error-type", disabled: readOnly, onchange: (e) => change(index, {error_type: e.target.value || null})},
               el("option", {value: ""}, "— choose (1–4) —"),
-              ERROR_TYPES.map(([value, text], i) => el("option", {value, selected: segment.error_type === value}, `${i + 1}. ${text}`)))),
-          el("label", {className: field("comment")}, "Reason ",
-            el("textarea", {className: "comment", rows: 2, disabled: readOnly, value: segment.comment,
-              oninput: (e) => { segment.comment = e.target.value; updateCompleteness(); saver.schedule(); }}))) : null,
+              ERROR_TYPES.map(([value, text], i) => el("option", {value, selected: segment.error_type === value}, `${i + 1}. ${text}`)))) : null,
+          // The reason stays visible whatever the label, so no text is ever saved unseen.
+          el("label", {className: field("comment")}, segment.label === false ? "Reason " : "Note (optional) ",
+            el("textarea", {className: "comment", rows: segment.label === false ? 2 : 1, disabled: readOnly, value: segment.comment,
+              oninput: (e) => { segment.comment = e.target.value; updateCompleteness(); saver.schedule(); }}))),
         el("div", {className: `refs ${field("refs")}`}, "References: ",
           el("ul", {className: "ref-list"}, segment.refs.map((ref, r) => el("li", {},
             el("a", {href: ref, target: "_blank", rel: "noopener noreferrer"}, ref),
@@ -171,7 +172,9 @@ const FelmAnnotate = (() => {
     }
 
     segments.forEach((_, i) => renderSegment(i));
-    select(0);
+    // A consolidator starts at the first disagreement, an annotator at the top.
+    const firstDisagreement = [...disagreed].map((path) => Number(/^segments\[(\d+)\]/.exec(path)?.[1])).filter(Number.isFinite);
+    select(firstDisagreement.length ? Math.min(...firstDisagreement) : 0);
     updateCompleteness();
     if (state.read_only) {
       submitButton.disabled = true;

@@ -1,0 +1,66 @@
+"""Helpers of the browser tests: Debian's chromium driven by Playwright's sync API.
+
+No browser is ever downloaded: the tests use /usr/bin/chromium (``apt-get install chromium``).
+Without it, or without Playwright, the browser tests are skipped with a reason, except in CI
+(``CI=true``), where a missing browser is a failure.
+"""
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+DEFAULT_TIMEOUT_MS = 10_000
+
+
+def skip_or_fail(reason: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: the browser tests must run in CI)")
+    pytest.skip(reason)
+
+
+def require_browser():
+    """Playwright's ``sync_playwright`` if Playwright and chromium are installed; else skip (fail in CI)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        skip_or_fail("playwright is not installed (pip install -r requirements-dev.txt)")
+    if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
+        skip_or_fail(f"{CHROMIUM} is missing: apt-get install -y chromium")
+    return sync_playwright
+
+
+@dataclass
+class PageProblems:
+    """JavaScript errors and failed static/API requests seen by a page: none are expected."""
+
+    errors: list[str] = field(default_factory=list)
+
+    def watch(self, page):
+        page.on("pageerror", lambda exc: self.errors.append(f"{page.url}: uncaught {exc}"))
+        # Failed requests are judged by the response listener (a missing /favicon.ico is fine).
+        page.on("console", lambda msg: self.errors.append(f"{page.url}: console.{msg.type}: {msg.text}")
+                if msg.type == "error" and not msg.text.startswith("Failed to load resource") else None)
+        page.on("response", lambda r: self.errors.append(f"{r.request.method} {r.url} -> {r.status}")
+                if r.status >= 400 and re.search(r"/(static|api)/", r.url) else None)
+        return page
+
+
+def login(browser, base_url: str, username: str, password: str, problems: PageProblems):
+    """A fresh browser context (own cookies) logged in as ``username``; returns its page."""
+    context = browser.new_context(base_url=base_url, accept_downloads=True, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(DEFAULT_TIMEOUT_MS)
+    page = problems.watch(context.new_page())
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(re.compile(r"/$"))
+    assert page.locator(".topbar .who").inner_text() == username
+    return page
