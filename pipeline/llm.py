@@ -1,0 +1,157 @@
+"""OpenAI-compatible chat client for the pipeline's LLM backends.
+
+Any server speaking the OpenAI chat-completions API works (OpenAI, vLLM, Ollama, llama.cpp
+server...). Retries with exponential backoff on 408/409/429/5xx, connection errors and
+timeouts are the ``openai`` client's own (``max_retries``, ``timeout``), so they honour
+``Retry-After`` headers and are not re-implemented here. What this module adds: configuration
+from the environment or a project's settings, and running many independent calls at once with a
+bounded thread pool, because the pipeline issues one call per sentence or claim and latency,
+not throughput, dominates.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+
+import openai
+
+logger = logging.getLogger(__name__)
+
+Message = Mapping[str, str]
+
+# Local servers (vLLM, Ollama, llama.cpp) ignore the key, but the client insists on one.
+_PLACEHOLDER_API_KEY = "not-needed"
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """Where and how to call the LLM. Unconfigured (no base_url or model) means offline."""
+
+    base_url: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # kept out of logs and reprs
+    model: str | None = None
+    timeout: float = 60.0
+    """Seconds per HTTP attempt."""
+    max_retries: int = 3
+    """Retries after the first attempt, with the openai client's backoff."""
+    concurrency: int = 4
+    """At most this many calls in flight per batch."""
+    temperature: float = 0.0
+
+    @property
+    def is_configured(self) -> bool:
+        return bool(self.base_url and self.model)
+
+    @classmethod
+    def from_env(
+        cls, overrides: Mapping[str, object] | None = None, environ: Mapping[str, str] | None = None
+    ) -> LLMConfig:
+        """Read ``LLM_BASE_URL``, ``LLM_API_KEY``, ``LLM_MODEL`` (and optionally ``LLM_TIMEOUT``,
+        ``LLM_MAX_RETRIES``, ``LLM_CONCURRENCY``), then apply ``overrides`` (e.g. a project's
+        pipeline settings; ``None`` values are ignored). Check ``is_configured`` before use.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {
+            "base_url": env.get("LLM_BASE_URL") or None,
+            "api_key": env.get("LLM_API_KEY") or None,
+            "model": env.get("LLM_MODEL") or None,
+        }
+        for name, convert in (("timeout", float), ("max_retries", int), ("concurrency", int)):
+            raw = env.get(f"LLM_{name.upper()}")
+            if raw:
+                values[name] = convert(raw)
+        known = {f.name for f in fields(cls)}
+        unknown = set(overrides or {}) - known
+        if unknown:
+            raise ValueError(f"unknown LLM settings: {sorted(unknown)}")
+        values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+        return cls(**values)
+
+
+def usable(config: LLMConfig | None) -> bool:
+    """True when the LLM backend should be used for ``config`` (else: offline backend)."""
+    return config is not None and config.is_configured
+
+
+@dataclass
+class ChatResult:
+    """Outcome of one chat call: ``text`` on success, ``error`` once retries are exhausted."""
+
+    text: str | None
+    error: str | None
+    seconds: float
+
+
+class LLMClient:
+    """A thin, thread-safe wrapper around ``openai.OpenAI`` for one configuration."""
+
+    def __init__(self, config: LLMConfig):
+        if not config.is_configured:
+            raise ValueError("LLM is not configured: set LLM_BASE_URL and LLM_MODEL")
+        self.config = config
+        self._client = openai.OpenAI(
+            base_url=config.base_url,
+            api_key=config.api_key or _PLACEHOLDER_API_KEY,
+            timeout=config.timeout,
+            max_retries=config.max_retries,
+        )
+
+    def chat(self, messages: Sequence[Message]) -> str:
+        """One chat completion; raises ``openai.OpenAIError`` when retries are exhausted."""
+        response = self._client.chat.completions.create(
+            model=self.config.model,
+            messages=[dict(m) for m in messages],
+            temperature=self.config.temperature,
+        )
+        return response.choices[0].message.content or ""
+
+    def _timed_chat(self, messages: Sequence[Message]) -> ChatResult:
+        started = time.perf_counter()
+        try:
+            text = self.chat(messages)
+        except openai.OpenAIError as exc:
+            logger.warning("LLM call to %s failed: %s", self.config.base_url, exc)
+            return ChatResult(None, f"{type(exc).__name__}: {exc}", time.perf_counter() - started)
+        return ChatResult(text, None, time.perf_counter() - started)
+
+    def chat_many(self, conversations: Sequence[Sequence[Message]]) -> list[ChatResult]:
+        """Run independent chats concurrently (at most ``config.concurrency`` at a time).
+
+        Results come back in input order; a failed call yields a result with ``error`` set
+        instead of raising, so one bad sentence does not discard the others' answers.
+        """
+        if not conversations:
+            return []
+        workers = max(1, min(self.config.concurrency, len(conversations)))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="llm") as pool:
+            return list(pool.map(self._timed_chat, conversations))
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+@lru_cache(maxsize=16)
+def shared_client(config: LLMConfig) -> LLMClient:
+    """One client per configuration, reused across calls and threads.
+
+    Building an ``openai.OpenAI`` client costs ~0.1 s (TLS context, connection pool), more than
+    a fast model call, and reusing it keeps connections alive between items in a worker.
+    """
+    return LLMClient(config)
+
+
+def run_chats(config: LLMConfig, conversations: Sequence[Sequence[Message]]) -> list[ChatResult]:
+    """``chat_many`` on the shared client for ``config``."""
+    return shared_client(config).chat_many(conversations)
