@@ -189,7 +189,8 @@ def annotate(request, assignment_id):
     project = stage.item.project
     return render(request, f"annotation/annotate_{project.kind}.html", {
         "project": project, "assignment": assignment, "item": stage.item, "stage": stage,
-        "state": {"assignment_id": assignment.id, "content": stage.content, "read_only": stage.status != StageStatus.ANNOTATING,
+        "state": {"assignment_id": assignment.id, "content": stage.content, "suggestion": stage.suggestion,
+                  "provenance": stage.provenance, "read_only": stage.status != StageStatus.ANNOTATING,
                   **selectors.annotation_state(assignment),
                   "api_url": reverse("assignment-annotation", args=[assignment.id]),
                   "next_url": reverse("annotation:next-item", args=[project.id]) + f"?after={assignment.id}"},
