@@ -22,7 +22,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from pipeline.factcheck_step1 import suggest_step1  # noqa: E402
-from pipeline.fake_llm import FakeLLMServer, well_behaved_responder  # noqa: E402
+from tests.fake_llm import FakeLLMServer, well_behaved_responder  # noqa: E402
 from pipeline.llm import LLMConfig  # noqa: E402
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared/data/factcheck-bench/factcheck-GPT-benchmark.jsonl"

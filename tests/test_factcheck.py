@@ -12,7 +12,7 @@ from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
 from annotation.services.imports import import_jsonl
 from annotation.services.projects import add_member, create_project
-from pipeline.fake_llm import FakeLLMServer, well_behaved_responder
+from tests.fake_llm import FakeLLMServer, well_behaved_responder
 
 from .conftest import jsonl, shared_data_path
 

@@ -1,4 +1,4 @@
-"""A loopback OpenAI-compatible chat server, for tests and benchmarks without network.
+"""A loopback OpenAI-compatible chat server: the test double for LLM endpoints in tests and benchmarks.
 
 It serves ``POST /v1/chat/completions`` on 127.0.0.1 (a free port) from a background thread
 and answers with whatever a *responder* function returns for the request, so a test can
