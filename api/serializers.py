@@ -1,12 +1,15 @@
 """Serializers: shape the domain's data for JSON; writes go through annotation.services."""
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from annotation import selectors
 from annotation.kinds import KINDS
+from annotation.services.projects import validate_pipeline_settings
 from annotation.models import Assignment, Consolidation, Item, ItemStage, Membership, Project, ProjectKind, Role
 
 User = get_user_model()
+MASKED_SECRET = "********"
 
 
 class UserCreateSerializer(serializers.Serializer):
@@ -39,6 +42,25 @@ class ProjectSerializer(serializers.ModelSerializer):
 
     def get_my_roles(self, project) -> list[str]:
         return sorted(selectors.user_roles(self.context["request"].user, project))
+
+    def validate_pipeline_settings(self, value):
+        try:
+            value = validate_pipeline_settings(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from exc
+        llm = value.get("llm") or {}
+        if llm.get("api_key") == MASKED_SECRET and self.instance is not None:
+            stored = (self.instance.pipeline_settings.get("llm") or {}).get("api_key")
+            value = {**value, "llm": {**llm, "api_key": stored}}
+        return value
+
+    def to_representation(self, project):
+        data = super().to_representation(project)
+        llm = (data.get("pipeline_settings") or {}).get("llm")
+        if isinstance(llm, dict) and llm.get("api_key"):
+            # The key is write-only: members read the project, not its secrets.
+            data["pipeline_settings"] = {**data["pipeline_settings"], "llm": {**llm, "api_key": MASKED_SECRET}}
+        return data
 
 
 class ProjectUpdateSerializer(ProjectSerializer):

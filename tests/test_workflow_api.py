@@ -294,3 +294,23 @@ def test_openapi_schema_and_docs_are_served(client, users):
     client.force_login(users["alice"])
     docs = client.get("/api/docs/")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
+
+
+def test_pipeline_settings_are_validated_and_the_api_key_is_never_shown(clients, felm_project):
+    url = f"/api/projects/{felm_project.id}/"
+    bad = clients["admin"].patch(url, {"pipeline_settings": {"segmentation": "words"}}, format="json")
+    assert bad.status_code == 400 and "segmentation" in str(bad.json()["pipeline_settings"])
+    bad = clients["admin"].patch(url, {"pipeline_settings": {"llm": {"url": "x"}}}, format="json")
+    assert bad.status_code == 400 and "unknown llm settings: url" in str(bad.json()["pipeline_settings"])
+    settings = {"llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key": "secret-key"}}
+    assert clients["admin"].patch(url, {"pipeline_settings": settings}, format="json").status_code == 200
+    felm_project.refresh_from_db()
+    assert felm_project.pipeline_settings["llm"]["api_key"] == "secret-key"
+    for name in ("admin", "alice"):
+        shown = clients[name].get(url).json()["pipeline_settings"]["llm"]
+        assert shown["api_key"] == "********" and shown["model"] == "m"
+    # sending the masked value back keeps the stored key
+    shown = clients["admin"].get(url).json()["pipeline_settings"]
+    assert clients["admin"].patch(url, {"pipeline_settings": shown}, format="json").status_code == 200
+    felm_project.refresh_from_db()
+    assert felm_project.pipeline_settings["llm"]["api_key"] == "secret-key"

@@ -1,12 +1,35 @@
 """Projects, members and users."""
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from annotation.kinds import get_kind
 from annotation.models import Membership, Project, Role
 
 User = get_user_model()
+
+
+SEGMENTATION_METHODS = ("auto", "sentence", "separator")
+LLM_SETTING_KEYS = ("base_url", "api_key", "model", "timeout", "max_retries", "concurrency", "temperature")
+
+
+def validate_pipeline_settings(settings: dict) -> dict:
+    """Check a project's pipeline settings; raise ValidationError naming the bad key."""
+    if not isinstance(settings, dict):
+        raise ValidationError("must be an object")
+    unknown = set(settings) - {"segmentation", "llm"}
+    if unknown:
+        raise ValidationError(f"unknown settings: {', '.join(sorted(unknown))}")
+    if settings.get("segmentation", "auto") not in SEGMENTATION_METHODS:
+        raise ValidationError(f"segmentation must be one of {', '.join(SEGMENTATION_METHODS)}")
+    llm = settings.get("llm", {})
+    if not isinstance(llm, dict):
+        raise ValidationError("llm must be an object")
+    unknown = set(llm) - set(LLM_SETTING_KEYS)
+    if unknown:
+        raise ValidationError(f"unknown llm settings: {', '.join(sorted(unknown))}")
+    return settings
 
 
 @transaction.atomic
