@@ -247,3 +247,13 @@ def test_agreement_has_claim_fields_and_decomposition_numbers(project, users, cl
     vs_machine = body["decomposition"]["annotator_vs_machine"]
     assert vs_machine["alice"]["same_claim_count"] == 2 and vs_machine["bob"]["same_claim_count"] == 1
     assert vs_machine["alice"]["mean_normalised_edit_distance"] == 0.0
+
+
+def test_agreement_page_shows_decomposition(project, users, client):
+    imported_item(project, sentences=("A is B.",))
+    payload = {"sentences": [sentence("A is B.", claims=(("A is B.", "factual", "yes"),))]}
+    submit_pair(project, users, payload, payload)
+    client.force_login(users["carol"])
+    page = client.get(f"/projects/{project.id}/agreement/").content.decode()
+    assert "Decomposition into claims" in page and "alice vs machine suggestion" in page
+    assert "Claim category (aligned claims)" in page
