@@ -18,6 +18,8 @@ from annotation.services.imports import import_jsonl
 from annotation.services.projects import add_member, create_project
 from config.celery import app as celery_app
 
+from .browser_support import CHROMIUM, CHROMIUM_ARGS, PageProblems, require_browser
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 PASSWORD = "test-pass-123"
@@ -64,13 +66,43 @@ def users(make_user):
     }
 
 
-@pytest.fixture
-def felm_project(users):
-    project = create_project(name="FELM test", kind="felm", created_by=users["admin"])
+def project_with_team(users, name: str, kind: str):
+    """A project created by the staff admin, with alice and bob annotating and carol consolidating."""
+    project = create_project(name=name, kind=kind, created_by=users["admin"])
     add_member(project=project, user=users["alice"], role=Role.ANNOTATOR)
     add_member(project=project, user=users["bob"], role=Role.ANNOTATOR)
     add_member(project=project, user=users["carol"], role=Role.CONSOLIDATOR)
     return project
+
+
+@pytest.fixture
+def felm_project(users):
+    return project_with_team(users, "FELM test", "felm")
+
+
+@pytest.fixture
+def factcheck_project(users):
+    return project_with_team(users, "Factcheck test", "factcheck")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_playwright = require_browser()
+    with pytest.MonkeyPatch.context() as mp:
+        # Playwright's sync API runs an event loop in this thread; the ORM calls of the test
+        # body are still plain synchronous code.
+        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            yield browser
+            browser.close()
+
+
+@pytest.fixture
+def problems():
+    seen = PageProblems()
+    yield seen
+    assert not seen.errors, "the pages reported errors:\n" + "\n".join(seen.errors)
 
 
 def felm_line(index: int, segments: list[str], **extra) -> dict:

@@ -16,7 +16,7 @@ import pytest
 
 from annotation.models import Annotation, Assignment, Consolidation, GoldRecord, StageStatus
 
-from .browser_support import CHROMIUM, CHROMIUM_ARGS, PageProblems, login, require_browser
+from .browser_support import login
 from .conftest import PASSWORD, felm_line, jsonl
 
 pytestmark = pytest.mark.browser
@@ -31,26 +31,6 @@ ITEM_SEGMENTS = [
 REASON_DATE = "Completed in 1889, not 1899."
 REASON_ALICE = "The Statue of Liberty was dedicated in 1886, earlier."
 REASON_CAROL = "The Statue of Liberty (1886) predates the tower (1889): wrong conclusion."
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_playwright = require_browser()
-    with pytest.MonkeyPatch.context() as mp:
-        # Playwright's sync API runs an event loop in this thread; the ORM calls of the test
-        # body are still plain synchronous code.
-        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            yield browser
-            browser.close()
-
-
-@pytest.fixture
-def problems():
-    seen = PageProblems()
-    yield seen
-    assert not seen.errors, "the pages reported errors:\n" + "\n".join(seen.errors)
 
 
 def segment_node(page, index):

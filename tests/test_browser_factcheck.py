@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from annotation.models import Annotation, Assignment, Consolidation, GoldRecord, ItemStage, Role, StageStatus
+from annotation.models import Annotation, Assignment, Consolidation, GoldRecord, ItemStage, StageStatus
 from annotation.services.imports import import_jsonl
-from annotation.services.projects import add_member, create_project
 
-from .browser_support import CHROMIUM, CHROMIUM_ARGS, PageProblems, login, require_browser
+from .browser_support import login
 from .conftest import PASSWORD, jsonl
 
 pytestmark = pytest.mark.browser
@@ -46,35 +45,6 @@ def claim(text, category, importance):
 
 def gold_sentence(decontext, importance, checkworthy, claims):
     return {"decontext": decontext, "importance": importance, "checkworthy": checkworthy, "claims": claims}
-
-
-@pytest.fixture(scope="module")
-def browser():
-    sync_playwright = require_browser()
-    with pytest.MonkeyPatch.context() as mp:
-        # Playwright's sync API runs an event loop in this thread; the ORM calls of the test
-        # body are still plain synchronous code.
-        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            yield browser
-            browser.close()
-
-
-@pytest.fixture
-def problems():
-    seen = PageProblems()
-    yield seen
-    assert not seen.errors, "the pages reported errors:\n" + "\n".join(seen.errors)
-
-
-@pytest.fixture
-def factcheck_project(users):
-    project = create_project(name="Factcheck test", kind="factcheck", created_by=users["admin"])
-    add_member(project=project, user=users["alice"], role=Role.ANNOTATOR)
-    add_member(project=project, user=users["bob"], role=Role.ANNOTATOR)
-    add_member(project=project, user=users["carol"], role=Role.CONSOLIDATOR)
-    return project
 
 
 def sentence_node(page, index):

@@ -7,11 +7,10 @@ from sklearn.metrics import cohen_kappa_score
 
 from annotation.exceptions import ImportFailed
 from annotation.exports import export_jsonl
-from annotation.models import Assignment, GoldRecord, ItemStage, Role, StageStatus
+from annotation.models import Assignment, ItemStage, StageStatus
 from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
 from annotation.services.imports import import_jsonl
-from annotation.services.projects import add_member, create_project
 from tests.fake_llm import FakeLLMServer, well_behaved_responder
 
 from .conftest import jsonl, shared_data_path
@@ -23,12 +22,8 @@ STEP1_FIELDS = ("text", "decontext", "sentence_checkworthiness", "most_importanc
 
 
 @pytest.fixture
-def project(users):
-    project = create_project(name="Factcheck test", kind="factcheck", created_by=users["admin"])
-    add_member(project=project, user=users["alice"], role=Role.ANNOTATOR)
-    add_member(project=project, user=users["bob"], role=Role.ANNOTATOR)
-    add_member(project=project, user=users["carol"], role=Role.CONSOLIDATOR)
-    return project
+def project(factcheck_project):
+    return factcheck_project
 
 
 def released_records():
