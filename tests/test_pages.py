@@ -172,3 +172,6 @@ def test_demo_loader_is_idempotent_and_gives_a_working_project(db, django_captur
     assert project.items.count() == 5
     assert Assignment.objects.filter(item_stage__item__project=project).count() == 10
     assert all(stage.content["segments"] for item in project.items.all() for stage in item.stages.all())
+    factcheck = Project.objects.get(name="Demo Factcheck-Bench")
+    stages = [stage for item in factcheck.items.all() for stage in item.stages.all()]
+    assert len(stages) == 3 and all(s.status == "annotating" and s.suggestion["sentences"] for s in stages)

@@ -33,8 +33,25 @@ You never see the other annotator's labels; a consolidator merges both.
 """
 
 
+FACTCHECK_GUIDELINES = """# Factcheck-Bench step 1
+
+For each sentence of the response:
+
+1. Rewrite it so it is understood **without the other sentences** (replace pronouns by names).
+2. Say how **important** it is for answering the prompt, and whether it is **checkworthy**.
+3. Check the **atomic claims** the machine proposed: each claim states one fact and stands on
+   its own. Edit, add, remove or reorder them; give each a category and an importance.
+
+Opinions, questions and remarks about being an AI are not checkworthy.
+"""
+DEMO_PROJECTS = (
+    ("Demo FELM", "felm", FELM_GUIDELINES, "felm_demo.jsonl"),
+    ("Demo Factcheck-Bench", "factcheck", FACTCHECK_GUIDELINES, "factcheck_demo.jsonl"),
+)
+
+
 class Command(BaseCommand):
-    help = "Create demo users (password %s) and a demo FELM project with a few items." % DEMO_PASSWORD
+    help = "Create demo users (password %s) and demo FELM and Factcheck-Bench projects." % DEMO_PASSWORD
 
     @transaction.atomic
     def handle(self, *args, **options):
@@ -46,11 +63,13 @@ class Command(BaseCommand):
                 user.set_password(DEMO_PASSWORD)
                 user.save()
             users[username] = user
-        if not Project.objects.filter(name="Demo FELM").exists():
-            project = create_project(name="Demo FELM", kind="felm", created_by=users["admin"], guidelines=FELM_GUIDELINES)
+        for name, kind, guidelines, filename in DEMO_PROJECTS:
+            if Project.objects.filter(name=name).exists():
+                continue
+            project = create_project(name=name, kind=kind, created_by=users["admin"], guidelines=guidelines)
             for username, role in (("alice", Role.ANNOTATOR), ("bob", Role.ANNOTATOR), ("carol", Role.CONSOLIDATOR)):
                 add_member(project=project, user=users[username], role=role)
-            with open(DEMO_DIR / "felm_demo.jsonl", "rb") as handle:
+            with open(DEMO_DIR / filename, "rb") as handle:
                 import_jsonl(project, handle, fmt="plain")
         self.stdout.write("Demo logins (password %s):" % DEMO_PASSWORD)
         for username, _, what in DEMO_USERS:
