@@ -5,7 +5,7 @@ implementations (scikit-learn's ``cohen_kappa_score``, the ``krippendorff`` pack
 A metric that is undefined on the data (e.g. κ when both annotators only ever used one
 label) is reported as ``None`` rather than a made-up number.
 """
-from collections import Counter, defaultdict
+from collections import defaultdict
 from itertools import combinations
 from typing import Any, Hashable, Iterable
 
@@ -30,7 +30,20 @@ def _category_counts(ratings: Ratings, min_raters: int = 2) -> tuple[np.ndarray,
 
 def observed_agreement(ratings: Ratings) -> float | None:
     """Share of agreeing rater pairs over all pairs within units (= percent agreement for two raters)."""
-    counts, _ = _category_counts(ratings)
+    return _observed_from_counts(_category_counts(ratings)[0])
+
+
+def krippendorff_alpha_nominal(ratings: Ratings) -> float | None:
+    """Krippendorff's α for nominal data with any number of raters and missing values."""
+    return _alpha_from_counts(_category_counts(ratings)[0])
+
+
+def fleiss_kappa(ratings: Ratings) -> float | None:
+    """Fleiss' κ over the units rated by the most common number of raters (it needs a fixed number)."""
+    return _fleiss_from_counts(_category_counts(ratings)[0])
+
+
+def _observed_from_counts(counts: np.ndarray) -> float | None:
     m = counts.sum(axis=1)
     pairs = (m * (m - 1)).sum()
     if pairs == 0:
@@ -38,9 +51,7 @@ def observed_agreement(ratings: Ratings) -> float | None:
     return float((counts * (counts - 1)).sum() / pairs)
 
 
-def krippendorff_alpha_nominal(ratings: Ratings) -> float | None:
-    """Krippendorff's α for nominal data with any number of raters and missing values."""
-    counts, _ = _category_counts(ratings)
+def _alpha_from_counts(counts: np.ndarray) -> float | None:
     if counts.size == 0:
         return None
     m = counts.sum(axis=1)
@@ -53,20 +64,19 @@ def krippendorff_alpha_nominal(ratings: Ratings) -> float | None:
     return float(1 - (n - 1) * (n - observed_same) / expected_diff)
 
 
-def fleiss_kappa(ratings: Ratings) -> float | None:
-    """Fleiss' κ over the units rated by the most common number of raters (it needs a fixed number)."""
-    sizes = Counter(len(unit) for unit in ratings.values() if len(unit) >= 2)
-    if not sizes:
+def _fleiss_from_counts(counts: np.ndarray) -> float | None:
+    if counts.size == 0:
         return None
-    raters = sizes.most_common(1)[0][0]
-    counts, _ = _category_counts({u: r for u, r in ratings.items() if len(r) == raters})
+    m = counts.sum(axis=1)
+    sizes, frequency = np.unique(m, return_counts=True)
+    raters = sizes[frequency == frequency.max()].min()
+    counts = counts[m == raters]
     per_unit = ((counts * counts).sum(axis=1) - raters) / (raters * (raters - 1))
-    p_bar = per_unit.mean()
     p_c = counts.sum(axis=0) / counts.sum()
     p_e = (p_c * p_c).sum()
     if p_e == 1:
         return None
-    return float((p_bar - p_e) / (1 - p_e))
+    return float((per_unit.mean() - p_e) / (1 - p_e))
 
 
 def cohen_kappa(first: list, second: list) -> float | None:
@@ -100,6 +110,7 @@ def field_agreement(slot_ratings: dict[Unit, list[tuple[Hashable, Any]]], labels
     usual when pairs of annotators rotate over items.
     """
     ratings: Ratings = {unit: dict(pairs) for unit, pairs in slot_ratings.items()}
+    counts, _ = _category_counts(ratings)
     paired = [pairs for pairs in slot_ratings.values() if len(pairs) >= 2]
     first = [str(pairs[0][1]) for pairs in paired]
     second = [str(pairs[1][1]) for pairs in paired]
@@ -107,10 +118,10 @@ def field_agreement(slot_ratings: dict[Unit, list[tuple[Hashable, Any]]], labels
     matrix = confusion_matrix(first, second, categories) if categories else np.zeros((0, 0), dtype=np.int64)
     return {
         "units": len(paired),
-        "observed_agreement": observed_agreement(ratings),
+        "observed_agreement": _observed_from_counts(counts),
         "cohen_kappa": cohen_kappa(first, second),
-        "fleiss_kappa": fleiss_kappa(ratings),
-        "krippendorff_alpha": krippendorff_alpha_nominal(ratings),
+        "fleiss_kappa": _fleiss_from_counts(counts),
+        "krippendorff_alpha": _alpha_from_counts(counts),
         "confusion_matrix": {"labels": categories, "rows_annotator_a_columns_annotator_b": matrix.tolist()},
         "pairs": pair_agreement(slot_ratings),
     }

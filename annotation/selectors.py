@@ -183,10 +183,6 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
     for stage_id, user_id, payload in rows.iterator(chunk_size=2000):
         payloads_by_stage[stage_id][user_id] = payload
         items_by_user[user_id] += 1
-    contents, suggestions = {}, {}
-    stage_rows = ItemStage.objects.filter(id__in=rows.values("assignment__item_stage_id"))
-    for stage_id, content, suggestion in stage_rows.values_list("id", "content", "suggestion").iterator(chunk_size=2000):
-        contents[stage_id], suggestions[stage_id] = content, suggestion
     gold_by_stage = dict(
         GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage)
         .values_list("item_stage_id", "payload")
@@ -196,16 +192,20 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
     per_field: dict[str, dict] = {name: {} for name in kind.agreement_fields}
     with_gold: dict[str, list] = {name: [] for name in kind.agreement_fields}
     for stage_id, payloads in payloads_by_stage.items():
-        content = contents[stage_id]
-        for name, units in kind.agreement_units(stage, content, payloads).items():
-            target = per_field[name]
-            for unit, values in units.items():
-                target[(stage_id, unit)] = list(values.items())
         gold = gold_by_stage.get(stage_id)
-        if gold is None:
+        together = gold is not None and not kind.agreement_aligns_units
+        units_by_field = kind.agreement_units(stage, {**payloads, GOLD: gold} if together else payloads)
+        for name, units in units_by_field.items():
+            target, compared = per_field[name], with_gold[name]
+            for unit, values in units.items():
+                reference = values.pop(GOLD, None) if together else None
+                target[(stage_id, unit)] = list(values.items())
+                if reference is not None:
+                    compared.extend((rater, value, reference) for rater, value in values.items())
+        if gold is None or together:
             continue
         for user_id, payload in payloads.items():
-            for name, units in kind.agreement_units(stage, content, {GOLD: gold, user_id: payload}).items():
+            for name, units in kind.agreement_units(stage, {GOLD: gold, user_id: payload}).items():
                 with_gold[name].extend(
                     (user_id, values[user_id], values[GOLD]) for values in units.values() if len(values) == 2
                 )
@@ -221,10 +221,13 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
             usernames.get(r, str(r)): v for r, v in agreement.agreement_with_reference(with_gold[name]).items()
         }
         fields[name] = result
+    suggestions = {}
+    if kind.agreement_uses_suggestion:
+        suggestions = dict(ItemStage.objects.filter(id__in=rows.values("assignment__item_stage_id")).values_list("id", "suggestion"))
     extra = kind.extra_agreement(
         stage,
-        [AgreementItem(contents[s], {usernames.get(u, str(u)): p for u, p in payloads.items()}, suggestions[s])
-         for s, payloads in payloads_by_stage.items()],
+        (AgreementItem({usernames.get(u, str(u)): p for u, p in payloads.items()}, suggestions.get(s))
+         for s, payloads in payloads_by_stage.items()),
     )
     return {
         "stage": stage,

@@ -187,12 +187,15 @@ class AssignmentViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     @extend_schema(methods=["PUT"], request=serializers.AnnotationWriteSerializer, responses=serializers.AnnotationReadSerializer)
     @action(detail=True, methods=["get", "put"])
     def annotation(self, request, pk=None):
-        assignment = self.get_object()
         if request.method == "GET":
-            return Response(selectors.annotation_state(assignment))
+            return Response(selectors.annotation_state(self.get_object()))
         data = serializers.AnnotationWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        saved = annotation_services.save_annotation(assignment=assignment, **data.validated_data)
+        try:
+            # The service reads (and locks) the caller's own assignment once.
+            saved = annotation_services.save_annotation(assignment=Assignment(pk=pk), user=request.user, **data.validated_data)
+        except (Assignment.DoesNotExist, ValueError):
+            raise NotFound() from None
         return Response({"payload": saved.payload, "version": saved.version, "submitted": saved.submitted})
 
 

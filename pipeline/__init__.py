@@ -8,19 +8,7 @@ they run in a Celery worker, a management command or a notebook. Each step has a
 - :mod:`pipeline.decompose` — claim decomposition + decontextualisation;
 - :mod:`pipeline.checkworthiness` — claim category, checkworthiness, importance hints;
 - :mod:`pipeline.factcheck_step1` — all of step 1 for one item, as the stored payload.
+
+Import the module you need: this package stays cheap to import (NLTK and the ``openai``
+client load only with the steps that use them).
 """
-
-from pipeline.decompose import SentenceDecomposition, decompose_response
-from pipeline.factcheck_step1 import suggest_step1
-from pipeline.llm import LLMConfig
-from pipeline.segmenter import SEGMENT_SEPARATOR, segment_response, split_sentences
-
-__all__ = [
-    "SEGMENT_SEPARATOR",
-    "LLMConfig",
-    "SentenceDecomposition",
-    "decompose_response",
-    "segment_response",
-    "split_sentences",
-    "suggest_step1",
-]

@@ -57,7 +57,6 @@ class MergeResult:
 class AgreementItem:
     """One item-stage's annotations, for kind-specific agreement numbers."""
 
-    content: dict
     payloads: dict[Hashable, dict]
     suggestion: dict | None = None
 
@@ -115,14 +114,20 @@ class KindSpec:
         left empty and listed as disagreed."""
         raise NotImplementedError
 
-    def agreement_units(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
+    # Units found by aligning the raters' answers (e.g. claims by text similarity) depend on
+    # who is compared, so the gold record is then compared with each annotator on its own.
+    agreement_aligns_units: bool = False
+    # extra_agreement compares annotators with the machine suggestion
+    agreement_uses_suggestion: bool = False
+
+    def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
         """field → {unit → {rater → value}} for one item-stage.
 
         ``payloads`` maps each rater (annotator, or the gold record) to its payload; the first
         rater is the pivot when units have to be aligned (e.g. claims by text similarity)."""
         raise NotImplementedError
 
-    def extra_agreement(self, stage: int, items: list["AgreementItem"]) -> dict:
+    def extra_agreement(self, stage: int, items: Iterable["AgreementItem"]) -> dict:
         """Kind-specific agreement numbers beyond per-field label agreement (none by default)."""
         return {}
 

@@ -5,9 +5,6 @@ import re
 from statistics import mean
 from typing import Any, Hashable, Iterable
 
-from pipeline.factcheck_step1 import suggest_step1
-from pipeline.llm import LLMConfig
-
 from . import claims as claim_text
 from .base import (
     AgreementItem,
@@ -56,6 +53,8 @@ class FactcheckKind(KindSpec):
     import_formats = ("plain", "factcheck-bench", "factcheck-tool")
     document_formats = ("factcheck-tool",)
     export_formats = ("factcheck-bench",)
+    agreement_aligns_units = True
+    agreement_uses_suggestion = True
     agreement_fields = {
         "sentence_checkworthy": "Sentence checkworthiness",
         "sentence_importance": "Sentence importance",
@@ -143,6 +142,10 @@ class FactcheckKind(KindSpec):
                     "provenance": {"evidence": "not retrieved: no evidence source is configured yet"}}
         if stage != 1:
             return {"content": content, "suggestion": None, "provenance": {}}
+        # NLTK and the openai client load only where items are pre-annotated.
+        from pipeline.factcheck_step1 import suggest_step1
+        from pipeline.llm import LLMConfig
+
         config = LLMConfig.from_env(settings.get("llm"))
         result = suggest_step1(prompt, response, config, sentences=content.get("sentences") or None)
         sentences = [s["text"] for s in result["sentences"]]
@@ -210,10 +213,10 @@ class FactcheckKind(KindSpec):
 
     # -- agreement --------------------------------------------------------------------------
 
-    def agreement_units(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
+    def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
         raters = list(payloads)
         units: dict[str, dict] = {name: {} for name in self.agreement_fields}
-        for index in range(len(content.get("sentences", []))):
+        for index in range(min(len(p["sentences"]) for p in payloads.values())):
             versions = [payloads[r]["sentences"][index] for r in raters]
             for rater, sentence in zip(raters, versions):
                 if sentence.get("checkworthy"):
@@ -230,7 +233,7 @@ class FactcheckKind(KindSpec):
                             units[field].setdefault((index, row_index), {})[rater] = claim[key]
         return units
 
-    def extra_agreement(self, stage: int, items: list[AgreementItem]) -> dict:
+    def extra_agreement(self, stage: int, items: Iterable[AgreementItem]) -> dict:
         """Decomposition agreement as in the paper (§4.1), between the two annotators of each
         item and between each annotator and the machine suggestion."""
         between, with_machine = [], {}

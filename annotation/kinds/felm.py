@@ -2,8 +2,6 @@
 error type, reason and reference links."""
 from typing import Any, Hashable, Iterable
 
-from pipeline.segmenter import segment_response
-
 from .base import (
     ImportLineError,
     KindSpec,
@@ -102,6 +100,8 @@ class FelmKind(KindSpec):
                    previous_gold: dict | None = None) -> dict:
         if content.get("segments"):
             return {"content": content, "suggestion": None, "provenance": {"segments": "import"}}
+        from pipeline.segmenter import segment_response  # NLTK loads only where items are segmented
+
         method = settings.get("segmentation", "auto")
         segments = segment_response(response, method=method)
         if not segments:
@@ -181,7 +181,7 @@ class FelmKind(KindSpec):
 
     # -- agreement --------------------------------------------------------------------------
 
-    def agreement_units(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
+    def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
         labels: dict[int, dict] = {}
         error_types: dict[int, dict] = {}
         for rater, payload in payloads.items():

@@ -4,21 +4,27 @@ from django.utils import timezone
 
 from annotation.exceptions import DomainError, VersionConflict
 from annotation.kinds import get_kind
-from annotation.models import Annotation, Assignment, AssignmentStatus, StageStatus
+from annotation.models import Annotation, Assignment, AssignmentStatus, ItemStage, StageStatus
 
 MAX_ACTIVE_SECONDS_PER_SAVE = 3600
 
 
-def save_annotation(*, assignment: Assignment, payload, version: int, submit: bool, active_seconds: int = 0) -> Annotation:
+def save_annotation(*, assignment: Assignment, payload, version: int, submit: bool, active_seconds: int = 0,
+                    user=None) -> Annotation:
     """Store a new version of the annotator's payload.
 
     ``version`` must be the version the client last loaded; anything else means another tab
     saved in between, and the save is refused with the stored version. Submitting demands a
     complete payload and, once every annotator of the item-stage has submitted, opens the
-    consolidation.
+    consolidation. With ``user``, an assignment of anyone else raises Assignment.DoesNotExist.
     """
     with transaction.atomic():
-        assignment = Assignment.objects.select_for_update().select_related("item_stage__item__project").get(pk=assignment.pk)
+        # Lock only the assignment row: locking the joined project row too would queue every
+        # save of a project behind every other.
+        locked = Assignment.objects.select_for_update(of=("self",)).select_related("item_stage__item__project")
+        if user is not None:
+            locked = locked.filter(user=user)
+        assignment = locked.get(pk=assignment.pk)
         stage = assignment.item_stage
         if stage.status != StageStatus.ANNOTATING:
             raise DomainError(f"this item is {stage.get_status_display().lower()}; annotations can no longer change")
@@ -33,11 +39,11 @@ def save_annotation(*, assignment: Assignment, payload, version: int, submit: bo
         normalised = kind.validate_payload(stage.stage, stage.content, payload, complete=submit)
         now = timezone.now()
         if annotation is None:
-            annotation = Annotation(assignment=assignment)
-        annotation.payload = normalised
-        annotation.version = stored_version + 1
-        annotation.submitted = submit
-        annotation.save()
+            annotation = Annotation(assignment=assignment, payload=normalised, version=1, submitted=submit)
+            annotation.save(force_insert=True)
+        else:
+            annotation.payload, annotation.version, annotation.submitted = normalised, stored_version + 1, submit
+            annotation.save(update_fields=["payload", "version", "submitted", "updated_at"])
 
         assignment.active_seconds += max(0, min(int(active_seconds or 0), MAX_ACTIVE_SECONDS_PER_SAVE))
         assignment.started_at = assignment.started_at or now
@@ -49,5 +55,7 @@ def save_annotation(*, assignment: Assignment, payload, version: int, submit: bo
         if submit:
             from .consolidation import open_consolidation_if_complete
 
+            # Serialise the submissions of one item-stage, so the last one sees all the others.
+            ItemStage.objects.select_for_update().filter(pk=stage.pk).values_list("pk", flat=True).get()
             open_consolidation_if_complete(stage)
     return annotation

@@ -8,6 +8,43 @@ from annotation.kinds import get_kind
 from annotation.models import Assignment, ItemStage, Membership, Project, Role, StageStatus
 
 OPEN_FOR_ASSIGNMENT = (StageStatus.READY, StageStatus.ANNOTATING)
+BATCH_SIZE = 2000
+
+
+def annotator_ids(project: Project) -> list[int]:
+    return list(
+        Membership.objects.filter(project=project, role=Role.ANNOTATOR).order_by("user_id").values_list("user_id", flat=True)
+    )
+
+
+def _current_load(project: Project, annotators: list[int]) -> Counter:
+    load = Counter({user_id: 0 for user_id in annotators})
+    load.update(dict(
+        Assignment.objects.filter(item_stage__item__project=project, user_id__in=annotators)
+        .values_list("user_id").annotate(n=Count("id")).order_by()
+    ))
+    return load
+
+
+def _plan(needs: list[tuple[int, set[int], int]], annotators: list[int], load: Counter) -> list[Assignment]:
+    """Each (stage, annotators it has, how many more it needs) gets the least-loaded others."""
+    planned = []
+    for stage_id, already, missing in needs:
+        candidates = sorted((u for u in annotators if u not in already), key=lambda u: (load[u], u))
+        for user_id in candidates[:missing]:
+            planned.append(Assignment(item_stage_id=stage_id, user_id=user_id))
+            load[user_id] += 1
+    return planned
+
+
+def assign_new_stages(project: Project, stage_ids: list[int], annotators: list[int]) -> int:
+    """Assign freshly created stages, which have no assignments yet (the import's fast path)."""
+    if not annotators or not stage_ids:
+        return 0
+    needs = [(stage_id, set(), project.annotators_per_item) for stage_id in stage_ids]
+    planned = _plan(needs, annotators, _current_load(project, annotators))
+    Assignment.objects.bulk_create(planned, batch_size=BATCH_SIZE)
+    return len(planned)
 
 
 @transaction.atomic
@@ -17,10 +54,8 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     Each stage goes to the annotators with the fewest assignments in the project so far, so
     work stays balanced when annotators join later. Returns the number of new assignments.
     """
-    annotator_ids = list(
-        Membership.objects.filter(project=project, role=Role.ANNOTATOR).order_by("user_id").values_list("user_id", flat=True)
-    )
-    if not annotator_ids:
+    annotators = annotator_ids(project)
+    if not annotators:
         return 0
     stages = ItemStage.objects.filter(
         item__project=project, status__in=OPEN_FOR_ASSIGNMENT, stage__in=get_kind(project.kind).annotatable_stages
@@ -31,26 +66,15 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     needy = list(stages.order_by("id").values_list("id", "assigned"))
     if not needy:
         return 0
-
-    load = Counter({user_id: 0 for user_id in annotator_ids})
-    load.update(
-        Assignment.objects.filter(item_stage__item__project=project, user_id__in=annotator_ids).values_list("user_id", flat=True)
-    )
     taken: dict[int, set[int]] = {}
     for stage_id, user_id in Assignment.objects.filter(item_stage_id__in=[s for s, _ in needy]).values_list(
         "item_stage_id", "user_id"
     ):
         taken.setdefault(stage_id, set()).add(user_id)
-
-    new_assignments = []
-    for stage_id, assigned in needy:
-        already = taken.get(stage_id, set())
-        candidates = sorted((u for u in annotator_ids if u not in already), key=lambda u: (load[u], u))
-        for user_id in candidates[: project.annotators_per_item - assigned]:
-            new_assignments.append(Assignment(item_stage_id=stage_id, user_id=user_id))
-            load[user_id] += 1
-    Assignment.objects.bulk_create(new_assignments, batch_size=2000)
+    needs = [(stage_id, taken.get(stage_id, set()), project.annotators_per_item - assigned) for stage_id, assigned in needy]
+    planned = _plan(needs, annotators, _current_load(project, annotators))
+    Assignment.objects.bulk_create(planned, batch_size=BATCH_SIZE)
     ItemStage.objects.filter(
         item__project=project, status=StageStatus.READY, assignments__isnull=False
     ).update(status=StageStatus.ANNOTATING)
-    return len(new_assignments)
+    return len(planned)

@@ -42,7 +42,7 @@ def open_consolidation_if_complete(stage: ItemStage) -> Consolidation | None:
 
 
 def _lock_open_consolidation(consolidation: Consolidation, version: int | None) -> Consolidation:
-    consolidation = Consolidation.objects.select_for_update().select_related("item_stage__item__project").get(
+    consolidation = Consolidation.objects.select_for_update(of=("self",)).select_related("item_stage__item__project").get(
         pk=consolidation.pk
     )
     if consolidation.status != ConsolidationStatus.OPEN:

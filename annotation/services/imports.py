@@ -10,6 +10,8 @@ from annotation.kinds import KindSpec, PayloadError, get_kind
 from annotation.kinds.base import ImportLineError, ParsedItem
 from annotation.models import GoldRecord, GoldSource, Item, ItemStage, Project, StageStatus
 
+from .assignments import annotator_ids, assign_new_stages
+
 LABELS_AS = ("ignore", "gold", "suggestion")
 MAX_REPORTED_ERRORS = 20
 BATCH_SIZE = 2000
@@ -120,6 +122,7 @@ def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: st
     first_stage = kind.stages[0]
     _check_labels(kind, parsed, first_stage, labels_as)
 
+    annotators = annotator_ids(project) if first_stage in kind.annotatable_stages else []
     with transaction.atomic():
         items = Item.objects.bulk_create(
             [
@@ -140,7 +143,7 @@ def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: st
             elif kind.needs_precompute(first_stage, content, suggestion):
                 status = StageStatus.PRECOMPUTING
             else:
-                status = StageStatus.READY
+                status = StageStatus.ANNOTATING if annotators else StageStatus.READY
             stages.append(ItemStage(item=item, stage=first_stage, status=status, content=content,
                                     suggestion=suggestion, provenance=provenance))
         stages = ItemStage.objects.bulk_create(stages, batch_size=BATCH_SIZE)
@@ -155,9 +158,7 @@ def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: st
 
             open_next_stages(project, [stage.id for stage in stages])
         to_precompute = [stage.id for stage in stages if stage.status == StageStatus.PRECOMPUTING]
-        from .assignments import assign_open_stages
-
-        assigned = assign_open_stages(project, [s.id for s in stages if s.status == StageStatus.READY])
+        assigned = assign_new_stages(project, [s.id for s in stages if s.status == StageStatus.ANNOTATING], annotators)
         if to_precompute:
             from annotation.tasks import enqueue_precompute
 
