@@ -33,7 +33,7 @@ demo: migrate
 run: demo
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	@echo "Serving on http://$(HOST):$(PORT)/  (Ctrl+C to stop)"
-	$(BIN)/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 2 --threads 4 --access-logfile -
+	$(BIN)/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 3 --access-logfile -
 
 worker: install
 	$(BIN)/celery -A config worker --loglevel=INFO

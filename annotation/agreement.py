@@ -81,12 +81,14 @@ def _fleiss_from_counts(counts: np.ndarray) -> float | None:
 
 def cohen_kappa(first: list, second: list) -> float | None:
     """Cohen's κ between two aligned label sequences."""
-    if not first:
-        return None
     labels = sorted({str(v) for v in (*first, *second)})
-    index = {c: i for i, c in enumerate(labels)}
-    matrix = confusion_matrix(first, second, labels, index)
+    return _kappa_from_confusion(confusion_matrix(first, second, labels))
+
+
+def _kappa_from_confusion(matrix: np.ndarray) -> float | None:
     total = matrix.sum()
+    if total == 0:
+        return None
     p_o = np.trace(matrix) / total
     p_e = (matrix.sum(axis=1) * matrix.sum(axis=0)).sum() / (total * total)
     if p_e == 1:
@@ -94,57 +96,56 @@ def cohen_kappa(first: list, second: list) -> float | None:
     return float((p_o - p_e) / (1 - p_e))
 
 
-def confusion_matrix(first: list, second: list, labels: list[str], index: dict[str, int] | None = None) -> np.ndarray:
-    index = index or {c: i for i, c in enumerate(labels)}
+def confusion_matrix(first: list, second: list, labels: list[str]) -> np.ndarray:
+    index = {c: i for i, c in enumerate(labels)}
     matrix = np.zeros((len(labels), len(labels)), dtype=np.int64)
     for a, b in zip(first, second):
         matrix[index[str(a)], index[str(b)]] += 1
     return matrix
 
 
-def field_agreement(slot_ratings: dict[Unit, list[tuple[Hashable, Any]]], labels: list[str] | None = None) -> dict:
-    """All agreement numbers for one field.
+def field_agreement(ratings: Ratings, labels: list[str] | None = None) -> dict:
+    """All agreement numbers for one field, from one pass over the ratings.
 
-    ``slot_ratings`` maps a unit to its (rater, value) pairs in assignment order; the first two
-    slots are "annotator A" and "annotator B" for Cohen's κ and the confusion matrix, as is
+    ``ratings`` maps a unit to {rater: value} in assignment order; the first two raters of a
+    unit are "annotator A" and "annotator B" for Cohen's κ and the confusion matrix, as is
     usual when pairs of annotators rotate over items.
     """
-    ratings: Ratings = {unit: dict(pairs) for unit, pairs in slot_ratings.items()}
-    counts, _ = _category_counts(ratings)
-    paired = [pairs for pairs in slot_ratings.values() if len(pairs) >= 2]
-    first = [str(pairs[0][1]) for pairs in paired]
-    second = [str(pairs[1][1]) for pairs in paired]
-    categories = labels or sorted({*first, *second})
-    matrix = confusion_matrix(first, second, categories) if categories else np.zeros((0, 0), dtype=np.int64)
+    units = [values for values in ratings.values() if len(values) >= 2]
+    categories = labels or sorted({str(value) for values in units for value in values.values()})
+    index = {c: i for i, c in enumerate(categories)}
+    counts = np.zeros((len(units), len(categories)), dtype=np.float64)
+    first = np.empty(len(units), dtype=np.int64)
+    second = np.empty(len(units), dtype=np.int64)
+    for row, values in enumerate(units):
+        codes = [index[str(value)] for value in values.values()]
+        first[row], second[row] = codes[0], codes[1]
+        for code in codes:
+            counts[row, code] += 1
+    size = len(categories)
+    matrix = np.bincount(first * size + second, minlength=size * size).reshape(size, size)
     return {
-        "units": len(paired),
+        "units": len(units),
         "observed_agreement": _observed_from_counts(counts),
-        "cohen_kappa": cohen_kappa(first, second),
+        "cohen_kappa": _kappa_from_confusion(matrix),
         "fleiss_kappa": _fleiss_from_counts(counts),
         "krippendorff_alpha": _alpha_from_counts(counts),
         "confusion_matrix": {"labels": categories, "rows_annotator_a_columns_annotator_b": matrix.tolist()},
-        "pairs": pair_agreement(slot_ratings),
+        "pairs": pair_agreement(units),
     }
 
 
-def pair_agreement(slot_ratings: dict[Unit, list[tuple[Hashable, Any]]]) -> list[dict]:
+def pair_agreement(units: Iterable[dict[Hashable, Any]]) -> list[dict]:
     """Observed agreement and unit count for every pair of raters that shared units."""
     agree: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
-    for pairs in slot_ratings.values():
-        for (rater_a, value_a), (rater_b, value_b) in combinations(sorted(pairs, key=lambda p: str(p[0])), 2):
+    for values in units:
+        for (rater_a, value_a), (rater_b, value_b) in combinations(values.items(), 2):
+            if str(rater_b) < str(rater_a):
+                rater_a, rater_b = rater_b, rater_a
             entry = agree[(rater_a, rater_b)]
-            entry[0] += int(str(value_a) == str(value_b))
+            entry[0] += value_a == value_b
             entry[1] += 1
     return [
         {"raters": [a, b], "units": total, "observed_agreement": same / total}
         for (a, b), (same, total) in sorted(agree.items(), key=lambda kv: str(kv[0]))
     ]
-
-
-def agreement_with_reference(comparisons: Iterable[tuple[Hashable, Any, Any]]) -> dict:
-    """Per rater: how many (rater, value, reference value) units there are and the share that match."""
-    tally: dict[Hashable, list[int]] = defaultdict(lambda: [0, 0])
-    for rater, value, reference in comparisons:
-        tally[rater][0] += int(str(value) == str(reference))
-        tally[rater][1] += 1
-    return {rater: {"units": total, "agreement": same / total if total else None} for rater, (same, total) in tally.items()}

@@ -119,6 +119,10 @@ class KindSpec:
     agreement_aligns_units: bool = False
     # extra_agreement compares annotators with the machine suggestion
     agreement_uses_suggestion: bool = False
+    # JSON paths of the only parts of a payload agreement_units reads (name → path). Where the
+    # database can evaluate them, agreement fetches these small arrays instead of whole payloads
+    # and hands agreement_units the dict of them (name → array) in place of each payload.
+    agreement_paths: dict[str, str] = {}
 
     def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
         """field → {unit → {rater → value}} for one item-stage.

@@ -181,16 +181,21 @@ class FelmKind(KindSpec):
 
     # -- agreement --------------------------------------------------------------------------
 
+    agreement_paths = {"labels": "$.segments[*].label", "error_types": "$.segments[*].error_type"}
+
     def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
         labels: dict[int, dict] = {}
         error_types: dict[int, dict] = {}
         for rater, payload in payloads.items():
-            for index, segment in enumerate(payload.get("segments", [])):
-                if segment.get("label") is None:
+            if "segments" in payload:
+                payload = {"labels": [s.get("label") for s in payload["segments"]],
+                           "error_types": [s.get("error_type") for s in payload["segments"]]}
+            for index, (label, error_type) in enumerate(zip(payload["labels"], payload["error_types"])):
+                if label is None:
                     continue
-                labels.setdefault(index, {})[rater] = "correct" if segment["label"] else "error"
-                if segment["label"] is False and segment.get("error_type"):
-                    error_types.setdefault(index, {})[rater] = segment["error_type"]
+                labels.setdefault(index, {})[rater] = "correct" if label else "error"
+                if label is False and error_type:
+                    error_types.setdefault(index, {})[rater] = error_type
         return {"label": labels, "error_type": error_types}
 
     # -- export -----------------------------------------------------------------------------

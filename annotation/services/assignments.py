@@ -1,8 +1,9 @@
 """Giving item-stages to annotators, balanced by load."""
 from collections import Counter
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count
+from django.utils import timezone
 
 from annotation.kinds import get_kind
 from annotation.models import Assignment, ItemStage, Membership, Project, Role, StageStatus
@@ -43,8 +44,25 @@ def assign_new_stages(project: Project, stage_ids: list[int], annotators: list[i
         return 0
     needs = [(stage_id, set(), project.annotators_per_item) for stage_id in stage_ids]
     planned = _plan(needs, annotators, _current_load(project, annotators))
-    Assignment.objects.bulk_create(planned, batch_size=BATCH_SIZE)
+    _insert(planned)
     return len(planned)
+
+
+def _insert(assignments: list[Assignment]) -> None:
+    """Write new assignments; on PostgreSQL with COPY, which is several times faster than
+    building an INSERT for each of tens of thousands of rows."""
+    if connection.vendor != "postgresql":
+        Assignment.objects.bulk_create(assignments, batch_size=BATCH_SIZE)
+        return
+    meta = Assignment._meta
+    fields = [meta.get_field(name) for name in ("item_stage", "user", "role", "status", "created_at", "active_seconds")]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    now = timezone.now()
+    with connection.cursor() as cursor, cursor.cursor.copy(
+        f"COPY {connection.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN"
+    ) as copy:
+        for assignment in assignments:
+            copy.write_row((assignment.item_stage_id, assignment.user_id, assignment.role, assignment.status, now, 0))
 
 
 @transaction.atomic
@@ -73,7 +91,7 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
         taken.setdefault(stage_id, set()).add(user_id)
     needs = [(stage_id, taken.get(stage_id, set()), project.annotators_per_item - assigned) for stage_id, assigned in needy]
     planned = _plan(needs, annotators, _current_load(project, annotators))
-    Assignment.objects.bulk_create(planned, batch_size=BATCH_SIZE)
+    _insert(planned)
     ItemStage.objects.filter(
         item__project=project, status=StageStatus.READY, assignments__isnull=False
     ).update(status=StageStatus.ANNOTATING)

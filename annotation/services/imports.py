@@ -1,5 +1,7 @@
 """All-or-nothing import of JSONL files (or, for some formats, one JSON document)."""
+import gc
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any, Iterable, Iterator
 
@@ -117,6 +119,24 @@ def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: st
     """
     if labels_as not in LABELS_AS:
         raise ImportFailed([{"line": 0, "field": "labels_as", "message": f"must be one of {', '.join(LABELS_AS)}"}])
+    with cyclic_gc_paused():
+        return _import(project, file, fmt, labels_as)
+
+
+@contextmanager
+def cyclic_gc_paused():
+    """An import builds a few hundred thousand short-lived objects without reference cycles;
+    the cyclic collector would rescan them over and over (about 0.6 s at 10,000 items)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _import(project: Project, file, fmt: str, labels_as: str) -> ImportResult:
     parsed = parse_import_file(project, file, fmt)
     kind = get_kind(project.kind)
     first_stage = kind.stages[0]
