@@ -27,13 +27,14 @@ def _current_load(project: Project, annotators: list[int]) -> Counter:
     return load
 
 
-def _plan(needs: list[tuple[int, set[int], int]], annotators: list[int], load: Counter) -> list[Assignment]:
-    """Each (stage, annotators it has, how many more it needs) gets the least-loaded others."""
+def _plan(needs: list[tuple[int, set[int], int]], annotators: list[int], load: Counter) -> list[tuple[int, int]]:
+    """Each (stage, annotators it has, how many more it needs) gets the least-loaded others;
+    returns (stage id, user id) pairs."""
     planned = []
     for stage_id, already, missing in needs:
         candidates = sorted((u for u in annotators if u not in already), key=lambda u: (load[u], u))
         for user_id in candidates[:missing]:
-            planned.append(Assignment(item_stage_id=stage_id, user_id=user_id))
+            planned.append((stage_id, user_id))
             load[user_id] += 1
     return planned
 
@@ -48,11 +49,13 @@ def assign_new_stages(project: Project, stage_ids: list[int], annotators: list[i
     return len(planned)
 
 
-def _insert(assignments: list[Assignment]) -> None:
-    """Write new assignments; on PostgreSQL with COPY, which is several times faster than
-    building an INSERT for each of tens of thousands of rows."""
+def _insert(planned: list[tuple[int, int]]) -> None:
+    """Write new (stage, user) assignments; on PostgreSQL with COPY, which is several times
+    faster than building an INSERT (and a model object) for each of tens of thousands of rows."""
     if connection.vendor != "postgresql":
-        Assignment.objects.bulk_create(assignments, batch_size=BATCH_SIZE)
+        Assignment.objects.bulk_create(
+            [Assignment(item_stage_id=stage_id, user_id=user_id) for stage_id, user_id in planned], batch_size=BATCH_SIZE
+        )
         return
     meta = Assignment._meta
     fields = [meta.get_field(name) for name in ("item_stage", "user", "role", "status", "created_at", "active_seconds")]
@@ -61,8 +64,9 @@ def _insert(assignments: list[Assignment]) -> None:
     with connection.cursor() as cursor, cursor.cursor.copy(
         f"COPY {connection.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN"
     ) as copy:
-        for assignment in assignments:
-            copy.write_row((assignment.item_stage_id, assignment.user_id, assignment.role, assignment.status, now, 0))
+        role, status = Assignment.role.field.default, Assignment.status.field.default
+        for stage_id, user_id in planned:
+            copy.write_row((stage_id, user_id, role, status, now, 0))
 
 
 @transaction.atomic
@@ -92,7 +96,7 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     needs = [(stage_id, taken.get(stage_id, set()), project.annotators_per_item - assigned) for stage_id, assigned in needy]
     planned = _plan(needs, annotators, _current_load(project, annotators))
     _insert(planned)
-    ItemStage.objects.filter(
-        item__project=project, status=StageStatus.READY, assignments__isnull=False
-    ).update(status=StageStatus.ANNOTATING)
+    ItemStage.objects.filter(id__in={stage_id for stage_id, _ in planned}, status=StageStatus.READY).update(
+        status=StageStatus.ANNOTATING
+    )
     return len(planned)
