@@ -64,3 +64,16 @@ def login(browser, base_url: str, username: str, password: str, problems: PagePr
     page.wait_for_url(re.compile(r"/$"))
     assert page.locator(".topbar .who").inner_text() == username
     return page
+
+
+def open_consolidation_as(browser, base_url: str, username: str, password: str, problems: PageProblems, project,
+                          consolidation):
+    """Log in and reach a consolidation the way a consolidator does: project page, the
+    Consolidation link, then the item in the list."""
+    page = login(browser, base_url, username, password, problems)
+    page.goto(f"/projects/{project.id}/")
+    page.get_by_role("link", name="Consolidation", exact=True).click()
+    page.wait_for_url(f"**/projects/{project.id}/consolidations/")
+    page.locator(f"a[href='/consolidations/{consolidation.id}/']").click()
+    page.wait_for_url(f"**/consolidations/{consolidation.id}/")
+    return page

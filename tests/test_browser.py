@@ -16,7 +16,7 @@ import pytest
 
 from annotation.models import Annotation, Assignment, Consolidation, GoldRecord, StageStatus
 
-from .browser_support import login
+from .browser_support import login, open_consolidation_as
 from .conftest import PASSWORD, felm_line, jsonl
 
 pytestmark = pytest.mark.browser
@@ -175,12 +175,7 @@ def test_felm_campaign_in_the_browser(browser, live_server, users, felm_project,
     assert alice.request.get(f"/consolidations/{consolidation.id}/").status in (403, 404)
 
     # -- carol consolidates -----------------------------------------------------------------
-    carol = login(browser, base, "carol", PASSWORD, problems)
-    carol.goto(f"/projects/{project.id}/")
-    carol.get_by_role("link", name="Consolidation", exact=True).click()
-    carol.wait_for_url(f"**/projects/{project.id}/consolidations/")
-    carol.locator(f"a[href='/consolidations/{consolidation.id}/']").click()
-    carol.wait_for_url(f"**/consolidations/{consolidation.id}/")
+    carol = open_consolidation_as(browser, base, "carol", PASSWORD, problems, project, consolidation)
     expect(carol.locator("#segments > li.segment")).to_have_count(3)
     expect(carol.get_by_role("button", name="Save gold record")).to_be_visible()
 

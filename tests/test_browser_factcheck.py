@@ -18,7 +18,7 @@ import pytest
 from annotation.models import Annotation, Assignment, Consolidation, GoldRecord, ItemStage, StageStatus
 from annotation.services.imports import import_jsonl
 
-from .browser_support import login
+from .browser_support import login, open_consolidation_as
 from .conftest import PASSWORD, jsonl
 
 pytestmark = pytest.mark.browser
@@ -290,12 +290,7 @@ def test_factcheck_step1_in_the_browser(browser, live_server, users, factcheck_p
     assert "bob" not in alice.locator("main").inner_text()
 
     # -- carol consolidates -------------------------------------------------------------------
-    carol = login(browser, base, "carol", PASSWORD, problems)
-    carol.goto(f"/projects/{project.id}/")
-    carol.get_by_role("link", name="Consolidation", exact=True).click()
-    carol.wait_for_url(f"**/projects/{project.id}/consolidations/")
-    carol.locator(f"a[href='/consolidations/{consolidation.id}/']").click()
-    carol.wait_for_url(f"**/consolidations/{consolidation.id}/")
+    carol = open_consolidation_as(browser, base, "carol", PASSWORD, problems, project, consolidation)
     expect(carol.get_by_role("button", name="Save gold record")).to_be_visible()
     expect(carol.locator("#sentences .fc-disputes")).to_have_text(["1 disagreement", "5 disagreements"])
     # starts at the first sentence with a disagreement: the importance of sentence 1
