@@ -252,3 +252,17 @@ def test_agreement_page_shows_decomposition(project, users, client):
     page = client.get(f"/projects/{project.id}/agreement/").content.decode()
     assert "Decomposition into claims" in page and "alice vs machine suggestion" in page
     assert "Claim category (aligned claims)" in page
+
+
+def test_factcheck_pages_escape_user_text(project, users, client, django_capture_on_commit_callbacks):
+    xss = '<script>alert("x")</script>'
+    with django_capture_on_commit_callbacks(execute=True):
+        import_jsonl(project, jsonl([{"prompt": xss, "response": f"Paris is in France. {xss} is text."}]), fmt="plain")
+    client.force_login(users["alice"])
+    page = client.get(f"/assignments/{users['alice'].assignments.get().id}/").content.decode()
+    assert xss not in page and "\\u003Cscript\\u003E" in page
+    payload = {"sentences": [sentence(s) for s in ItemStage.objects.get(item__project=project).content["sentences"]]}
+    consolidation = submit_pair(project, users, payload, payload)
+    client.force_login(users["carol"])
+    page = client.get(f"/consolidations/{consolidation.id}/").content.decode()
+    assert xss not in page
