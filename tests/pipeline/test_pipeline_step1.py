@@ -101,6 +101,14 @@ def test_suggest_step1_of_an_empty_response():
     assert suggest_step1(PROMPT, "  ")["sentences"] == []
 
 
+def test_suggest_step1_keeps_sentences_it_is_given():
+    given = ["Marie Curie was born in Warsaw, and she studied in Paris.", "She won two Nobel Prizes."]
+    result = suggest_step1(PROMPT, " ".join(given) + " Extra text.", sentences=given)
+    assert [s["text"] for s in result["sentences"]] == given
+    assert [c["text"] for c in result["sentences"][0]["claims"]] == [
+        "Marie Curie was born in Warsaw.", "Marie Curie studied in Paris."]
+
+
 def test_suggest_step1_with_llm():
     with FakeLLMServer(well_behaved_responder) as server:
         payload = suggest_step1(PROMPT, RESPONSE, server.config())
