@@ -98,5 +98,42 @@ const Workbench = (() => {
     return {save, schedule, get version() { return current; }};
   }
 
-  return {el, api, saver, activityClock, csrfToken};
+  /* Submit (the saver validates on the server) and go on to the next item. */
+  async function submitAndContinue(saverInstance, button, nextUrl) {
+    button.disabled = true;
+    const result = await saverInstance.save(true);
+    button.disabled = false;
+    if (result.ok) window.location.href = nextUrl;
+  }
+
+  /*
+   * The keys every page shares: Ctrl+Enter submits, Esc leaves a text field, and keys typed
+   * into a field stay there. Other keys go to ``handle``.
+   */
+  function listenForKeys(submit, handle) {
+    document.addEventListener("keydown", (event) => {
+      const target = event.target;
+      const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.isContentEditable;
+      if ((event.ctrlKey || event.metaKey) && event.key === "Enter") { event.preventDefault(); submit(); return; }
+      if (typing) {
+        if (event.key === "Escape") target.blur();
+        return;
+      }
+      handle(event);
+    });
+  }
+
+  /* Index of the first unit (e.g. "segments") with a disagreement, or 0. */
+  function firstDisagreement(disagreedPaths, unit) {
+    const pattern = new RegExp(`^${unit}\\[(\\d+)\\]`);
+    const indexes = [...disagreedPaths].map((path) => Number(pattern.exec(path)?.[1])).filter(Number.isFinite);
+    return indexes.length ? Math.min(...indexes) : 0;
+  }
+
+  function showReadOnly(button, statusElement, submitted) {
+    button.disabled = true;
+    statusElement.textContent = submitted ? "Submitted — read-only" : "Read-only";
+  }
+
+  return {el, api, saver, activityClock, csrfToken, submitAndContinue, listenForKeys, firstDisagreement, showReadOnly};
 })();

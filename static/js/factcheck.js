@@ -560,20 +560,11 @@ const FactcheckStep1 = (() => {
         renderList();
         return;
       }
-      submitButton.disabled = true;
-      const result = await saver.save(true);
-      submitButton.disabled = false;
-      if (result.ok) window.location.href = state.next_url;
+      await Workbench.submitAndContinue(saver, submitButton, state.next_url);
     }
 
     function onKey(event) {
       const target = event.target;
-      const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.isContentEditable;
-      if ((event.ctrlKey || event.metaKey) && event.key === "Enter") { event.preventDefault(); submit(); return; }
-      if (typing) {
-        if (event.key === "Escape") target.blur();
-        return;
-      }
       if (event.ctrlKey || event.metaKey || event.isComposing) return;
       if (target.tagName === "BUTTON" && (event.key === "Enter" || event.key === " ")) return;
       // Alt+↑/↓ move the selected claim
@@ -611,8 +602,7 @@ const FactcheckStep1 = (() => {
         el("dt", {}, keys), el("dd", {}, consolidation && keys === "Ctrl+Enter" ? "save the gold record" : what)]));
     }
     // A consolidator starts at the first sentence with a disagreement, an annotator at the top.
-    const firstDisagreement = [...disagreed].map((path) => Number(/^sentences\[(\d+)\]/.exec(path)?.[1])).filter(Number.isFinite);
-    current = firstDisagreement.length ? Math.min(...firstDisagreement) : 0;
+    current = Workbench.firstDisagreement(disagreed, "sentences");
     if (sentences.length) {
       renderEditor();
       renderList();
@@ -620,12 +610,9 @@ const FactcheckStep1 = (() => {
       editorEl.replaceChildren(el("p", {className: "hint"}, "This item has no sentences."));
     }
     updateCompleteness();
-    if (readOnly) {
-      submitButton.disabled = true;
-      statusEl.textContent = state.submitted ? "Submitted — read-only" : "Read-only";
-    }
+    if (readOnly) Workbench.showReadOnly(submitButton, statusEl, state.submitted);
     submitButton.addEventListener("click", submit);
-    document.addEventListener("keydown", onKey);
+    Workbench.listenForKeys(submit, onKey);
   }
 
   return {start, missing};

@@ -140,19 +140,10 @@ const FelmAnnotate = (() => {
         showErrors([{field: `segments[${incomplete}]`, message: `${missing(segments[incomplete])} is missing`}]);
         return;
       }
-      submitButton.disabled = true;
-      const result = await saver.save(true);
-      submitButton.disabled = false;
-      if (result.ok) window.location.href = state.next_url;
+      await Workbench.submitAndContinue(saver, submitButton, state.next_url);
     }
 
     function onKey(event) {
-      const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(event.target.tagName);
-      if ((event.ctrlKey || event.metaKey) && event.key === "Enter") { event.preventDefault(); submit(); return; }
-      if (typing) {
-        if (event.key === "Escape") event.target.blur();
-        return;
-      }
       if (state.read_only || event.ctrlKey || event.metaKey || event.altKey) return;
       const node = list.children[currentIndex];
       const actions = {
@@ -173,15 +164,11 @@ const FelmAnnotate = (() => {
 
     segments.forEach((_, i) => renderSegment(i));
     // A consolidator starts at the first disagreement, an annotator at the top.
-    const firstDisagreement = [...disagreed].map((path) => Number(/^segments\[(\d+)\]/.exec(path)?.[1])).filter(Number.isFinite);
-    select(firstDisagreement.length ? Math.min(...firstDisagreement) : 0);
+    select(Workbench.firstDisagreement(disagreed, "segments"));
     updateCompleteness();
-    if (state.read_only) {
-      submitButton.disabled = true;
-      statusEl.textContent = state.submitted ? "Submitted — read-only" : "Read-only";
-    }
+    if (state.read_only) Workbench.showReadOnly(submitButton, statusEl, state.submitted);
     submitButton.addEventListener("click", submit);
-    document.addEventListener("keydown", onKey);
+    Workbench.listenForKeys(submit, onKey);
   }
 
   return {start};
