@@ -587,6 +587,10 @@ const FactcheckStep1 = (() => {
         a: () => addClaim(),
         Delete: () => removeClaim(),
       };
+      if (consolidation) {
+        // Shift+A, Shift+B: take that annotator's whole sentence
+        (state.annotations || []).forEach((annotation, k) => { edits[annotation.slot] = () => useWholeSentence(k); });
+      }
       for (const [value, , key] of SENTENCE_IMPORTANCE) edits[key] = () => setSentence({importance: value});
       for (const [value, , key] of [...CHECKWORTHY, ...CHECKWORTHY_MORE]) edits[key] = () => setSentence({checkworthy: value});
       for (const [value, , key] of CATEGORIES) edits[key] = () => setClaim(claim, {category: value});
@@ -598,7 +602,8 @@ const FactcheckStep1 = (() => {
     // -- start -----------------------------------------------------------------------------
 
     if (keysEl) {
-      keysEl.replaceChildren(...KEY_LEGEND.flatMap(([keys, what]) => [
+      const legend = consolidation ? [...KEY_LEGEND, ["⇧A / ⇧B", "use A's / B's whole sentence"]] : KEY_LEGEND;
+      keysEl.replaceChildren(...legend.flatMap(([keys, what]) => [
         el("dt", {}, keys), el("dd", {}, consolidation && keys === "Ctrl+Enter" ? "save the gold record" : what)]));
     }
     // A consolidator starts at the first sentence with a disagreement, an annotator at the top.

@@ -154,6 +154,12 @@ const FelmAnnotate = (() => {
         r: () => node.querySelector(".comment")?.focus(),
         l: () => node.querySelector(".ref-input")?.focus(),
       };
+      if (consolidation) {
+        // Shift+A, Shift+B: take that annotator's whole answer for the segment
+        state.annotations.forEach((annotation) => {
+          actions[annotation.slot] = () => change(currentIndex, structuredClone(annotation.payload.segments[currentIndex]));
+        });
+      }
       if (/^[1-4]$/.test(event.key) && segments[currentIndex].label === false) {
         event.preventDefault();
         change(currentIndex, {error_type: ERROR_TYPES[Number(event.key) - 1][0]});
