@@ -305,19 +305,24 @@ def _validate_choice(value, choices, path, complete, errors, what):
     return value
 
 
+def _validate_text(value, path, complete, errors, required_message) -> str:
+    value = value or ""
+    if not isinstance(value, str):
+        errors.append(field_error(path, "must be a string"))
+        return ""
+    if complete and not value.strip():
+        errors.append(field_error(path, required_message))
+    return value
+
+
 def _validate_sentence(index: int, raw: Any, complete: bool, errors: list[dict]) -> dict:
     path = f"sentences[{index}]"
     if not isinstance(raw, dict):
         errors.append(field_error(path, "must be an object"))
         return empty_sentence()
-    decontext = raw.get("decontext") or ""
-    if not isinstance(decontext, str):
-        errors.append(field_error(f"{path}.decontext", "must be a string"))
-        decontext = ""
-    elif complete and not decontext.strip():
-        errors.append(field_error(f"{path}.decontext", "is required: write the decontextualised sentence"))
     sentence = {
-        "decontext": decontext,
+        "decontext": _validate_text(raw.get("decontext"), f"{path}.decontext", complete, errors,
+                                    "is required: write the decontextualised sentence"),
         "importance": _validate_choice(raw.get("importance"), SENTENCE_IMPORTANCE, f"{path}.importance", complete, errors, "importance"),
         "checkworthy": _validate_choice(raw.get("checkworthy"), SENTENCE_CHECKWORTHY, f"{path}.checkworthy", complete, errors,
                                         "checkworthiness"),
@@ -332,14 +337,9 @@ def _validate_sentence(index: int, raw: Any, complete: bool, errors: list[dict])
         if not isinstance(claim, dict):
             errors.append(field_error(claim_path, "must be an object with text, category and importance"))
             continue
-        text = claim.get("text") or ""
-        if not isinstance(text, str):
-            errors.append(field_error(f"{claim_path}.text", "must be a string"))
-            text = ""
-        elif complete and not text.strip():
-            errors.append(field_error(f"{claim_path}.text", "is required: write the claim or remove it"))
         sentence["claims"].append({
-            "text": text,
+            "text": _validate_text(claim.get("text"), f"{claim_path}.text", complete, errors,
+                                   "is required: write the claim or remove it"),
             "category": _validate_choice(claim.get("category"), CLAIM_CATEGORIES, f"{claim_path}.category", complete, errors,
                                          "claim category"),
             "importance": _validate_choice(claim.get("importance"), CLAIM_IMPORTANCE, f"{claim_path}.importance", complete, errors,
