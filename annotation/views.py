@@ -187,11 +187,14 @@ def annotate(request, assignment_id):
     if stage.status not in selectors.VISIBLE_TO_ANNOTATORS:
         raise Http404("this item is not open for annotation yet")
     project = stage.item.project
+    annotation_state = selectors.annotation_state(assignment)
     return render(request, f"annotation/annotate_{project.kind}.html", {
         "project": project, "assignment": assignment, "item": stage.item, "stage": stage,
         "state": {"assignment_id": assignment.id, "content": stage.content, "suggestion": stage.suggestion,
-                  "provenance": stage.provenance, "read_only": stage.status != StageStatus.ANNOTATING,
-                  **selectors.annotation_state(assignment),
+                  "provenance": stage.provenance,
+                  # Submitted work is final even while the other annotator is still working.
+                  "read_only": stage.status != StageStatus.ANNOTATING or annotation_state["submitted"],
+                  **annotation_state,
                   "api_url": reverse("assignment-annotation", args=[assignment.id]),
                   "next_url": reverse("annotation:next-item", args=[project.id]) + f"?after={assignment.id}"},
         "progress": selectors.user_progress(project, request.user),

@@ -82,8 +82,12 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Several browser tabs and the in-process tasks write at once; wait instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # Several people save at once. A deferred transaction that reads, then writes fails at
+    # once with "database is locked" (SQLite cannot wait to upgrade its lock), so transactions
+    # take the write lock when they start and wait up to the timeout; WAL lets reads go on.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL;"}
+    )
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

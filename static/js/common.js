@@ -48,54 +48,99 @@ const Workbench = (() => {
   }
 
   /*
-   * Autosave: one save in flight at a time, the latest payload wins, every save carries the
-   * version it was based on. A 409 means another tab saved newer work: stop and ask to reload.
+   * Autosave. Saves run one after another, each carrying the version the previous one
+   * returned, and the latest payload wins. Edits stay "unsaved" until the server accepts them:
+   * a lost connection, a server error or an ended session is retried with backoff (and leaving
+   * the page warns); a 409 means another tab saved newer work: the page stops and asks to
+   * reload, and keeps saying so.
    */
   function saver({url, method, version, payload, extra, onSaved, onStatus, onErrors}) {
     let current = version;
     let timer = null;
-    let inFlight = null;
-    let dirty = false;
-    let conflict = false;
+    let queue = Promise.resolve();
+    let running = 0;
+    let unsaved = false;
+    let conflict = null;
+    let retryDelay = 0;
+    let submitFailed = false;
 
-    async function save(submit = false) {
-      if (conflict) return {ok: false};
+    function showConflict() {
+      onStatus(`Newer work was saved elsewhere (version ${conflict}). Reload the page to continue.`, "conflict");
+    }
+
+    function retryLater(reason, submit) {
+      retryDelay = Math.min(retryDelay ? retryDelay * 2 : 2000, 30000);
+      // The retry saves a draft; submitting stays the user's decision.
+      if (submit) submitFailed = true;
+      onStatus(`Not ${submit ? "submitted" : "saved"}: ${reason}. Your edits are kept on this page; retrying in ${retryDelay / 1000} s…`, "error");
       clearTimeout(timer);
-      if (inFlight) await inFlight;
-      dirty = false;
-      onStatus("Saving…", "saving");
+      timer = setTimeout(() => save(false), retryDelay);
+    }
+
+    async function attempt(submit) {
+      if (conflict !== null) { showConflict(); return {ok: false, status: 409, data: {}}; }
+      if (!submit && !unsaved) return {ok: true, status: 204, data: {}};
+      unsaved = false;
+      onStatus(submit ? "Submitting…" : "Saving…", "saving");
       const body = {payload: payload(), version: current, submit, ...(extra ? extra() : {})};
-      inFlight = api(url, method, body);
-      const result = await inFlight;
-      inFlight = null;
+      let result;
+      try {
+        result = await api(url, method, body);
+      } catch (networkError) {
+        result = {ok: false, status: 0, data: {}};
+      }
       if (result.status === 409) {
-        conflict = true;
-        onStatus(`Newer work was saved elsewhere (version ${result.data.stored_version}). Reload the page to continue.`, "conflict");
+        conflict = result.data.stored_version;
+        showConflict();
         return result;
       }
       if (!result.ok) {
-        onStatus(submit ? "Not submitted: fix the fields below." : "Not saved: fix the fields below.", "error");
-        onErrors(result.data.errors || [{field: "", message: result.data.detail || "error"}]);
+        unsaved = true;
+        if (result.status === 0) retryLater("no connection to the server", submit);
+        else if (result.status === 401 || result.status === 403) {
+          retryLater("you are logged out or no longer allowed (log in again in another tab)", submit);
+        } else if (result.status >= 500 || result.status === 429) retryLater(`the server answered ${result.status}`, submit);
+        else {
+          onStatus(submit ? "Not submitted: fix the fields below." : "Not saved: fix the fields below.", "error");
+          onErrors(result.data.errors || [{field: "", message: result.data.detail || `error ${result.status}`}]);
+        }
         return result;
       }
+      retryDelay = 0;
       current = result.data.version;
       onErrors([]);
-      onStatus(`Saved (version ${current})`, "saved");
+      if (submit) submitFailed = false;
+      if (unsaved) onStatus("Unsaved changes…", "dirty");
+      else if (submitFailed) onStatus(`Saved as a draft (version ${current}), not submitted yet: submit again.`, "dirty");
+      else onStatus(`Saved (version ${current})`, "saved");
       onSaved(result.data);
       return result;
     }
 
+    /* Queue a save; resolves with the server's answer ({ok, status, data}). */
+    function save(submit = false) {
+      clearTimeout(timer);
+      running += 1;
+      const result = queue.then(() => attempt(submit)).finally(() => { running -= 1; });
+      queue = result.catch(() => {});
+      return result;
+    }
+
     function schedule() {
-      dirty = true;
+      unsaved = true;
+      if (conflict !== null) { showConflict(); return; }
       onStatus("Unsaved changes…", "dirty");
       clearTimeout(timer);
       timer = setTimeout(() => save(false), 600);
     }
 
     window.addEventListener("beforeunload", (event) => {
-      if (dirty || inFlight) { save(false); event.preventDefault(); }
+      if (conflict === null && (unsaved || running)) {
+        if (unsaved && !running) save(false);
+        event.preventDefault();
+      }
     });
-    return {save, schedule, get version() { return current; }};
+    return {save, schedule, get version() { return current; }, get conflicted() { return conflict !== null; }};
   }
 
   /* Submit (the saver validates on the server) and go on to the next item. */
@@ -114,6 +159,8 @@ const Workbench = (() => {
     document.addEventListener("keydown", (event) => {
       const target = event.target;
       const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.isContentEditable;
+      // A page form of its own (the discard form) keeps its keys: Ctrl+Enter there must not save gold.
+      if (target.closest && target.closest("form")) return;
       if ((event.ctrlKey || event.metaKey) && event.key === "Enter") { event.preventDefault(); submit(); return; }
       if (typing) {
         if (event.key === "Escape") target.blur();

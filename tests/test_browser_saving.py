@@ -1,0 +1,143 @@
+"""No lost work in the browser: the autosave survives a dropped connection, slow saves queue
+instead of conflicting with each other, and keys meant for a form stay in that form.
+
+The network trouble is made inside the page by wrapping ``window.fetch``: the page's own
+retry and queue code runs unchanged against the live server.
+"""
+import re
+
+import pytest
+
+from annotation.models import Annotation, Assignment, Consolidation, ConsolidationStatus, GoldRecord
+from annotation.services.annotations import save_annotation
+
+from .browser_support import login
+from .conftest import PASSWORD
+
+pytestmark = pytest.mark.browser
+
+# The first PUT fails as a dropped connection does (fetch rejects); later ones go through.
+DROP_FIRST_SAVE = """() => {
+  const realFetch = window.fetch;
+  window.failedSaves = 0;
+  window.fetch = (url, options) => {
+    if (options && options.method === "PUT" && window.failedSaves === 0) {
+      window.failedSaves += 1;
+      return Promise.reject(new TypeError("Failed to fetch"));
+    }
+    return realFetch(url, options);
+  };
+}"""
+
+# Every PUT waits a second before it is sent, so the next autosave comes while one is in flight.
+SLOW_SAVES = """() => {
+  const realFetch = window.fetch;
+  window.sentVersions = [];
+  window.fetch = (url, options) => {
+    if (!options || options.method !== "PUT") return realFetch(url, options);
+    window.sentVersions.push(JSON.parse(options.body).version);
+    return new Promise((resolve) => setTimeout(resolve, 1000)).then(() => realFetch(url, options));
+  };
+}"""
+
+
+def open_first_assignment(browser, live_server, problems, username, users):
+    assignment = Assignment.objects.filter(user=users[username]).order_by("id").first()
+    page = login(browser, live_server.url, username, PASSWORD, problems)
+    page.goto(f"/assignments/{assignment.id}/")
+    return page, assignment
+
+
+def test_a_dropped_connection_is_retried_and_the_edit_saved(browser, live_server, users, felm_items, problems):
+    from playwright.sync_api import expect
+
+    page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
+    page.evaluate(DROP_FIRST_SAVE)
+    page.keyboard.press("c")
+    status = page.locator("#save-status")
+    expect(status).to_contain_text("Not saved: no connection to the server")
+    expect(status).to_contain_text("retrying in 2 s")
+    assert not Annotation.objects.filter(assignment=assignment).exists()
+    # Leaving now would lose the edit: the page asks first.
+    leaving = "() => { const e = new Event('beforeunload', {cancelable: true}); window.dispatchEvent(e); return e.defaultPrevented; }"
+    assert page.evaluate(leaving) is True
+
+    expect(status).to_have_text(re.compile(r"^Saved \(version 1\)$"), timeout=6000)
+    annotation = Annotation.objects.get(assignment=assignment)
+    assert annotation.version == 1 and annotation.payload["segments"][0]["label"] is True
+    assert page.evaluate("() => window.failedSaves") == 1
+
+
+def test_overlapping_autosaves_queue_instead_of_conflicting(browser, live_server, users, felm_items, problems):
+    page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
+    page.evaluate(SLOW_SAVES)
+    page.keyboard.press("c")              # autosave 1 leaves after 600 ms and takes 1 s
+    page.wait_for_timeout(700)
+    page.keyboard.press("j")
+    page.keyboard.press("c")              # autosave 2 is due while 1 is still in flight
+    page.wait_for_timeout(700)
+    page.keyboard.press("j")
+    page.keyboard.press("c")
+    page.keyboard.press("Control+Enter")  # and so is the submit: both wait for autosave 1
+
+    page.wait_for_url(lambda url: not url.endswith(f"/assignments/{assignment.id}/"), timeout=8000)
+    annotation = Annotation.objects.get(assignment=assignment)
+    assert annotation.submitted
+    assert [s["label"] for s in annotation.payload["segments"]] == [True, True, True]
+    assert annotation.version >= 2
+
+
+def test_overlapping_saves_send_each_version_once(browser, live_server, users, felm_items, problems):
+    from playwright.sync_api import expect
+
+    page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
+    page.evaluate(SLOW_SAVES)
+    page.keyboard.press("c")
+    page.wait_for_timeout(800)
+    page.keyboard.press("j")
+    page.keyboard.press("x")
+    expect(page.locator("#save-status")).to_have_text(re.compile(r"^Saved \(version 2\)$"), timeout=6000)
+    # Each save carried the version the one before it returned: no 409 from its own tab.
+    assert page.evaluate("() => window.sentVersions") == [0, 1]
+    assert Annotation.objects.get(assignment=assignment).version == 2
+
+
+def test_a_submitted_annotation_opens_read_only(browser, live_server, users, felm_items, problems):
+    from playwright.sync_api import expect
+
+    assignment = Assignment.objects.filter(user=users["alice"]).order_by("id").first()
+    save_annotation(assignment=assignment, payload={"segments": [
+        {"label": True, "error_type": None, "comment": "", "refs": []}] * 3}, version=0, submit=True)
+    page = login(browser, live_server.url, "alice", PASSWORD, problems)
+    page.goto(f"/assignments/{assignment.id}/")
+    expect(page.locator("#save-status")).to_have_text("Submitted — read-only")
+    expect(page.locator("#submit")).to_be_disabled()
+    expect(page.locator(".label-error").first).to_be_disabled()
+    page.keyboard.press("x")
+    expect(page.locator(".label-error").first).to_have_attribute("aria-pressed", "false")
+
+
+def test_ctrl_enter_in_the_discard_reason_does_not_save_gold(browser, live_server, users, felm_items, problems):
+    from playwright.sync_api import expect
+
+    stage = felm_items[0].stages.get()
+    labels = {"alice": True, "bob": False}
+    for assignment in stage.assignments.select_related("user"):
+        segment = {"label": labels[assignment.user.username], "error_type": None, "comment": "", "refs": []}
+        if segment["label"] is False:
+            segment.update(error_type="knowledge_error", comment="wrong")
+        save_annotation(assignment=assignment, payload={"segments": [segment] * 3}, version=0, submit=True)
+    consolidation = Consolidation.objects.get(item_stage=stage)
+
+    page = login(browser, live_server.url, "carol", PASSWORD, problems)
+    page.goto(f"/consolidations/{consolidation.id}/")
+    page.keyboard.press("Shift+A")
+    reason = page.locator("form.discard textarea")
+    reason.click()
+    reason.type("cannot agree on the date")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_timeout(700)
+    consolidation.refresh_from_db()
+    assert consolidation.status == ConsolidationStatus.OPEN
+    assert not GoldRecord.objects.filter(item_stage=stage).exists()
+    expect(reason).to_have_value(re.compile("cannot agree on the date"))
