@@ -3,7 +3,7 @@
 One scenario, end to end: a plain (prompt, response) item is imported and pre-annotated by
 the offline pipeline; alice and bob decompose it blind, starting from the machine
 suggestions, mostly with the keyboard (sentence importance and checkworthiness for every
-sentence, claim importance for every claim, one claim edited; bob adds a claim so the
+sentence, claim category and importance for every claim, one claim edited; bob adds a claim so the
 decompositions differ); carol consolidates on the page, taking fields from A or B, and saves
 the gold record, which opens step 2 of the item.
 
@@ -110,7 +110,9 @@ def check_suggestions_shown_not_selected(page):
     expect_current(page, 1)
     expect(page.locator("#editor .fc-decontext")).to_have_value(DECONTEXT_2)
     expect_claim_texts(page, [NOBEL, POLONIUM])
-    expect(page.locator("#editor .fc-category button[aria-pressed=true]")).to_have_text([re.compile("^Factual")] * 2)
+    expect(page.locator("#editor .fc-category button[aria-pressed=true]")).to_have_count(0)
+    expect(page.locator("#editor .fc-category").locator("xpath=..").locator(".fc-suggested")).to_have_text(
+        ["suggested: Factual"] * 2)
     expect(page.locator("#editor .fc-claim-importance button[aria-pressed=true]")).to_have_count(0)
     page.keyboard.press("k")
     expect_current(page, 0)
@@ -121,9 +123,10 @@ def alice_annotates(page):
 
     keyboard = page.keyboard
     check_suggestions_shown_not_selected(page)
-    # sentence 1: importance yes, checkworthy, its one claim most important
+    # sentence 1: importance yes, checkworthy, its one claim factual and most important
     keyboard.press("1")
     keyboard.press("y")
+    keyboard.press("f")
     keyboard.press("q")
     expect(pressed(page.locator("#editor .fc-importance"))).to_have_attribute("data-value", "yes")
     expect(pressed(page.locator("#editor .fc-checkworthy"))).to_have_attribute("data-value", "yes")
@@ -140,9 +143,11 @@ def alice_annotates(page):
     expect_current(page, 1)
     keyboard.press("2")
     keyboard.press("y")
+    keyboard.press("f")
     keyboard.press("q")
     keyboard.press("]")
     expect(claim_node(page, 1)).to_have_class(re.compile(r"\bcurrent\b"))
+    keyboard.press("f")
     keyboard.press("w")
     expect(pressed(claim_node(page, 1).locator(".fc-claim-importance"))).to_have_attribute("data-value", "intermediate")
     expect(pressed(claim_node(page, 0).locator(".fc-claim-importance"))).to_have_attribute("data-value", "yes")
@@ -161,7 +166,7 @@ def alice_annotates(page):
     # Ctrl+Enter with a sentence left to do jumps to it and says what is missing.
     keyboard.press("Control+Enter")
     expect_current(page, 2)
-    expect(page.locator("#errors")).to_contain_text("Sentence 3: still to do: importance; checkworthiness; claim 1 importance")
+    expect(page.locator("#errors")).to_contain_text("Sentence 3: still to do: importance; checkworthiness; claim 1 category, importance")
     expect(page.locator("#editor .fc-missing")).to_contain_text("Still to do: importance")
     keyboard.press("3")
     keyboard.press("n")
@@ -176,6 +181,8 @@ def alice_annotates(page):
     keyboard.press("Delete")
     expect(page.locator("#editor .fc-claim")).to_have_count(1)
     expect_claim_texts(page, [SENTENCES[2]])
+    expect(claim_node(page, 0).locator(".fc-suggested").first).to_have_text("suggested: Opinion")
+    keyboard.press("o")
     keyboard.press("e")
     expect(page.locator("#completeness")).to_have_text("3/3 sentences done")
     expect(page.locator("#submit")).to_have_attribute("aria-disabled", "false")
@@ -197,6 +204,7 @@ def bob_annotates(page):
 
     keyboard.press("2")  # alice said "yes"
     keyboard.press("y")
+    keyboard.press("f")
     keyboard.press("q")
     # "Reset to suggestion" clears the judgements of the sentence; "Undo reset" brings them back
     page.get_by_role("button", name="Reset to suggestion").click()
@@ -210,8 +218,10 @@ def bob_annotates(page):
     expect_current(page, 1)
     keyboard.press("2")
     keyboard.press("y")
+    keyboard.press("f")
     keyboard.press("q")
     keyboard.press("]")
+    keyboard.press("f")
     keyboard.press("w")
     # a adds a claim after the selected one; typed, categorised, rated, moved up with Alt+↑
     keyboard.press("a")
@@ -231,6 +241,7 @@ def bob_annotates(page):
     keyboard.press("j")
     keyboard.press("3")
     keyboard.press("n")
+    keyboard.press("o")
     keyboard.press("e")
     expect(page.locator("#completeness")).to_have_text("3/3 sentences done")
     expect_saved(page)

@@ -116,7 +116,9 @@ def test_labels_as_suggestion_prefills_claims_but_not_judgements(project, client
     assert first["decontext"] == released[0]["sentences"]["sentence1"]["decontext"]
     assert [c["text"] for c in first["claims"]] == released[0]["sentences"]["sentence1"]["claims"]
     assert first["importance"] is None and first["checkworthy"] is None
-    assert first["claims"][0]["category"] == "factual" and first["claims"][0]["importance"] is None
+    # Labels are hints, never pre-selected: the category stays in the suggestion the page shows.
+    assert first["claims"][0]["category"] is None and first["claims"][0]["importance"] is None
+    assert assignment.item_stage.suggestion["sentences"][0]["claims"][0]["category"] == "factual"
 
 
 @pytest.mark.parametrize("mutate, field, message", [

@@ -155,8 +155,11 @@ class FactcheckKind(KindSpec):
     # -- annotation payloads ----------------------------------------------------------------
 
     def empty_payload(self, stage: int, content: dict, suggestion: dict | None) -> dict:
-        """Decontextualised sentences and claims (text, category) start from the suggestion;
-        the judgements (importance, checkworthiness, claim importance) are the annotator's."""
+        """Decontextualised sentences and claim texts start from the suggestion; every label
+        (importance, checkworthiness, claim category and importance) is the annotator's own.
+
+        Labels are shown as hints beside the choices, never pre-selected: a pre-selected machine
+        label that annotators leave alone would count as their agreement."""
         texts = content.get("sentences", [])
         suggested = (suggestion or {}).get("sentences") or [None] * len(texts)
         sentences = []
@@ -164,7 +167,7 @@ class FactcheckKind(KindSpec):
             if not hint:
                 sentences.append(empty_sentence(text))
                 continue
-            claims = [{"text": c.get("text", ""), "category": c.get("category"), "importance": None} for c in hint.get("claims", [])]
+            claims = [{"text": c.get("text", ""), "category": None, "importance": None} for c in hint.get("claims", [])]
             sentences.append(empty_sentence(hint.get("decontext") or text, claims))
         return {"sentences": sentences}
 

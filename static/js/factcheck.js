@@ -230,7 +230,7 @@ const FactcheckStep1 = (() => {
       const before = clone(sentences[current]);
       sentences[current] = blankSentence({
         decontext: hint.decontext || texts[current],
-        claims: (hint.claims || []).map((c) => ({text: c.text, category: c.category ?? null, importance: null})),
+        claims: (hint.claims || []).map((c) => ({text: c.text, category: null, importance: null})),
       });
       claimCursor[current] = 0;
       changed();
@@ -409,9 +409,11 @@ const FactcheckStep1 = (() => {
       agreed);
     }
 
-    function claimHint(claim) {
+    /* The machine's category or importance for a claim whose text is still the suggested one. */
+    function claimHint(claim, field) {
       const hint = (hints[current]?.claims || []).find((c) => normalise(c.text) === normalise(claim.text));
-      return hint ? suggested(hint.importance, readable.claimImportance) : null;
+      if (!hint) return null;
+      return field === "category" ? suggested(hint.category, readable.category) : suggested(hint.importance, readable.claimImportance);
     }
 
     function renderClaim(claim, r) {
@@ -442,12 +444,13 @@ const FactcheckStep1 = (() => {
           el("span", {className: "fc-choice-line"},
             el("span", {className: "fc-choice-label"}, "Category"),
             choices(CATEGORIES, claim.category, (v) => setClaim(r, {category: v}),
-              {className: "fc-category", disagree: disagree("category"), invalid: invalid("category")})),
+              {className: "fc-category", disagree: disagree("category"), invalid: invalid("category")}),
+            claimHint(claim, "category")),
           el("span", {className: "fc-choice-line"},
             el("span", {className: "fc-choice-label"}, "Importance"),
             choices(CLAIM_IMPORTANCE, claim.importance, (v) => setClaim(r, {importance: v}),
               {className: "fc-claim-importance", disagree: disagree("importance"), invalid: invalid("importance")}),
-            claimHint(claim))),
+            claimHint(claim, "importance"))),
         claimComparison(row, r));
     }
 
