@@ -28,7 +28,7 @@ class ImportForm(forms.Form):
 
 class MemberForm(forms.Form):
     username = forms.CharField(max_length=150)
-    role = forms.ChoiceField(choices=Role.choices)
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)
 
     def clean_username(self):
         username = self.cleaned_data["username"]

@@ -3,8 +3,13 @@
 Payloads are JSON validated by the project kind (``annotation.kinds``), so one set of tables
 serves FELM, Factcheck-Bench and D-FActScore projects.
 """
+import re
+
 from django.conf import settings
 from django.db import models
+
+# "sentences[1].claims[2].text" -> ("sentences", "1"): the unit a disagreed field belongs to.
+_UNIT_OF_PATH = re.compile(r"^([a-z_]+)\[(\d+)\]")
 
 
 class ProjectKind(models.TextChoices):
@@ -183,6 +188,21 @@ class Consolidation(models.Model):
 
     def __str__(self):
         return f"consolidation of {self.item_stage}"
+
+    @property
+    def disagreement_summary(self) -> str:
+        """"2 segments (5 fields)": consolidators plan their work by units, not by field paths."""
+        if not self.disagreed:
+            return "none"
+        fields = f"{len(self.disagreed)} field{'s' if len(self.disagreed) != 1 else ''}"
+        units = {match.groups() for match in map(_UNIT_OF_PATH.match, self.disagreed) if match}
+        if not units:
+            return fields
+        names = {name for name, _ in units}
+        unit_name = names.pop() if len(names) == 1 else "units"
+        if len(units) == 1:
+            unit_name = unit_name.removesuffix("s")
+        return f"{len(units)} {unit_name} ({fields})"
 
 
 class GoldSource(models.TextChoices):

@@ -94,6 +94,15 @@ def annotation_state(assignment: Assignment) -> dict:
 
 # -- consolidation ----------------------------------------------------------------------------
 
+def consolidation_counts(project: Project) -> dict[str, int]:
+    """How many consolidations of the project are open, done and discarded."""
+    counts = dict(
+        Consolidation.objects.filter(item_stage__item__project=project)
+        .values_list("status").annotate(n=Count("id")).order_by()
+    )
+    return {status: counts.get(status, 0) for status in ConsolidationStatus.values}
+
+
 def consolidations_for_project(project: Project, status: str | None = None) -> QuerySet[Consolidation]:
     queryset = Consolidation.objects.filter(item_stage__item__project=project).select_related("item_stage__item", "consolidator")
     if status:

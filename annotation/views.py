@@ -69,6 +69,8 @@ def project_detail(request, project_id):
     project, roles = project_for(request, project_id)
     context = {"project": project, "roles": roles, "is_admin": Role.ADMIN in roles,
                "can_consolidate": bool(roles & {Role.ADMIN, Role.CONSOLIDATOR})}
+    if context["can_consolidate"]:
+        context["consolidations"] = selectors.consolidation_counts(project)
     if Role.ANNOTATOR in roles:
         context["my_assignments"] = selectors.assignments_for_user(project, request.user)
         context["my_progress"] = selectors.user_progress(project, request.user)
@@ -114,9 +116,18 @@ def project_import(request, project_id):
             messages.error(request, "Import refused, nothing was imported: " + "; ".join(
                 f"line {e['line']}, field {e['field']}: {e['message']}" for e in exc.errors))
         else:
-            messages.success(request, f"Imported {result.items} items ({result.precomputing} being pre-annotated, "
-                                      f"{result.gold_records} gold records, {result.assignments} assignments).")
+            messages.success(request, import_summary(result))
     return redirect("annotation:project", project_id=project.id)
+
+
+def import_summary(result) -> str:
+    parts = [f"{result.gold_records} gold records"] if result.gold_records else []
+    if result.precomputing:
+        parts.append(f"{result.precomputing} being pre-annotated; their assignments follow when that is done")
+    if result.assignments or not result.precomputing:
+        parts.append(f"{result.assignments} assignments")
+    noun = "item" if result.items == 1 else "items"
+    return f"Imported {result.items} {noun} ({', '.join(parts)})."
 
 
 @login_required
@@ -128,7 +139,8 @@ def project_members(request, project_id):
         project_services.add_member(project=project, user=form.cleaned_data["user"], role=form.cleaned_data["role"])
         messages.success(request, f"{form.cleaned_data['username']} added as {form.cleaned_data['role']}.")
     else:
-        messages.error(request, form.errors.as_text())
+        messages.error(request, "Member not added: " + "; ".join(
+            f"{field}: {message}" for field, errors in form.errors.items() for message in errors))
     return redirect("annotation:project", project_id=project.id)
 
 
@@ -154,8 +166,12 @@ def project_export(request, project_id, fmt):
 @login_required
 def agreement_page(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
-    stage = int(request.GET.get("stage", 1)) if request.GET.get("stage", "1").isdigit() else 1
-    result = selectors.project_agreement(project, stage)
+    stage_param = request.GET.get("stage", "1")
+    annotatable = get_kind(project.kind).annotatable_stages
+    if not stage_param.isdigit() or int(stage_param) not in annotatable:
+        raise Http404(f"{project.get_kind_display()} projects are annotated in stage "
+                      f"{', '.join(map(str, annotatable))} only, not {stage_param!r}")
+    result = selectors.project_agreement(project, int(stage_param))
     for field in result["fields"].values():
         matrix = field["confusion_matrix"]
         peak = max((v for row in matrix["rows_annotator_a_columns_annotator_b"] for v in row), default=0) or 1

@@ -99,7 +99,7 @@ def test_admin_dashboard_import_form_reports_the_bad_line(logged_in, felm_projec
     assert Item.objects.count() == 0
     response = client.post(f"/projects/{felm_project.id}/import/", {"file": jsonl([felm_line(1, ["A."])]), "format": "felm",
                                                                      "labels_as": "ignore"}, follow=True)
-    assert "Imported 1 items" in response.content.decode()
+    assert "Imported 1 item (" in response.content.decode()
 
 
 def test_admin_dashboard_shows_progress_and_item_states(logged_in, felm_items):
@@ -113,7 +113,12 @@ def test_admin_adds_a_member_in_the_ui(logged_in, felm_project, users):
     client.post(f"/projects/{felm_project.id}/members/", {"username": "mallory", "role": "annotator"})
     assert felm_project.memberships.filter(user=users["mallory"], role="annotator").exists()
     response = client.post(f"/projects/{felm_project.id}/members/", {"username": "ghost", "role": "annotator"}, follow=True)
-    assert "no user named" in response.content.decode()
+    assert "Member not added: username: no user named &#x27;ghost&#x27;" in response.content.decode()
+
+
+def test_the_add_member_form_offers_annotator_first(logged_in, felm_project):
+    page = logged_in("admin").get(f"/projects/{felm_project.id}/").content.decode()
+    assert '<option value="annotator" selected>' in page
 
 
 def test_export_download_streams_jsonl(logged_in, felm_project):
@@ -140,8 +145,46 @@ def test_consolidation_and_agreement_pages_render(logged_in, felm_items, users, 
     page = client.get(f"/consolidations/{consolidation.id}/")
     assert page.context["state"]["disagreed"] == ["segments[0].label", "segments[0].error_type", "segments[0].comment"]
     assert [a["annotator"] for a in page.context["state"]["annotations"]] == ["alice", "bob"]
+    assert "1 segment (3 fields)" in listing
     agreement_page = client.get(f"/projects/{item.project_id}/agreement/").content.decode()
     assert "Krippendorff" in agreement_page and "Cohen" in agreement_page
+    assert "Agreement with gold: Segment label" in agreement_page
+
+
+@pytest.mark.parametrize("stage", ["2", "0", "x"])
+def test_agreement_page_refuses_a_stage_the_kind_does_not_annotate(logged_in, felm_project, stage):
+    response = logged_in("carol").get(f"/projects/{felm_project.id}/agreement/?stage={stage}")
+    assert response.status_code == 404
+    assert "annotated in stage 1 only" in response.content.decode()
+
+
+def test_consolidator_sees_what_waits_for_consolidation(logged_in, felm_items):
+    from annotation.services.annotations import save_annotation
+
+    for assignment in Assignment.objects.filter(item_stage__item=felm_items[0]):
+        save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True)
+    page = logged_in("carol").get(f"/projects/{felm_items[0].project_id}/").content.decode()
+    assert "<b>1</b> waiting for consolidation" in page and "Consolidate the next item" in page
+    assert "waiting for consolidation" not in logged_in("alice").get(f"/projects/{felm_items[0].project_id}/").content.decode()
+
+
+def test_a_submitted_annotation_page_is_read_only(logged_in, felm_items, users):
+    from annotation.services.annotations import save_annotation
+
+    assignment = Assignment.objects.filter(user=users["alice"]).first()
+    save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True)
+    state = logged_in("alice").get(f"/assignments/{assignment.id}/").context["state"]
+    assert state["submitted"] is True and state["read_only"] is True
+
+
+def test_error_pages_say_why_and_lead_home(logged_in, felm_items, users):
+    client = logged_in("alice")
+    forbidden = client.get(f"/projects/{felm_items[0].project_id}/agreement/")
+    assert forbidden.status_code == 403
+    assert "Not allowed" in forbidden.content.decode() and "Your role in this project" in forbidden.content.decode()
+    bob_assignment = Assignment.objects.filter(user=users["bob"]).first()
+    missing = client.get(f"/assignments/{bob_assignment.id}/")
+    assert missing.status_code == 404 and 'href="/"' in missing.content.decode()
 
 
 def test_discard_from_the_consolidation_page(logged_in, felm_items):
@@ -155,9 +198,11 @@ def test_discard_from_the_consolidation_page(logged_in, felm_items):
     client.post(f"/consolidations/{consolidation.id}/discard/", {"reason": ""})
     consolidation.refresh_from_db()
     assert consolidation.status == "open"
-    client.post(f"/consolidations/{consolidation.id}/discard/", {"reason": "unclear"})
+    client.post(f"/consolidations/{consolidation.id}/discard/", {"reason": f"unclear {XSS}"})
     consolidation.refresh_from_db()
     assert consolidation.status == "discarded"
+    page = client.get(f"/consolidations/{consolidation.id}/").content.decode()
+    assert "<b>Discarded</b> by carol: unclear &lt;script&gt;" in page and XSS not in page
 
 
 def test_demo_loader_is_idempotent_and_gives_a_working_project(db, django_capture_on_commit_callbacks):

@@ -34,8 +34,15 @@ const FelmAnnotate = (() => {
       onErrors: showErrors,
     });
 
+    /* "segments[2].error_type" -> "Segment 3, error type" */
+    function readableField(field) {
+      const match = /^segments\[(\d+)\](?:\.(\w+))?/.exec(field);
+      if (!match) return field;
+      return `Segment ${Number(match[1]) + 1}${match[2] ? `, ${match[2].replace("_", " ")}` : ""}`;
+    }
+
     function showErrors(errors) {
-      errorsEl.replaceChildren(...errors.map((e) => el("li", {}, e.field ? `${e.field}: ${e.message}` : e.message)));
+      errorsEl.replaceChildren(...errors.map((e) => el("li", {}, e.field ? `${readableField(e.field)}: ${e.message}` : e.message)));
       list.querySelectorAll(".invalid").forEach((n) => n.classList.remove("invalid"));
       for (const e of errors) {
         const match = /^segments\[(\d+)\]/.exec(e.field || "");
