@@ -80,6 +80,10 @@ SENTENCE_STARTERS = frozenset(
     }
 )
 
+# Pairs Punkt keeps together even though the first looks like a sentence end: "c. 980" and
+# "ca. 1500" (circa before a number). "c" is not an abbreviation on its own: "vitamin C. It" ends.
+COLLOCATIONS = frozenset({("c", "##number##"), ("ca", "##number##")})
+
 # Punkt's orthographic flags (nltk.tokenize.punkt._ORTHO_*): seen capitalised at a sentence
 # start, seen in lower case mid-sentence.
 _ORTHO_BEG_UC = 1 << 1
@@ -92,9 +96,10 @@ _MARKER_ONLY = re.compile(r"^\d{1,3}\.$")
 # A list marker left at the end of a sentence: glued to a word's full stop or closing quote
 # ('first.2.', '"Boombayah.”2.'), after a full stop and a space ("in 1981. 2."), or after the
 # colon of an introduction ("albums: 1.", only "1." so "The total was: 4." stays).
-# A decimal number ("version 3.5.") is not a marker.
+# A decimal number ("version 3.5.") is not a marker, nor a number after an abbreviation of one
+# letter ("died c. 930.").
 _TRAILING_MARKER = re.compile(
-    r"(?:(?<=[.!?][\"'”’)\]])\s*|(?<=\D[.!?])|(?<=[.!?])\s+)(\d{1,3}\.)$|(?<=:)\s+(1\.)$"
+    r"(?:(?<=[.!?][\"'”’)\]])\s*|(?<=\D[.!?])|(?<=\w\w[.!?])\s+)(\d{1,3}\.)$|(?<=:)\s+(1\.)$"
 )
 # "Here are some of them: Best Paper Award ..." -> the lead-in is a (non-claim) sentence.
 _LEAD_IN = re.compile(r"^(?:Here(?:'s| is| are)|Below (?:is|are))\b[^:]{0,150}:(?=\s+\S)")
@@ -104,6 +109,7 @@ _LEAD_IN = re.compile(r"^(?:Here(?:'s| is| are)|Below (?:is|are))\b[^:]{0,150}:(
 def _tokenizer() -> PunktSentenceTokenizer:
     params = PunktParameters()
     params.abbrev_types = set(ABBREVIATIONS)
+    params.collocations = set(COLLOCATIONS)
     params.ortho_context = defaultdict(int)
     for word in SENTENCE_STARTERS:
         params.ortho_context[word] = _ORTHO_BEG_UC | _ORTHO_MID_LC

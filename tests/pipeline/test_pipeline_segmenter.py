@@ -34,6 +34,17 @@ def test_abbreviation_before_a_sentence_starter_ends_the_sentence():
     ]
 
 
+def test_circa_before_a_number_does_not_end_the_sentence():
+    text = "Rollo was born c. 860 in Norway. He died c. 930. The vase dates from ca. 1500. Eat vitamin C. It helps."
+    assert split_sentences(text) == [
+        "Rollo was born c. 860 in Norway.",
+        "He died c. 930.",
+        "The vase dates from ca. 1500.",
+        "Eat vitamin C.",
+        "It helps.",
+    ]
+
+
 def test_roman_numeral_or_letter_before_a_new_sentence():
     text = "The ship served in World War I. It sank in 1916. The plan failed, so they used Plan B. Please note this."
     assert split_sentences(text) == [
