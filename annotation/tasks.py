@@ -9,7 +9,7 @@ from celery import shared_task
 from django.db import OperationalError, transaction
 
 from annotation.kinds import get_kind
-from annotation.models import GoldRecord, ItemStage, StageStatus
+from annotation.models import GoldRecord, ItemStage, Project, StageStatus
 
 logger = logging.getLogger(__name__)
 CHUNK_SIZE = 200
@@ -24,7 +24,6 @@ def enqueue_precompute(stage_ids: list[int]) -> None:
 def precompute_stages(self, stage_ids: list[int]) -> dict:
     """Compute the content and suggestions of item-stages, then hand them to annotators."""
     done, failed = 0, 0
-    projects = set()
     stages = ItemStage.objects.filter(id__in=stage_ids, status=StageStatus.PRECOMPUTING).select_related("item__project")
     for stage in stages:
         project = stage.item.project
@@ -57,9 +56,10 @@ def precompute_stages(self, stage_ids: list[int]) -> dict:
                 precompute_error="",
             )
         done += updated
-        projects.add(project)
     from annotation.services.assignments import assign_open_stages
 
-    for project in projects:
+    # Also the stages an earlier run of this task wrote before its worker died: they are ready
+    # but may not be assigned yet.
+    for project in Project.objects.filter(items__stages__id__in=stage_ids).distinct():
         assign_open_stages(project)
     return {"done": done, "failed": failed}

@@ -143,8 +143,17 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "memory://"
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == "memory://"
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
 CELERY_TASK_EAGER_PROPAGATES = False
+# A task is acknowledged when it ends, so one whose worker died is delivered again: on Redis
+# once it has been unacknowledged for the visibility timeout (seconds). Keep that above the
+# longest pre-annotation chunk, or a slow task runs twice (harmless, but it repeats LLM calls).
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600")),
+    # How often a worker looks for such tasks: a sixth of the timeout, at most every minute.
+    "unacked_restore_interval": max(1, min(60, int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600")) // 6)),
+    "unacked_restore_throttle": 1,
+}
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_SERIALIZER = "json"

@@ -73,6 +73,19 @@ def test_precompute_task_is_idempotent(felm_project, django_capture_on_commit_ca
     assert stage.assignments.count() == 2
 
 
+def test_a_rerun_assigns_stages_an_earlier_run_wrote_before_its_worker_died(felm_project):
+    """The worker wrote the stage, then died before assigning it: the redelivered task assigns it."""
+    from annotation.tasks import precompute_stages
+
+    import_jsonl(felm_project, jsonl([{"response": "One. Two."}]), fmt="plain")
+    stage = ItemStage.objects.get(item__project=felm_project)
+    stage.assignments.all().delete()
+    ItemStage.objects.filter(pk=stage.pk).update(status=StageStatus.READY)
+    assert precompute_stages.apply(args=[[stage.id]]).get() == {"done": 0, "failed": 0}
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.ANNOTATING and stage.assignments.count() == 2
+
+
 def test_labels_as_gold_makes_gold_records_without_assignments(felm_project):
     line = felm_line(1, ["A.", "B."], labels=[True, False], comment=["", "B is wrong."], type=[None, "knowledge_error"],
                      ref=["https://example.org"])

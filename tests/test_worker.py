@@ -1,4 +1,5 @@
-"""A real Celery worker process on the Redis broker runs an import's segmentation."""
+"""Real Celery worker processes on the Redis broker run an import's pre-annotation, and a
+task whose worker is killed mid-way is finished by another worker without half-written items."""
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from annotation.services.imports import import_jsonl
 from config.celery import app as celery_app
 
 from .conftest import REPO_ROOT, jsonl
+from .fake_llm import FakeLLMServer, well_behaved_responder
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
@@ -39,29 +41,42 @@ def database_url_of_test_database() -> str:
 
 
 @pytest.fixture
-def worker():
+def start_worker():
+    """Start worker processes on a queue of this test's own: ``start_worker(name, **env)``."""
     require_full_stack()
     queue = f"test-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "DATABASE_URL": database_url_of_test_database(), "CELERY_TASK_DEFAULT_QUEUE": queue,
-           "DATABASE_CONN_MAX_AGE": "0"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=INFO", "-Q", queue,
-         "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    processes = []
+
+    def start(name: str = "worker", **extra_env: str) -> subprocess.Popen:
+        env = {**os.environ, "DATABASE_URL": database_url_of_test_database(), "CELERY_TASK_DEFAULT_QUEUE": queue,
+               "DATABASE_CONN_MAX_AGE": "0", **extra_env}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=INFO", "-Q", queue,
+             "--hostname", f"{name}-{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        processes.append(process)
+        return process
+
     previous_queue = celery_app.conf.task_default_queue
     celery_app.conf.task_always_eager = False
     celery_app.conf.task_default_queue = queue
     try:
-        yield process
+        yield start
     finally:
         celery_app.conf.task_default_queue = previous_queue
         celery_app.conf.task_always_eager = True
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        for process in processes:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.fixture
+def worker(start_worker):
+    return start_worker()
 
 
 def test_import_segmentation_finishes_through_a_worker_process(worker, felm_project):
@@ -78,3 +93,47 @@ def test_import_segmentation_finishes_through_a_worker_process(worker, felm_proj
     assert statuses == [StageStatus.ANNOTATING] * 5, statuses
     assert stages.first().content["segments"] == ["Claim 0 is one sentence.", "Claim 0 has a second one."]
     assert stages.first().assignments.count() == 2
+
+
+def wait_for(condition, seconds: float, *workers: subprocess.Popen) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        for process in workers:
+            assert process.poll() is None, process.stdout.read()
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_a_task_whose_worker_dies_is_finished_by_another_worker(start_worker, factcheck_project):
+    items = 6
+    # Each LLM call takes 0.3 s and calls run one at a time: the one task (all items are one
+    # chunk) runs for several seconds, long enough to kill its worker in the middle.
+    with FakeLLMServer(well_behaved_responder, delay=0.3) as llm:
+        factcheck_project.pipeline_settings = {"llm": {"base_url": llm.base_url, "model": "fake-model", "concurrency": 1}}
+        factcheck_project.save(update_fields=["pipeline_settings"])
+        stages = ItemStage.objects.filter(item__project=factcheck_project, stage=1)
+        fast_recovery = {"CELERY_VISIBILITY_TIMEOUT": "3"}
+        first = start_worker("first", **fast_recovery)
+        records = [{"prompt": f"q{i}", "response": f"Item {i} is about one thing."} for i in range(items)]
+        assert import_jsonl(factcheck_project, jsonl(records), fmt="plain").precomputing == items
+
+        wait_for(lambda: stages.exclude(status=StageStatus.PRECOMPUTING).exists(), 60, first)
+        first.kill()  # SIGKILL: no chance to acknowledge, requeue or clean up
+        first.wait(timeout=10)
+        finished_by_first = stages.exclude(status=StageStatus.PRECOMPUTING).count()
+        assert 0 < finished_by_first < items
+        # Nothing half written: a stage is either fully pre-annotated or untouched.
+        for stage in stages.all():
+            if stage.status == StageStatus.PRECOMPUTING:
+                assert stage.suggestion is None and stage.provenance == {} and not stage.assignments.exists()
+            else:
+                assert stage.provenance["backend"] == "llm" and stage.suggestion["sentences"]
+
+        second = start_worker("second", **fast_recovery)
+        wait_for(lambda: not stages.filter(status=StageStatus.PRECOMPUTING).exists(), 90, second)
+
+    assert list(stages.values_list("status", flat=True)) == [StageStatus.ANNOTATING] * items
+    for stage in stages.all():
+        assert stage.assignments.count() == 2  # assigned once, not again by the second run
+        assert stage.content["sentences"] == [f"Item {stage.item.prompt[1:]} is about one thing."]
+        assert stage.provenance["backend"] == "llm"
