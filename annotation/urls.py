@@ -18,6 +18,7 @@ urlpatterns = [
     path("projects/<int:project_id>/consolidations/", views.consolidation_list, name="consolidations"),
     path("projects/<int:project_id>/consolidations/next/", views.next_consolidation, name="next-consolidation"),
     path("assignments/<int:assignment_id>/", views.annotate, name="annotate"),
+    path("assignments/<int:assignment_id>/reopen/", views.reopen_submission, name="reopen"),
     path("consolidations/<int:consolidation_id>/", views.consolidate, name="consolidate"),
     path("consolidations/<int:consolidation_id>/discard/", views.consolidation_discard, name="consolidation-discard"),
 ]

@@ -19,6 +19,7 @@ from annotation.exceptions import DomainError, ImportFailed
 from annotation.forms import DiscardForm, ImportForm, MemberForm, ProjectForm
 from annotation.kinds import get_kind
 from annotation.models import Assignment, Consolidation, Item, Project, Role, StageStatus
+from annotation.services import annotations as annotation_services
 from annotation.services import consolidation as consolidation_services
 from annotation.services import imports as import_services
 from annotation.services import projects as project_services
@@ -214,7 +215,21 @@ def annotate(request, assignment_id):
                   "api_url": reverse("assignment-annotation", args=[assignment.id]),
                   "next_url": reverse("annotation:next-item", args=[project.id]) + f"?after={assignment.id}"},
         "progress": selectors.user_progress(project, request.user),
+        "can_reopen": annotation_state["submitted"] and stage.status == StageStatus.ANNOTATING,
     })
+
+
+@login_required
+@require_POST
+def reopen_submission(request, assignment_id):
+    assignment = get_object_or_404(Assignment, pk=assignment_id, user=request.user)
+    try:
+        annotation_services.reopen_annotation(assignment=assignment, user=request.user)
+    except DomainError as exc:
+        messages.error(request, f"Not reopened: {exc}.")
+    else:
+        messages.success(request, "Reopened: your answer is a draft again. Submit it when you are done.")
+    return redirect("annotation:annotate", assignment_id=assignment.id)
 
 
 @login_required

@@ -73,3 +73,34 @@ def save_annotation(*, assignment: Assignment, payload, version: int, submit: bo
             ItemStage.objects.select_for_update().filter(pk=stage.pk).values_list("pk", flat=True).get()
             open_consolidation_if_complete(stage)
     return annotation
+
+
+def reopen_annotation(*, assignment: Assignment, user=None) -> Annotation:
+    """Take a submission back to edit it more, while another annotator of the item still works.
+
+    Once every annotator has submitted, the consolidation starts from the submitted work and
+    the submissions are final. With ``user``, an assignment of anyone else raises
+    Assignment.DoesNotExist.
+    """
+    with transaction.atomic():
+        locked = Assignment.objects.select_for_update(of=("self",)).select_related("annotation")
+        if user is not None:
+            locked = locked.filter(user=user)
+        assignment = locked.get(pk=assignment.pk)
+        # The lock the last submission of the item-stage takes before it opens the consolidation.
+        stage = ItemStage.objects.select_for_update().get(pk=assignment.item_stage_id)
+        if stage.status != StageStatus.ANNOTATING:
+            raise DomainError(f"this item is {stage.get_status_display().lower()}; the submission is final")
+        try:
+            annotation = assignment.annotation
+        except Annotation.DoesNotExist:
+            annotation = None
+        if annotation is None or not annotation.submitted:
+            raise DomainError("this annotation is not submitted")
+        annotation.submitted = False
+        annotation.version += 1
+        annotation.save(update_fields=["submitted", "version", "updated_at"])
+        assignment.status = AssignmentStatus.IN_PROGRESS
+        assignment.submitted_at = None
+        assignment.save(update_fields=["status", "submitted_at"])
+    return annotation
