@@ -1,24 +1,55 @@
 """Serializers: shape the domain's data for JSON; writes go through annotation.services."""
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from annotation import selectors
+from annotation.json_values import nul_path
 from annotation.kinds import KINDS
 from annotation.services.projects import validate_pipeline_settings
 from annotation.models import Assignment, Consolidation, Item, ItemStage, Membership, Project, ProjectKind, Role
 
 User = get_user_model()
 MASKED_SECRET = "********"
+NUL_MESSAGE = "Null characters are not allowed."
+
+
+def contains_nul(value) -> bool:
+    return nul_path(value) is not None
+
+
+@extend_schema_field(OpenApiTypes.OBJECT)
+class PayloadField(serializers.JSONField):
+    """A payload (documented as an object); NUL characters answer 400, not a database error."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if contains_nul(value):
+            raise serializers.ValidationError(NUL_MESSAGE)
+        return value
+
+
+class UsernameField(serializers.SlugRelatedField):
+    """A user by username; NUL characters would reach the database lookup as an error."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and "\x00" in data:
+            raise serializers.ValidationError(NUL_MESSAGE)
+        return super().to_internal_value(data)
 
 
 class UserCreateSerializer(serializers.Serializer):
-    username = serializers.CharField(max_length=150)
+    username = serializers.CharField(max_length=150, validators=[User.username_validator])
     password = serializers.CharField(write_only=True, min_length=8)
     email = serializers.EmailField(required=False, allow_blank=True)
     is_staff = serializers.BooleanField(required=False, default=False)
 
     def validate_username(self, value):
+        # create_user stores the NFKC form: check (and return) that one, or a look-alike
+        # of an existing name passes here and fails on the unique constraint.
+        value = User.normalize_username(value)
         if User.objects.filter(username=value).exists():
             raise serializers.ValidationError("a user with this username exists")
         return value
@@ -44,6 +75,8 @@ class ProjectSerializer(serializers.ModelSerializer):
         return sorted(selectors.user_roles(self.context["request"].user, project))
 
     def validate_pipeline_settings(self, value):
+        if contains_nul(value):
+            raise serializers.ValidationError(NUL_MESSAGE)
         try:
             value = validate_pipeline_settings(value)
         except DjangoValidationError as exc:
@@ -64,12 +97,16 @@ class ProjectSerializer(serializers.ModelSerializer):
 
 
 class ProjectUpdateSerializer(ProjectSerializer):
+    # Declared fields ignore Meta.read_only_fields: the kind must be redeclared read-only, or
+    # a PATCH turns e.g. a FELM project with FELM items into a Factcheck-Bench one.
+    kind = serializers.CharField(read_only=True)
+
     class Meta(ProjectSerializer.Meta):
         read_only_fields = ["kind", "created_at"]
 
 
 class MembershipSerializer(serializers.ModelSerializer):
-    username = serializers.SlugRelatedField(source="user", slug_field="username", queryset=User.objects.all())
+    username = UsernameField(source="user", slug_field="username", queryset=User.objects.all())
     role = serializers.ChoiceField(choices=Role.choices)
 
     class Meta:
@@ -77,9 +114,13 @@ class MembershipSerializer(serializers.ModelSerializer):
         fields = ["id", "username", "role"]
 
 
+IMPORT_FORMATS = sorted({fmt for kind in KINDS.values() for fmt in kind.import_formats})
+
+
 class ImportSerializer(serializers.Serializer):
     file = serializers.FileField()
-    format = serializers.CharField(default="plain")
+    # Every kind's formats; the import itself refuses one the project's kind does not read.
+    format = serializers.ChoiceField(choices=IMPORT_FORMATS, default="plain")
     labels_as = serializers.ChoiceField(choices=["ignore", "gold", "suggestion"], default="ignore")
 
 
@@ -120,7 +161,7 @@ class AssignmentSerializer(serializers.ModelSerializer):
 
 
 class AnnotationWriteSerializer(serializers.Serializer):
-    payload = serializers.JSONField()
+    payload = PayloadField()
     version = serializers.IntegerField(min_value=0)
     submit = serializers.BooleanField(default=False)
     active_seconds = serializers.IntegerField(min_value=0, required=False, default=0)
@@ -136,7 +177,7 @@ class ConsolidationSerializer(serializers.ModelSerializer):
     item = serializers.SerializerMethodField()
     content = serializers.JSONField(source="item_stage.content")
     stage = serializers.IntegerField(source="item_stage.stage")
-    consolidator = serializers.CharField(source="consolidator.username", default=None)
+    consolidator = serializers.CharField(source="consolidator.username", default=None, allow_null=True, read_only=True)
     payload = serializers.JSONField(source="draft")
 
     class Meta:

@@ -1,17 +1,20 @@
 """API views: check permissions, parse input, call a service or selector, serialize."""
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import IntegrityError, transaction
 from django.http import StreamingHttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from annotation import exports, selectors
-from annotation.models import Assignment, Consolidation, Item, Project
+from annotation.kinds import KINDS, get_kind
+from annotation.models import Assignment, Consolidation, ConsolidationStatus, Item, Project, StageStatus
 from annotation.services import annotations as annotation_services
 from annotation.services import consolidation as consolidation_services
 from annotation.services import imports as import_services
@@ -21,6 +24,18 @@ from . import serializers
 from .permissions import CanConsolidate, IsProjectAdmin, IsProjectMember, IsStaff
 
 User = get_user_model()
+STAGES = sorted({stage for kind in KINDS.values() for stage in kind.annotatable_stages})
+EXPORT_FORMATS = sorted({fmt for kind in KINDS.values() for fmt in kind.export_formats} | {exports.RAW_ANNOTATIONS})
+ERROR_400 = OpenApiResponse(OpenApiTypes.OBJECT, description="invalid input, or a change the item's state refuses")
+ERROR_409 = OpenApiResponse(OpenApiTypes.OBJECT, description="stale version: another save came first (stored_version)")
+
+
+def choice_param(request, name: str, choices) -> str | None:
+    """A query filter that must be one of ``choices``; unset or empty means no filter."""
+    value = request.query_params.get(name)
+    if value and value not in choices:
+        raise ValidationError({name: f"must be one of {', '.join(choices)}"})
+    return value or None
 
 
 class UserViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
@@ -30,16 +45,17 @@ class UserViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.Gener
     queryset = User.objects.order_by("username")
     serializer_class = serializers.UserSerializer
 
-    @extend_schema(request=serializers.UserCreateSerializer, responses=serializers.UserSerializer)
+    @extend_schema(request=serializers.UserCreateSerializer, responses={201: serializers.UserSerializer})
     def create(self, request, *args, **kwargs):
         data = serializers.UserCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            user = project_services.create_user(**data.validated_data)
-        except Exception as exc:  # password validation
-            if hasattr(exc, "messages"):
-                raise ValidationError({"password": exc.messages}) from exc
-            raise
+            with transaction.atomic():
+                user = project_services.create_user(**data.validated_data)
+        except DjangoValidationError as exc:  # password validation
+            raise ValidationError({"password": exc.messages}) from exc
+        except IntegrityError:  # the same name created by a concurrent request
+            raise ValidationError({"username": ["a user with this username exists"]}) from None
         return Response(serializers.UserSerializer(user).data, status=status.HTTP_201_CREATED)
 
 
@@ -47,6 +63,8 @@ class ProjectViewSet(viewsets.ModelViewSet):
     """Projects the caller is a member of; staff create them, project admins run them."""
 
     serializer_class = serializers.ProjectSerializer
+    # Only for the schema's path parameter type; rows always come from get_queryset().
+    queryset = Project.objects.none()
     http_method_names = ["get", "post", "patch", "delete", "head", "options"]
 
     def get_queryset(self):
@@ -90,7 +108,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         )
 
     @extend_schema(methods=["GET"], responses=serializers.MembershipSerializer(many=True))
-    @extend_schema(methods=["POST"], request=serializers.MembershipSerializer, responses=serializers.MembershipSerializer)
+    @extend_schema(methods=["POST"], request=serializers.MembershipSerializer, responses={201: serializers.MembershipSerializer})
     @action(detail=True, methods=["get", "post"])
     def members(self, request, pk=None):
         project = self.get_object()
@@ -102,7 +120,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         membership = project_services.add_member(project=project, user=data.validated_data["user"], role=data.validated_data["role"])
         return Response(serializers.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request={"multipart/form-data": serializers.ImportSerializer}, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request={"multipart/form-data": serializers.ImportSerializer}, responses={201: OpenApiTypes.OBJECT})
     @action(detail=True, methods=["post"], url_path="import")
     def import_items(self, request, pk=None):
         project = self.get_object()
@@ -114,13 +132,15 @@ class ProjectViewSet(viewsets.ModelViewSet):
         return Response(result.as_dict(), status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=serializers.ItemSerializer(many=True),
-                   parameters=[OpenApiParameter("status", str, description="only items with a stage in this status")])
+                   parameters=[OpenApiParameter("status", str, enum=StageStatus.values,
+                                                description="only items with a stage in this status")])
     @action(detail=True, methods=["get"])
     def items(self, request, pk=None):
         project = self.get_object()
+        stage_status = choice_param(request, "status", StageStatus.values)
         queryset = Item.objects.filter(project=project).prefetch_related("stages").order_by("id")
-        if request.query_params.get("status"):
-            queryset = queryset.filter(stages__status=request.query_params["status"]).distinct()
+        if stage_status:
+            queryset = queryset.filter(stages__status=stage_status).distinct()
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response(serializers.ItemSerializer(page, many=True).data)
 
@@ -138,21 +158,26 @@ class ProjectViewSet(viewsets.ModelViewSet):
         return self.get_paginated_response(serializers.AssignmentSerializer(page, many=True).data)
 
     @extend_schema(responses=serializers.ConsolidationSerializer(many=True),
-                   parameters=[OpenApiParameter("status", str, enum=["open", "done", "discarded"])])
+                   parameters=[OpenApiParameter("status", str, enum=ConsolidationStatus.values)])
     @action(detail=True, methods=["get"])
     def consolidations(self, request, pk=None):
         project = self.get_object()
-        page = self.paginate_queryset(selectors.consolidations_for_project(project, request.query_params.get("status")))
+        consolidation_status = choice_param(request, "status", ConsolidationStatus.values)
+        page = self.paginate_queryset(selectors.consolidations_for_project(project, consolidation_status))
         return self.get_paginated_response(serializers.ConsolidationSerializer(page, many=True).data)
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, parameters=[OpenApiParameter("stage", int)])
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 400: ERROR_400},
+                   parameters=[OpenApiParameter("stage", int, enum=STAGES, description="one of the project kind's stages")])
     @action(detail=True, methods=["get"])
     def agreement(self, request, pk=None):
         project = self.get_object()
+        stages = get_kind(project.kind).annotatable_stages
         try:
-            stage = int(request.query_params.get("stage", 1))
+            stage = int(request.query_params.get("stage", stages[0]))
         except ValueError:
-            raise ValidationError({"stage": "must be a stage number"}) from None
+            stage = None
+        if stage not in stages:
+            raise ValidationError({"stage": f"must be one of {', '.join(map(str, stages))}"})
         return Response(selectors.project_agreement(project, stage))
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
@@ -161,8 +186,9 @@ class ProjectViewSet(viewsets.ModelViewSet):
         return Response(selectors.project_progress(self.get_object()))
 
     @extend_schema(
-        responses={(200, "application/jsonl"): OpenApiTypes.STR},
-        parameters=[OpenApiParameter("format", str, description="felm | factcheck-bench | annotations …", required=True)],
+        responses={(200, "application/jsonl"): OpenApiTypes.STR, 400: ERROR_400},
+        parameters=[OpenApiParameter("format", str, enum=EXPORT_FORMATS, required=True,
+                                     description="one of the project kind's formats, or annotations")],
     )
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None):
@@ -179,12 +205,15 @@ class AssignmentViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """An annotator's own assignments; nobody reads another annotator's work here."""
 
     serializer_class = serializers.AssignmentSerializer
+    # Only for the schema's path parameter type; rows always come from get_queryset().
+    queryset = Assignment.objects.none()
 
     def get_queryset(self):
         return Assignment.objects.filter(user=self.request.user).select_related("item_stage__item__project", "user")
 
     @extend_schema(methods=["GET"], responses=serializers.AnnotationReadSerializer)
-    @extend_schema(methods=["PUT"], request=serializers.AnnotationWriteSerializer, responses=serializers.AnnotationReadSerializer)
+    @extend_schema(methods=["PUT"], request=serializers.AnnotationWriteSerializer,
+                   responses={200: serializers.AnnotationReadSerializer, 400: ERROR_400, 409: ERROR_409})
     @action(detail=True, methods=["get", "put"])
     def annotation(self, request, pk=None):
         if request.method == "GET":
@@ -197,6 +226,16 @@ class AssignmentViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         except (Assignment.DoesNotExist, ValueError):
             raise NotFound() from None
         return Response({"payload": saved.payload, "version": saved.version, "submitted": saved.submitted})
+
+    @extend_schema(request=None, responses={200: serializers.AnnotationReadSerializer, 400: ERROR_400})
+    @action(detail=True, methods=["post"])
+    def reopen(self, request, pk=None):
+        """Take a submission back to edit it, until every annotator of the item has submitted."""
+        try:
+            reopened = annotation_services.reopen_annotation(assignment=Assignment(pk=pk), user=request.user)
+        except (Assignment.DoesNotExist, ValueError):
+            raise NotFound() from None
+        return Response({"payload": reopened.payload, "version": reopened.version, "submitted": reopened.submitted})
 
 
 class ConsolidationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -214,7 +253,8 @@ class ConsolidationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
             raise NotFound()
         return consolidation
 
-    @extend_schema(request=serializers.AnnotationWriteSerializer, responses=serializers.ConsolidationDetailSerializer)
+    @extend_schema(request=serializers.AnnotationWriteSerializer,
+                   responses={200: serializers.ConsolidationDetailSerializer, 400: ERROR_400, 409: ERROR_409})
     def update(self, request, pk=None):
         consolidation = self.get_object()
         data = serializers.AnnotationWriteSerializer(data=request.data)
@@ -225,7 +265,7 @@ class ConsolidationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         )
         return Response(serializers.ConsolidationDetailSerializer(saved).data)
 
-    @extend_schema(request=serializers.DiscardSerializer, responses=serializers.ConsolidationSerializer)
+    @extend_schema(request=serializers.DiscardSerializer, responses={200: serializers.ConsolidationSerializer, 400: ERROR_400})
     @action(detail=True, methods=["post"])
     def discard(self, request, pk=None):
         consolidation = self.get_object()

@@ -136,6 +136,12 @@ SPECTACULAR_SETTINGS = {
     # Swagger UI assets come from the installed sidecar package: no CDN at run time.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    # Several "status" fields with different choices: name each choice set after its model enum.
+    "ENUM_NAME_OVERRIDES": {
+        "StageStatusEnum": "annotation.models.StageStatus",
+        "AssignmentStatusEnum": "annotation.models.AssignmentStatus",
+        "ConsolidationStatusEnum": "annotation.models.ConsolidationStatus",
+    },
 }
 
 # Unset: tasks run in-process; the in-memory transport keeps kombu from looking for a broker.

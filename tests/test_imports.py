@@ -178,3 +178,23 @@ def test_management_commands_import_and_export(felm_project, tmp_path, capsys):
         call_command("import_items", str(felm_project.id), str(bad))
     with pytest.raises(CommandError, match="no project"):
         call_command("import_items", "nope", str(bad))
+
+
+NUL_REFUSED = "contains a NUL character (\\u0000), which cannot be stored"
+
+
+def test_a_nul_character_in_stored_text_is_refused_with_its_line_and_field(felm_project):
+    lines = [felm_line(1, ["A."]), {"prompt": "q", "response": "Fine.\u0000Not."}]
+    with pytest.raises(ImportFailed) as failed:
+        import_jsonl(felm_project, jsonl(lines), fmt="plain")
+    assert failed.value.errors == [{"line": 2, "field": "response", "message": NUL_REFUSED}]
+    assert not Item.objects.exists()
+
+
+def test_a_nul_character_in_labels_counts_only_when_the_labels_are_kept(felm_project):
+    lines = [felm_line(1, ["A."]), felm_line(2, ["B."], comment=["fine\u0000not"])]
+    with pytest.raises(ImportFailed) as failed:
+        import_jsonl(felm_project, jsonl(lines), fmt="felm", labels_as="gold")
+    assert failed.value.errors == [{"line": 2, "field": "labels.segments[0].comment", "message": NUL_REFUSED}]
+    assert not Item.objects.exists()
+    assert import_jsonl(felm_project, jsonl(lines), fmt="felm", labels_as="ignore").items == 2

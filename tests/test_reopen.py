@@ -88,3 +88,17 @@ def test_reopening_is_only_for_the_assignee_and_only_by_post(client, felm_items,
     assert client.post(f"/assignments/{alice.id}/reopen/").status_code == 302  # to the login page
     alice.annotation.refresh_from_db()
     assert alice.annotation.submitted
+
+
+def test_the_api_reopens_the_callers_own_submission(clients, felm_items, users):
+    alice = first_assignment(users, "alice", felm_items)
+    url = f"/api/assignments/{alice.id}/reopen/"
+    assert clients["alice"].post(url).json() == {"detail": "this annotation is not submitted"}
+    save_annotation(assignment=alice, payload=ALL_CORRECT, version=0, submit=True)
+    assert clients["bob"].post(url).status_code == 404
+    assert clients["admin"].post(url).status_code == 404
+    answer = clients["alice"].post(url)
+    assert answer.status_code == 200 and answer.json()["submitted"] is False and answer.json()["version"] == 2
+    saved = clients["alice"].put(f"/api/assignments/{alice.id}/annotation/",
+                                 {"payload": ALL_CORRECT, "version": 2, "submit": True}, format="json")
+    assert saved.status_code == 200 and saved.json()["submitted"] is True

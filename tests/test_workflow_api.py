@@ -314,3 +314,23 @@ def test_pipeline_settings_are_validated_and_the_api_key_is_never_shown(clients,
     assert clients["admin"].patch(url, {"pipeline_settings": shown}, format="json").status_code == 200
     felm_project.refresh_from_db()
     assert felm_project.pipeline_settings["llm"]["api_key"] == "secret-key"
+
+
+@pytest.mark.parametrize("llm, message", [
+    ({"timeout": "abc"}, "llm.timeout must be a number ≥ 0, not 'abc'"),
+    ({"temperature": -1}, "llm.temperature must be a number ≥ 0, not -1"),
+    ({"concurrency": 0}, "llm.concurrency must be an integer ≥ 1, not 0"),
+    ({"concurrency": "x"}, "llm.concurrency must be an integer ≥ 1, not 'x'"),
+    ({"max_retries": True}, "llm.max_retries must be an integer ≥ 0, not True"),
+    ({"model": 3}, "llm.model must be a string, not 3"),
+])
+def test_llm_settings_of_the_wrong_type_are_refused_before_any_item_fails(clients, felm_project, llm, message):
+    bad = clients["admin"].patch(f"/api/projects/{felm_project.id}/", {"pipeline_settings": {"llm": llm}}, format="json")
+    assert bad.status_code == 400 and message in str(bad.json()["pipeline_settings"])
+
+
+def test_llm_settings_of_the_right_types_are_kept(clients, felm_project):
+    llm = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "timeout": 2.5, "temperature": 0, "max_retries": 0,
+           "concurrency": 3, "api_key": None}
+    ok = clients["admin"].patch(f"/api/projects/{felm_project.id}/", {"pipeline_settings": {"llm": llm}}, format="json")
+    assert ok.status_code == 200

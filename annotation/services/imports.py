@@ -8,6 +8,7 @@ from typing import IO, Any, Iterable, Iterator
 from django.db import transaction
 
 from annotation.exceptions import ImportFailed
+from annotation.json_values import nul_path
 from annotation.kinds import KindSpec, PayloadError, get_kind
 from annotation.kinds.base import ImportLineError, ParsedItem
 from annotation.models import GoldRecord, GoldSource, Item, ItemStage, Project, StageStatus
@@ -81,9 +82,14 @@ def parse_import_file(project: Project, lines: Iterable[bytes | str], fmt: str) 
             error = {"line": number, "field": "(line)", "message": "must be a JSON object"}
         if error is None:
             try:
-                parsed.append(kind.parse_import_line(fmt, data, number))
+                item = kind.parse_import_line(fmt, data, number)
             except ImportLineError as exc:
                 error = {"line": exc.line, "field": exc.field, "message": exc.message}
+            else:
+                if where := _nul_in_stored_fields(item):
+                    error = {"line": number, "field": where, "message": NUL_MESSAGE}
+                else:
+                    parsed.append(item)
         if error is not None:
             errors.append(error)
             if len(errors) >= MAX_REPORTED_ERRORS:
@@ -95,6 +101,20 @@ def parse_import_file(project: Project, lines: Iterable[bytes | str], fmt: str) 
     return parsed
 
 
+NUL_MESSAGE = "contains a NUL character (\\u0000), which cannot be stored"
+
+
+def _nul_in_stored_fields(item: ParsedItem) -> str | None:
+    """Where the item's stored text holds U+0000 (PostgreSQL cannot store it), or None.
+
+    Only what is kept counts: the released Factcheck-Bench file has a NUL in evidence text that
+    step-1 import does not store.
+    """
+    top_level = {"prompt": item.prompt, "response": item.response, "id": item.external_id, "source": item.source,
+                 "domain": item.domain, **item.metadata}
+    return nul_path(top_level) or nul_path(item.content, "content") or nul_path(item.suggestions, "suggestions")
+
+
 def _check_labels(kind: KindSpec, parsed: list[ParsedItem], stage: int, labels_as: str) -> None:
     if labels_as == "ignore":
         return
@@ -103,6 +123,8 @@ def _check_labels(kind: KindSpec, parsed: list[ParsedItem], stage: int, labels_a
             if labels_as == "gold":
                 raise ImportFailed([{"line": item.line, "field": "labels", "message": "is missing, but labels_as=gold"}])
             continue
+        if where := nul_path(item.labels[stage], "labels"):
+            raise ImportFailed([{"line": item.line, "field": where, "message": NUL_MESSAGE}])
         try:
             kind.validate_payload(stage, item.content.get(stage, {}), item.labels[stage], complete=False)
         except PayloadError as exc:  # the labels must at least fit the annotation schema

@@ -29,7 +29,24 @@ def validate_pipeline_settings(settings: dict) -> dict:
     unknown = set(llm) - set(LLM_SETTING_KEYS)
     if unknown:
         raise ValidationError(f"unknown llm settings: {', '.join(sorted(unknown))}")
+    # A wrong type here would fail every pre-annotation of the project later, far from its cause.
+    for key, value in llm.items():
+        if value is None:
+            continue
+        if key in ("base_url", "api_key", "model"):
+            valid, expected = isinstance(value, str), "a string"
+        elif key in ("timeout", "temperature"):
+            valid, expected = _is_number(value) and value >= 0, "a number ≥ 0"
+        else:
+            minimum = 1 if key == "concurrency" else 0
+            valid, expected = isinstance(value, int) and not isinstance(value, bool) and value >= minimum, f"an integer ≥ {minimum}"
+        if not valid:
+            raise ValidationError(f"llm.{key} must be {expected}, not {value!r}")
     return settings
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 @transaction.atomic
