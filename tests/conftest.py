@@ -142,3 +142,16 @@ def clients(users):
 
 def segment(label, error_type=None, comment="", refs=()):
     return {"label": label, "error_type": error_type, "comment": comment, "refs": list(refs)}
+
+
+@pytest.fixture
+def open_consolidation(clients, felm_items, users):
+    """The consolidation of the first FELM item, opened by alice and bob submitting through the API."""
+    from annotation.models import Assignment
+
+    item = felm_items[0]
+    for name in ("alice", "bob"):
+        assignment = Assignment.objects.get(user=users[name], item_stage__item=item)
+        clients[name].put(f"/api/assignments/{assignment.id}/annotation/",
+                          {"payload": {"segments": [segment(True)] * 3}, "version": 0, "submit": True}, format="json")
+    return item.stages.get().consolidation

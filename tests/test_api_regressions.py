@@ -80,13 +80,8 @@ def test_annotation_payload_with_a_nul_byte_is_refused(clients, felm_items, user
     assert not hasattr(Assignment.objects.get(pk=assignment.pk), "annotation")
 
 
-def test_consolidation_payload_with_a_nul_byte_is_refused(clients, felm_items, users):
-    item = felm_items[0]
-    for name in ("alice", "bob"):
-        assignment = Assignment.objects.get(user=users[name], item_stage__item=item)
-        clients[name].put(f"/api/assignments/{assignment.id}/annotation/",
-                          {"payload": {"segments": [segment(True)] * 3}, "version": 0, "submit": True}, format="json")
-    consolidation = item.stages.get().consolidation
+def test_consolidation_payload_with_a_nul_byte_is_refused(clients, open_consolidation):
+    consolidation = open_consolidation
     payload = {"segments": [segment(True)] * 2 + [{"label": True, "\x00": 1}]}
     response = clients["carol"].put(f"/api/consolidations/{consolidation.id}/", {"payload": payload, "version": 0}, format="json")
     assert response.status_code == 400 and "payload" in response.json()

@@ -19,16 +19,6 @@ def bob_assignment(felm_items, users):
     return Assignment.objects.filter(user=users["bob"]).first()
 
 
-@pytest.fixture
-def open_consolidation(clients, felm_items, users):
-    item = felm_items[0]
-    for name in ("alice", "bob"):
-        assignment = Assignment.objects.get(user=users[name], item_stage__item=item)
-        clients[name].put(f"/api/assignments/{assignment.id}/annotation/",
-                          {"payload": {"segments": [segment(True)] * 3}, "version": 0, "submit": True}, format="json")
-    return item.stages.get().consolidation
-
-
 @pytest.mark.parametrize("url", [
     "/api/projects/", "/api/users/", "/api/assignments/1/", "/api/consolidations/1/",
 ])

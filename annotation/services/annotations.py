@@ -10,6 +10,23 @@ from annotation.models import Annotation, Assignment, AssignmentStatus, ItemStag
 MAX_ACTIVE_SECONDS_PER_SAVE = 3600
 
 
+def _lock_assignment(assignment: Assignment, user) -> tuple[Assignment, Annotation | None]:
+    """Lock only the assignment row (locking the joined project row too would queue every save
+    of a project behind every other); its annotation comes in the same query."""
+    locked = (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("item_stage", "annotation")
+        .annotate(project_kind=F("item_stage__item__project__kind"))
+    )
+    if user is not None:
+        locked = locked.filter(user=user)
+    assignment = locked.get(pk=assignment.pk)
+    try:
+        return assignment, assignment.annotation
+    except Annotation.DoesNotExist:
+        return assignment, None
+
+
 def save_annotation(*, assignment: Assignment, payload, version: int, submit: bool, active_seconds: int = 0,
                     user=None) -> Annotation:
     """Store a new version of the annotator's payload.
@@ -26,23 +43,10 @@ def save_annotation(*, assignment: Assignment, payload, version: int, submit: bo
             # Submissions keep the full durability guarantee.
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
-        # Lock only the assignment row: locking the joined project row too would queue every
-        # save of a project behind every other. Its annotation comes in the same query.
-        locked = (
-            Assignment.objects.select_for_update(of=("self",))
-            .select_related("item_stage", "annotation")
-            .annotate(project_kind=F("item_stage__item__project__kind"))
-        )
-        if user is not None:
-            locked = locked.filter(user=user)
-        assignment = locked.get(pk=assignment.pk)
+        assignment, annotation = _lock_assignment(assignment, user)
         stage = assignment.item_stage
         if stage.status != StageStatus.ANNOTATING:
             raise DomainError(f"this item is {stage.get_status_display().lower()}; annotations can no longer change")
-        try:
-            annotation = assignment.annotation
-        except Annotation.DoesNotExist:
-            annotation = None
         stored_version = annotation.version if annotation else 0
         if version != stored_version:
             raise VersionConflict(stored_version, version)
@@ -83,18 +87,11 @@ def reopen_annotation(*, assignment: Assignment, user=None) -> Annotation:
     Assignment.DoesNotExist.
     """
     with transaction.atomic():
-        locked = Assignment.objects.select_for_update(of=("self",)).select_related("annotation")
-        if user is not None:
-            locked = locked.filter(user=user)
-        assignment = locked.get(pk=assignment.pk)
+        assignment, annotation = _lock_assignment(assignment, user)
         # The lock the last submission of the item-stage takes before it opens the consolidation.
         stage = ItemStage.objects.select_for_update().get(pk=assignment.item_stage_id)
         if stage.status != StageStatus.ANNOTATING:
             raise DomainError(f"this item is {stage.get_status_display().lower()}; the submission is final")
-        try:
-            annotation = assignment.annotation
-        except Annotation.DoesNotExist:
-            annotation = None
         if annotation is None or not annotation.submitted:
             raise DomainError("this annotation is not submitted")
         annotation.submitted = False
