@@ -235,9 +235,14 @@ def reopen_submission(request, assignment_id):
 @login_required
 def consolidation_list(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
-    status = request.GET.get("status", "open")
-    page = Paginator(selectors.consolidations_for_project(project, status or None), 50).get_page(request.GET.get("page"))
-    return render(request, "annotation/consolidation_list.html", {"project": project, "page": page, "status": status})
+    status = request.GET.get("status") or "open"
+    filters = [("open", "open"), ("done", "done"), ("discarded", "discarded"), ("all", "all")]
+    if status not in dict(filters):
+        raise Http404(f"no consolidation status {status!r}")
+    consolidations = selectors.consolidations_for_project(project, None if status == "all" else status)
+    page = Paginator(consolidations, 50).get_page(request.GET.get("page"))
+    return render(request, "annotation/consolidation_list.html",
+                  {"project": project, "page": page, "status": status, "status_filters": filters})
 
 
 @login_required
@@ -265,7 +270,8 @@ def consolidate(request, consolidation_id):
     return render(request, f"annotation/consolidate_{project.kind}.html", {
         "project": project, "consolidation": consolidation, "item": stage.item, "discard_form": DiscardForm(),
         "state": {
-            "consolidation_id": consolidation.id, "content": stage.content, "version": consolidation.version,
+            "consolidation_id": consolidation.id, "status": consolidation.status, "content": stage.content,
+            "version": consolidation.version,
             "payload": consolidation.draft,
             "disagreed": consolidation.disagreed,
             "alignment": consolidation.alignment,

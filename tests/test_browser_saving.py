@@ -29,6 +29,19 @@ DROP_FIRST_SAVE = """() => {
   };
 }"""
 
+# The first PUT reaches the server and is stored, but its answer is lost on the way back.
+LOSE_FIRST_ANSWER = """() => {
+  const realFetch = window.fetch;
+  window.lostAnswers = 0;
+  window.fetch = (url, options) => {
+    if (options && options.method === "PUT" && window.lostAnswers === 0) {
+      window.lostAnswers += 1;
+      return realFetch(url, options).then(() => { throw new TypeError("Failed to fetch"); });
+    }
+    return realFetch(url, options);
+  };
+}"""
+
 # Every PUT waits a second before it is sent, so the next autosave comes while one is in flight.
 SLOW_SAVES = """() => {
   const realFetch = window.fetch;
@@ -66,6 +79,42 @@ def test_a_dropped_connection_is_retried_and_the_edit_saved(browser, live_server
     annotation = Annotation.objects.get(assignment=assignment)
     assert annotation.version == 1 and annotation.payload["segments"][0]["label"] is True
     assert page.evaluate("() => window.failedSaves") == 1
+
+
+def test_a_save_whose_answer_was_lost_is_not_taken_for_a_conflict(browser, live_server, users, felm_items, problems):
+    from playwright.sync_api import expect
+
+    page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
+    page.evaluate(LOSE_FIRST_ANSWER)
+    page.keyboard.press("c")
+    status = page.locator("#save-status")
+    expect(status).to_contain_text("Not saved: no connection to the server")
+    assert Annotation.objects.get(assignment=assignment).version == 1  # it was stored all the same
+    page.keyboard.press("j")
+    page.keyboard.press("x")
+    # The retry meets a 409, finds its own earlier save stored, and carries on from there.
+    expect(status).to_have_text(re.compile(r"^Saved \(version 2\)$"), timeout=8000)
+    annotation = Annotation.objects.get(assignment=assignment)
+    assert [s["label"] for s in annotation.payload["segments"]][:2] == [True, False]
+    problems.errors[:] = [e for e in problems.errors if "-> 409" not in e]  # the one expected 409
+
+
+def test_a_second_ctrl_enter_during_submit_is_ignored(browser, live_server, users, felm_items, problems):
+    page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
+    page.evaluate(SLOW_SAVES)
+    submits = []
+    page.on("request", lambda request: submits.append(request) if request.method == "PUT" and '"submit":true' in (
+        request.post_data or "").replace(" ", "") else None)
+    for _ in range(3):
+        page.keyboard.press("c")
+        page.keyboard.press("j")
+    page.keyboard.press("Control+Enter")
+    page.keyboard.press("Control+Enter")  # before the first has answered
+    page.wait_for_url(lambda url: not url.endswith(f"/assignments/{assignment.id}/"), timeout=8000)
+    assert Annotation.objects.get(assignment=assignment).submitted
+    # one submit reached the server; a second would answer 400 ("submitted and read-only"),
+    # which the problems fixture reports
+    assert len(submits) == 1
 
 
 def test_overlapping_autosaves_queue_instead_of_conflicting(browser, live_server, users, felm_items, problems):

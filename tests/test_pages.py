@@ -220,3 +220,29 @@ def test_demo_loader_is_idempotent_and_gives_a_working_project(db, django_captur
     factcheck = Project.objects.get(name="Demo Factcheck-Bench")
     stages = [stage for item in factcheck.items.all() for stage in item.stages.all()]
     assert len(stages) == 3 and all(s.status == "annotating" and s.suggestion["sentences"] for s in stages)
+
+
+def test_consolidation_list_filters_by_status_and_shows_the_current_filter(logged_in, felm_items):
+    from annotation.services.annotations import save_annotation
+
+    for assignment in Assignment.objects.filter(item_stage__item=felm_items[0]):
+        save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True)
+    client = logged_in("carol")
+    base = f"/projects/{felm_items[0].project_id}/consolidations/"
+    assert 'aria-current="page" class="current">open<' in client.get(base).content.decode()
+    assert "Nothing here." in client.get(base + "?status=done").content.decode()
+    listing = client.get(base + "?status=all").content.decode()
+    assert "/consolidations/" in listing and 'class="current">all<' in listing and "Nothing here." not in listing
+    assert client.get(base + "?status=nonsense").status_code == 404
+
+
+def test_unknown_addresses_and_expired_forms_get_readable_pages(client, users, felm_items):
+    missing = client.get("/no/such/page/")
+    assert missing.status_code == 404 and "There is nothing at this address." in missing.content.decode()
+    assert "Resolver404" not in missing.content.decode()
+    from django.test import Client
+
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(users["alice"])
+    expired = strict.post(f"/assignments/{Assignment.objects.filter(user=users['alice']).first().id}/reopen/")
+    assert expired.status_code == 403 and "This form has expired" in expired.content.decode()

@@ -52,7 +52,8 @@ const Workbench = (() => {
    * returned, and the latest payload wins. Edits stay "unsaved" until the server accepts them:
    * a lost connection, a server error or an ended session is retried with backoff (and leaving
    * the page warns); a 409 means another tab saved newer work: the page stops and asks to
-   * reload, and keeps saying so.
+   * reload, and keeps saying so. A save whose answer was lost may still have been stored: its
+   * retry then meets a 409, and the stored work is checked before calling it a conflict.
    */
   function saver({url, method, version, payload, extra, onSaved, onStatus, onErrors}) {
     let current = version;
@@ -63,9 +64,21 @@ const Workbench = (() => {
     let conflict = null;
     let retryDelay = 0;
     let submitFailed = false;
+    let lost = [];           // bodies of saves whose answer never came (they may have been stored)
+    let finished = false;    // submitted: nothing more to save from this page
 
     function showConflict() {
-      onStatus(`Newer work was saved elsewhere (version ${conflict}). Reload the page to continue.`, "conflict");
+      onStatus(`Newer work was saved elsewhere (version ${conflict}). This tab's latest edits are not saved: ` +
+        "reload the page to continue from the saved work.", "conflict");
+    }
+
+    /* After lost answers: is the stored work one this tab sent? */
+    async function landedEarlier() {
+      if (!lost.length) return null;
+      let stored;
+      try { stored = await api(url, "GET"); } catch (networkError) { return null; }
+      if (!stored.ok || !lost.some((sent) => sameJson(stored.data.payload, JSON.parse(sent)))) return null;
+      return stored.data;
     }
 
     function retryLater(reason, submit) {
@@ -78,11 +91,13 @@ const Workbench = (() => {
     }
 
     async function attempt(submit) {
+      if (finished) return {ok: true, status: 204, data: {}};
       if (conflict !== null) { showConflict(); return {ok: false, status: 409, data: {}}; }
       if (!submit && !unsaved) return {ok: true, status: 204, data: {}};
       unsaved = false;
       onStatus(submit ? "Submitting…" : "Saving…", "saving");
       const body = {payload: payload(), version: current, submit, ...(extra ? extra() : {})};
+      const sent = JSON.stringify(body.payload);  // the page keeps editing the payload object
       let result;
       try {
         result = await api(url, method, body);
@@ -90,10 +105,25 @@ const Workbench = (() => {
         result = {ok: false, status: 0, data: {}};
       }
       if (result.status === 409) {
+        const stored = await landedEarlier();
+        if (stored) {
+          // Our own earlier save: carry on from the version it got.
+          lost = [];
+          current = stored.version;
+          if (stored.submitted) {
+            finished = true;
+            onStatus(`Submitted (version ${current}).`, "saved");
+            return {ok: true, status: 200, data: stored};
+          }
+          unsaved = true;
+          return attempt(submit);
+        }
         conflict = result.data.stored_version;
         showConflict();
         return result;
       }
+      if (result.status === 0) lost.push(sent);
+      else lost = [];
       if (!result.ok) {
         unsaved = true;
         if (result.status === 0) retryLater("no connection to the server", submit);
@@ -109,7 +139,7 @@ const Workbench = (() => {
       retryDelay = 0;
       current = result.data.version;
       onErrors([]);
-      if (submit) submitFailed = false;
+      if (submit) { submitFailed = false; finished = result.data.submitted !== false; }
       if (unsaved) onStatus("Unsaved changes…", "dirty");
       else if (submitFailed) onStatus(`Saved as a draft (version ${current}), not submitted yet: submit again.`, "dirty");
       else onStatus(`Saved (version ${current})`, "saved");
@@ -135,18 +165,32 @@ const Workbench = (() => {
     }
 
     window.addEventListener("beforeunload", (event) => {
-      if (conflict === null && (unsaved || running)) {
-        if (unsaved && !running) save(false);
+      if (finished) return;
+      if (unsaved || running) {
+        if (unsaved && !running && conflict === null) save(false);
         event.preventDefault();
       }
     });
+    // Back online: save now rather than at the end of the backoff.
+    window.addEventListener("online", () => { if (unsaved && conflict === null) save(false); });
     return {save, schedule, get version() { return current; }, get conflicted() { return conflict !== null; }};
   }
 
+  /* Equal JSON values, whatever the order of object keys. */
+  function sameJson(a, b) {
+    const canonical = (value) => JSON.stringify(value, (key, v) =>
+      v && typeof v === "object" && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort()) : v);
+    return canonical(a) === canonical(b);
+  }
+
   /* Submit (the saver validates on the server) and go on to the next item. */
+  let submitting = false;
   async function submitAndContinue(saverInstance, button, nextUrl) {
+    if (submitting) return;  // a second Ctrl+Enter while the first submit runs
+    submitting = true;
     button.disabled = true;
     const result = await saverInstance.save(true);
+    submitting = false;
     button.disabled = false;
     if (result.ok) window.location.href = nextUrl;
   }
@@ -177,9 +221,10 @@ const Workbench = (() => {
     return indexes.length ? Math.min(...indexes) : 0;
   }
 
-  function showReadOnly(button, statusElement, submitted) {
+  function showReadOnly(button, statusElement, state) {
     button.disabled = true;
-    statusElement.textContent = submitted ? "Submitted — read-only" : "Read-only";
+    const why = state.submitted ? "Submitted" : {discarded: "Discarded", done: "Gold record saved"}[state.status];
+    statusElement.textContent = why ? `${why} — read-only` : "Read-only";
   }
 
   return {el, api, saver, activityClock, csrfToken, submitAndContinue, listenForKeys, firstDisagreement, showReadOnly};

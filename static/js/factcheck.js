@@ -618,7 +618,7 @@ const FactcheckStep1 = (() => {
       editorEl.replaceChildren(el("p", {className: "hint"}, "This item has no sentences."));
     }
     updateCompleteness();
-    if (readOnly) Workbench.showReadOnly(submitButton, statusEl, state.submitted);
+    if (readOnly) Workbench.showReadOnly(submitButton, statusEl, state);
     submitButton.addEventListener("click", submit);
     Workbench.listenForKeys(submit, onKey);
   }

@@ -179,7 +179,7 @@ const FelmAnnotate = (() => {
     // A consolidator starts at the first disagreement, an annotator at the top.
     select(Workbench.firstDisagreement(disagreed, "segments"));
     updateCompleteness();
-    if (state.read_only) Workbench.showReadOnly(submitButton, statusEl, state.submitted);
+    if (state.read_only) Workbench.showReadOnly(submitButton, statusEl, state);
     submitButton.addEventListener("click", submit);
     Workbench.listenForKeys(submit, onKey);
   }
