@@ -16,31 +16,23 @@ from .conftest import PASSWORD
 
 pytestmark = pytest.mark.browser
 
-# The first PUT fails as a dropped connection does (fetch rejects); later ones go through.
-DROP_FIRST_SAVE = """() => {
+def first_save_fails(*, stored: bool) -> str:
+    """A fetch wrapper whose first PUT fails as a dropped connection does (fetch rejects):
+    before reaching the server, or (``stored``) after the server stored it, on the way back."""
+    send = 'realFetch(url, options).then(() => { throw new TypeError("Failed to fetch"); })' if stored else \
+        'Promise.reject(new TypeError("Failed to fetch"))'
+    return """() => {
   const realFetch = window.fetch;
   window.failedSaves = 0;
   window.fetch = (url, options) => {
     if (options && options.method === "PUT" && window.failedSaves === 0) {
       window.failedSaves += 1;
-      return Promise.reject(new TypeError("Failed to fetch"));
+      return %s;
     }
     return realFetch(url, options);
   };
-}"""
+}""" % send
 
-# The first PUT reaches the server and is stored, but its answer is lost on the way back.
-LOSE_FIRST_ANSWER = """() => {
-  const realFetch = window.fetch;
-  window.lostAnswers = 0;
-  window.fetch = (url, options) => {
-    if (options && options.method === "PUT" && window.lostAnswers === 0) {
-      window.lostAnswers += 1;
-      return realFetch(url, options).then(() => { throw new TypeError("Failed to fetch"); });
-    }
-    return realFetch(url, options);
-  };
-}"""
 
 # Every PUT waits a second before it is sent, so the next autosave comes while one is in flight.
 SLOW_SAVES = """() => {
@@ -65,7 +57,7 @@ def test_a_dropped_connection_is_retried_and_the_edit_saved(browser, live_server
     from playwright.sync_api import expect
 
     page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
-    page.evaluate(DROP_FIRST_SAVE)
+    page.evaluate(first_save_fails(stored=False))
     page.keyboard.press("c")
     status = page.locator("#save-status")
     expect(status).to_contain_text("Not saved: no connection to the server")
@@ -85,7 +77,7 @@ def test_a_save_whose_answer_was_lost_is_not_taken_for_a_conflict(browser, live_
     from playwright.sync_api import expect
 
     page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
-    page.evaluate(LOSE_FIRST_ANSWER)
+    page.evaluate(first_save_fails(stored=True))
     page.keyboard.press("c")
     status = page.locator("#save-status")
     expect(status).to_contain_text("Not saved: no connection to the server")
