@@ -41,10 +41,13 @@ def project_for(request, project_id: int, roles: set[str] | None = None) -> tupl
 
 @login_required
 def home(request):
-    projects = [
-        {"project": p, "roles": sorted(selectors.user_roles(request.user, p)), "progress": selectors.user_progress(p, request.user)}
-        for p in selectors.projects_for_user(request.user).order_by("name")
-    ]
+    projects = []
+    for project in selectors.projects_for_user(request.user).order_by("name"):
+        roles = selectors.user_roles(request.user, project)
+        projects.append({
+            "project": project, "roles": sorted(roles), "progress": selectors.user_progress(project, request.user),
+            "consolidations": selectors.consolidation_counts(project) if roles & {Role.ADMIN, Role.CONSOLIDATOR} else None,
+        })
     return render(request, "annotation/home.html", {
         "projects": projects, "can_create": selectors.can_create_projects(request.user),
     })

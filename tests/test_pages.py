@@ -246,3 +246,9 @@ def test_unknown_addresses_and_expired_forms_get_readable_pages(client, users, f
     strict.force_login(users["alice"])
     expired = strict.post(f"/assignments/{Assignment.objects.filter(user=users['alice']).first().id}/reopen/")
     assert expired.status_code == 403 and "This form has expired" in expired.content.decode()
+
+
+def test_home_shows_consolidators_what_waits_for_them(logged_in, felm_items):
+    page = logged_in("carol").get("/").content.decode()
+    assert "0 waiting for consolidation · 0 gold" in page
+    assert "waiting for consolidation" not in logged_in("alice").get("/").content.decode()
