@@ -1,5 +1,7 @@
-"""No lost work in the browser: the autosave survives a dropped connection, slow saves queue
-instead of conflicting with each other, and keys meant for a form stay in that form.
+"""The annotation pages in a real browser, beyond the campaigns: no lost work (the autosave
+survives a dropped connection or a lost answer, slow saves queue instead of conflicting, one
+submit at a time), submitted work is read-only, keys meant for a form stay in that form, and a
+narrow screen keeps the editor in view.
 
 The network trouble is made inside the page by wrapping ``window.fetch``: the page's own
 retry and queue code runs unchanged against the live server.
@@ -182,3 +184,14 @@ def test_ctrl_enter_in_the_discard_reason_does_not_save_gold(browser, live_serve
     assert consolidation.status == ConsolidationStatus.OPEN
     assert not GoldRecord.objects.filter(item_stage=stage).exists()
     expect(reason).to_have_value(re.compile("cannot agree on the date"))
+
+
+def test_on_a_narrow_screen_the_key_legend_starts_folded(browser, live_server, users, felm_items, problems):
+    from playwright.sync_api import expect
+
+    page, _ = open_first_assignment(browser, live_server, problems, "alice", users)
+    expect(page.locator("details.keys")).to_have_attribute("open", "")
+    page.set_viewport_size({"width": 800, "height": 900})
+    page.reload()
+    expect(page.locator("details.keys")).not_to_have_attribute("open", "")
+    assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")

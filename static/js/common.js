@@ -227,5 +227,10 @@ const Workbench = (() => {
     statusElement.textContent = why ? `${why} — read-only` : "Read-only";
   }
 
+  // One column on a narrow screen: the key legend starts folded so the editor is not pushed down.
+  if (window.matchMedia("(max-width: 900px)").matches) {
+    document.querySelectorAll("details.keys").forEach((legend) => { legend.open = false; });
+  }
+
   return {el, api, saver, activityClock, csrfToken, submitAndContinue, listenForKeys, firstDisagreement, showReadOnly};
 })();
