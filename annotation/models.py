@@ -178,6 +178,10 @@ class Consolidation(models.Model):
     draft = models.JSONField(default=dict, blank=True, help_text="The consolidator's payload so far.")
     disagreed = models.JSONField(default=list, blank=True, help_text="Paths of the fields the annotators disagree on.")
     alignment = models.JSONField(null=True, blank=True, help_text="How the annotators' units line up (e.g. claims).")
+    draft_rows = models.JSONField(
+        null=True, blank=True,
+        help_text="Per unit, the alignment row each unit of the draft came from (null: written by the consolidator).",
+    )
     version = models.PositiveIntegerField(default=0)
     discard_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

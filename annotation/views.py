@@ -278,6 +278,7 @@ def consolidate(request, consolidation_id):
             "payload": consolidation.draft,
             "disagreed": consolidation.disagreed,
             "alignment": consolidation.alignment,
+            "draft_rows": consolidation.draft_rows,
             "annotations": selectors.consolidation_annotations(consolidation),
             "read_only": consolidation.status != "open",
             "api_url": reverse("consolidation-detail", args=[consolidation.id]),

@@ -167,6 +167,13 @@ class AnnotationWriteSerializer(serializers.Serializer):
     active_seconds = serializers.IntegerField(min_value=0, required=False, default=0)
 
 
+class ConsolidationWriteSerializer(AnnotationWriteSerializer):
+    draft_rows = serializers.JSONField(
+        required=False, allow_null=True, default=None,
+        help_text="Per aligned part (e.g. sentence), the alignment row of each unit (claim) of the payload, or null",
+    )
+
+
 class AnnotationReadSerializer(serializers.Serializer):
     payload = serializers.JSONField()
     version = serializers.IntegerField()
@@ -183,7 +190,7 @@ class ConsolidationSerializer(serializers.ModelSerializer):
     class Meta:
         model = Consolidation
         fields = ["id", "stage", "status", "item", "content", "consolidator", "payload", "disagreed", "alignment",
-                  "version", "discard_reason", "updated_at"]
+                  "draft_rows", "version", "discard_reason", "updated_at"]
 
     def get_item(self, consolidation) -> dict:
         item = consolidation.item_stage.item

@@ -253,15 +253,16 @@ class ConsolidationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
             raise NotFound()
         return consolidation
 
-    @extend_schema(request=serializers.AnnotationWriteSerializer,
+    @extend_schema(request=serializers.ConsolidationWriteSerializer,
                    responses={200: serializers.ConsolidationDetailSerializer, 400: ERROR_400, 409: ERROR_409})
     def update(self, request, pk=None):
         consolidation = self.get_object()
-        data = serializers.AnnotationWriteSerializer(data=request.data)
+        data = serializers.ConsolidationWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         saved = consolidation_services.save_consolidation(
             consolidation=consolidation, user=request.user, payload=data.validated_data["payload"],
             version=data.validated_data["version"], submit=data.validated_data["submit"],
+            draft_rows=data.validated_data["draft_rows"],
         )
         return Response(serializers.ConsolidationDetailSerializer(saved).data)
 

@@ -37,6 +37,7 @@ NOBEL = "Marie Curie won two Nobel Prizes."
 POLONIUM = "Marie Curie discovered polonium."
 ALICE_POLONIUM = "Marie Curie discovered the element polonium."
 PHYSICIST = "Marie Curie was a physicist."
+CAROL_POLONIUM = "Marie Curie discovered the chemical element polonium."
 
 
 def claim(text, category, importance):
@@ -361,14 +362,19 @@ def test_factcheck_step1_in_the_browser(browser, live_server, users, factcheck_p
     expect(carol.locator("#completeness")).to_have_text("3/3 sentences done")
     expect(carol.locator("#submit")).to_have_attribute("aria-disabled", "false")
     expect_saved(carol)
+    # carol rewrites the claim in words of her own: no annotator's text matches it any more
+    rows.nth(1).locator(".fc-claim-text").fill(CAROL_POLONIUM)
+    expect_saved(carol)
     # the saved draft reopens as left: claims still follow their rows
     carol.reload()
     expect_current(carol, 0)
     expect(pressed(carol.locator("#editor .fc-importance"))).to_have_attribute("data-value", "intermediate")
     carol.keyboard.press("j")
-    expect_claim_texts(carol, [NOBEL, POLONIUM])
+    expect_claim_texts(carol, [NOBEL, CAROL_POLONIUM])
     expect(rows.nth(1).locator(".fc-their[data-slot=A] .fc-their-text")).to_have_text(ALICE_POLONIUM)
     expect(left_out.locator(".fc-their[data-slot=B] .fc-their-text")).to_have_text(PHYSICIST)
+    rows.nth(1).get_by_role("button", name="Use B").click()
+    expect_claim_texts(carol, [NOBEL, POLONIUM])
     carol.get_by_role("button", name="Save gold record").click()
     carol.wait_for_url(f"**/projects/{project.id}/consolidations/")
     expect(carol.locator(".messages")).to_contain_text("No open consolidations left")

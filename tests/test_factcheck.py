@@ -216,6 +216,31 @@ def test_consolidation_aligns_claims_and_prefills_agreement(project, users, clie
     assert not stage2.assignments.exists()
 
 
+def test_consolidation_remembers_which_row_each_gold_claim_came_from(project, users, clients):
+    imported_item(project)
+    alice = {"sentences": [sentence("A is B.", claims=(("A is B.", "factual", "yes"), ("A is old.", "factual", "no"))),
+                           sentence("C is D.")]}
+    bob = {"sentences": [sentence("A is B.", claims=(("A is old.", "factual", "no"), ("A is B.", "factual", "yes"))),
+                         sentence("C is D.")]}
+    consolidation = submit_pair(project, users, alice, bob)
+    assert consolidation.alignment[0] == [[0, 1], [1, 0]]
+    url = f"/api/consolidations/{consolidation.id}/"
+    # the consolidator rewrote the second claim and moved it first: its text no longer tells its row
+    gold = {"sentences": [sentence("A is B.", claims=(("A is very old.", "factual", "no"), ("A is B.", "factual", "yes"))),
+                          sentence("C is D.")]}
+    saved = clients["carol"].put(url, {"payload": gold, "version": 0, "draft_rows": [[1, 0], [0]]}, format="json")
+    assert saved.status_code == 200 and saved.json()["draft_rows"] == [[1, 0], [0]]
+    for rows, message in [([[1, 0]], "one list per aligned part (2)"), ([[2, 0], [0]], "draft_rows[0][0] must be null or an alignment row number below 2"),
+                          ([[True, 0], [0]], "draft_rows[0][0]"), ([[0, 1], "x"], "draft_rows[1] must be a list")]:
+        refused = clients["carol"].put(url, {"payload": gold, "version": 1, "draft_rows": rows}, format="json")
+        assert refused.status_code == 400 and message in refused.json()["detail"]
+    # a save without rows keeps the stored ones; the page gets them back
+    assert clients["carol"].put(url, {"payload": gold, "version": 1}, format="json").status_code == 200
+    clients["carol"].force_login(users["carol"])
+    page = clients["carol"].get(f"/consolidations/{consolidation.id}/")
+    assert page.context["state"]["draft_rows"] == [[1, 0], [0]]
+
+
 def test_agreement_has_claim_fields_and_decomposition_numbers(project, users, clients):
     imported_item(project, sentences=("A is B.", "C is D.", "E is F."))
     alice = {"sentences": [

@@ -52,14 +52,38 @@ def _lock_open_consolidation(consolidation: Consolidation, version: int | None) 
     return consolidation
 
 
-def save_consolidation(*, consolidation: Consolidation, user, payload, version: int, submit: bool) -> Consolidation:
-    """Save the consolidator's draft; with ``submit`` it becomes the item-stage's gold record."""
+def _check_draft_rows(rows, alignment) -> None:
+    """``rows[i][j]``: the alignment row of the j-th unit of the draft's i-th part, or None."""
+    if rows is None:
+        return
+    parts = alignment or []
+    if not isinstance(rows, list) or len(rows) != len(parts):
+        raise DomainError(f"draft_rows must be a list with one list per aligned part ({len(parts)})")
+    for i, part_rows in enumerate(rows):
+        if not isinstance(part_rows, list):
+            raise DomainError(f"draft_rows[{i}] must be a list")
+        for j, row in enumerate(part_rows):
+            valid = row is None or (isinstance(row, int) and not isinstance(row, bool) and 0 <= row < len(parts[i]))
+            if not valid:
+                raise DomainError(f"draft_rows[{i}][{j}] must be null or an alignment row number below {len(parts[i])}")
+
+
+def save_consolidation(*, consolidation: Consolidation, user, payload, version: int, submit: bool,
+                       draft_rows=None) -> Consolidation:
+    """Save the consolidator's draft; with ``submit`` it becomes the item-stage's gold record.
+
+    ``draft_rows`` (optional) records which alignment row each unit of the draft came from, so
+    the page links a rewritten claim to its annotators' claims again after a reload.
+    """
     with transaction.atomic():
         consolidation = _lock_open_consolidation(consolidation, version)
         stage = consolidation.item_stage
         kind = get_kind(stage.item.project.kind)
         normalised = kind.validate_payload(stage.stage, stage.content, payload, complete=submit)
+        _check_draft_rows(draft_rows, consolidation.alignment)
         consolidation.draft = normalised
+        if draft_rows is not None:
+            consolidation.draft_rows = draft_rows
         consolidation.version += 1
         consolidation.consolidator = user
         if submit:

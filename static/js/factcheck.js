@@ -129,7 +129,9 @@ const FactcheckStep1 = (() => {
       method: "PUT",
       version: state.version,
       payload: () => ({sentences}),
-      extra: consolidation ? null : () => ({active_seconds: clock.take()}),
+      extra: consolidation
+        ? () => ({draft_rows: sentences.map((s) => s.claims.map((claim) => (rowOf.has(claim) ? rowOf.get(claim) : null)))})
+        : () => ({active_seconds: clock.take()}),
       onSaved: () => {},
       onStatus: (text, kind) => { statusEl.textContent = text; statusEl.dataset.state = kind; },
       onErrors: (list) => { errors = list; renderErrors(); renderEditor(); renderList(); },
@@ -149,10 +151,16 @@ const FactcheckStep1 = (() => {
     }
 
     function linkClaimsToRows() {
-      // The opened draft has one claim per row; a saved draft may have been edited, so claims
-      // are matched to rows by text first (same position preferred), then by position.
+      // A saved draft says which row each claim came from. Without that (a draft saved before
+      // rows were recorded), claims are matched to rows by text first (same position
+      // preferred), then by position; the opened draft has one claim per row.
+      const saved = state.draft_rows || [];
       sentences.forEach((sentence, i) => {
         const rows = alignment[i] || [];
+        if (Array.isArray(saved[i]) && saved[i].length === sentence.claims.length) {
+          sentence.claims.forEach((claim, r) => { if (saved[i][r] !== null && saved[i][r] < rows.length) rowOf.set(claim, saved[i][r]); });
+          return;
+        }
         const used = new Set();
         const unmatched = [];
         sentence.claims.forEach((claim, r) => {
