@@ -7,7 +7,10 @@ import re
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
-MIN_SIMILARITY = 0.5
+# Claims of one sentence about the same subject share many characters: at 0.5, "Marie Curie was
+# a chemist." paired with "Marie Curie was born in Poland." (0.56). Rewordings of one claim
+# score higher ("won two Nobel Prizes" / "was awarded the Nobel Prize twice": 0.63).
+MIN_SIMILARITY = 0.6
 _WORD = re.compile(r"\w+")
 
 

@@ -194,7 +194,7 @@ class FactcheckKind(KindSpec):
             for key in ("decontext", "importance", "checkworthy"):
                 values = [claim_text.normalise(v[key]) if isinstance(v[key], str) else v[key] for v in versions]
                 if all(v == values[0] for v in values):
-                    sentence[key] = versions[0][key]
+                    sentence[key] = values[0]  # agreed up to whitespace: the gold gets it tidied
                 else:
                     disagreed.append(f"{path}.{key}")
             rows = align_claims([v["claims"] for v in versions])
@@ -206,7 +206,7 @@ class FactcheckKind(KindSpec):
                 for key in claim:
                     values = [claim_text.normalise(c[key]) if key == "text" else c[key] for c in present]
                     if len(present) == len(versions) and all(v == values[0] for v in values):
-                        claim[key] = present[0][key]
+                        claim[key] = values[0]
                     else:
                         disagreed.append(f"{path}.claims[{row_index}].{key}")
                 sentence["claims"].append(claim)
