@@ -55,14 +55,22 @@ def open_first_assignment(browser, live_server, problems, username, users):
     return page, assignment
 
 
-def test_a_dropped_connection_is_retried_and_the_edit_saved(browser, live_server, users, felm_items, problems):
+def label_while_the_first_save_fails(browser, live_server, problems, users, *, stored: bool):
+    """alice labels segment 1 correct; its autosave fails (see first_save_fails)."""
     from playwright.sync_api import expect
 
     page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
-    page.evaluate(first_save_fails(stored=False))
+    page.evaluate(first_save_fails(stored=stored))
     page.keyboard.press("c")
     status = page.locator("#save-status")
     expect(status).to_contain_text("Not saved: no connection to the server")
+    return page, assignment, status
+
+
+def test_a_dropped_connection_is_retried_and_the_edit_saved(browser, live_server, users, felm_items, problems):
+    from playwright.sync_api import expect
+
+    page, assignment, status = label_while_the_first_save_fails(browser, live_server, problems, users, stored=False)
     expect(status).to_contain_text("retrying in 2 s")
     assert not Annotation.objects.filter(assignment=assignment).exists()
     # Leaving now would lose the edit: the page asks first.
@@ -78,11 +86,7 @@ def test_a_dropped_connection_is_retried_and_the_edit_saved(browser, live_server
 def test_a_save_whose_answer_was_lost_is_not_taken_for_a_conflict(browser, live_server, users, felm_items, problems):
     from playwright.sync_api import expect
 
-    page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
-    page.evaluate(first_save_fails(stored=True))
-    page.keyboard.press("c")
-    status = page.locator("#save-status")
-    expect(status).to_contain_text("Not saved: no connection to the server")
+    page, assignment, status = label_while_the_first_save_fails(browser, live_server, problems, users, stored=True)
     assert Annotation.objects.get(assignment=assignment).version == 1  # it was stored all the same
     page.keyboard.press("j")
     page.keyboard.press("x")
