@@ -45,4 +45,4 @@ benchmark: install-dev
 	$(BIN)/python benchmarks/felm_scale.py
 
 clean:
-	rm -rf $(VENV) staticfiles db.sqlite3
+	rm -rf $(VENV) staticfiles db.sqlite3 db.sqlite3-*
