@@ -195,6 +195,15 @@ def _payloads_for_agreement(queryset: QuerySet, kind, *keys: str) -> Iterator[tu
         yield (*row[:-1], dict(zip(names, row[-1])))
 
 
+def annotated_stage(project: Project, raw: str | None) -> int | None:
+    """The stage a request names (``?stage=``), if annotators work in it; the first such stage
+    when none is named; None for anything else."""
+    stages = get_kind(project.kind).annotatable_stages
+    if raw is None:
+        return stages[0]
+    return int(raw) if raw.isdigit() and int(raw) in stages else None
+
+
 def project_agreement(project: Project, stage: int = 1) -> dict:
     """Agreement per field between annotators, and of each annotator with the gold records."""
     kind = get_kind(project.kind)

@@ -170,12 +170,12 @@ def project_export(request, project_id, fmt):
 @login_required
 def agreement_page(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
-    stage_param = request.GET.get("stage", "1")
-    annotatable = get_kind(project.kind).annotatable_stages
-    if not stage_param.isdigit() or int(stage_param) not in annotatable:
+    stage = selectors.annotated_stage(project, request.GET.get("stage"))
+    if stage is None:
+        annotatable = get_kind(project.kind).annotatable_stages
         raise Http404(f"{project.get_kind_display()} projects are annotated in stage "
-                      f"{', '.join(map(str, annotatable))} only, not {stage_param!r}")
-    result = selectors.project_agreement(project, int(stage_param))
+                      f"{', '.join(map(str, annotatable))} only, not {request.GET['stage']!r}")
+    result = selectors.project_agreement(project, stage)
     for field in result["fields"].values():
         matrix = field["confusion_matrix"]
         peak = max((v for row in matrix["rows_annotator_a_columns_annotator_b"] for v in row), default=0) or 1

@@ -171,12 +171,9 @@ class ProjectViewSet(viewsets.ModelViewSet):
     @action(detail=True, methods=["get"])
     def agreement(self, request, pk=None):
         project = self.get_object()
-        stages = get_kind(project.kind).annotatable_stages
-        try:
-            stage = int(request.query_params.get("stage", stages[0]))
-        except ValueError:
-            stage = None
-        if stage not in stages:
+        stage = selectors.annotated_stage(project, request.query_params.get("stage"))
+        if stage is None:
+            stages = get_kind(project.kind).annotatable_stages
             raise ValidationError({"stage": f"must be one of {', '.join(map(str, stages))}"})
         return Response(selectors.project_agreement(project, stage))
 

@@ -24,7 +24,7 @@ import logging
 import re
 from dataclasses import asdict, dataclass
 
-from pipeline.llm import ChatResult, LLMConfig, run_chats, usable
+from pipeline.llm import LLM, OFFLINE, ChatResult, LLMConfig, run_chats, usable
 from pipeline.parsing import ParseError, strip_code_fence
 
 logger = logging.getLogger(__name__)
@@ -32,9 +32,6 @@ logger = logging.getLogger(__name__)
 CLAIM_CATEGORIES = ("factual", "opinion", "not_a_claim", "other")
 CHECKWORTHY_LABELS = ("yes", "no")
 IMPORTANCE_LABELS = ("yes", "intermediate", "no")
-
-OFFLINE = "offline"
-LLM = "llm"
 
 
 @dataclass

@@ -40,13 +40,10 @@ from pipeline.english import (
     strip_intro,
     subject_of,
 )
-from pipeline.llm import ChatResult, LLMConfig, run_chats, usable
+from pipeline.llm import LLM, OFFLINE, ChatResult, LLMConfig, run_chats, usable
 from pipeline.parsing import ParseError, parse_string_list, strip_code_fence
 
 logger = logging.getLogger(__name__)
-
-OFFLINE = "offline"
-LLM = "llm"
 
 
 @dataclass

@@ -21,6 +21,10 @@ from functools import lru_cache
 
 import openai
 
+# Which backend produced a suggestion (recorded in every item's provenance).
+OFFLINE = "offline"
+LLM = "llm"
+
 logger = logging.getLogger(__name__)
 
 Message = Mapping[str, str]

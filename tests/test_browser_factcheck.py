@@ -56,6 +56,11 @@ def claim_node(page, index):
     return page.locator("#editor .fc-claim").nth(index)
 
 
+def press(page, *keys):
+    for key in keys:
+        page.keyboard.press(key)
+
+
 def pressed(group):
     """The pressed button of a choice group."""
     return group.locator("button[aria-pressed=true]")
@@ -142,14 +147,9 @@ def alice_annotates(page):
 
     keyboard.press("j")
     expect_current(page, 1)
-    keyboard.press("2")
-    keyboard.press("y")
-    keyboard.press("f")
-    keyboard.press("q")
-    keyboard.press("]")
+    press(page, "2", "y", "f", "q", "]")
     expect(claim_node(page, 1)).to_have_class(re.compile(r"\bcurrent\b"))
-    keyboard.press("f")
-    keyboard.press("w")
+    press(page, "f", "w")
     expect(pressed(claim_node(page, 1).locator(".fc-claim-importance"))).to_have_attribute("data-value", "intermediate")
     expect(pressed(claim_node(page, 0).locator(".fc-claim-importance"))).to_have_attribute("data-value", "yes")
     # Enter edits the selected claim's text
@@ -217,13 +217,7 @@ def bob_annotates(page):
     expect(pressed(claim_node(page, 0).locator(".fc-claim-importance"))).to_have_attribute("data-value", "yes")
     keyboard.press("ArrowDown")
     expect_current(page, 1)
-    keyboard.press("2")
-    keyboard.press("y")
-    keyboard.press("f")
-    keyboard.press("q")
-    keyboard.press("]")
-    keyboard.press("f")
-    keyboard.press("w")
+    press(page, "2", "y", "f", "q", "]", "f", "w")
     # a adds a claim after the selected one; typed, categorised, rated, moved up with Alt+↑
     keyboard.press("a")
     expect(claim_node(page, 2).locator(".fc-claim-text")).to_be_focused()

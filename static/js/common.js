@@ -55,7 +55,7 @@ const Workbench = (() => {
    * reload, and keeps saying so. A save whose answer was lost may still have been stored: its
    * retry then meets a 409, and the stored work is checked before calling it a conflict.
    */
-  function saver({url, method, version, payload, extra, onSaved, onStatus, onErrors}) {
+  function saver({url, method = "PUT", version, payload, extra, onSaved = () => {}, onStatus = showSaveStatus, onErrors}) {
     let current = version;
     let timer = null;
     let queue = Promise.resolve();
@@ -174,6 +174,13 @@ const Workbench = (() => {
     // Back online: save now rather than at the end of the backoff.
     window.addEventListener("online", () => { if (unsaved && conflict === null) save(false); });
     return {save, schedule, get version() { return current; }, get conflicted() { return conflict !== null; }};
+  }
+
+  /* The save bar's status line (_savebar.html); its data-state drives the colour. */
+  function showSaveStatus(text, state) {
+    const status = document.getElementById("save-status");
+    status.textContent = text;
+    status.dataset.state = state;
   }
 
   /* Equal JSON values, whatever the order of object keys. */

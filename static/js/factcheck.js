@@ -126,14 +126,11 @@ const FactcheckStep1 = (() => {
 
     const saver = Workbench.saver({
       url: state.api_url,
-      method: "PUT",
       version: state.version,
       payload: () => ({sentences}),
       extra: consolidation
         ? () => ({draft_rows: sentences.map((s) => s.claims.map((claim) => (rowOf.has(claim) ? rowOf.get(claim) : null)))})
         : () => ({active_seconds: clock.take()}),
-      onSaved: () => {},
-      onStatus: (text, kind) => { statusEl.textContent = text; statusEl.dataset.state = kind; },
       onErrors: (list) => { errors = list; renderErrors(); renderEditor(); renderList(); },
     });
 
@@ -489,6 +486,19 @@ const FactcheckStep1 = (() => {
       const inGold = new Set(sentence.claims.map((c) => rowOf.get(c)).filter((r) => r !== undefined));
       const leftOut = consolidation ? rows.map((_, r) => r).filter((r) => !inGold.has(r)) : [];
 
+      /* A sentence label: its choices (and more after them), the hint, each annotator's value. */
+      const labelField = (key, label, options, more = null) => {
+        const pick = (v) => setSentence({[key]: v});
+        return el("div", {className: classes("fc-field", disagree(key) && "disagree")},
+          el("div", {className: "fc-choice-line"},
+            el("span", {className: "fc-field-label"}, label),
+            el("div", {className: "fc-choice-options"},
+              choices(options, sentence[key], pick, {className: `fc-${key}`, invalid: invalid(key)}),
+              suggested(hint[key], readable[key]),
+              more)),
+          comparison(key, (v) => el("div", {className: "fc-their-value"}, readable[key](v)), pick));
+      };
+
       const decontext = el("textarea", {
         className: classes("fc-decontext", invalid("decontext") && "invalid"), rows: 2, value: sentence.decontext, disabled: readOnly,
         id: "fc-decontext", placeholder: "the sentence rewritten to be understood without the rest of the response",
@@ -517,28 +527,11 @@ const FactcheckStep1 = (() => {
           decontext,
           comparison("decontext", (v) => el("div", {className: "fc-their-text"}, v || "(empty)"), (v) => setSentence({decontext: v}))),
 
-        el("div", {className: classes("fc-field", disagree("importance") && "disagree")},
-          el("div", {className: "fc-choice-line"},
-            el("span", {className: "fc-field-label"}, "Importance"),
-            el("div", {className: "fc-choice-options"},
-              choices(SENTENCE_IMPORTANCE, sentence.importance, (v) => setSentence({importance: v}),
-                {className: "fc-importance", invalid: invalid("importance")}),
-              suggested(hint.importance, readable.importance))),
-          comparison("importance", (v) => el("div", {className: "fc-their-value"}, readable.importance(v)),
-            (v) => setSentence({importance: v}))),
-
-        el("div", {className: classes("fc-field", disagree("checkworthy") && "disagree")},
-          el("div", {className: "fc-choice-line"},
-            el("span", {className: "fc-field-label"}, "Checkworthy"),
-            el("div", {className: "fc-choice-options"},
-              choices(CHECKWORTHY, sentence.checkworthy, (v) => setSentence({checkworthy: v}),
-                {className: "fc-checkworthy", invalid: invalid("checkworthy")}),
-              suggested(hint.checkworthy, readable.checkworthy),
-              el("span", {className: "fc-or"}, "not checkworthy as:"),
-              choices(CHECKWORTHY_MORE, sentence.checkworthy, (v) => setSentence({checkworthy: v}),
-                {className: "fc-checkworthy fc-checkworthy-more", invalid: invalid("checkworthy")}))),
-          comparison("checkworthy", (v) => el("div", {className: "fc-their-value"}, readable.checkworthy(v)),
-            (v) => setSentence({checkworthy: v}))),
+        labelField("importance", "Importance", SENTENCE_IMPORTANCE),
+        labelField("checkworthy", "Checkworthy", CHECKWORTHY, [
+          el("span", {className: "fc-or"}, "not checkworthy as:"),
+          choices(CHECKWORTHY_MORE, sentence.checkworthy, (v) => setSentence({checkworthy: v}),
+            {className: "fc-checkworthy fc-checkworthy-more", invalid: invalid("checkworthy")})]),
 
         el("section", {className: classes("fc-claims", disagree("claims") && "disagree")},
           el("h3", {className: "fc-claims-title"}, "Claims ",

@@ -25,12 +25,9 @@ const FelmAnnotate = (() => {
 
     const saver = Workbench.saver({
       url: state.api_url,
-      method: "PUT",
       version: state.version,
       payload: () => ({segments}),
       extra: consolidation ? null : () => ({active_seconds: clock.take()}),
-      onSaved: () => {},
-      onStatus: (text, kind) => { statusEl.textContent = text; statusEl.dataset.state = kind; },
       onErrors: showErrors,
     });
 
