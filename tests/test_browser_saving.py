@@ -199,3 +199,33 @@ def test_on_a_narrow_screen_the_key_legend_starts_folded(browser, live_server, u
     page.reload()
     expect(page.locator("details.keys")).not_to_have_attribute("open", "")
     assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_back_online_the_page_saves_at_once_instead_of_waiting_out_the_backoff(
+        browser, live_server, users, felm_items, problems):
+    from playwright.sync_api import expect
+
+    page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
+    page.context.set_offline(True)
+    page.keyboard.press("c")
+    status = page.locator("#save-status")
+    expect(status).to_contain_text("retrying in 4 s", timeout=6000)  # the 2 s retry failed too
+    page.context.set_offline(False)
+    expect(status).to_have_text(re.compile(r"^Saved \(version 1\)$"), timeout=1500)
+    assert Annotation.objects.get(assignment=assignment).payload["segments"][0]["label"] is True
+
+
+def test_a_discarded_consolidation_says_so_in_the_save_bar(browser, live_server, users, felm_items, problems):
+    from playwright.sync_api import expect
+
+    from annotation.services.consolidation import discard_item_stage
+
+    for assignment in felm_items[0].stages.get().assignments.all():
+        save_annotation(assignment=assignment, payload={"segments": [
+            {"label": True, "error_type": None, "comment": "", "refs": []}] * 3}, version=0, submit=True)
+    consolidation = Consolidation.objects.get(item_stage__item=felm_items[0])
+    discard_item_stage(consolidation=consolidation, user=users["carol"], reason="unclear question")
+    page = login(browser, live_server.url, "carol", PASSWORD, problems)
+    page.goto(f"/consolidations/{consolidation.id}/")
+    expect(page.locator("#save-status")).to_have_text("Discarded — read-only")
+    expect(page.locator("#submit")).to_be_disabled()
