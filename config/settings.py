@@ -10,6 +10,9 @@ from pathlib import Path
 import dj_database_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# Files the server writes at run time (uploaded imports, the embedded default's generated
+# secret key). Web and worker processes must share it: docker-compose mounts one volume on both.
+DATA_DIR = Path(os.environ.get("DJANGO_DATA_DIR", BASE_DIR / "var"))
 
 
 def env_bool(name, default=False):

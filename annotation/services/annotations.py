@@ -12,19 +12,22 @@ MAX_ACTIVE_SECONDS_PER_SAVE = 3600
 
 def _lock_assignment(assignment: Assignment, user) -> tuple[Assignment, Annotation | None]:
     """Lock only the assignment row (locking the joined project row too would queue every save
-    of a project behind every other); its annotation comes in the same query."""
+    of a project behind every other), then read its annotation.
+
+    The annotation must be read by a query of its own, after the lock is held: a row joined
+    into the locking query keeps the version it had when that query started, so a save that
+    waited for the lock would check its version against a stale one and overwrite the save it
+    waited for. Every write of an annotation holds this lock, so what is read here is current.
+    """
     locked = (
         Assignment.objects.select_for_update(of=("self",))
-        .select_related("item_stage", "annotation")
+        .select_related("item_stage")
         .annotate(project_kind=F("item_stage__item__project__kind"))
     )
     if user is not None:
         locked = locked.filter(user=user)
     assignment = locked.get(pk=assignment.pk)
-    try:
-        return assignment, assignment.annotation
-    except Annotation.DoesNotExist:
-        return assignment, None
+    return assignment, Annotation.objects.filter(assignment=assignment).first()
 
 
 def save_annotation(*, assignment: Assignment, payload, version: int, submit: bool, active_seconds: int = 0,

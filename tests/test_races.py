@@ -1,0 +1,213 @@
+"""Every versioned write under real concurrent requests, on PostgreSQL.
+
+Each round sends several requests for the same object at the same moment (threads released by
+one barrier, on connections opened beforehand) to the live server, where every request has its
+own database connection, so the row locks and version checks meet for real. Whatever the
+timing, exactly one request of a round wins, the others are told why (409 with the stored
+version, or 400), and what is stored is the winner's.
+"""
+import http.client
+import json
+import os
+import threading
+from collections import Counter
+from urllib.parse import urlsplit
+
+import pytest
+from django.db import connection
+
+from annotation.models import Annotation, Assignment, Consolidation, ConsolidationStatus, GoldRecord, StageStatus
+from annotation.services.annotations import save_annotation
+from annotation.services.imports import import_jsonl
+
+from .conftest import felm_line, jsonl, segment
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CLIENTS = 4
+ITEMS = 16
+ALL_CORRECT = {"segments": [segment(True)] * 3}
+
+
+@pytest.fixture(autouse=True)
+def on_postgresql():
+    if connection.vendor != "postgresql":
+        if os.environ.get("CI") == "true":
+            pytest.fail("the race tests must run on PostgreSQL in CI (set DATABASE_URL)")
+        pytest.skip("row-lock races are tested on PostgreSQL (set DATABASE_URL)")
+
+
+class Racer:
+    """Sends a batch of requests to the live server at the same moment."""
+
+    def __init__(self, base_url: str):
+        parts = urlsplit(base_url)
+        self.host, self.port = parts.hostname, parts.port
+        self.tokens: dict[str, str] = {}
+
+    def token(self, user) -> str:
+        if user.username not in self.tokens:
+            from rest_framework.authtoken.models import Token
+
+            self.tokens[user.username] = Token.objects.get_or_create(user=user)[0].key
+        return self.tokens[user.username]
+
+    def race(self, requests: list[tuple]) -> list[tuple[int, dict]]:
+        """``requests``: (user, method, path, body) each; answers in the same order."""
+        headers = [{"Authorization": f"Token {self.token(user)}", "Content-Type": "application/json"}
+                   for user, *_ in requests]
+        barrier = threading.Barrier(len(requests))
+        answers: list = [None] * len(requests)
+
+        def send(i: int) -> None:
+            _, method, path, body = requests[i]
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
+            try:
+                conn.connect()
+                barrier.wait(timeout=30)
+                conn.request(method, path, body=json.dumps(body), headers=headers[i])
+                response = conn.getresponse()
+                raw = response.read()
+                answers[i] = (response.status, json.loads(raw) if raw.startswith(b"{") else {"raw": raw[:200]})
+            except Exception as exc:  # reported as the answer, so the assertion shows it
+                answers[i] = (None, {"error": repr(exc)})
+            finally:
+                conn.close()
+
+        threads = [threading.Thread(target=send, args=(i,)) for i in range(len(requests))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return answers
+
+
+@pytest.fixture
+def racer(live_server):
+    return Racer(live_server.url)
+
+
+@pytest.fixture
+def many_items(felm_project):
+    import_jsonl(felm_project, jsonl([felm_line(i, [f"Sentence {i}.{k} is a claim." for k in range(3)])
+                                      for i in range(ITEMS)]), fmt="felm")
+    return list(felm_project.items.order_by("id"))
+
+
+def assignment_of(user, item) -> Assignment:
+    return Assignment.objects.get(user=user, item_stage__item=item)
+
+
+def annotated(label_comment: str) -> dict:
+    return {"segments": [segment(True, comment=label_comment)] + [segment(True)] * 2}
+
+
+def one_winner(answers, loser_status: int) -> int:
+    statuses = Counter(status for status, _ in answers)
+    assert statuses == Counter({200: 1, loser_status: len(answers) - 1}), answers
+    return next(i for i, (status, _) in enumerate(answers) if status == 200)
+
+
+def test_saves_with_the_same_version_exactly_one_wins(racer, many_items, users):
+    assignment = assignment_of(users["alice"], many_items[0])
+    version = save_annotation(assignment=assignment, payload=ALL_CORRECT, version=0, submit=False).version
+    url = f"/api/assignments/{assignment.id}/annotation/"
+    rounds = 30
+    for round_ in range(rounds):
+        bodies = [{"payload": annotated(f"round {round_} tab {i}"), "version": version, "submit": False}
+                  for i in range(CLIENTS)]
+        answers = racer.race([(users["alice"], "PUT", url, body) for body in bodies])
+        winner = one_winner(answers, 409)
+        assert all(answer["stored_version"] == version + 1 for status, answer in answers if status == 409)
+        stored = Annotation.objects.get(assignment=assignment)
+        assert stored.version == version + 1
+        assert stored.payload["segments"][0]["comment"] == f"round {round_} tab {winner}"
+        version += 1
+    assert version == 1 + rounds
+
+
+def test_first_saves_at_once_exactly_one_wins_and_none_fails(racer, many_items, users):
+    for item in many_items:
+        assignment = assignment_of(users["bob"], item)
+        url = f"/api/assignments/{assignment.id}/annotation/"
+        bodies = [{"payload": annotated(f"tab {i}"), "version": 0, "submit": False} for i in range(CLIENTS)]
+        answers = racer.race([(users["bob"], "PUT", url, body) for body in bodies])
+        winner = one_winner(answers, 409)
+        assert all(answer["stored_version"] == 1 for status, answer in answers if status == 409)
+        stored = Annotation.objects.get(assignment=assignment)
+        assert (stored.version, stored.payload["segments"][0]["comment"]) == (1, f"tab {winner}")
+
+
+def submit_both(users, item) -> Consolidation:
+    for name in ("alice", "bob"):
+        save_annotation(assignment=assignment_of(users[name], item), payload=ALL_CORRECT, version=0, submit=True)
+    return Consolidation.objects.get(item_stage__item=item)
+
+
+def test_consolidation_saves_with_the_same_version_exactly_one_wins(racer, many_items, users):
+    consolidation = submit_both(users, many_items[0])
+    url = f"/api/consolidations/{consolidation.id}/"
+    version = consolidation.version
+    for round_ in range(20):
+        bodies = [{"payload": annotated(f"round {round_} tab {i}"), "version": version, "submit": False}
+                  for i in range(CLIENTS)]
+        answers = racer.race([(users["carol"], "PUT", url, body) for body in bodies])
+        winner = one_winner(answers, 409)
+        consolidation.refresh_from_db()
+        assert consolidation.version == version + 1
+        assert consolidation.draft["segments"][0]["comment"] == f"round {round_} tab {winner}"
+        version += 1
+
+    # The losers of the submission find the consolidation done, which says more than a version.
+    bodies = [{"payload": annotated(f"gold {i}"), "version": version, "submit": True} for i in range(CLIENTS)]
+    winner = one_winner(racer.race([(users["carol"], "PUT", url, body) for body in bodies]), 400)
+    gold = GoldRecord.objects.get(item_stage__item=many_items[0])
+    assert gold.payload["segments"][0]["comment"] == f"gold {winner}"
+
+
+def test_submitting_and_discarding_at_once_exactly_one_wins(racer, many_items, users):
+    outcomes = Counter()
+    for item in many_items[:8]:
+        consolidation = submit_both(users, item)
+        url = f"/api/consolidations/{consolidation.id}/"
+        answers = racer.race([
+            (users["carol"], "PUT", url, {"payload": annotated("gold"), "version": consolidation.version, "submit": True}),
+            (users["admin"], "POST", url + "discard/", {"reason": "cannot agree"}),
+            (users["carol"], "POST", url + "discard/", {"reason": "cannot agree either"}),
+        ])
+        winner = one_winner(answers, 400)
+        consolidation.refresh_from_db()
+        stage = consolidation.item_stage
+        if winner == 0:
+            assert (consolidation.status, stage.status) == (ConsolidationStatus.DONE, StageStatus.DONE)
+            assert GoldRecord.objects.filter(item_stage=stage).exists()
+        else:
+            assert (consolidation.status, stage.status) == (ConsolidationStatus.DISCARDED, StageStatus.DISCARDED)
+            assert not GoldRecord.objects.filter(item_stage=stage).exists()
+            assert consolidation.discard_reason == answers[winner][1]["discard_reason"]
+        assert consolidation.version == 1
+        outcomes["submitted" if winner == 0 else "discarded"] += 1
+    assert sum(outcomes.values()) == 8
+
+
+def test_reopening_races_the_last_submission_and_itself(racer, many_items, users):
+    for item in many_items[:8]:
+        alice, bob = assignment_of(users["alice"], item), assignment_of(users["bob"], item)
+        save_annotation(assignment=alice, payload=ALL_CORRECT, version=0, submit=True)
+        answers = racer.race([
+            (users["alice"], "POST", f"/api/assignments/{alice.id}/reopen/", {}),
+            (users["alice"], "POST", f"/api/assignments/{alice.id}/reopen/", {}),
+            (users["bob"], "PUT", f"/api/assignments/{bob.id}/annotation/",
+             {"payload": ALL_CORRECT, "version": 0, "submit": True}),
+        ])
+        statuses = [status for status, _ in answers]
+        assert statuses[2] == 200, answers  # bob's submission always stands
+        assert sorted(statuses[:2]) in ([200, 400], [400, 400]), answers
+        stored = Annotation.objects.get(assignment=alice)
+        stage = alice.item_stage
+        stage.refresh_from_db()
+        if 200 in statuses[:2]:  # reopened before the consolidation opened: it waits for alice
+            assert (stored.submitted, stored.version, stage.status) == (False, 2, StageStatus.ANNOTATING)
+            assert not Consolidation.objects.filter(item_stage=stage).exists()
+        else:  # the consolidation opened first, from alice's submitted work
+            assert (stored.submitted, stored.version, stage.status) == (True, 1, StageStatus.CONSOLIDATING)
