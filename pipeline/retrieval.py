@@ -224,10 +224,13 @@ def offline_queries(claim: str) -> list[str]:
     claim = " ".join(claim.split())
     if not claim:
         return []
+    from bm25s.stopwords import STOPWORDS_EN_PLUS
+
     words = _TOKEN.findall(claim)
     keywords = [w for i, w in enumerate(words) if w[:1].isupper() and i > 0 or w[:1].isdigit()]
-    if words and words[0][:1].isupper() and len(words) > 1 and words[1][:1].isupper():
-        keywords.insert(0, words[0])  # a name that opens the claim
+    opens_with_name = len(words) > 1 and words[0][:1].isupper() and words[1][:1].isupper()
+    if opens_with_name and words[0].lower() not in STOPWORDS_EN_PLUS:
+        keywords.insert(0, words[0])
     queries = [claim]
     keyword_query = " ".join(dict.fromkeys(keywords))
     if keyword_query and keyword_query.lower() != claim.lower() and len(keywords) >= 2:
