@@ -1,5 +1,4 @@
 """Query generation and stance hints against the loopback LLM server."""
-import time
 
 import pytest
 
@@ -34,11 +33,9 @@ def test_offline_queries_need_no_server():
 
 
 def test_all_claims_are_asked_at_once():
-    with FakeLLMServer(lambda r: '["q?"]', delay=0.2) as server:
-        started = time.perf_counter()
+    with FakeLLMServer(lambda r: '["q?"]', delay=0.1) as server:
         claim_queries(CLAIMS * 3, server.config(concurrency=8))
-        assert time.perf_counter() - started < 0.2 * 6 / 2
-        assert server.max_in_flight > 1
+    assert server.max_in_flight > 1 and len(server.requests) == 6
 
 
 @pytest.mark.parametrize("answer, label", [

@@ -1,0 +1,82 @@
+"""Step-2 pre-annotation end to end in plain Python: corpus search, ranking, stance hints."""
+import numpy as np
+
+from pipeline.factcheck_step2 import ClaimToCheck, suggest_step2
+from pipeline.retrieval import Candidate, LexicalIndex
+from tests.fake_llm import FakeLLMServer, last_user_message
+
+CORPUS = [
+    ("Eiffel Tower", "https://w.example/eiffel", "The Eiffel Tower was completed in March 1889 as the entrance arch "
+                                                  "to the World's Fair."),
+    ("Eiffel Tower", "https://w.example/eiffel", "The tower is 330 metres tall and was the tallest man-made structure "
+                                                  "until 1930."),
+    ("Marie Curie", "https://w.example/curie", "Marie Curie won the Nobel Prize in Physics in 1903 and the Nobel Prize "
+                                                "in Chemistry in 1911."),
+    ("Bananas", "https://w.example/banana", "Bananas are rich in potassium and grow in tropical regions."),
+]
+CLAIMS = [ClaimToCheck("sentence1/0", "The Eiffel Tower was completed in 1889."),
+          ClaimToCheck("sentence2/0", "Marie Curie won two Nobel Prizes.")]
+
+
+def corpus_search():
+    index = LexicalIndex([text for _, _, text in CORPUS])
+    calls = []
+
+    def search(query, vector, k):
+        calls.append((query, vector is not None, k))
+        return [Candidate(text=CORPUS[i][2], title=CORPUS[i][0], url=CORPUS[i][1], query=query, passage_id=i)
+                for i, _ in index.search(query, k)]
+
+    return search, calls
+
+
+def test_each_claim_gets_ranked_evidence_from_every_query_offline():
+    search, calls = corpus_search()
+    result = suggest_step2(CLAIMS, search=search)
+    eiffel, curie = result["claims"]
+    assert result["sources"] == ["corpus"]
+    assert eiffel["key"] == "sentence1/0" and eiffel["queries"]["queries"] == [CLAIMS[0].text, "Eiffel Tower 1889"]
+    assert eiffel["evidence"][0]["text"].startswith("The Eiffel Tower was completed in March 1889")
+    assert eiffel["evidence"][0]["rank"] == 1 and eiffel["evidence"][0]["title"] == "Eiffel Tower"
+    assert all("Bananas" not in e["text"] for e in eiffel["evidence"])
+    assert curie["evidence"][0]["url"] == "https://w.example/curie" and curie["problems"] == []
+    assert "stance_hint" not in eiffel["evidence"][0]  # no model, no guess
+    assert [q for q, _, _ in calls] == [CLAIMS[0].text, "Eiffel Tower 1889", CLAIMS[1].text, "Marie Curie Nobel Prizes"]
+
+
+def test_query_embeddings_are_passed_to_the_search_when_an_embedder_is_given():
+    search, calls = corpus_search()
+    seen = []
+
+    def embed(texts):
+        seen.append(list(texts))
+        return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+    suggest_step2(CLAIMS, search=search, embed=embed)
+    assert len(seen) == 1  # claims and queries in one batch
+    assert all(has_vector for _, has_vector, _ in calls)
+
+
+def test_without_any_source_the_claim_says_so():
+    result = suggest_step2(CLAIMS[:1])
+    assert result["claims"][0]["evidence"] == []
+    assert "no evidence source is configured" in result["claims"][0]["problems"][0]
+
+
+def test_with_a_model_claims_get_questions_and_stance_hints_asked_concurrently():
+    def answer(request):
+        message = last_user_message(request)
+        if "Questions:" in message:
+            return '["When was it completed?"]'
+        return "completely-support" if "1889" in message.split("Evidence:")[-1] else "irrelevant"
+
+    claims = [ClaimToCheck(f"sentence{i}/0", CLAIMS[i % 2].text) for i in range(5)]
+    search, _ = corpus_search()
+    with FakeLLMServer(answer, delay=0.05) as server:
+        result = suggest_step2(claims, search=search, llm=server.config(concurrency=8))
+    assert server.max_in_flight > 1
+    first = result["claims"][0]
+    assert first["queries"]["backend"] == "llm" and "When was it completed?" in first["queries"]["queries"]
+    assert first["evidence"][0]["stance_hint"]["label"] == "completely-support"
+    stance_calls = [r for r in server.requests if "Evidence:" in last_user_message(r)]
+    assert len(stance_calls) == sum(len(c["evidence"]) for c in result["claims"])
