@@ -6,7 +6,9 @@ COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
 RUN DJANGO_SECRET_KEY=build-only python manage.py collectstatic --noinput --verbosity 0
-RUN useradd --create-home workbench && chown -R workbench /app
+# /data: DJANGO_DATA_DIR in docker-compose, a volume shared by web and worker; created here so
+# the volume starts out owned by the user the server runs as.
+RUN useradd --create-home workbench && mkdir -p /data && chown -R workbench /app /data
 USER workbench
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]
+CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "60", "--graceful-timeout", "30", "--access-logfile", "-"]

@@ -6,6 +6,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# A request running longer is killed (and logged); a restart lets running requests finish this long.
+GUNICORN_TIMEOUT ?= 60
+GUNICORN_GRACEFUL_TIMEOUT ?= 30
 
 .PHONY: run test install install-dev migrate demo serve worker benchmark clean
 
@@ -24,6 +27,10 @@ $(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
+# The embedded default keeps a key generated on first use in var/ (gitignored) instead of a
+# fixed one; DJANGO_SECRET_KEY, when set, wins.
+run migrate demo worker: export DJANGO_SECRET_KEY_FILE ?= $(CURDIR)/var/secret_key
+
 migrate: install
 	$(BIN)/python manage.py migrate --noinput
 
@@ -33,7 +40,8 @@ demo: migrate
 run: demo
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	@echo "Serving on http://$(HOST):$(PORT)/  (Ctrl+C to stop)"
-	$(BIN)/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 3 --access-logfile -
+	$(BIN)/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 3 --timeout $(GUNICORN_TIMEOUT) \
+		--graceful-timeout $(GUNICORN_GRACEFUL_TIMEOUT) --access-logfile -
 
 worker: install
 	$(BIN)/celery -A config worker --loglevel=INFO

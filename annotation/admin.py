@@ -1,7 +1,7 @@
 """Django admin for staff: every table browsable, with the filters staff need to find things."""
 from django.contrib import admin
 
-from .models import Annotation, Assignment, Consolidation, GoldRecord, Item, ItemStage, Membership, Project
+from .models import Annotation, Assignment, Consolidation, GoldRecord, ImportJob, Item, ItemStage, Membership, Project
 
 
 class MembershipInline(admin.TabularInline):
@@ -58,3 +58,10 @@ class GoldRecordAdmin(admin.ModelAdmin):
     list_display = ["id", "item_stage", "source", "consolidated_by", "updated_at"]
     list_filter = ["source"]
     raw_id_fields = ["item_stage"]
+
+
+@admin.register(ImportJob)
+class ImportJobAdmin(admin.ModelAdmin):
+    list_display = ["id", "project", "state", "format", "file_name", "lines_read", "created_by", "created_at", "finished_at"]
+    list_filter = ["state", "project"]
+    readonly_fields = [f.name for f in ImportJob._meta.fields]  # written by the task only

@@ -24,3 +24,17 @@ class ImportFailed(DomainError):
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         super().__init__(f"line {first['line']}, field {first['field']!r}: {first['message']}{more}")
+
+
+class UploadTooLarge(DomainError):
+    """An import file above ``IMPORT_MAX_UPLOAD_BYTES`` (the API answers 413)."""
+
+    def __init__(self, size: int | None, limit: int):
+        self.size, self.limit = size, limit
+        got = f" ({readable_size(size)})" if size is not None else ""
+        super().__init__(f"the file is too large{got}: imports take at most {readable_size(limit)} "
+                         "(IMPORT_MAX_UPLOAD_BYTES); split it into several files")
+
+
+def readable_size(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{size} bytes"

@@ -1,10 +1,12 @@
 """Forms of the browser pages."""
 from django import forms
+from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from annotation.kinds import KINDS
 from annotation.models import ProjectKind, Role
-from annotation.services.imports import LABELS_AS
+from annotation.exceptions import UploadTooLarge, readable_size
+from annotation.services.imports import LABELS_AS, check_upload_size
 
 User = get_user_model()
 
@@ -24,6 +26,15 @@ class ImportForm(forms.Form):
     def __init__(self, *args, formats=(), **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["format"].choices = [(f, f) for f in formats]
+        self.fields["file"].help_text = f"JSONL, one item a line; at most {readable_size(settings.IMPORT_MAX_UPLOAD_BYTES)}"
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        try:
+            check_upload_size(upload.size)
+        except UploadTooLarge as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return upload
 
 
 class MemberForm(forms.Form):

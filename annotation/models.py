@@ -6,6 +6,7 @@ serves FELM, Factcheck-Bench and D-FActScore projects.
 import re
 
 from django.conf import settings
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 
 # "sentences[1].claims[2].text" -> ("sentences", "1"): the unit a disagreed field belongs to.
@@ -229,3 +230,124 @@ class GoldRecord(models.Model):
 
     def __str__(self):
         return f"gold of {self.item_stage}"
+
+
+class ImportJobState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class ImportJob(models.Model):
+    """An uploaded file being imported by a Celery task, so no web request waits for it.
+
+    The upload is kept under ``DATA_DIR`` until the job ends; ``errors`` holds what
+    ``ImportFailed`` names (line, field, message), ``result`` the counts of a finished import.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    state = models.CharField(max_length=10, choices=ImportJobState.choices, default=ImportJobState.QUEUED)
+    format = models.CharField(max_length=30)
+    labels_as = models.CharField(max_length=20, default="ignore")
+    options = models.JSONField(default=dict, blank=True)
+    file_path = models.CharField(max_length=300, blank=True, help_text="The stored upload, relative to DATA_DIR.")
+    file_name = models.CharField(max_length=255, blank=True, help_text="The name the file was uploaded under.")
+    file_size = models.BigIntegerField(default=0)
+    lines_read = models.PositiveIntegerField(default=0)
+    bytes_read = models.BigIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["project", "-id"])]
+
+    def __str__(self):
+        return f"import {self.pk} into {self.project_id} ({self.state})"
+
+    @property
+    def ended(self) -> bool:
+        return self.state in (ImportJobState.DONE, ImportJobState.FAILED)
+
+
+class CorpusState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    IMPORTING = "importing", "Importing"
+    EMBEDDING = "embedding", "Searchable, embedding"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+
+
+class Corpus(models.Model):
+    """Documents an admin imported, cut into passages that step-2 evidence retrieval searches.
+
+    A corpus serves one project or is shared by several. It is searchable (lexically) as soon
+    as its import ends; embeddings are computed afterwards in batches by a worker, and
+    retrieval uses whatever embeddings exist so far (``embedded`` counts them).
+    """
+
+    name = models.CharField(max_length=200)
+    projects = models.ManyToManyField(Project, related_name="corpora", blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    passage_sentences = models.PositiveSmallIntegerField(default=5)
+    passage_stride = models.PositiveSmallIntegerField(default=2)
+    state = models.CharField(max_length=12, choices=CorpusState.choices, default=CorpusState.QUEUED)
+    file_path = models.CharField(max_length=300, blank=True, help_text="The stored upload, relative to DATA_DIR.")
+    file_name = models.CharField(max_length=255, blank=True)
+    file_size = models.BigIntegerField(default=0)
+    lines_read = models.PositiveIntegerField(default=0)
+    documents = models.PositiveIntegerField(default=0)
+    passages = models.PositiveIntegerField(default=0)
+    embedded = models.PositiveIntegerField(default=0)
+    # The embedding worker goes through passages in id order: every passage up to this id has
+    # a vector (retrieval may have embedded some beyond it already).
+    embedded_through = models.BigIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    imported_at = models.DateTimeField(null=True, blank=True)
+    embedded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name_plural = "corpora"
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def searchable(self) -> bool:
+        return self.state in (CorpusState.EMBEDDING, CorpusState.READY)
+
+
+class Passage(models.Model):
+    """A window of sentences of one document. ``embedding``: float32 bytes of a unit vector
+    (all-MiniLM-L6-v2, 384 dimensions), empty until the embedding worker reaches it; ``search``:
+    PostgreSQL's text-search vector (GIN-indexed), unused on SQLite, where BM25 runs in memory."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="passage_set")
+    document = models.PositiveIntegerField(help_text="The document's line in the corpus file.")
+    position = models.PositiveIntegerField(help_text="The passage's number within its document.")
+    title = models.CharField(max_length=500, blank=True)
+    url = models.CharField(max_length=2000, blank=True)
+    text = models.TextField()
+    embedding = models.BinaryField(null=True, blank=True)
+    search = SearchVectorField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["corpus", "document", "position"]
+        constraints = [models.UniqueConstraint(fields=["corpus", "document", "position"], name="unique_passage_position")]
+        # PostgreSQL also has a GIN index on ``search`` (migration 0004: created only there).
+        indexes = [models.Index(fields=["corpus", "id"], condition=models.Q(embedding__isnull=True),
+                                name="passage_unembedded")]
+
+    def __str__(self):
+        return f"{self.title or self.url or 'passage'} #{self.position}"

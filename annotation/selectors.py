@@ -16,12 +16,14 @@ from annotation.models import (
     Consolidation,
     ConsolidationStatus,
     GoldRecord,
+    ImportJob,
     ItemStage,
     Membership,
     Project,
     Role,
     StageStatus,
 )
+from annotation.params import parse_natural
 
 User = get_user_model()
 VISIBLE_TO_ANNOTATORS = (StageStatus.ANNOTATING, StageStatus.CONSOLIDATING, StageStatus.DONE, StageStatus.DISCARDED)
@@ -48,6 +50,23 @@ def can_consolidate(user, project: Project) -> bool:
 
 def can_create_projects(user) -> bool:
     return user.is_authenticated and (user.is_staff or user.is_superuser)
+
+
+def can_change_llm_settings(user) -> bool:
+    """Staff only: the LLM endpoint decides where item texts and the stored key are sent."""
+    return bool(user is not None and user.is_authenticated and (user.is_staff or user.is_superuser))
+
+
+MASKED_SECRET = "********"
+
+
+def masked_pipeline_settings(project: Project) -> dict:
+    """The project's pipeline settings as members may read them: llm.api_key masked."""
+    settings = project.pipeline_settings or {}
+    llm = settings.get("llm")
+    if isinstance(llm, dict) and llm.get("api_key"):
+        return {**settings, "llm": {**llm, "api_key": MASKED_SECRET}}
+    return settings
 
 
 def projects_for_user(user) -> QuerySet[Project]:
@@ -201,7 +220,8 @@ def annotated_stage(project: Project, raw: str | None) -> int | None:
     stages = get_kind(project.kind).annotatable_stages
     if raw is None:
         return stages[0]
-    return int(raw) if raw.isdigit() and int(raw) in stages else None
+    stage = parse_natural(raw)
+    return stage if stage in stages else None
 
 
 def project_agreement(project: Project, stage: int = 1) -> dict:
@@ -342,3 +362,17 @@ def annotation_rows(project: Project) -> Iterator[dict]:
 
 def _iso(value):
     return value.isoformat() if value else None
+
+
+def import_jobs(project: Project) -> QuerySet:
+    """The project's import jobs, newest first."""
+    return ImportJob.objects.filter(project=project).select_related("created_by").order_by("-id")
+
+
+def corpora_for_user(user) -> QuerySet:
+    """Every corpus for staff; for others, the corpora of the projects they administer."""
+    from annotation.models import Corpus
+
+    if can_create_projects(user):
+        return Corpus.objects.order_by("-id")
+    return Corpus.objects.filter(projects__memberships__user=user, projects__memberships__role=Role.ADMIN).distinct().order_by("-id")

@@ -4,15 +4,19 @@ Tasks are idempotent (a stage that is no longer ``precomputing`` is skipped) and
 stage in its own transaction, so a worker that dies mid-task leaves no stage half written.
 """
 import logging
+import time
+from functools import partial
 
 from celery import shared_task
 from django.db import OperationalError, transaction
 
+from annotation.corpus_search import corpus_search
 from annotation.kinds import get_kind
 from annotation.models import GoldRecord, ItemStage, Project, StageStatus
 
 logger = logging.getLogger(__name__)
 CHUNK_SIZE = 200
+EMBED_TASK_SECONDS = 30
 
 
 def enqueue_precompute(stage_ids: list[int]) -> None:
@@ -37,7 +41,8 @@ def precompute_stages(self, stage_ids: list[int]) -> dict:
             )
         try:
             result = kind.precompute(stage.stage, stage.item.prompt, stage.item.response, stage.content,
-                                     project.pipeline_settings, previous_gold=previous_gold)
+                                     project.pipeline_settings, previous_gold=previous_gold,
+                                     evidence_search=partial(corpus_search, project))
         except (OperationalError, ConnectionError, TimeoutError):
             raise
         except Exception as exc:  # a bad item must not stop the others; its error is shown in the UI
@@ -63,3 +68,52 @@ def precompute_stages(self, stage_ids: list[int]) -> dict:
     for project in Project.objects.filter(items__stages__id__in=stage_ids).distinct():
         assign_open_stages(project)
     return {"done": done, "failed": failed}
+
+
+@shared_task(bind=True, max_retries=5)
+def run_import(self, job_id: int) -> dict:
+    """Import an uploaded file (an ImportJob); see services.imports.run_import_job.
+
+    Redelivery after a worker died (acks_late) is safe: an ended job is skipped, and a half-run
+    one left nothing behind. A database that stays unreachable fails the job after the retries.
+    """
+    from django.db import InterfaceError
+
+    from annotation.services.imports import fail_import_job, run_import_job
+
+    try:
+        job = run_import_job(job_id)
+    except (OperationalError, InterfaceError) as exc:
+        if self.request.retries >= self.max_retries:
+            fail_import_job(job_id, f"the database stayed unreachable ({exc}); nothing was imported")
+            return {"job": job_id, "state": "failed"}
+        raise self.retry(exc=exc, countdown=min(60, 2 ** self.request.retries))
+    return {"job": job_id, "state": job.state if job else None}
+
+
+@shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+def import_corpus(corpus_id: int) -> dict:
+    """Cut an uploaded corpus into passages (services.corpora.run_corpus_import)."""
+    from annotation.services.corpora import run_corpus_import
+
+    corpus = run_corpus_import(corpus_id)
+    return {"corpus": corpus_id, "state": corpus.state if corpus else None}
+
+
+@shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+def embed_corpus(corpus_id: int) -> dict:
+    """Embed a corpus's passages in batches for up to EMBED_TASK_SECONDS, then queue the rest.
+
+    Short tasks keep a redelivery cheap (it repeats seconds of work, not an hour) and let other
+    work, such as retrieval for annotators, run in between. The task's queue is
+    ``EMBEDDING_QUEUE``, so GPU workers can serve embedding alone.
+    """
+    from annotation.services.corpora import embed_next_batch
+
+    deadline, embedded = time.monotonic() + EMBED_TASK_SECONDS, 0
+    while batch := embed_next_batch(corpus_id):
+        embedded += batch
+        if time.monotonic() > deadline:
+            embed_corpus.delay(corpus_id)
+            break
+    return {"corpus": corpus_id, "embedded": embedded}

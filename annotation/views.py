@@ -5,9 +5,10 @@ REST API with the session cookie and CSRF token.
 """
 import bleach
 import markdown
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -15,10 +16,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation import exports, selectors
-from annotation.exceptions import DomainError, ImportFailed
+from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
 from annotation.forms import DiscardForm, ImportForm, MemberForm, ProjectForm
 from annotation.kinds import get_kind
-from annotation.models import Assignment, Consolidation, Item, Project, Role, StageStatus
+from annotation.models import Assignment, Consolidation, ImportJobState, Item, Project, Role, StageStatus
+from annotation.params import parse_natural
 from annotation.services import annotations as annotation_services
 from annotation.services import consolidation as consolidation_services
 from annotation.services import imports as import_services
@@ -26,6 +28,7 @@ from annotation.services import projects as project_services
 
 ALLOWED_GUIDELINE_TAGS = [*bleach.sanitizer.ALLOWED_TAGS, "p", "h1", "h2", "h3", "h4", "pre", "hr", "br", "table",
                           "thead", "tbody", "tr", "th", "td"]
+RECENT_IMPORTS = 5
 
 
 def project_for(request, project_id: int, roles: set[str] | None = None) -> tuple[Project, set[str]]:
@@ -81,6 +84,9 @@ def project_detail(request, project_id):
     if context["is_admin"]:
         items = Item.objects.filter(project=project).prefetch_related("stages").order_by("id")
         status = request.GET.get("status")
+        if status and status not in StageStatus.values:
+            # A NUL byte here was a database error (500) on PostgreSQL.
+            raise BadRequest(f"status: must be one of {', '.join(StageStatus.values)}")
         if status:
             items = items.filter(stages__status=status).distinct()
         context.update({
@@ -90,8 +96,13 @@ def project_detail(request, project_id):
             "statuses": StageStatus.choices,
             "members": selectors.members(project),
             "import_form": ImportForm(formats=get_kind(project.kind).import_formats),
+            "import_jobs": recent_imports(project),
+            "import_max_bytes": settings.IMPORT_MAX_UPLOAD_BYTES,
             "member_form": MemberForm(),
             "export_formats": exports.export_formats(project),
+            # Read-only here for everyone: only staff change them, through the API.
+            "pipeline_settings": selectors.masked_pipeline_settings(project),
+            "can_change_llm_settings": selectors.can_change_llm_settings(request.user),
         })
     return render(request, "annotation/project_detail.html", context)
 
@@ -107,31 +118,55 @@ def guidelines(request, project_id):
 @login_required
 @require_POST
 def project_import(request, project_id):
+    """Store the upload and queue its import; the project page shows its progress and outcome."""
     project, _ = project_for(request, project_id, {Role.ADMIN})
     form = ImportForm(request.POST, request.FILES, formats=get_kind(project.kind).import_formats)
     if not form.is_valid():
         messages.error(request, f"Import refused: {form.errors.as_text()}")
+        return redirect("annotation:project", project_id=project.id)
+    try:
+        job = import_services.create_import_job(
+            project=project, user=request.user, upload=form.cleaned_data["file"], fmt=form.cleaned_data["format"],
+            labels_as=form.cleaned_data["labels_as"],
+        )
+    except (ImportFailed, UploadTooLarge) as exc:
+        errors = getattr(exc, "errors", None)
+        messages.error(request, f"Import refused, nothing was imported: {import_errors_text(errors) if errors else exc}")
+        return redirect("annotation:project", project_id=project.id)
+    job.refresh_from_db()  # without a broker the task has already run
+    if job.state == ImportJobState.DONE:
+        messages.success(request, import_summary(job.result))
+    elif job.state == ImportJobState.FAILED:
+        messages.error(request, f"Import refused, nothing was imported: {import_errors_text(job.errors)}")
     else:
-        try:
-            result = import_services.import_jsonl(
-                project, form.cleaned_data["file"], fmt=form.cleaned_data["format"], labels_as=form.cleaned_data["labels_as"]
-            )
-        except ImportFailed as exc:
-            messages.error(request, "Import refused, nothing was imported: " + "; ".join(
-                f"line {e['line']}, field {e['field']}: {e['message']}" for e in exc.errors))
-        else:
-            messages.success(request, import_summary(result))
+        messages.info(request, f"Import of {job.file_name or 'the file'} started: its progress is shown under Import.")
     return redirect("annotation:project", project_id=project.id)
 
 
-def import_summary(result) -> str:
-    parts = [f"{result.gold_records} gold records"] if result.gold_records else []
-    if result.precomputing:
-        parts.append(f"{result.precomputing} being pre-annotated; their assignments follow when that is done")
-    if result.assignments or not result.precomputing:
-        parts.append(f"{result.assignments} assignments")
-    noun = "item" if result.items == 1 else "items"
-    return f"Imported {result.items} {noun} ({', '.join(parts)})."
+def import_errors_text(errors: list[dict]) -> str:
+    return "; ".join(f"line {e['line']}, field {e['field']}: {e['message']}" for e in errors)
+
+
+def import_summary(result: dict) -> str:
+    parts = [f"{result['gold_records']} gold records"] if result["gold_records"] else []
+    if result["precomputing"]:
+        parts.append(f"{result['precomputing']} being pre-annotated; their assignments follow when that is done")
+    if result["assignments"] or not result["precomputing"]:
+        parts.append(f"{result['assignments']} assignments")
+    if result.get("duplicates_skipped"):
+        parts.append(f"{result['duplicates_skipped']} exact duplicates skipped")
+    noun = "item" if result["items"] == 1 else "items"
+    return f"Imported {result['items']} {noun} ({', '.join(parts)})."
+
+
+def recent_imports(project: Project) -> list[dict]:
+    """The last imports with what the page says of them (the script updates running ones)."""
+    return [
+        {"job": job, "api_url": reverse("project-import-job", args=[project.id, job.id]),
+         "summary": import_summary(job.result) if job.state == ImportJobState.DONE and job.result else "",
+         "errors": import_errors_text(job.errors) if job.state == ImportJobState.FAILED else ""}
+        for job in selectors.import_jobs(project)[:RECENT_IMPORTS]
+    ]
 
 
 @login_required
@@ -186,11 +221,21 @@ def agreement_page(request, project_id):
     return render(request, "annotation/agreement.html", {"project": project, "agreement": result})
 
 
+def after_param(request) -> int | None:
+    """``?after=`` of the "next" links: an id, or nothing; anything else is a 400, not a 500."""
+    raw = request.GET.get("after")
+    if not raw:
+        return None
+    after = parse_natural(raw)
+    if after is None:
+        raise BadRequest(f"after: must be an id in digits 0-9, not {raw[:40]!r}")
+    return after
+
+
 @login_required
 def next_item(request, project_id):
     project, _ = project_for(request, project_id, {Role.ANNOTATOR})
-    after = request.GET.get("after")
-    assignment = selectors.next_assignment(project, request.user, int(after) if after and after.isdigit() else None)
+    assignment = selectors.next_assignment(project, request.user, after_param(request))
     if assignment is None:
         messages.info(request, "Nothing left to annotate in this project. Thank you!")
         return redirect("annotation:project", project_id=project.id)
@@ -251,8 +296,7 @@ def consolidation_list(request, project_id):
 @login_required
 def next_consolidation(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
-    after = request.GET.get("after")
-    consolidation = selectors.next_consolidation(project, int(after) if after and after.isdigit() else None)
+    consolidation = selectors.next_consolidation(project, after_param(request))
     if consolidation is None:
         messages.info(request, "No open consolidations left.")
         return redirect("annotation:consolidations", project_id=project.id)

@@ -1,18 +1,21 @@
 """Serializers: shape the domain's data for JSON; writes go through annotation.services."""
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import models
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.authtoken.serializers import AuthTokenSerializer
 
 from annotation import selectors
-from annotation.json_values import nul_path
+from annotation.json_values import MAX_JSON_DEPTH, nul_path, too_deep
 from annotation.kinds import KINDS
 from annotation.services.projects import validate_pipeline_settings
-from annotation.models import Assignment, Consolidation, Item, ItemStage, Membership, Project, ProjectKind, Role
+from annotation.models import Assignment, Consolidation, ImportJob, Item, ItemStage, Membership, Project, ProjectKind, Role
 
 User = get_user_model()
-MASKED_SECRET = "********"
+MASKED_SECRET = selectors.MASKED_SECRET
 NUL_MESSAGE = "Null characters are not allowed."
 
 
@@ -20,8 +23,24 @@ def contains_nul(value) -> bool:
     return nul_path(value) is not None
 
 
+class JSONValueField(serializers.JSONField):
+    """A JSON value. Form and multipart bodies carry it as text parsed here, where input nested
+    too deeply raised RecursionError (a 500) instead of a ValidationError."""
+
+    default_error_messages = {"too_deep": f"Nested deeper than {MAX_JSON_DEPTH} levels."}
+
+    def to_internal_value(self, data):
+        try:
+            value = super().to_internal_value(data)
+        except RecursionError:
+            self.fail("too_deep")
+        if too_deep(value):
+            self.fail("too_deep")
+        return value
+
+
 @extend_schema_field(OpenApiTypes.OBJECT)
-class PayloadField(serializers.JSONField):
+class PayloadField(JSONValueField):
     """A payload (documented as an object); NUL characters answer 400, not a database error."""
 
     def to_internal_value(self, data):
@@ -55,6 +74,14 @@ class UserCreateSerializer(serializers.Serializer):
         return value
 
 
+class TokenLoginSerializer(AuthTokenSerializer):
+    """DRF's token login form, with the username no longer than a username can be: a longer
+    one failed the login-attempt record (django-axes, 255 characters) with a 500."""
+
+    username = serializers.CharField(label="Username", write_only=True,
+                                     max_length=User._meta.get_field(User.USERNAME_FIELD).max_length)
+
+
 class UserSerializer(serializers.ModelSerializer):
     class Meta:
         model = User
@@ -62,6 +89,7 @@ class UserSerializer(serializers.ModelSerializer):
 
 
 class ProjectSerializer(serializers.ModelSerializer):
+    serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping, models.JSONField: JSONValueField}
     kind = serializers.ChoiceField(choices=[k for k in ProjectKind.values if k in KINDS])
     annotators_per_item = serializers.IntegerField(min_value=1, max_value=10, default=2)
     my_roles = serializers.SerializerMethodField()
@@ -81,18 +109,13 @@ class ProjectSerializer(serializers.ModelSerializer):
             value = validate_pipeline_settings(value)
         except DjangoValidationError as exc:
             raise serializers.ValidationError(exc.messages) from exc
-        llm = value.get("llm") or {}
-        if llm.get("api_key") == MASKED_SECRET and self.instance is not None:
-            stored = (self.instance.pipeline_settings.get("llm") or {}).get("api_key")
-            value = {**value, "llm": {**llm, "api_key": stored}}
+        # A masked api_key is resolved against the stored key by services.projects.update_project.
         return value
 
     def to_representation(self, project):
         data = super().to_representation(project)
-        llm = (data.get("pipeline_settings") or {}).get("llm")
-        if isinstance(llm, dict) and llm.get("api_key"):
-            # The key is write-only: members read the project, not its secrets.
-            data["pipeline_settings"] = {**data["pipeline_settings"], "llm": {**llm, "api_key": MASKED_SECRET}}
+        # The key is write-only: members read the project, not its secrets.
+        data["pipeline_settings"] = selectors.masked_pipeline_settings(project)
         return data
 
 
@@ -122,6 +145,40 @@ class ImportSerializer(serializers.Serializer):
     # Every kind's formats; the import itself refuses one the project's kind does not read.
     format = serializers.ChoiceField(choices=IMPORT_FORMATS, default="plain")
     labels_as = serializers.ChoiceField(choices=["ignore", "gold", "suggestion"], default="ignore")
+
+
+class ImportErrorSerializer(serializers.Serializer):
+    line = serializers.IntegerField(help_text="line of the file (0: the file or the request as a whole)")
+    field = serializers.CharField(help_text='e.g. "response", "labels[2]", "(json)", "(file)"')
+    message = serializers.CharField()
+
+
+class ImportResultSerializer(serializers.Serializer):
+    items = serializers.IntegerField()
+    gold_records = serializers.IntegerField()
+    precomputing = serializers.IntegerField(help_text="items whose pre-annotation runs after the import")
+    assignments = serializers.IntegerField()
+    duplicates_skipped = serializers.IntegerField(
+        help_text="exact duplicates (same external id, prompt and response) in the file or already in the project")
+    lines = serializers.IntegerField(help_text="lines read")
+
+
+class ImportJobSerializer(serializers.ModelSerializer):
+    """An import running in the background: poll ``url`` until ``state`` is done or failed."""
+
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    errors = ImportErrorSerializer(many=True, read_only=True, help_text="why the import failed; nothing was imported")
+    result = ImportResultSerializer(read_only=True, allow_null=True, help_text="the counts of a done import")
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ImportJob
+        fields = ["id", "url", "state", "format", "labels_as", "file_name", "file_size", "lines_read", "bytes_read",
+                  "errors", "result", "created_by", "created_at", "started_at", "finished_at"]
+        read_only_fields = fields
+
+    def get_url(self, job) -> str:
+        return reverse("project-import-job", args=[job.project_id, job.id])
 
 
 class ItemStageSerializer(serializers.ModelSerializer):
@@ -168,7 +225,7 @@ class AnnotationWriteSerializer(serializers.Serializer):
 
 
 class ConsolidationWriteSerializer(AnnotationWriteSerializer):
-    draft_rows = serializers.JSONField(
+    draft_rows = JSONValueField(
         required=False, allow_null=True, default=None,
         help_text="Per aligned part (e.g. sentence), the alignment row of each unit (claim) of the payload, or null",
     )
@@ -210,3 +267,19 @@ class ConsolidationDetailSerializer(ConsolidationSerializer):
 
 class DiscardSerializer(serializers.Serializer):
     reason = serializers.CharField()
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The body of every 4xx answer: ``detail``, or each refused input's name with its messages."""
+
+    detail = serializers.CharField(required=False, help_text="What went wrong, when no single input is to blame")
+    errors = serializers.ListField(child=serializers.DictField(), required=False,
+                                   help_text="Of a refused import or payload: each problem with its line or path and field")
+
+
+class VersionConflictSerializer(serializers.Serializer):
+    """A 409: another save came first; reload at ``stored_version`` and save again."""
+
+    detail = serializers.CharField()
+    stored_version = serializers.IntegerField()
+    given_version = serializers.IntegerField()

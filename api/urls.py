@@ -1,19 +1,34 @@
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
-from . import views
+from annotation.params import NATURAL
 
-router = DefaultRouter()
+from . import corpora, views
+
+
+class Router(DefaultRouter):
+    """Path ids are numbers of at most 18 digits (a 64-bit id). Any other id matches no route
+    and gets the JSON 404 below, instead of reaching a lookup that may raise (a 500)."""
+
+    def get_lookup_regex(self, viewset, lookup_prefix=""):
+        if getattr(viewset, "lookup_value_regex", None) is None:
+            viewset = type(viewset.__name__, (viewset,), {"lookup_value_regex": NATURAL.pattern})
+        return super().get_lookup_regex(viewset, lookup_prefix)
+
+
+router = Router()
 router.register("users", views.UserViewSet, basename="user")
 router.register("projects", views.ProjectViewSet, basename="project")
 router.register("assignments", views.AssignmentViewSet, basename="assignment")
 router.register("consolidations", views.ConsolidationViewSet, basename="consolidation")
+router.register("corpora", corpora.CorpusViewSet, basename="corpus")
 
 urlpatterns = [
-    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("auth/token/", views.TokenView.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("", include(router.urls)),
+    # Last: what no pattern above takes is a JSON 404 (without the slash, Django still redirects).
+    re_path(r"^.*/$", views.not_found),
 ]

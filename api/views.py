@@ -1,18 +1,24 @@
 """API views: check permissions, parse input, call a service or selector, serialize."""
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.signals import user_logged_in
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
-from django.http import StreamingHttpResponse
+from django.http import JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
+from rest_framework.authtoken.models import Token
+from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.decorators import action
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.generics import get_object_or_404
-from rest_framework.permissions import IsAuthenticated
+from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
 from annotation import exports, selectors
+from annotation.exceptions import UploadTooLarge
 from annotation.kinds import KINDS, get_kind
 from annotation.models import Assignment, Consolidation, ConsolidationStatus, Item, Project, StageStatus
 from annotation.services import annotations as annotation_services
@@ -20,14 +26,23 @@ from annotation.services import consolidation as consolidation_services
 from annotation.services import imports as import_services
 from annotation.services import projects as project_services
 
+from config.lockout import lockout_message
+
 from . import serializers
+from .parsers import PARSER_CLASSES
 from .permissions import CanConsolidate, IsProjectAdmin, IsProjectMember, IsStaff
 
 User = get_user_model()
 STAGES = sorted({stage for kind in KINDS.values() for stage in kind.annotatable_stages})
 EXPORT_FORMATS = sorted({fmt for kind in KINDS.values() for fmt in kind.export_formats} | {exports.RAW_ANNOTATIONS})
-ERROR_400 = OpenApiResponse(OpenApiTypes.OBJECT, description="invalid input, or a change the item's state refuses")
-ERROR_409 = OpenApiResponse(OpenApiTypes.OBJECT, description="stale version: another save came first (stored_version)")
+ERROR_400 = OpenApiResponse(serializers.ErrorSerializer, description="invalid input, or a change the item's state refuses")
+ERROR_409 = OpenApiResponse(serializers.VersionConflictSerializer,
+                            description="stale version: another save came first (stored_version)")
+EXPORT_FORMATS_BY_KIND = "; ".join(
+    f"{name}: {', '.join([*kind.export_formats, exports.RAW_ANNOTATIONS])}" for name, kind in sorted(KINDS.items())
+)
+UPLOAD_FRAMING_BYTES = 64 * 1024
+TRUE_VALUES, FALSE_VALUES = ("true", "1", "yes"), ("false", "0", "no")
 
 
 def choice_param(request, name: str, choices) -> str | None:
@@ -36,6 +51,16 @@ def choice_param(request, name: str, choices) -> str | None:
     if value and value not in choices:
         raise ValidationError({name: f"must be one of {', '.join(choices)}"})
     return value or None
+
+
+def bool_param(request, name: str) -> bool:
+    """A yes/no query parameter; unset is no, and a value that is neither is a 400, not a silent no."""
+    value = request.query_params.get(name)
+    if value is None or value.lower() in FALSE_VALUES:
+        return False
+    if value.lower() in TRUE_VALUES:
+        return True
+    raise ValidationError({name: f"must be one of {', '.join(TRUE_VALUES + FALSE_VALUES)}"})
 
 
 class UserViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
@@ -78,7 +103,8 @@ class ProjectViewSet(viewsets.ModelViewSet):
     def get_permissions(self):
         if self.action == "create":
             return [IsStaff()]
-        if self.action in {"partial_update", "destroy", "members", "import_items", "items", "export", "progress"}:
+        if self.action in {"partial_update", "destroy", "members", "import_items", "imports", "import_job", "items", "export",
+                           "progress"}:
             return [IsAuthenticated(), IsProjectAdmin()]
         if self.action in {"consolidations", "agreement"}:
             return [IsAuthenticated(), CanConsolidate()]
@@ -107,6 +133,12 @@ class ProjectViewSet(viewsets.ModelViewSet):
             pipeline_settings=data.get("pipeline_settings") or {},
         )
 
+    def perform_update(self, serializer):
+        # Only staff change pipeline_settings.llm: the service answers PermissionDenied (403).
+        serializer.instance = project_services.update_project(
+            project=serializer.instance, changed_by=self.request.user, **serializer.validated_data
+        )
+
     @extend_schema(methods=["GET"], responses=serializers.MembershipSerializer(many=True))
     @extend_schema(methods=["POST"], request=serializers.MembershipSerializer, responses={201: serializers.MembershipSerializer})
     @action(detail=True, methods=["get", "post"])
@@ -120,16 +152,63 @@ class ProjectViewSet(viewsets.ModelViewSet):
         membership = project_services.add_member(project=project, user=data.validated_data["user"], role=data.validated_data["role"])
         return Response(serializers.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request={"multipart/form-data": serializers.ImportSerializer}, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(
+        request={"multipart/form-data": serializers.ImportSerializer},
+        responses={
+            202: OpenApiResponse(serializers.ImportJobSerializer,
+                                 description="stored and queued: poll the job's url until its state is done or failed"),
+            400: OpenApiResponse(serializers.ErrorSerializer, description="unknown format or labels_as, or no file"),
+            404: OpenApiResponse(serializers.ErrorSerializer, description="no such project, or not a member of it"),
+            413: OpenApiResponse(serializers.ErrorSerializer,
+                                 description="the file is larger than IMPORT_MAX_UPLOAD_BYTES (max_bytes says how large)"),
+        },
+    )
     @action(detail=True, methods=["post"], url_path="import")
     def import_items(self, request, pk=None):
+        """Upload a file to import: 202 with the job, which a Celery task runs, all or nothing.
+
+        Poll the job's ``url``. A bad line (invalid JSON, a missing or too long field, NUL, a lone
+        surrogate, NaN or infinite numbers, a pretty-printed document instead of JSONL) fails the
+        job with each error's line and field, and nothing is imported. Exact duplicates (same
+        external id, prompt and response, in the file or already in the project) are skipped and
+        counted in ``result.duplicates_skipped``.
+        """
         project = self.get_object()
+        try:  # refused before the body is read; multipart framing adds a little to the file's size
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0
+        if length > settings.IMPORT_MAX_UPLOAD_BYTES + UPLOAD_FRAMING_BYTES:
+            raise UploadTooLarge(length, settings.IMPORT_MAX_UPLOAD_BYTES)
         data = serializers.ImportSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        result = import_services.import_jsonl(
-            project, data.validated_data["file"], fmt=data.validated_data["format"], labels_as=data.validated_data["labels_as"]
+        job = import_services.create_import_job(
+            project=project, user=request.user, upload=data.validated_data["file"],
+            fmt=data.validated_data["format"], labels_as=data.validated_data["labels_as"],
         )
-        return Response(result.as_dict(), status=status.HTTP_201_CREATED)
+        job.refresh_from_db()  # without a broker the task has already run
+        body = serializers.ImportJobSerializer(job).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+    @extend_schema(responses=serializers.ImportJobSerializer(many=True))
+    @action(detail=True, methods=["get"])
+    def imports(self, request, pk=None):
+        """The project's imports, newest first."""
+        page = self.paginate_queryset(selectors.import_jobs(self.get_object()))
+        return self.get_paginated_response(serializers.ImportJobSerializer(page, many=True).data)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("job_id", int, OpenApiParameter.PATH, description="the import job's id")],
+        responses={200: serializers.ImportJobSerializer,
+                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such job in a project of the caller's")},
+    )
+    @action(detail=True, methods=["get"], url_path=r"imports/(?P<job_id>[0-9]+)", url_name="import-job")
+    def import_job(self, request, pk=None, job_id=None):
+        """One import: state (queued, running, done, failed), lines read, errors and result."""
+        job = selectors.import_jobs(self.get_object()).filter(pk=job_id).first()
+        if job is None:
+            raise NotFound("no such import in this project")
+        return Response(serializers.ImportJobSerializer(job).data)
 
     @extend_schema(responses=serializers.ItemSerializer(many=True),
                    parameters=[OpenApiParameter("status", str, enum=StageStatus.values,
@@ -145,11 +224,12 @@ class ProjectViewSet(viewsets.ModelViewSet):
         return self.get_paginated_response(serializers.ItemSerializer(page, many=True).data)
 
     @extend_schema(responses=serializers.AssignmentSerializer(many=True),
-                   parameters=[OpenApiParameter("mine", bool, description="only the caller's assignments")])
+                   parameters=[OpenApiParameter("mine", bool, description=(
+                       f"only the caller's assignments: {', '.join(TRUE_VALUES)} (or {', '.join(FALSE_VALUES)})"))])
     @action(detail=True, methods=["get"])
     def assignments(self, request, pk=None):
         project = self.get_object()
-        mine = request.query_params.get("mine") in {"1", "true", "yes"}
+        mine = bool_param(request, "mine")
         if mine or not selectors.is_project_admin(request.user, project):
             queryset = selectors.assignments_for_user(project, request.user)
         else:
@@ -185,7 +265,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
     @extend_schema(
         responses={(200, "application/jsonl"): OpenApiTypes.STR, 400: ERROR_400},
         parameters=[OpenApiParameter("format", str, enum=EXPORT_FORMATS, required=True,
-                                     description="one of the project kind's formats, or annotations")],
+                                     description=f"one of the project kind's formats, by kind: {EXPORT_FORMATS_BY_KIND}")],
     )
     @action(detail=True, methods=["get"])
     def export(self, request, pk=None):
@@ -273,3 +353,46 @@ class ConsolidationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         return Response(serializers.ConsolidationSerializer(saved).data)
 
 
+
+
+class LoginLockedOut(APIException):
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "locked_out"
+
+
+class TokenView(ObtainAuthToken):
+    """DRF's token login. Its view sets its own parsers (deep JSON was a 500 there) and
+    permissions (the schema showed it as needing a token); this one uses the API's."""
+
+    parser_classes = PARSER_CLASSES
+    permission_classes = [AllowAny]
+    serializer_class = serializers.TokenLoginSerializer
+
+    @extend_schema(request=serializers.TokenLoginSerializer, responses={
+        200: serializers.TokenLoginSerializer,
+        400: OpenApiResponse(serializers.ErrorSerializer, description="missing fields, or wrong username or password"),
+        429: OpenApiResponse(serializers.ErrorSerializer, description="too many failed logins: locked out for a while"),
+    })
+    def post(self, request, *args, **kwargs):
+        serializer = self.get_serializer(data=request.data)
+        try:
+            serializer.is_valid(raise_exception=True)
+        except ValidationError:
+            # django-axes flags the request it was given (this DRF request) when the username
+            # is locked out from this address; its middleware only sees the Django request.
+            if getattr(request, "axes_locked_out", False):
+                raise LoginLockedOut(lockout_message()) from None
+            raise
+        user = serializer.validated_data["user"]
+        # A token is a login: like the login page, it resets the failure count of this username
+        # and address (django-axes), records an access log and updates last_login.
+        user_logged_in.send(sender=user.__class__, request=request, user=user)
+        token, _ = Token.objects.get_or_create(user=user)
+        return Response({"token": token.key})
+
+
+@csrf_exempt
+def not_found(request, *args, **kwargs):
+    """Any other path under /api/ (e.g. an id with a dot, which the router's patterns refuse):
+    a JSON 404 like the API's own, not the site's HTML page."""
+    return JsonResponse({"detail": f"no API endpoint at {request.path}"}, status=404)

@@ -5,9 +5,13 @@ offline pipeline backends. Full stack: ``DATABASE_URL`` (PostgreSQL) and
 ``CELERY_BROKER_URL`` (Redis) switch to the real services.
 """
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from config.secret_key import load_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Files the server writes at run time (uploaded imports, the embedded default's generated
@@ -26,12 +30,37 @@ def env_list(name, default=""):
     return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
 
 
+def env_int(name, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number, not {value!r}") from None
+
+
 DEBUG = env_bool("DJANGO_DEBUG", default=False)
-# The embedded default runs on loopback only, so a fixed development key is acceptable there;
-# any real deployment must set DJANGO_SECRET_KEY.
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "embedded-default-not-for-production")
+# DJANGO_SECRET_KEY, or a key generated once into DJANGO_SECRET_KEY_FILE (make run keeps it in
+# var/secret_key); with neither the server refuses to start (ImproperlyConfigured).
+SECRET_KEY = load_secret_key(os.environ, debug=DEBUG)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS")
+
+# HTTPS behind a TLS-terminating proxy: DJANGO_HTTPS=1 turns the whole set on, each overridable.
+# Off by default, so the plain-HTTP embedded and docker-compose defaults work on localhost.
+HTTPS = env_bool("DJANGO_HTTPS")
+if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", HTTPS):
+    # The proxy must set (not pass on) X-Forwarded-Proto; the server is reachable only through it.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", HTTPS)
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 365 * 24 * 3600 if HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", HTTPS)
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SESSION_COOKIE_SECURE", HTTPS)
+CSRF_COOKIE_SECURE = env_bool("DJANGO_CSRF_COOKIE_SECURE", HTTPS)
+# The client address for login rate limiting: the last X-Forwarded-For entry (the proxy's).
+TRUST_X_FORWARDED_FOR = env_bool("DJANGO_TRUST_X_FORWARDED_FOR", HTTPS)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -44,6 +73,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",
     "annotation",
     "api",
 ]
@@ -57,6 +87,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into AXES_LOCKOUT_CALLABLE's page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -109,6 +141,23 @@ STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "staticfiles"
 # Serve static/ even where collectstatic has not run (make run and the image do run it).
 WHITENOISE_USE_FINDERS = True
 
+# Login rate limiting (django-axes): after AXES_FAILURE_LIMIT failed logins for one username
+# from one address, that pair is refused (429) for AXES_COOLOFF_MINUTES, on the login page, the
+# Django admin and POST /api/auth/token/. A successful login resets that pair's count.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("AXES_COOLOFF_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_LOCKOUT_CALLABLE = "config.lockout.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "config.lockout.client_ip"
+AXES_USERNAME_CALLABLE = "config.lockout.client_username"
+AXES_ENABLED = env_bool("AXES_ENABLED", True)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "annotation:home"
 LOGOUT_REDIRECT_URL = "login"
@@ -116,6 +165,9 @@ LOGOUT_REDIRECT_URL = "login"
 # Uploads of large JSONL files go to a temporary file, not memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
+# Largest import file accepted (bytes); larger uploads answer 413. Imports are stored under
+# DATA_DIR / "imports" until their Celery task has run.
+IMPORT_MAX_UPLOAD_BYTES = int(os.environ.get("IMPORT_MAX_UPLOAD_BYTES", str(200 * 1024 * 1024)))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -125,7 +177,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # JSON nested too deeply is a 400, not a RecursionError (500).
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
+    # Documents the 4xx answers of each operation too.
+    "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
     # `format` is a domain parameter here (export/import formats), not content negotiation.
     "URL_FORMAT_OVERRIDE": None,
     "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
@@ -151,6 +207,10 @@ SPECTACULAR_SETTINGS = {
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "memory://"
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == "memory://"
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
+# Corpus embedding is the one CPU-heavy task: a deployment can route it to workers of its own
+# (e.g. on a GPU machine: EMBEDDING_QUEUE=embedding, and there `celery worker -Q embedding`).
+CELERY_TASK_ROUTES = {"annotation.tasks.embed_corpus": {
+    "queue": os.environ.get("EMBEDDING_QUEUE") or os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")}}
 CELERY_TASK_EAGER_PROPAGATES = False
 # A task is acknowledged when it ends, so one whose worker died is delivered again: on Redis
 # once it has been unacknowledged for the visibility timeout (seconds). Keep that above the

@@ -59,6 +59,10 @@ class LLMConfig:
         """Read ``LLM_BASE_URL``, ``LLM_API_KEY``, ``LLM_MODEL`` (and optionally ``LLM_TIMEOUT``,
         ``LLM_MAX_RETRIES``, ``LLM_CONCURRENCY``), then apply ``overrides`` (e.g. a project's
         pipeline settings; ``None`` values are ignored). Check ``is_configured`` before use.
+
+        ``LLM_API_KEY`` belongs to ``LLM_BASE_URL``: when the overrides point at another base URL
+        without a key of their own, the configuration has no key, so the server's key never
+        reaches an endpoint someone else chose.
         """
         env = os.environ if environ is None else environ
         values: dict[str, object] = {
@@ -74,8 +78,18 @@ class LLMConfig:
         unknown = set(overrides or {}) - known
         if unknown:
             raise ValueError(f"unknown LLM settings: {sorted(unknown)}")
-        values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+        overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+        if "api_key" not in overrides and not same_base_url(overrides.get("base_url", values["base_url"]), values["base_url"]):
+            values["api_key"] = None
+        values.update(overrides)
         return cls(**values)
+
+
+def same_base_url(a: object, b: object) -> bool:
+    """Whether two base URLs name the same endpoint (a trailing slash makes no difference)."""
+    if not a or not b:
+        return not a and not b
+    return str(a).strip().rstrip("/") == str(b).strip().rstrip("/")
 
 
 def usable(config: LLMConfig | None) -> bool:

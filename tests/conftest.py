@@ -42,6 +42,13 @@ def eager_tasks():
 
 
 @pytest.fixture(autouse=True)
+def data_dir(settings, tmp_path):
+    """Stored uploads go to the test's own directory."""
+    settings.DATA_DIR = tmp_path / "data"
+    return settings.DATA_DIR
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     # The production hasher is deliberately slow; tests create many users.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -117,6 +124,21 @@ def jsonl(records: list[dict]) -> io.BytesIO:
     buffer = io.BytesIO("".join(json.dumps(r) + "\n" for r in records).encode())
     buffer.name = "items.jsonl"
     return buffer
+
+
+def post_import(client, project_id: int, upload, fmt: str = "plain", **fields):
+    """POST an upload to the import endpoint, let its task run (on commit, eagerly), then read
+    the job: (answer to the POST, job as GET answers it after the task)."""
+    from django.test import TestCase
+
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        response = client.post(f"/api/projects/{project_id}/import/", {"file": upload, "format": fmt, **fields},
+                               format="multipart")
+    if response.status_code != 202:
+        return response, None
+    job = client.get(response.json()["url"])
+    assert job.status_code == 200, job.content
+    return response, job.json()
 
 
 @pytest.fixture

@@ -58,14 +58,16 @@ def _completion_body(content: str, model: str) -> dict:
 class FakeLLMServer:
     """Context manager running the loopback server.
 
-    ``requests`` records every request body, ``handling_seconds`` how long each took to answer
-    and ``max_in_flight`` the most requests handled at the same time.
+    ``requests`` records every request body, ``authorizations`` the Authorization header of
+    each (None when absent), ``handling_seconds`` how long each took to answer and
+    ``max_in_flight`` the most requests handled at the same time.
     """
 
     def __init__(self, responder: Responder, delay: float = 0.0):
         self.responder = responder
         self.delay = delay
         self.requests: list[dict] = []
+        self.authorizations: list[str | None] = []
         self.handling_seconds: list[float] = []
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -114,6 +116,8 @@ class FakeLLMServer:
             disable_nagle_algorithm = True  # else delayed ACKs add ~40 ms per keep-alive call
 
             def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+                with server._lock:
+                    server.authorizations.append(self.headers.get("Authorization"))
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self._send(404, {"error": {"message": "not found"}})
                     return

@@ -5,7 +5,7 @@ from drf_spectacular.generators import SchemaGenerator
 
 from annotation.models import Assignment
 
-from .conftest import felm_line, jsonl, segment
+from .conftest import felm_line, jsonl, post_import, segment
 
 pytestmark = pytest.mark.django_db
 
@@ -132,17 +132,17 @@ def test_agreement_stages_are_documented(schema):
     assert stage["schema"]["enum"] == annotated and "400" in operation["responses"]
 
 
-def test_members_and_import_answer_201_as_documented(clients, felm_project, schema):
+def test_members_answer_201_and_import_202_as_documented(clients, felm_project, schema):
     # the schema said 200
-    for path in ("/api/projects/{id}/members/", "/api/projects/{id}/import/"):
-        responses = schema["paths"][path]["post"]["responses"]
-        assert "201" in responses and "200" not in responses, path
+    responses = schema["paths"]["/api/projects/{id}/members/"]["post"]["responses"]
+    assert "201" in responses and "200" not in responses
+    responses = schema["paths"]["/api/projects/{id}/import/"]["post"]["responses"]
+    assert {"202", "400", "404", "413"} <= set(responses) and "200" not in responses and "201" not in responses
     members = clients["admin"].post(f"/api/projects/{felm_project.id}/members/",
                                     {"username": "carol", "role": "consolidator"}, format="json")
     assert members.status_code == 201
-    imported = clients["admin"].post(f"/api/projects/{felm_project.id}/import/",
-                                     {"file": jsonl([felm_line(1, ["A."])]), "format": "felm"}, format="multipart")
-    assert imported.status_code == 201
+    imported, job = post_import(clients["admin"], felm_project.id, jsonl([felm_line(1, ["A."])]), "felm")
+    assert imported.status_code == 202 and job["state"] == "done" and job["result"]["items"] == 1
 
 
 def test_consolidator_is_documented_as_nullable(schema):

@@ -8,7 +8,7 @@ from annotation.exceptions import ImportFailed
 from annotation.models import GoldRecord, Item, ItemStage, StageStatus
 from annotation.services.imports import import_jsonl
 
-from .conftest import felm_line, jsonl
+from .conftest import felm_line, jsonl, post_import
 
 pytestmark = pytest.mark.django_db
 
@@ -156,10 +156,10 @@ def test_unknown_format_and_labels_as_are_refused(felm_project):
 
 def test_api_import_reports_the_bad_line(clients, felm_project):
     upload = jsonl([felm_line(1, ["A."]), {"prompt": "no response"}])
-    response = clients["admin"].post(f"/api/projects/{felm_project.id}/import/", {"file": upload, "format": "felm"}, format="multipart")
-    assert response.status_code == 400
-    assert response.json()["errors"] == [{"line": 2, "field": "response", "message": "is missing (FELM shape needs it)"}]
-    assert "line 2" in response.json()["detail"]
+    response, job = post_import(clients["admin"], felm_project.id, upload, "felm")
+    assert response.status_code == 202
+    assert job["state"] == "failed" and job["result"] is None
+    assert job["errors"] == [{"line": 2, "field": "response", "message": "is missing (FELM shape needs it)"}]
     assert Item.objects.count() == 0
 
 

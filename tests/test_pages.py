@@ -90,6 +90,7 @@ def test_annotation_page_carries_state_for_the_script(logged_in, felm_items, use
     assert "comparison" not in response.content.decode()
 
 
+@pytest.mark.django_db(transaction=True)  # the import task is queued on commit, as in production
 def test_admin_dashboard_import_form_reports_the_bad_line(logged_in, felm_project):
     client = logged_in("admin")
     upload = jsonl([felm_line(1, ["A."]), {"prompt": "x"}])

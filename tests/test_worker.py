@@ -13,7 +13,7 @@ from annotation.models import ItemStage, StageStatus
 from annotation.services.imports import import_jsonl
 from config.celery import app as celery_app
 
-from .conftest import REPO_ROOT, jsonl
+from .conftest import REPO_ROOT, felm_line, jsonl
 from .fake_llm import FakeLLMServer, well_behaved_responder
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -137,3 +137,30 @@ def test_a_task_whose_worker_dies_is_finished_by_another_worker(start_worker, fa
         assert stage.assignments.count() == 2  # assigned once, not again by the second run
         assert stage.content["sentences"] == [f"Item {stage.item.prompt[1:]} is about one thing."]
         assert stage.provenance["backend"] == "llm"
+
+
+def test_an_uploaded_import_is_run_by_a_worker_process_with_visible_progress(start_worker, felm_project, clients,
+                                                                             data_dir):
+    """The live path: the API stores the upload and answers 202 at once; a real worker imports
+    it, committing progress that the job endpoint shows while the import's transaction is open."""
+    worker = start_worker(DJANGO_DATA_DIR=str(data_dir))
+    lines = 30_000
+    upload = jsonl([felm_line(i, [f"Segment {i}.", "Another one."]) for i in range(lines)])
+    response = clients["admin"].post(f"/api/projects/{felm_project.id}/import/", {"file": upload, "format": "felm"},
+                                     format="multipart")
+    assert response.status_code == 202 and response.json()["state"] == "queued", response.content
+    url = response.json()["url"]
+    seen = []
+
+    def finished() -> bool:
+        job = clients["admin"].get(url).json()
+        seen.append((job["state"], job["lines_read"]))
+        return job["state"] in ("done", "failed")
+
+    wait_for(finished, 120, worker)
+    job = clients["admin"].get(url).json()
+    assert job["state"] == "done", job
+    assert job["result"]["items"] == lines and job["result"]["assignments"] == 2 * lines
+    assert job["lines_read"] == lines and job["bytes_read"] == job["file_size"]
+    assert any(state == "running" and 0 < read < lines for state, read in seen), seen[:: max(1, len(seen) // 20)]
+    assert not list((data_dir / "imports").iterdir())  # the worker deleted the upload

@@ -6,7 +6,7 @@ from rest_framework.authtoken.models import Token
 
 from annotation.models import Assignment, GoldRecord, ItemStage, StageStatus
 
-from .conftest import PASSWORD, felm_line, jsonl, segment
+from .conftest import PASSWORD, felm_line, jsonl, post_import, segment
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +33,7 @@ def test_token_endpoint_refuses_a_wrong_password(users, client):
     assert client.post("/api/auth/token/", {"username": "alice", "password": "wrong"}).status_code == 400
 
 
-def test_admin_sets_up_a_project_through_the_api(clients, users, django_capture_on_commit_callbacks):
+def test_admin_sets_up_a_project_through_the_api(clients, users):
     admin = clients["admin"]
     created = admin.post("/api/users/", {"username": "dave", "password": "long-enough-1"}, format="json")
     assert created.status_code == 201, created.content
@@ -47,10 +47,9 @@ def test_admin_sets_up_a_project_through_the_api(clients, users, django_capture_
 
     records = [{"prompt": "Q?", "response": "First sentence here. Second one follows.*****Third part."},
                {"prompt": "Q2?", "response": "Dr. Smith lives in the U.S. and works there. He is a doctor."}]
-    with django_capture_on_commit_callbacks(execute=True):
-        response = admin.post(f"/api/projects/{project_id}/import/", {"file": jsonl(records), "format": "plain"}, format="multipart")
-    assert response.status_code == 201, response.content
-    assert response.json()["items"] == 2
+    response, job = post_import(admin, project_id, jsonl(records), "plain")
+    assert response.status_code == 202, response.content
+    assert job["state"] == "done" and job["result"]["items"] == 2 and job["result"]["precomputing"] == 2
     items = admin.get(f"/api/projects/{project_id}/items/").json()["results"]
     assert [i["stages"][0]["status"] for i in items] == ["annotating", "annotating"]
     assert items[0]["stages"][0]["content"]["segments"] == ["First sentence here. Second one follows.", "Third part."]
@@ -116,8 +115,10 @@ def test_pagination_accepts_page_size_up_to_1000(clients, felm_items):
     project_id = felm_items[0].project_id
     page = clients["alice"].get(f"/api/projects/{project_id}/assignments/?mine=1&page_size=2&page=2").json()
     assert page["count"] == 3 and len(page["results"]) == 1
-    capped = clients["admin"].get(f"/api/projects/{project_id}/items/?page_size=5000").json()
-    assert len(capped["results"]) == 3
+    assert len(clients["admin"].get(f"/api/projects/{project_id}/items/?page_size=1000").json()["results"]) == 3
+    # above the cap was silently cut to 1000; now it is refused, naming the parameter
+    too_many = clients["admin"].get(f"/api/projects/{project_id}/items/?page_size=5000")
+    assert too_many.status_code == 400 and "page_size" in too_many.json()
 
 
 def test_draft_save_version_check_and_submit(clients, felm_items, users):

@@ -96,9 +96,10 @@ class KindSpec:
         return not content
 
     def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
-                   previous_gold: dict | None = None) -> dict:
+                   previous_gold: dict | None = None, evidence_search: Callable | None = None) -> dict:
         """Return ``{"content": ..., "suggestion": ..., "provenance": ...}`` for a stage;
-        ``previous_gold`` is the gold payload of the step before, if any."""
+        ``previous_gold`` is the gold payload of the step before, if any; ``evidence_search()``
+        gives the search function over the project's corpora (None without corpora)."""
         raise NotImplementedError
 
     def empty_payload(self, stage: int, content: dict, suggestion: dict | None) -> dict:

@@ -136,10 +136,10 @@ class FactcheckKind(KindSpec):
         return stage == 1 and (not content.get("sentences") or suggestion is None)
 
     def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
-                   previous_gold: dict | None = None) -> dict:
+                   previous_gold: dict | None = None, evidence_search=None) -> dict:
         if stage == 2:
-            return {"content": {"claims": checkworthy_claims(previous_gold or {})}, "suggestion": None,
-                    "provenance": {"evidence": "not retrieved: no evidence source is configured yet"}}
+            return retrieve_evidence(checkworthy_claims(previous_gold or {}), settings,
+                                     evidence_search() if evidence_search else None)
         if stage != 1:
             return {"content": content, "suggestion": None, "provenance": {}}
         # NLTK and the openai client load only where items are pre-annotated.
@@ -381,6 +381,31 @@ def decomposition_agreement(pairs: list[tuple[list[str], list[str]]]) -> dict:
         "mean_normalised_edit_distance": mean(distances) if distances else None,
         "mean_word_overlap": mean(overlaps) if overlaps else None,
     }
+
+
+def retrieve_evidence(claims: list[dict], settings: dict, search) -> dict:
+    """Step-2 content: each checkworthy claim with its ranked evidence (``pipeline.factcheck_step2``).
+
+    Embeddings are only loaded where there is something to rank; ``settings["web_search"]``
+    (base_url, api_key, timeout…) adds the web, ``settings["llm"]`` LLM queries and stance hints.
+    """
+    from pipeline.factcheck_step2 import ClaimToCheck, suggest_step2
+    from pipeline.llm import LLMConfig
+    from pipeline.retrieval import embed
+    from pipeline.websearch import WebSearchConfig
+
+    web = WebSearchConfig.from_mapping(settings.get("web_search"))
+    sources = search is not None or web.is_configured
+    passages = settings.get("passages") or {}
+    result = suggest_step2(
+        [ClaimToCheck(f"{c['sentence']}/{c['claim']}", c["text"]) for c in claims], search=search, web=web,
+        llm=LLMConfig.from_env(settings.get("llm")), embed=embed if sources and settings.get("embeddings", True) else None,
+        passage_size=passages.get("sentences"), passage_stride=passages.get("stride"),
+    )
+    for claim, found in zip(claims, result["claims"]):
+        claim.update(queries=found["queries"], evidence=found["evidence"], problems=found["problems"])
+    return {"content": {"claims": claims}, "suggestion": None,
+            "provenance": {"evidence": {"sources": result["sources"]}}}
 
 
 def checkworthy_claims(step1_gold: dict) -> list[dict]:

@@ -18,7 +18,7 @@ def annotator_ids(project: Project) -> list[int]:
     )
 
 
-def _current_load(project: Project, annotators: list[int]) -> Counter:
+def current_load(project: Project, annotators: list[int]) -> Counter:
     load = Counter({user_id: 0 for user_id in annotators})
     load.update(dict(
         Assignment.objects.filter(item_stage__item__project=project, user_id__in=annotators)
@@ -39,12 +39,15 @@ def _plan(needs: list[tuple[int, set[int], int]], annotators: list[int], load: C
     return planned
 
 
-def assign_new_stages(project: Project, stage_ids: list[int], annotators: list[int]) -> int:
-    """Assign freshly created stages, which have no assignments yet (the import's fast path)."""
+def assign_new_stages(project: Project, stage_ids: list[int], annotators: list[int], load: Counter | None = None) -> int:
+    """Assign freshly created stages, which have no assignments yet (the import's fast path).
+
+    ``load`` (from ``current_load``) is kept up to date in place, so an import written in
+    batches counts the project's assignments once rather than once per batch."""
     if not annotators or not stage_ids:
         return 0
     needs = [(stage_id, set(), project.annotators_per_item) for stage_id in stage_ids]
-    planned = _plan(needs, annotators, _current_load(project, annotators))
+    planned = _plan(needs, annotators, current_load(project, annotators) if load is None else load)
     _insert(planned)
     return len(planned)
 
@@ -94,7 +97,7 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     ):
         taken.setdefault(stage_id, set()).add(user_id)
     needs = [(stage_id, taken.get(stage_id, set()), project.annotators_per_item - assigned) for stage_id, assigned in needy]
-    planned = _plan(needs, annotators, _current_load(project, annotators))
+    planned = _plan(needs, annotators, current_load(project, annotators))
     _insert(planned)
     ItemStage.objects.filter(id__in={stage_id for stage_id, _ in planned}, status=StageStatus.READY).update(
         status=StageStatus.ANNOTATING

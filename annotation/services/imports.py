@@ -1,23 +1,73 @@
-"""All-or-nothing import of JSONL files (or, for some formats, one JSON document)."""
+"""All-or-nothing import of JSONL files (or, for some formats, one JSON document).
+
+Files are streamed: each line is parsed, checked and written in batches inside one
+transaction, so memory stays at a batch whatever the file's size, and a bad line anywhere rolls
+everything back. Uploads become an ``ImportJob`` that a Celery task runs (``run_import_job``);
+the management command and tests call ``import_jsonl`` directly.
+"""
+import functools
 import gc
+import hashlib
 import json
+import logging
+import math
+import time
+import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import IO, Any, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable, Iterator
 
-from django.db import transaction
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db.models import F
+from django.utils import timezone
 
-from annotation.exceptions import ImportFailed
-from annotation.json_values import nul_path
+from annotation.exceptions import ImportFailed, UploadTooLarge
+from annotation.json_values import NON_FINITE, NUL, bad_value, nul_path
 from annotation.kinds import KindSpec, PayloadError, get_kind
 from annotation.kinds.base import ImportLineError, ParsedItem
-from annotation.models import GoldRecord, GoldSource, Item, ItemStage, Project, StageStatus
+from annotation.models import GoldRecord, GoldSource, ImportJob, ImportJobState, Item, ItemStage, Project, StageStatus
 
-from .assignments import annotator_ids, assign_new_stages
+from .assignments import annotator_ids, assign_new_stages, current_load
+
+logger = logging.getLogger(__name__)
 
 LABELS_AS = ("ignore", "gold", "suggestion")
 MAX_REPORTED_ERRORS = 20
 BATCH_SIZE = 2000
+PROGRESS_INTERVAL_SECONDS = 0.5
+UPLOAD_DIR = "imports"
+NUL_MESSAGE = NUL
+# Item columns with a length limit, and the import field each comes from ("id" or "index" for
+# the external id, see _external_id_field).
+LIMITED_COLUMNS = ("external_id", "source", "domain")
+_BOM = b"\xef\xbb\xbf"
+# Only a line with a \uD800-\uDFFF escape can hold a lone surrogate (raw UTF-8 surrogates fail
+# decoding): only such lines are walked value by value, which costs more than the parse.
+_SURROGATE_ESCAPES = ("\\ud", "\\uD")
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _refuse_non_finite(text: str) -> float:
+    raise _NonFinite(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # 1e400
+        raise _NonFinite(text)
+    return value
+
+
+# json.loads, but NaN, Infinity and numbers too large for a float stop it (the hooks cost
+# nothing on lines without such numbers); the line is then walked to name the field.
+_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_non_finite, parse_float=_finite_float)
+MULTILINE_DOCUMENT = ("is one JSON document spread over several lines (a pretty-printed array or object), not JSONL: "
+                      "put each item on a line of its own, e.g. with jq -c '.[]'")
 
 
 @dataclass
@@ -26,82 +76,157 @@ class ImportResult:
     gold_records: int
     precomputing: int
     assignments: int
+    duplicates_skipped: int = 0
+    lines: int = 0
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
 
 
-def _jsonl_records(lines: Iterable[bytes | str]) -> Iterator[tuple[int, Any, dict | None]]:
+@dataclass
+class _Reading:
+    """How far the reader got; read by the progress callback."""
+
+    lines: int = 0
+    bytes: int = 0
+
+
+def check_upload_size(size: int | None) -> None:
+    if size is not None and size > settings.IMPORT_MAX_UPLOAD_BYTES:
+        raise UploadTooLarge(size, settings.IMPORT_MAX_UPLOAD_BYTES)
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+def _storable(text: str, limit: int) -> str:
+    """Error text as the job row and JSON answers can hold it: a field path may quote a
+    hostile key (NUL, lone surrogate, megabytes long), shown escaped and cut."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\u0000")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _error(line: int, field_name: str, message: str) -> dict:
+    return {"line": line, "field": _storable(field_name, 200), "message": _storable(message, 500)}
+
+
+def _syntax_error(exc: json.JSONDecodeError, number: int) -> dict:
+    return _error(exc.lineno if number == 0 else number, "(json)", f"is not valid JSON: {exc.msg} at column {exc.colno}")
+
+
+def _loads(text: str, number: int) -> tuple[Any, dict | None]:
+    line = max(number, 1)
+    try:
+        return _STRICT_JSON.decode(text), None
+    except _NonFinite:
+        pass
+    except json.JSONDecodeError as exc:
+        return None, _syntax_error(exc, number)
+    except RecursionError:
+        return None, _error(line, "(json)", "nests arrays or objects too deeply to be read")
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        return None, _error(line, "(json)", f"is not valid JSON: {exc}")
+    # NaN, Infinity or 1e400 stopped the strict parse: read it as Python's json does to name the field.
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, _syntax_error(exc, number)
+    except (RecursionError, ValueError):
+        return None, _error(line, "(json)", NON_FINITE)
+    return None, _hostile_value(data, line) or _error(line, "(json)", NON_FINITE)
+
+
+def _hostile_value(data: Any, number: int) -> dict | None:
+    """A lone surrogate or non-finite number anywhere in the record (they are never storable)."""
+    if found := bad_value(data, nul=False):
+        return _error(number, found[0], found[1])
+    return None
+
+
+def _jsonl_records(lines: Iterable[bytes | str], reading: _Reading) -> Iterator[tuple[int, Any, dict | None]]:
     """(line number, parsed JSON, error) for every non-blank line."""
+    first_line, held = 0, None  # the first line, when it might open a multi-line JSON document
     for number, raw in enumerate(lines, start=1):
+        reading.lines, reading.bytes = number, reading.bytes + len(raw)
+        if number == 1:
+            raw = raw.removeprefix(_BOM) if isinstance(raw, bytes) else raw.removeprefix("\ufeff")
         if isinstance(raw, bytes):
             try:
                 raw = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                yield number, None, {"line": number, "field": "(line)", "message": f"is not UTF-8: {exc.reason}"}
+                yield number, None, _error(number, "(line)", f"is not UTF-8: {exc.reason}")
                 continue
         if not raw.strip():
             continue
-        try:
-            yield number, json.loads(raw), None
-        except json.JSONDecodeError as exc:
-            yield number, None, {"line": number, "field": "(json)", "message": f"is not valid JSON: {exc.msg} at column {exc.colno}"}
+        data, error = _loads(raw, number)
+        if held is not None:
+            if error is not None:  # two lines in a row that are not JSON: a pretty-printed document
+                yield first_line, None, _error(first_line, "(file)", MULTILINE_DOCUMENT)
+                return
+            yield held
+            held = None
+        if not first_line:
+            first_line = number
+            stripped = raw.strip()
+            # "[" or '{"prompt": "q",' opening a document; a broken JSONL line still ends in "}"
+            if error is not None and stripped[:1] in "[{" and stripped[-1:] not in "]}":
+                held = (number, None, error)
+                continue
+            if error is None and isinstance(data, list) and any(isinstance(entry, dict) for entry in data):
+                error, data = _error(number, "(file)", "is one JSON array, not JSONL: put each item on a line of its own"), None
+        if error is None and (_SURROGATE_ESCAPES[0] in raw or _SURROGATE_ESCAPES[1] in raw):
+            error = _hostile_value(data, number)
+        yield number, data, error
+    if held is not None:
+        yield held
 
 
-def _document_records(lines: Iterable[bytes | str]) -> Iterator[tuple[int, Any, dict | None]]:
+def _document_records(lines: Iterable[bytes | str], reading: _Reading) -> Iterator[tuple[int, Any, dict | None]]:
     """The items of one JSON document (an object or a list of objects), numbered from 1.
 
-    A file that is JSONL after all (one object a line) is read as JSONL.
+    A file that is JSONL after all (one object a line) is read as JSONL. The document is read
+    whole: these are small files (the original tool's screens); the upload limit bounds them.
     """
     chunks = list(lines)
-    raw = b"".join(c if isinstance(c, bytes) else c.encode() for c in chunks)
+    raw = b"".join(c if isinstance(c, bytes) else c.encode("utf-8", "surrogatepass") for c in chunks)
+    del chunks
+    reading.bytes, reading.lines = len(raw), raw.count(b"\n") + 1
+    raw = raw.removeprefix(_BOM)
     try:
-        data = json.loads(raw.decode("utf-8"))
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        yield 1, None, {"line": 1, "field": "(file)", "message": f"is not UTF-8: {exc.reason}"}
+        yield 1, None, _error(1, "(file)", f"is not UTF-8: {exc.reason}")
         return
-    except json.JSONDecodeError as exc:
-        if exc.msg == "Extra data":
-            yield from _jsonl_records(raw.splitlines())
+    data, error = _loads(text, 0)
+    if error is not None:
+        if error["message"].startswith("is not valid JSON: Extra data"):
+            yield from _jsonl_records(raw.splitlines(keepends=True), _Reading())
             return
-        yield exc.lineno, None, {"line": exc.lineno, "field": "(json)", "message": f"is not valid JSON: {exc.msg} at column {exc.colno}"}
+        yield error["line"], None, error
         return
     for number, record in enumerate(data if isinstance(data, list) else [data], start=1):
-        yield number, record, None
+        yield number, record, _hostile_value(record, number)
 
 
-def parse_import_file(project: Project, lines: Iterable[bytes | str], fmt: str) -> list[ParsedItem]:
-    """Read and validate every record; raise ImportFailed naming each bad line and field."""
-    kind = get_kind(project.kind)
-    if fmt not in kind.import_formats:
-        raise ImportFailed([{"line": 0, "field": "format", "message": f"must be one of {', '.join(kind.import_formats)}"}])
-    records = _document_records(lines) if fmt in kind.document_formats else _jsonl_records(lines)
-    parsed, errors = [], []
-    for number, data, error in records:
-        if error is None and not isinstance(data, dict):
-            error = {"line": number, "field": "(line)", "message": "must be a JSON object"}
-        if error is None:
-            try:
-                item = kind.parse_import_line(fmt, data, number)
-            except ImportLineError as exc:
-                error = {"line": exc.line, "field": exc.field, "message": exc.message}
-            else:
-                if where := _nul_in_stored_fields(item):
-                    error = {"line": number, "field": where, "message": NUL_MESSAGE}
-                else:
-                    parsed.append(item)
-        if error is not None:
-            errors.append(error)
-            if len(errors) >= MAX_REPORTED_ERRORS:
-                break
-    if errors:
-        raise ImportFailed(errors)
-    if not parsed:
-        raise ImportFailed([{"line": 0, "field": "(file)", "message": "contains no items"}])
-    return parsed
+# -- checking -----------------------------------------------------------------------------------
+
+def _external_id_field(fmt: str, data: dict) -> str:
+    if fmt == "felm" or ("id" not in data and "index" in data):
+        return "index"
+    return "id"
 
 
-NUL_MESSAGE = "contains a NUL character (\\u0000), which cannot be stored"
+@functools.cache
+def _column_limits() -> tuple[tuple[str, int], ...]:
+    return tuple((column, Item._meta.get_field(column).max_length) for column in LIMITED_COLUMNS)
+
+
+def _too_long(item: ParsedItem, fmt: str, data: dict) -> dict | None:
+    for column, limit in _column_limits():
+        value = getattr(item, column)
+        if len(value) > limit:
+            name = _external_id_field(fmt, data) if column == "external_id" else column
+            return _error(item.line, name, f"is {len(value)} characters long; at most {limit} fit")
+    return None
 
 
 def _nul_in_stored_fields(item: ParsedItem) -> str | None:
@@ -115,34 +240,82 @@ def _nul_in_stored_fields(item: ParsedItem) -> str | None:
     return nul_path(top_level) or nul_path(item.content, "content") or nul_path(item.suggestions, "suggestions")
 
 
-def _check_labels(kind: KindSpec, parsed: list[ParsedItem], stage: int, labels_as: str) -> None:
+def _label_error(kind: KindSpec, item: ParsedItem, stage: int, labels_as: str) -> dict | None:
     if labels_as == "ignore":
-        return
-    for item in parsed:
-        if stage not in item.labels:
-            if labels_as == "gold":
-                raise ImportFailed([{"line": item.line, "field": "labels", "message": "is missing, but labels_as=gold"}])
+        return None
+    if stage not in item.labels:
+        return _error(item.line, "labels", "is missing, but labels_as=gold") if labels_as == "gold" else None
+    if where := nul_path(item.labels[stage], "labels"):
+        return _error(item.line, where, NUL_MESSAGE)
+    try:
+        kind.validate_payload(stage, item.content.get(stage, {}), item.labels[stage], complete=False)
+    except PayloadError as exc:  # the labels must at least fit the annotation schema
+        first = exc.errors[0]
+        return _error(item.line, f"labels: {first['field']}", first["message"])
+    return None
+
+
+def _identity(external_id: str, prompt: str, response: str) -> bytes:
+    """What makes two items exact duplicates, hashed to 16 bytes (about 90 bytes a line in memory)."""
+    text = "\x00".join((external_id, prompt, response)).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(text, digest_size=16).digest()
+
+
+def check_options(project: Project, fmt: str, labels_as: str) -> None:
+    """Refuse an unknown format or labels_as before any line is read."""
+    kind = get_kind(project.kind)
+    if fmt not in kind.import_formats:
+        raise ImportFailed([_error(0, "format", f"must be one of {', '.join(kind.import_formats)}")])
+    if labels_as not in LABELS_AS:
+        raise ImportFailed([_error(0, "labels_as", f"must be one of {', '.join(LABELS_AS)}")])
+
+
+def parse_import_file(project: Project, lines: Iterable[bytes | str], fmt: str, labels_as: str = "ignore",
+                      reading: _Reading | None = None) -> Iterator[ParsedItem | dict]:
+    """Each line read and checked: a ParsedItem, or an error dict naming line and field."""
+    kind = get_kind(project.kind)
+    reading = reading or _Reading()
+    records = _document_records(lines, reading) if fmt in kind.document_formats else _jsonl_records(lines, reading)
+    first_stage = kind.stages[0]
+    for number, data, error in records:
+        if error is None and not isinstance(data, dict):
+            error = _error(number, "(line)", "must be a JSON object")
+        if error is not None:
+            yield error
             continue
-        if where := nul_path(item.labels[stage], "labels"):
-            raise ImportFailed([{"line": item.line, "field": where, "message": NUL_MESSAGE}])
         try:
-            kind.validate_payload(stage, item.content.get(stage, {}), item.labels[stage], complete=False)
-        except PayloadError as exc:  # the labels must at least fit the annotation schema
-            raise ImportFailed([{"line": item.line, "field": f"labels: {e['field']}", "message": e["message"]} for e in exc.errors]) from exc
+            item = kind.parse_import_line(fmt, data, number)
+        except ImportLineError as exc:
+            yield _error(exc.line, exc.field, exc.message)
+            continue
+        if error := _too_long(item, fmt, data):
+            yield error
+        elif where := _nul_in_stored_fields(item):
+            yield _error(number, where, NUL_MESSAGE)
+        elif error := _label_error(kind, item, first_stage, labels_as):
+            yield error
+        else:
+            yield item
 
 
-def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: str, labels_as: str = "ignore") -> ImportResult:
+# -- writing ------------------------------------------------------------------------------------
+
+def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: str, labels_as: str = "ignore",
+                 on_progress: Callable[[int, int], None] | None = None,
+                 before_commit: Callable[[ImportResult], None] | None = None) -> ImportResult:
     """Import a file into ``project``; a bad record fails the whole file and writes nothing.
 
     Stages whose content and suggestions the file gives are ready at once; the others are
     pre-annotated by a Celery task after the transaction commits. ``labels_as`` decides what
     labels in the file become: the gold record (``gold``), the annotators' starting point
-    instead of the machine's (``suggestion``) or nothing (``ignore``).
+    instead of the machine's (``suggestion``) or nothing (``ignore``). Exact duplicates (same
+    external id, prompt and response, in the file or already in the project) are skipped and
+    counted. ``on_progress(lines, bytes)`` is called every half second or so;
+    ``before_commit(result)`` runs inside the transaction (an exception there undoes it all).
     """
-    if labels_as not in LABELS_AS:
-        raise ImportFailed([{"line": 0, "field": "labels_as", "message": f"must be one of {', '.join(LABELS_AS)}"}])
+    check_options(project, fmt, labels_as)
     with cyclic_gc_paused():
-        return _import(project, file, fmt, labels_as)
+        return _import(project, file, fmt, labels_as, on_progress, before_commit)
 
 
 @contextmanager
@@ -158,54 +331,143 @@ def cyclic_gc_paused():
             gc.enable()
 
 
-def _import(project: Project, file, fmt: str, labels_as: str) -> ImportResult:
-    parsed = parse_import_file(project, file, fmt)
-    kind = get_kind(project.kind)
-    first_stage = kind.stages[0]
-    _check_labels(kind, parsed, first_stage, labels_as)
+@dataclass
+class _Writer:
+    """Writes one batch of parsed items at a time, inside the import's transaction."""
 
-    annotators = annotator_ids(project) if first_stage in kind.annotatable_stages else []
-    with transaction.atomic():
+    project: Project
+    kind: KindSpec
+    labels_as: str
+    annotators: list[int]
+    existing_up_to: int | None  # the project's last item id before the import (None: it had none)
+    result: ImportResult = field(default_factory=lambda: ImportResult(0, 0, 0, 0))
+    first_item_id: int | None = None
+    stages_done: list[int] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.stage = self.kind.stages[0]
+        self.load = current_load(self.project, self.annotators) if self.annotators else None
+
+    def _already_stored(self, batch: list[ParsedItem]) -> set[bytes]:
+        if self.existing_up_to is None:
+            return set()
+        rows = Item.objects.filter(
+            project=self.project, id__lte=self.existing_up_to,
+            external_id__in={p.external_id for p in batch}, response__in={p.response for p in batch},
+        ).values_list("external_id", "prompt", "response")
+        return {_identity(*row) for row in rows}
+
+    def write(self, batch: list[ParsedItem]) -> None:
+        if stored := self._already_stored(batch):
+            kept = [p for p in batch if _identity(p.external_id, p.prompt, p.response) not in stored]
+            self.result.duplicates_skipped += len(batch) - len(kept)
+            batch = kept
+        if not batch:
+            return
         items = Item.objects.bulk_create(
-            [
-                Item(project=project, external_id=p.external_id, source=p.source, domain=p.domain,
-                     prompt=p.prompt, response=p.response, metadata=p.metadata)
-                for p in parsed
-            ],
+            [Item(project=self.project, external_id=p.external_id, source=p.source, domain=p.domain,
+                  prompt=p.prompt, response=p.response, metadata=p.metadata) for p in batch],
             batch_size=BATCH_SIZE,
         )
-        stages = []
-        for item, p in zip(items, parsed):
-            content = p.content.get(first_stage) or {}
-            suggestion, provenance = p.suggestions.get(first_stage), {"suggestion": "import"} if p.suggestions else {}
-            if labels_as == "suggestion" and first_stage in p.labels:
-                suggestion, provenance = p.labels[first_stage], {"suggestion": "import:labels"}
-            if labels_as == "gold":
-                status = StageStatus.DONE
-            elif kind.needs_precompute(first_stage, content, suggestion):
-                status = StageStatus.PRECOMPUTING
-            else:
-                status = StageStatus.ANNOTATING if annotators else StageStatus.READY
-            stages.append(ItemStage(item=item, stage=first_stage, status=status, content=content,
-                                    suggestion=suggestion, provenance=provenance))
-        stages = ItemStage.objects.bulk_create(stages, batch_size=BATCH_SIZE)
-        gold = []
-        if labels_as == "gold":
+        if self.first_item_id is None:
+            self.first_item_id = items[0].id
+        stages = ItemStage.objects.bulk_create([self._stage(item, p) for item, p in zip(items, batch)], batch_size=BATCH_SIZE)
+        if self.labels_as == "gold":
             gold = GoldRecord.objects.bulk_create(
-                [GoldRecord(item_stage=stage, payload=p.labels[first_stage], source=GoldSource.IMPORT)
-                 for stage, p in zip(stages, parsed)],
+                [GoldRecord(item_stage=stage, payload=p.labels[self.stage], source=GoldSource.IMPORT)
+                 for stage, p in zip(stages, batch)],
                 batch_size=BATCH_SIZE,
             )
+            self.result.gold_records += len(gold)
             from .stages import open_next_stages
 
-            open_next_stages(project, [stage.id for stage in stages])
-        to_precompute = [stage.id for stage in stages if stage.status == StageStatus.PRECOMPUTING]
-        assigned = assign_new_stages(project, [s.id for s in stages if s.status == StageStatus.ANNOTATING], annotators)
-        if to_precompute:
-            from annotation.tasks import enqueue_precompute
+            open_next_stages(self.project, [stage.id for stage in stages])
+        self.result.items += len(items)
+        self.result.precomputing += sum(stage.status == StageStatus.PRECOMPUTING for stage in stages)
+        self.result.assignments += assign_new_stages(
+            self.project, [s.id for s in stages if s.status == StageStatus.ANNOTATING], self.annotators, self.load
+        )
 
-            transaction.on_commit(lambda: enqueue_precompute(to_precompute))
-    return ImportResult(items=len(items), gold_records=len(gold), precomputing=len(to_precompute), assignments=assigned)
+    def _stage(self, item: Item, p: ParsedItem) -> ItemStage:
+        content = p.content.get(self.stage) or {}
+        suggestion, provenance = p.suggestions.get(self.stage), {"suggestion": "import"} if p.suggestions else {}
+        if self.labels_as == "suggestion" and self.stage in p.labels:
+            suggestion, provenance = p.labels[self.stage], {"suggestion": "import:labels"}
+        if self.labels_as == "gold":
+            status = StageStatus.DONE
+        elif self.kind.needs_precompute(self.stage, content, suggestion):
+            status = StageStatus.PRECOMPUTING
+        else:
+            status = StageStatus.ANNOTATING if self.annotators else StageStatus.READY
+        return ItemStage(item=item, stage=self.stage, status=status, content=content, suggestion=suggestion,
+                         provenance=provenance)
+
+
+def _import(project: Project, file, fmt: str, labels_as: str, on_progress, before_commit) -> ImportResult:
+    kind = get_kind(project.kind)
+    annotators = annotator_ids(project) if kind.stages[0] in kind.annotatable_stages else []
+    reading = _Reading()
+    errors: list[dict] = []
+    seen: set[bytes] = set()
+    next_report = time.monotonic() + PROGRESS_INTERVAL_SECONDS
+    with transaction.atomic():
+        last_id = Item.objects.filter(project=project).order_by("-id").values_list("id", flat=True).first()
+        writer = _Writer(project, kind, labels_as, annotators, last_id)
+        batch: list[ParsedItem] = []
+        for entry in parse_import_file(project, file, fmt, labels_as, reading):
+            if isinstance(entry, dict):
+                errors.append(entry)
+                batch = []  # nothing more is written: the transaction will be rolled back
+                if len(errors) >= MAX_REPORTED_ERRORS:
+                    break
+            elif not errors:
+                identity = _identity(entry.external_id, entry.prompt, entry.response)
+                if identity in seen:
+                    writer.result.duplicates_skipped += 1
+                else:
+                    seen.add(identity)
+                    batch.append(entry)
+                    if len(batch) >= BATCH_SIZE:
+                        writer.write(batch)
+                        batch = []
+            if on_progress is not None and time.monotonic() >= next_report:
+                on_progress(reading.lines, reading.bytes)
+                next_report = time.monotonic() + PROGRESS_INTERVAL_SECONDS
+        if on_progress is not None:
+            on_progress(reading.lines, reading.bytes)
+        if errors:
+            raise ImportFailed(errors)
+        if batch:
+            writer.write(batch)
+        result = writer.result
+        result.lines = reading.lines
+        if not result.items and not result.duplicates_skipped:
+            raise ImportFailed([_error(0, "(file)", "contains no items")])
+        if result.precomputing:
+            transaction.on_commit(_enqueue_precompute_of(project, writer.stage, writer.first_item_id))
+        if before_commit is not None:
+            before_commit(result)
+    return result
+
+
+def _enqueue_precompute_of(project: Project, stage: int, first_item_id: int):
+    """After commit: queue this import's precomputing stages, read back in chunks (not held in memory)."""
+    def enqueue():
+        from annotation.tasks import enqueue_precompute
+
+        stage_ids = ItemStage.objects.filter(
+            item__project=project, item_id__gte=first_item_id, stage=stage, status=StageStatus.PRECOMPUTING
+        ).order_by("id").values_list("id", flat=True)
+        chunk: list[int] = []
+        for stage_id in stage_ids.iterator(chunk_size=BATCH_SIZE):
+            chunk.append(stage_id)
+            if len(chunk) >= BATCH_SIZE:
+                enqueue_precompute(chunk)
+                chunk = []
+        if chunk:
+            enqueue_precompute(chunk)
+
+    return enqueue
 
 
 def retry_failed_precompute(project: Project) -> int:
@@ -219,3 +481,150 @@ def retry_failed_precompute(project: Project) -> int:
 
         transaction.on_commit(lambda: enqueue_precompute(stage_ids))
     return len(stage_ids)
+
+
+# -- import jobs (uploads run by a Celery task) ---------------------------------------------------
+
+def upload_path(job: ImportJob) -> Path:
+    return Path(settings.DATA_DIR) / job.file_path
+
+
+def _store_upload(upload) -> tuple[str, int]:
+    """Copy the upload under DATA_DIR/imports (shared by web and worker); returns (relative path, size)."""
+    directory = Path(settings.DATA_DIR) / UPLOAD_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    relative = f"{UPLOAD_DIR}/{uuid.uuid4().hex}.upload"
+    size = 0
+    with open(Path(settings.DATA_DIR) / relative, "wb") as target:
+        for chunk in upload.chunks() if hasattr(upload, "chunks") else iter(lambda: upload.read(1 << 20), b""):
+            size += len(chunk)
+            target.write(chunk)
+    return relative, size
+
+
+def create_import_job(*, project: Project, user, upload, fmt: str, labels_as: str = "ignore") -> ImportJob:
+    """Store the upload and queue its import; the task starts once this transaction commits.
+
+    Unknown options and files above the size limit are refused here, before anything is stored.
+    """
+    check_options(project, fmt, labels_as)
+    check_upload_size(getattr(upload, "size", None))
+    relative, size = _store_upload(upload)
+    try:
+        with transaction.atomic():
+            job = ImportJob.objects.create(
+                project=project, created_by=user if getattr(user, "is_authenticated", False) else None,
+                format=fmt, labels_as=labels_as, file_path=relative, file_size=size,
+                file_name=str(getattr(upload, "name", "") or "")[:255],
+            )
+            from annotation.tasks import run_import
+
+            transaction.on_commit(lambda: run_import.delay(job.id))
+    except BaseException:
+        (Path(settings.DATA_DIR) / relative).unlink(missing_ok=True)
+        raise
+    return job
+
+
+class _JobEnded(Exception):
+    """Another run of the same job finished it first: this run's writes are rolled back."""
+
+
+class _ProgressWriter:
+    """Commits lines/bytes read on a connection of its own, so pollers see them while the import's
+    transaction is open. Only on PostgreSQL: SQLite's writer lock is held by that transaction
+    (there, the counts are written when the job ends)."""
+
+    def __init__(self, job_id: int):
+        self.job_id = job_id
+        self.connection = connections.create_connection(DEFAULT_DB_ALIAS) if connection.vendor == "postgresql" else None
+        table = connection.ops.quote_name(ImportJob._meta.db_table)
+        self.sql = f"UPDATE {table} SET lines_read = %s, bytes_read = %s WHERE id = %s AND state = %s"
+
+    def __call__(self, lines: int, size: int) -> None:
+        if self.connection is None:
+            return
+        try:
+            with self.connection.cursor() as cursor:
+                cursor.execute(self.sql, [lines, size, self.job_id, ImportJobState.RUNNING])
+        except Exception:  # progress is a courtesy: it must never fail the import
+            logger.warning("could not record the progress of import job %s", self.job_id, exc_info=True)
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+
+
+def _end_job(job_id: int, state: str, *, errors: list[dict] | None = None, result: dict | None = None,
+             reading: tuple[int, int] | None = None, only_unended: bool = True) -> int:
+    values = {"state": state, "finished_at": timezone.now(), "errors": errors or [], "result": result}
+    if reading is not None:
+        values["lines_read"], values["bytes_read"] = reading
+    jobs = ImportJob.objects.filter(pk=job_id)
+    if only_unended:
+        jobs = jobs.exclude(state__in=[ImportJobState.DONE, ImportJobState.FAILED])
+    return jobs.update(**values)
+
+
+def fail_import_job(job_id: int, message: str) -> None:
+    """End a job that cannot run (e.g. the database stayed unreachable), and drop its upload."""
+    _end_job(job_id, ImportJobState.FAILED, errors=[_error(0, "(server)", message)])
+    _delete_upload(job_id)
+
+
+def _delete_upload(job_id: int) -> None:
+    job = ImportJob.objects.filter(pk=job_id).only("file_path").first()
+    if job is not None and job.file_path:
+        upload_path(job).unlink(missing_ok=True)
+
+
+def run_import_job(job_id: int) -> ImportJob | None:
+    """Run a queued import job (the Celery task's body); safe to run again.
+
+    A job that ended is not run again. A run whose worker died left nothing (one transaction),
+    so a redelivered task simply imports again; the job is marked done inside that transaction,
+    so two runs at once cannot both write the items. Database errors propagate for the task to
+    retry; the upload is deleted once the job has ended.
+    """
+    claimed = ImportJob.objects.filter(pk=job_id, state__in=[ImportJobState.QUEUED, ImportJobState.RUNNING]).update(
+        state=ImportJobState.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, lines_read=0, bytes_read=0
+    )
+    if not claimed:
+        return ImportJob.objects.filter(pk=job_id).first()
+    job = ImportJob.objects.select_related("project").get(pk=job_id)
+    progress = _ProgressWriter(job_id)
+    seen = [0, 0]
+
+    def on_progress(lines: int, size: int) -> None:
+        seen[:] = [lines, size]
+        progress(lines, size)
+
+    def finish(result: ImportResult) -> None:
+        if not _end_job(job_id, ImportJobState.DONE, result=result.as_dict(), reading=tuple(seen)):
+            raise _JobEnded()
+
+    try:
+        with open(upload_path(job), "rb") as file:
+            import_jsonl(job.project, file, fmt=job.format, labels_as=job.labels_as, on_progress=on_progress,
+                         before_commit=finish)
+    except _JobEnded:
+        pass
+    except ImportFailed as exc:
+        _end_job(job_id, ImportJobState.FAILED, errors=exc.errors, reading=tuple(seen))
+    except FileNotFoundError:
+        _end_job(job_id, ImportJobState.FAILED, errors=[_error(0, "(file)", "the uploaded file is gone from the server "
+                                                                           "(web and worker must share DATA_DIR)")])
+    except Exception as exc:
+        from django.db import InterfaceError, OperationalError
+
+        if isinstance(exc, (OperationalError, InterfaceError)):
+            raise  # transient: the task retries, the upload is kept
+        logger.exception("import job %s failed", job_id)
+        _end_job(job_id, ImportJobState.FAILED, errors=[_error(
+            0, "(server)", f"the import stopped on an internal error ({type(exc).__name__}); nothing was imported")])
+    finally:
+        progress.close()
+    job.refresh_from_db()
+    if job.ended:
+        _delete_upload(job_id)
+    return job

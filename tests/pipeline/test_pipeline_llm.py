@@ -53,6 +53,18 @@ def test_config_overrides_win_over_the_environment_and_none_is_ignored():
     assert (config.model, config.concurrency, config.api_key) == ("llama", 16, "k")
 
 
+def test_the_server_key_is_dropped_when_the_overrides_point_elsewhere():
+    environ = {"LLM_BASE_URL": "http://llm.internal/v1", "LLM_MODEL": "qwen", "LLM_API_KEY": "server-key"}
+    elsewhere = LLMConfig.from_env({"base_url": "http://elsewhere.example/v1"}, environ=environ)
+    assert (elsewhere.base_url, elsewhere.api_key) == ("http://elsewhere.example/v1", None)
+    same = LLMConfig.from_env({"base_url": "http://llm.internal/v1/", "model": "m"}, environ=environ)
+    assert same.api_key == "server-key"
+    own_key = LLMConfig.from_env({"base_url": "http://elsewhere.example/v1", "api_key": "own"}, environ=environ)
+    assert own_key.api_key == "own"
+    no_env_url = LLMConfig.from_env({"base_url": "http://elsewhere.example/v1"}, environ={"LLM_API_KEY": "server-key"})
+    assert no_env_url.api_key is None
+
+
 def test_config_rejects_unknown_overrides():
     with pytest.raises(ValueError, match="unknown LLM settings"):
         LLMConfig.from_env({"modle": "typo"}, environ={})

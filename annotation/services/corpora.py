@@ -1,0 +1,248 @@
+"""Passage corpora for step-2 evidence retrieval: upload, import as passages, embed.
+
+An admin uploads JSONL documents ``{"title", "url", "text"}``. The upload is stored under
+``DATA_DIR/corpora`` and a Celery task reads it twice: once to check every line (a bad line
+fails the corpus and names its line and field, nothing is written), once to cut each document
+into sentence windows and write them in batches. On PostgreSQL the passages' text-search
+vectors are filled when the import ends, so the corpus is lexically searchable at once; the
+embeddings follow in batches, each batch its own task, and retrieval uses whatever is embedded.
+A task redelivered after its worker died starts its part again: the import deletes what an
+earlier run wrote, an embedding batch only takes passages that still have no vector.
+"""
+import json
+import logging
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.exceptions import DomainError, ImportFailed
+from annotation.json_values import MAX_JSON_DEPTH, bad_value, too_deep
+from annotation.kinds.base import is_valid_url
+from annotation.models import Corpus, CorpusState, Passage, Project
+
+logger = logging.getLogger(__name__)
+
+UPLOAD_DIR = "corpora"
+INSERT_BATCH = 1000
+EMBED_BATCH = 256
+MAX_REPORTED_ERRORS = 20
+MAX_PASSAGE_SENTENCES = 50
+_BOM = b"\xef\xbb\xbf"
+_TEXT_LIMITS = {"title": Passage._meta.get_field("title").max_length, "url": Passage._meta.get_field("url").max_length}
+
+
+def check_passage_settings(sentences: int, stride: int) -> None:
+    for name, value in (("passage_sentences", sentences), ("passage_stride", stride)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PASSAGE_SENTENCES:
+            raise DomainError(f"{name} must be a whole number from 1 to {MAX_PASSAGE_SENTENCES}")
+    if stride > sentences:
+        raise DomainError("passage_stride must not exceed passage_sentences, or sentences between windows are lost")
+
+
+def upload_path(corpus: Corpus) -> Path:
+    return Path(settings.DATA_DIR) / corpus.file_path
+
+
+def _store_upload(upload) -> tuple[str, int]:
+    directory = Path(settings.DATA_DIR) / UPLOAD_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    relative = f"{UPLOAD_DIR}/{uuid.uuid4().hex}.jsonl"
+    size = 0
+    with open(Path(settings.DATA_DIR) / relative, "wb") as target:
+        for chunk in upload.chunks() if hasattr(upload, "chunks") else iter(lambda: upload.read(1 << 20), b""):
+            size += len(chunk)
+            target.write(chunk)
+    return relative, size
+
+
+def create_corpus(*, name: str, user, upload, projects: list[Project], passage_sentences: int = 5,
+                  passage_stride: int = 2) -> Corpus:
+    """Store the upload and queue its import; the task starts once this transaction commits."""
+    if not (name or "").strip():
+        raise DomainError("a corpus needs a name")
+    check_passage_settings(passage_sentences, passage_stride)
+    limit = settings.IMPORT_MAX_UPLOAD_BYTES
+    if getattr(upload, "size", None) and upload.size > limit:
+        raise DomainError(f"the file is larger than the upload limit ({limit} bytes)")
+    relative, size = _store_upload(upload)
+    try:
+        with transaction.atomic():
+            corpus = Corpus.objects.create(
+                name=name.strip()[:200], created_by=user if getattr(user, "is_authenticated", False) else None,
+                passage_sentences=passage_sentences, passage_stride=passage_stride, file_path=relative,
+                file_size=size, file_name=str(getattr(upload, "name", "") or "")[:255],
+            )
+            corpus.projects.set(projects)
+            from annotation.tasks import import_corpus
+
+            transaction.on_commit(lambda: import_corpus.delay(corpus.id))
+    except BaseException:
+        (Path(settings.DATA_DIR) / relative).unlink(missing_ok=True)
+        raise
+    return corpus
+
+
+def share_corpus(corpus: Corpus, projects: list[Project]) -> Corpus:
+    """Set the projects whose step-2 retrieval searches ``corpus``."""
+    corpus.projects.set(projects)
+    return corpus
+
+
+def _document(raw: bytes, number: int) -> tuple[dict | None, dict | None]:
+    """(document, None) or (None, error naming the line and field)."""
+    def error(field: str, message: str):
+        return None, {"line": number, "field": field, "message": message}
+
+    if number == 1 and raw.startswith(_BOM):
+        raw = raw[len(_BOM):]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return error("(line)", f"is not UTF-8: {exc.reason}")
+    if not text.strip():
+        return None, None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return error("(json)", f"is not valid JSON: {exc.msg} at column {exc.colno}")
+    except RecursionError:
+        return error("(json)", f"is nested too deeply (more than {MAX_JSON_DEPTH} levels)")
+    if not isinstance(data, dict):
+        return error("(line)", "must be a JSON object with title, url and text")
+    if too_deep(data):
+        return error("(json)", f"is nested too deeply (more than {MAX_JSON_DEPTH} levels)")
+    document = {}
+    for key in ("title", "url", "text"):
+        value = data.get(key, "")
+        if value is None:
+            value = ""
+        if not isinstance(value, str):
+            return error(key, "must be a string")
+        if found := bad_value(value, key):
+            return error(*found)
+        if key in _TEXT_LIMITS and len(value) > _TEXT_LIMITS[key]:
+            return error(key, f"is longer than {_TEXT_LIMITS[key]} characters")
+        document[key] = value.strip()
+    if not document["text"]:
+        return error("text", "is missing or empty")
+    if document["url"] and not is_valid_url(document["url"]):
+        return error("url", "must be an http(s) URL")
+    return document, None
+
+
+def _documents(path: Path):
+    """(line number, document or None, error or None) for each line of the stored upload."""
+    with open(path, "rb") as file:
+        for number, raw in enumerate(file, start=1):
+            document, error = _document(raw, number)
+            if document is not None or error is not None:
+                yield number, document, error
+
+
+def _check_file(path: Path) -> int:
+    errors, documents = [], 0
+    for number, document, error in _documents(path):
+        if error:
+            errors.append(error)
+            if len(errors) >= MAX_REPORTED_ERRORS:
+                break
+        else:
+            documents += 1
+    if not errors and not documents:
+        errors.append({"line": 0, "field": "(file)", "message": "contains no documents"})
+    if errors:
+        raise ImportFailed(errors)
+    return documents
+
+
+def _fill_search_vectors(corpus_id: int) -> None:
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE annotation_passage SET search = to_tsvector('english', title || ' ' || text) WHERE corpus_id = %s",
+            [corpus_id],
+        )
+
+
+def run_corpus_import(corpus_id: int) -> Corpus | None:
+    """The import task's body: check, write passages, make them searchable; safe to run again."""
+    from pipeline.retrieval import split_passages
+
+    claimed = Corpus.objects.filter(pk=corpus_id, state__in=[CorpusState.QUEUED, CorpusState.IMPORTING]).update(
+        state=CorpusState.IMPORTING, errors=[], lines_read=0, documents=0, passages=0)
+    corpus = Corpus.objects.filter(pk=corpus_id).first()
+    if not claimed or corpus is None:
+        return corpus
+    path = upload_path(corpus)
+    try:
+        _check_file(path)
+    except ImportFailed as exc:
+        Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.FAILED, errors=exc.errors)
+        path.unlink(missing_ok=True)
+        return Corpus.objects.get(pk=corpus_id)
+    except FileNotFoundError:
+        Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.FAILED, errors=[{
+            "line": 0, "field": "(file)", "message": "the uploaded file is gone (web and worker must share DATA_DIR)"}])
+        return Corpus.objects.get(pk=corpus_id)
+
+    Passage.objects.filter(corpus_id=corpus_id).delete()  # what a dead worker's run left
+    batch, documents, passages = [], 0, 0
+
+    def flush():
+        Passage.objects.bulk_create(batch)
+        Corpus.objects.filter(pk=corpus_id).update(lines_read=number, documents=documents, passages=passages)
+        batch.clear()
+
+    number = 0
+    for number, document, _ in _documents(path):
+        documents += 1
+        windows = split_passages(document["text"], size=corpus.passage_sentences, stride=corpus.passage_stride)
+        for position, text in enumerate(windows):
+            batch.append(Passage(corpus_id=corpus_id, document=number, position=position, title=document["title"],
+                                 url=document["url"], text=text))
+        passages += len(windows)
+        if len(batch) >= INSERT_BATCH:
+            flush()
+    flush()
+    _fill_search_vectors(corpus_id)
+    Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.EMBEDDING, imported_at=timezone.now())
+    path.unlink(missing_ok=True)
+    from annotation.tasks import embed_corpus
+
+    if not embed_corpus.app.conf.task_always_eager:
+        # With no worker (the embedded default) a whole corpus is not embedded inside a web
+        # request: retrieval embeds the candidates it ranks and keeps their vectors instead.
+        transaction.on_commit(lambda: embed_corpus.delay(corpus_id))
+    return Corpus.objects.get(pk=corpus_id)
+
+
+def embed_next_batch(corpus_id: int, size: int = EMBED_BATCH) -> int:
+    """Embed up to ``size`` passages that have no vector yet; returns how many were embedded.
+    The corpus is ready when none is left."""
+    from pipeline.retrieval import embed
+
+    rows = list(Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=True).order_by("id")
+                .values_list("id", "text")[:size])
+    if rows:
+        vectors = embed([text for _, text in rows])
+        Passage.objects.bulk_update(
+            [Passage(id=passage_id, embedding=vector.tobytes()) for (passage_id, _), vector in zip(rows, vectors)],
+            ["embedding"],
+        )
+    embedded = Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=False).count()
+    left = Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=True).order_by("id").values_list("id", flat=True)
+    next_missing = left.first()
+    if next_missing is None:
+        through = Passage.objects.filter(corpus_id=corpus_id).order_by("-id").values_list("id", flat=True).first() or 0
+    else:
+        through = next_missing - 1
+    changes = {"embedded": embedded, "embedded_through": through}
+    if next_missing is None:
+        changes.update(state=CorpusState.READY, embedded_at=timezone.now())
+    Corpus.objects.filter(Q(pk=corpus_id), ~Q(state=CorpusState.FAILED)).update(**changes)
+    return len(rows)

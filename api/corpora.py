@@ -1,0 +1,107 @@
+"""Passage corpora for step-2 evidence retrieval: upload (a background job), progress, sharing.
+
+Staff manage every corpus. A project admin uploads corpora for the projects they run and sees
+the corpora of those projects; attaching a corpus to a project needs admin rights on it.
+"""
+from django.conf import settings
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.response import Response
+
+from annotation import selectors
+from annotation.models import Corpus, Project
+from annotation.services import corpora as corpus_services
+
+from .serializers import ErrorSerializer, ImportErrorSerializer
+
+ERROR_400 = OpenApiResponse(ErrorSerializer, description="invalid input")
+ERROR_404 = OpenApiResponse(ErrorSerializer, description="no such corpus, or not one of the caller's projects")
+
+
+class CorpusSerializer(serializers.ModelSerializer):
+    projects = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    state_display = serializers.CharField(source="get_state_display", read_only=True)
+    errors = ImportErrorSerializer(many=True, read_only=True, help_text="why the import failed; nothing was imported")
+
+    class Meta:
+        model = Corpus
+        fields = ["id", "name", "projects", "state", "state_display", "passage_sentences", "passage_stride",
+                  "file_name", "file_size", "lines_read", "documents", "passages", "embedded", "errors",
+                  "created_at", "imported_at", "embedded_at"]
+        read_only_fields = fields
+
+
+class CorpusCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    file = serializers.FileField(help_text="JSONL, one document a line: {\"title\", \"url\", \"text\"}")
+    projects = serializers.PrimaryKeyRelatedField(queryset=Project.objects.all(), many=True, required=False,
+                                                  help_text="projects whose retrieval searches this corpus")
+    passage_sentences = serializers.IntegerField(default=5, min_value=1, max_value=corpus_services.MAX_PASSAGE_SENTENCES)
+    passage_stride = serializers.IntegerField(default=2, min_value=1, max_value=corpus_services.MAX_PASSAGE_SENTENCES)
+
+
+class CorpusProjectsSerializer(serializers.Serializer):
+    projects = serializers.PrimaryKeyRelatedField(queryset=Project.objects.all(), many=True)
+
+
+def _check_admin_of(user, projects) -> None:
+    if selectors.can_create_projects(user):
+        return
+    refused = [p.id for p in projects if not selectors.is_project_admin(user, p)]
+    if refused:
+        raise PermissionDenied(f"you are not an admin of project(s) {', '.join(map(str, refused))}")
+
+
+class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = CorpusSerializer
+    queryset = Corpus.objects.none()  # the schema's path type; rows come from get_queryset()
+    lookup_value_regex = "[0-9]+"
+
+    def get_queryset(self):
+        return selectors.corpora_for_user(self.request.user).prefetch_related("projects")
+
+    def get_object(self):
+        corpus = self.get_queryset().filter(pk=self.kwargs["pk"]).first()
+        if corpus is None:
+            raise NotFound("no such corpus")
+        return corpus
+
+    @extend_schema(request={"multipart/form-data": CorpusCreateSerializer},
+                   responses={202: CorpusSerializer, 400: ERROR_400,
+                              403: OpenApiResponse(ErrorSerializer, description="not an admin of every project named"),
+                              413: OpenApiResponse(ErrorSerializer, description="larger than IMPORT_MAX_UPLOAD_BYTES")})
+    def create(self, request):
+        """Upload a corpus; a worker cuts it into passages (poll the corpus for its state)."""
+        data = CorpusCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        projects = data.validated_data.get("projects", [])
+        if not projects and not selectors.can_create_projects(request.user):
+            raise PermissionDenied("name at least one project you administer")
+        _check_admin_of(request.user, projects)
+        upload = data.validated_data["file"]
+        if upload.size > settings.IMPORT_MAX_UPLOAD_BYTES:
+            return Response({"detail": f"the file is larger than the upload limit ({settings.IMPORT_MAX_UPLOAD_BYTES} "
+                                       "bytes)", "max_bytes": settings.IMPORT_MAX_UPLOAD_BYTES},
+                            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        corpus = corpus_services.create_corpus(
+            name=data.validated_data["name"], user=request.user, upload=upload, projects=projects,
+            passage_sentences=data.validated_data["passage_sentences"],
+            passage_stride=data.validated_data["passage_stride"],
+        )
+        corpus.refresh_from_db()  # without a broker the import has already run
+        return Response(CorpusSerializer(corpus).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=CorpusProjectsSerializer, responses={200: CorpusSerializer, 400: ERROR_400, 404: ERROR_404,
+                                                                403: OpenApiResponse(ErrorSerializer)})
+    @action(detail=True, methods=["put"])
+    def projects(self, request, pk=None):
+        """Set the projects that search this corpus; changes only to projects the caller administers."""
+        corpus = self.get_object()
+        data = CorpusProjectsSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        wanted, current = set(data.validated_data["projects"]), set(corpus.projects.all())
+        _check_admin_of(request.user, wanted ^ current)
+        corpus_services.share_corpus(corpus, list(wanted))
+        return Response(CorpusSerializer(corpus).data)

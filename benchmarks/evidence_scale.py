@@ -1,0 +1,209 @@
+"""Step-2 evidence retrieval at scale on PostgreSQL: corpus import, embedding rate, retrieval latency.
+
+Usage: .venv/bin/python benchmarks/evidence_scale.py [--passages 100000] [--claims 200] [--embed-sample 512]
+
+It creates its own PostgreSQL database (``workbench_evidence_bench`` on 127.0.0.1:5432, user
+postgres), migrates it and drops it at the end. Everything runs on loopback.
+
+1. Corpus import: a generated JSONL corpus of documents of 13 sentences (about 90 words a
+   passage, as the released evidence: 87 on average), cut into windows of 5 sentences every 2
+   (5 passages a document), written and given PostgreSQL text-search vectors by
+   ``services.corpora.run_corpus_import`` — the time until the corpus is lexically searchable.
+2. Embedding rate: all-MiniLM-L6-v2 on ``--embed-sample`` passages of the corpus (batch 32), in
+   passages/s, and what that means for the whole corpus. The rest of the corpus gets random unit
+   vectors written straight to the table, so step 3 can measure retrieval over a fully embedded
+   corpus without waiting the better part of an hour.
+3. Retrieval + ranking per claim, once embeddings exist: ``corpus_search`` (full-text search
+   with the claim and its keyword query, a dense scan of every vector) and
+   ``rank_candidates``, query embedding included: p50/p95 over ``--claims`` generated claims
+   (the first search, which loads the vectors into the process, is reported on its own).
+4. Pre-annotation of one item with 5 claims against a loopback LLM answering in 200 ms (question
+   generation and stance hints, calls concurrent), wall time.
+
+Peak RSS of this process (ru_maxrss) is printed after each step.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+DB = "workbench_evidence_bench"
+WORDS = ("river city king queen war treaty museum bridge cathedral railway harbour university library "
+         "composer painter novel symphony empire province parliament election mountain island century "
+         "founded built destroyed restored crowned elected wrote painted discovered opened closed").split()
+FILLER = "the of and in to was is for on with as by at from its their".split()
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def sentence(rng: random.Random) -> str:
+    words = [rng.choice(WORDS if rng.random() < 0.45 else FILLER) for _ in range(rng.randint(15, 21))]
+    name = f"{rng.choice(['Ar', 'Bel', 'Cor', 'Dun', 'El', 'Fen'])}{rng.choice(['ton', 'ford', 'mere', 'wick'])}"
+    return f"{name} {' '.join(words)} in {rng.randint(1000, 2020)}."
+
+
+def write_corpus(path: Path, passages: int, rng: random.Random) -> int:
+    documents = max(1, passages // 5)
+    with path.open("w") as file:
+        for number in range(documents):
+            text = " ".join(sentence(rng) for _ in range(13))
+            file.write(json.dumps({"title": f"Document {number}", "url": f"https://corpus.example/{number}",
+                                   "text": text}) + "\n")
+    return documents
+
+
+def setup_django() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{DB}"
+    os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only")
+    os.environ.pop("CELERY_BROKER_URL", None)
+    import django
+
+    django.setup()
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def main() -> None:
+    import logging
+
+    logging.disable(logging.INFO)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--passages", type=int, default=100_000)
+    parser.add_argument("--claims", type=int, default=200)
+    parser.add_argument("--embed-sample", type=int, default=512)
+    args = parser.parse_args()
+    rng = random.Random(7)
+
+    subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB], check=True)
+    subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", DB], check=True)
+    try:
+        setup_django()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        run(args, rng)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB], check=False)
+
+
+def run(args, rng: random.Random) -> None:
+    import numpy as np
+    from django.contrib.auth import get_user_model
+
+    from annotation.corpus_search import corpus_search
+    from annotation.models import Corpus, Passage
+    from annotation.services.corpora import create_corpus, run_corpus_import
+    from annotation.services.projects import create_project
+    from pipeline import retrieval
+
+    admin = get_user_model().objects.create_user("bench", password="x" * 12, is_staff=True)
+    project = create_project(name="Evidence bench", kind="factcheck", created_by=admin)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        from django.conf import settings
+
+        settings.DATA_DIR = Path(tmp)
+        source = Path(tmp) / "corpus.jsonl"
+        documents = write_corpus(source, args.passages, rng)
+        started = time.perf_counter()
+        with source.open("rb") as upload:  # no broker: the import task runs as the corpus is created
+            corpus = create_corpus(name="bench", user=admin, upload=upload, projects=[project])
+        run_corpus_import(corpus.id)  # a no-op when it has run
+        elapsed = time.perf_counter() - started
+    corpus = Corpus.objects.get(pk=corpus.id)
+    words = statistics.mean(len(t.split()) for t in Passage.objects.filter(corpus=corpus)
+                            .values_list("text", flat=True)[:2000])
+    print(f"1. corpus import: {documents} documents -> {corpus.passages} passages (mean {words:.0f} words) "
+          f"searchable after {elapsed:.1f} s ({corpus.passages / elapsed:.0f} passages/s); peak RSS {rss_mb():.0f} MB")
+
+    sample = list(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", "text")[:args.embed_sample])
+    retrieval.embed(["warm up"])
+    started = time.perf_counter()
+    vectors = retrieval.embed([text for _, text in sample])
+    rate = len(sample) / (time.perf_counter() - started)
+    print(f"2. embedding: {rate:.1f} passages/s (batch 32) -> the whole corpus in {corpus.passages / rate / 60:.0f} min "
+          f"of one worker; peak RSS {rss_mb():.0f} MB")
+    Passage.objects.bulk_update([Passage(id=pid, embedding=v.tobytes()) for (pid, _), v in zip(sample, vectors)],
+                                ["embedding"])
+    rest = Passage.objects.filter(corpus=corpus, embedding__isnull=True).order_by("id").values_list("id", flat=True)
+    ids = list(rest)
+    for start in range(0, len(ids), 5000):
+        chunk = ids[start:start + 5000]
+        random_vectors = np.random.default_rng(start).standard_normal((len(chunk), retrieval.EMBEDDING_DIMENSIONS))
+        random_vectors = (random_vectors / np.linalg.norm(random_vectors, axis=1, keepdims=True)).astype(np.float32)
+        Passage.objects.bulk_update([Passage(id=pid, embedding=v.tobytes()) for pid, v in zip(chunk, random_vectors)],
+                                    ["embedding"], batch_size=1000)
+    last = Passage.objects.filter(corpus=corpus).order_by("-id").values_list("id", flat=True).first()
+    Corpus.objects.filter(pk=corpus.pk).update(embedded=corpus.passages, embedded_through=last, state="ready")
+
+    claims = [sentence(rng) for _ in range(args.claims)]
+    search = corpus_search(project)
+    if os.environ.get("PROFILE"):
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for claim in claims[:10]:
+            queries = retrieval.offline_queries(claim)
+            vectors = retrieval.embed(queries)
+            candidates = [c for q, v in zip(queries, vectors) for c in search(q, v, retrieval.CANDIDATES_PER_QUERY)]
+            retrieval.rank_candidates(claim, candidates, claim_vector=vectors[0])
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+    started = time.perf_counter()
+    search(claims[0], retrieval.embed([claims[0]])[0], retrieval.CANDIDATES_PER_QUERY)
+    first = time.perf_counter() - started
+    timings = []
+    for claim in claims:
+        started = time.perf_counter()
+        queries = retrieval.offline_queries(claim)
+        query_vectors = retrieval.embed(queries)
+        candidates = []
+        for query, vector in zip(queries, query_vectors):
+            candidates.extend(search(query, vector, retrieval.CANDIDATES_PER_QUERY))
+        retrieval.rank_candidates(claim, candidates, claim_vector=query_vectors[0])
+        timings.append(time.perf_counter() - started)
+    print(f"3. retrieval + ranking per claim over {corpus.passages} embedded passages ({len(claims)} claims, "
+          f"2 queries each, query embedding included): p50 {1000 * percentile(timings, 0.5):.0f} ms, "
+          f"p95 {1000 * percentile(timings, 0.95):.0f} ms (first search, loading the vectors: {first:.1f} s); "
+          f"peak RSS {rss_mb():.0f} MB")
+
+    from pipeline.factcheck_step2 import ClaimToCheck, suggest_step2
+    from tests.fake_llm import FakeLLMServer, last_user_message
+
+    def answer(request):
+        return '["When did it happen?", "Who did it?"]' if "Questions:" in last_user_message(request) else "irrelevant"
+
+    item = [ClaimToCheck(f"sentence{i}/0", claims[i]) for i in range(5)]
+    with FakeLLMServer(answer, delay=0.2) as server:
+        started = time.perf_counter()
+        result = suggest_step2(item, search=search, llm=server.config(concurrency=8), embed=retrieval.embed)
+        elapsed = time.perf_counter() - started
+    calls = len(server.requests)
+    print(f"4. pre-annotation of one item with 5 claims, loopback LLM at 200 ms: {elapsed:.2f} s wall "
+          f"({calls} calls, {sum(len(c['evidence']) for c in result['claims'])} passages with stance hints)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+/* Project page: refuse files over the size limit before uploading, and follow running imports
+ * (progress bar, then the outcome) by polling their API job. Server text goes in as text only. */
+"use strict";
+
+(() => {
+  const {el, api} = Workbench;
+  const POLL_MS = 1000;
+
+  const form = document.getElementById("import-form");
+  if (form) {
+    form.addEventListener("submit", (event) => {
+      const input = form.querySelector("input[type=file]");
+      const max = Number(form.dataset.maxBytes);
+      const file = input && input.files[0];
+      const message = document.getElementById("import-form-error");
+      message.textContent = "";
+      if (file && max && file.size > max) {
+        event.preventDefault();
+        message.textContent = `The file is too large (${(file.size / 2 ** 20).toFixed(1)} MiB): imports take at most ` +
+          `${Math.round(max / 2 ** 20)} MiB. Split it into several files.`;
+      }
+    });
+  }
+
+  function summary(result) {
+    const parts = result.gold_records ? [`${result.gold_records} gold records`] : [];
+    if (result.precomputing) parts.push(`${result.precomputing} being pre-annotated; their assignments follow when that is done`);
+    if (result.assignments || !result.precomputing) parts.push(`${result.assignments} assignments`);
+    if (result.duplicates_skipped) parts.push(`${result.duplicates_skipped} exact duplicates skipped`);
+    return `Imported ${result.items} ${result.items === 1 ? "item" : "items"} (${parts.join(", ")}).`;
+  }
+
+  function outcome(job) {
+    if (job.state === "done" && job.result) return summary(job.result);
+    if (job.state === "failed") {
+      return el("span", {className: "error"}, "Nothing was imported: ",
+        job.errors.map((e) => `line ${e.line}, field ${e.field}: ${e.message}`).join("; "));
+    }
+    return null;
+  }
+
+  function show(row, job) {
+    const state = row.querySelector("[data-role=state]");
+    state.textContent = job.state.charAt(0).toUpperCase() + job.state.slice(1);
+    state.className = `badge ${job.state}`;
+    row.dataset.state = job.state;
+    const bar = row.querySelector("[data-role=progress]");
+    bar.max = job.file_size || 1;
+    bar.value = job.bytes_read;
+    bar.hidden = job.state === "done" || job.state === "failed";
+    row.querySelector("[data-role=lines]").textContent = `${job.lines_read} lines read`;
+    const result = outcome(job);
+    if (result) row.querySelector("[data-role=outcome]").replaceChildren(result);
+  }
+
+  async function follow(row) {
+    let failures = 0;
+    while (row.dataset.state === "queued" || row.dataset.state === "running") {
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      let answer;
+      try { answer = await api(row.dataset.jobUrl, "GET"); } catch (networkError) { answer = {ok: false}; }
+      if (answer.ok) { failures = 0; show(row, answer.data); continue; }
+      failures += 1;
+      if (failures >= 10) {
+        row.querySelector("[data-role=outcome]").replaceChildren(
+          el("span", {className: "error"}, "Lost contact with the server: reload the page to see how the import ended."));
+        return;
+      }
+    }
+  }
+
+  document.querySelectorAll(".import-job").forEach(follow);
+})();

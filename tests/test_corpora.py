@@ -1,0 +1,173 @@
+"""Passage corpora: upload → passages → lexical and dense search → step-2 evidence."""
+import io
+import json
+
+import numpy as np
+import pytest
+
+from annotation.corpus_search import corpus_search, lexical_hits
+from annotation.exceptions import DomainError
+from annotation.models import Corpus, CorpusState, Passage
+from annotation.services.corpora import create_corpus, embed_next_batch, run_corpus_import
+
+pytestmark = pytest.mark.django_db
+
+DOCUMENTS = [
+    {"title": "Eiffel Tower", "url": "https://w.example/eiffel",
+     "text": "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was designed by Gustave Eiffel's company. "
+             "Construction was completed in March 1889. It was the entrance arch to the 1889 World's Fair. "
+             "The tower is 330 metres tall. It was the tallest man-made structure in the world until 1930. "
+             "About seven million people visit it every year."},
+    {"title": "Marie Curie", "url": "https://w.example/curie",
+     "text": "Marie Curie was a physicist and chemist. She won the Nobel Prize in Physics in 1903. "
+             "She won the Nobel Prize in Chemistry in 1911."},
+    {"title": "Bananas", "url": "", "text": "Bananas are rich in potassium."},
+]
+
+
+def upload(lines, name="corpus.jsonl", prefix=b""):
+    data = prefix + "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines).encode()
+    file = io.BytesIO(data)
+    file.name, file.size = name, len(data)
+    return file
+
+
+@pytest.fixture
+def data_dir(settings, tmp_path):
+    settings.DATA_DIR = tmp_path
+    return tmp_path
+
+
+@pytest.fixture
+def corpus(factcheck_project, users, data_dir, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        corpus = create_corpus(name="Encyclopedia", user=users["admin"], upload=upload(DOCUMENTS, prefix=b"\xef\xbb\xbf"),
+                               projects=[factcheck_project], passage_sentences=3, passage_stride=2)
+    corpus.refresh_from_db()
+    return corpus
+
+
+def test_documents_become_sentence_windows_and_the_upload_is_deleted(corpus, data_dir):
+    assert corpus.state == CorpusState.EMBEDDING  # searchable; no worker embeds in eager mode
+    assert (corpus.documents, corpus.lines_read) == (3, 3)
+    eiffel = list(Passage.objects.filter(corpus=corpus, document=1).order_by("position").values_list("text", flat=True))
+    assert len(eiffel) == 3 and eiffel[0].startswith("The Eiffel Tower is") and eiffel[1].startswith("Construction")
+    assert eiffel[-1].endswith("every year.")
+    assert corpus.passages == Passage.objects.filter(corpus=corpus).count() == 3 + 1 + 1
+    assert not any((data_dir / "corpora").iterdir())
+
+
+def test_lexical_search_finds_passages_by_their_words(corpus):
+    hits = lexical_hits([corpus], "When was the Eiffel Tower completed?", 5)
+    first = Passage.objects.get(id=hits[0][0])
+    assert "completed in March 1889" in first.text
+    assert all("Bananas" not in Passage.objects.get(id=pid).text for pid, _ in hits)
+
+
+def test_embedding_batches_fill_vectors_and_make_the_corpus_ready(corpus):
+    assert embed_next_batch(corpus.id, size=2) == 2
+    corpus.refresh_from_db()
+    assert corpus.embedded == 2 and corpus.state == CorpusState.EMBEDDING
+    first_two = list(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True))[:2]
+    assert corpus.embedded_through == first_two[-1]
+    while embed_next_batch(corpus.id, size=2):
+        pass
+    corpus.refresh_from_db()
+    assert corpus.state == CorpusState.READY and corpus.embedded == corpus.passages
+    vector = np.frombuffer(bytes(Passage.objects.filter(corpus=corpus).first().embedding), dtype=np.float32)
+    assert vector.shape == (384,) and abs(np.linalg.norm(vector) - 1) < 1e-4
+
+
+def test_the_search_function_ranks_with_embeddings_of_the_whole_corpus(corpus, factcheck_project):
+    from pipeline.retrieval import embed
+
+    while embed_next_batch(corpus.id):
+        pass
+    search = corpus_search(factcheck_project)
+    query_vector = embed(["Who won two Nobel prizes?"])[0]
+    candidates = search("Who won two Nobel prizes?", query_vector, 3)
+    assert any("Nobel Prize in Chemistry" in c.text for c in candidates)
+    assert all(c.vector is not None and c.source == "corpus" for c in candidates)
+
+
+def test_candidates_without_vectors_are_embedded_when_ranked_and_kept(corpus, factcheck_project):
+    from pipeline.retrieval import embed
+
+    search = corpus_search(factcheck_project)
+    candidates = search("Eiffel Tower 1889", embed(["Eiffel Tower 1889"])[0], 2)
+    assert candidates and all(c.vector is not None for c in candidates)
+    stored = Passage.objects.filter(id__in=[c.passage_id for c in candidates], embedding__isnull=False).count()
+    assert stored == len(candidates)
+
+
+def test_a_project_without_a_searchable_corpus_has_no_search(factcheck_project, corpus):
+    corpus.state = CorpusState.IMPORTING
+    corpus.save()
+    assert corpus_search(factcheck_project) is None
+
+
+@pytest.mark.parametrize("line, field, message", [
+    ("{not json", "(json)", "is not valid JSON"),
+    ("[1, 2]", "(line)", "must be a JSON object"),
+    ({"title": "x"}, "text", "is missing or empty"),
+    ({"text": "ok", "url": "javascript:alert(1)"}, "url", "must be an http(s) URL"),
+    ({"text": "ok", "title": 5}, "title", "must be a string"),
+    ({"text": "bad \ud800 text"}, "text", "lone UTF-16 surrogate"),
+    ({"text": "ok", "title": "t" * 501}, "title", "longer than 500"),
+    ("[" * 5000 + "]" * 5000, "(json)", "nested too deeply"),
+])
+def test_a_bad_line_fails_the_corpus_naming_line_and_field_and_writes_nothing(
+        factcheck_project, users, data_dir, django_capture_on_commit_callbacks, line, field, message):
+    with django_capture_on_commit_callbacks(execute=True):
+        corpus = create_corpus(name="Broken", user=users["admin"], upload=upload([DOCUMENTS[2], line]),
+                               projects=[factcheck_project])
+    corpus.refresh_from_db()
+    assert corpus.state == CorpusState.FAILED
+    assert corpus.errors[0]["line"] == 2 and corpus.errors[0]["field"] == field
+    assert message in corpus.errors[0]["message"]
+    assert not Passage.objects.filter(corpus=corpus).exists()
+
+
+def test_an_empty_file_and_bad_window_settings_are_refused(factcheck_project, users, data_dir,
+                                                            django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        corpus = create_corpus(name="Empty", user=users["admin"], upload=upload([]), projects=[factcheck_project])
+    corpus.refresh_from_db()
+    assert corpus.state == CorpusState.FAILED and corpus.errors[0]["message"] == "contains no documents"
+    with pytest.raises(DomainError, match="passage_stride must not exceed"):
+        create_corpus(name="x", user=users["admin"], upload=upload(DOCUMENTS), projects=[], passage_sentences=2,
+                      passage_stride=3)
+    with pytest.raises(DomainError, match="passage_sentences must be a whole number"):
+        create_corpus(name="x", user=users["admin"], upload=upload(DOCUMENTS), projects=[], passage_sentences=0)
+
+
+def test_an_import_run_again_after_a_dead_worker_writes_each_passage_once(factcheck_project, users, data_dir):
+    corpus = create_corpus(name="Twice", user=users["admin"], upload=upload(DOCUMENTS), projects=[factcheck_project])
+    path = data_dir / corpus.file_path
+    saved = path.read_bytes()
+    run_corpus_import(corpus.id)
+    count = Passage.objects.filter(corpus=corpus).count()
+    # The worker died after writing: the task is redelivered while the corpus still says importing.
+    Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.IMPORTING)
+    path.write_bytes(saved)
+    run_corpus_import(corpus.id)
+    assert Passage.objects.filter(corpus=corpus).count() == count
+    # A finished import is not run again.
+    assert run_corpus_import(corpus.id).state == CorpusState.EMBEDDING
+
+
+def test_the_management_command_imports_and_embeds_a_corpus(factcheck_project, data_dir, tmp_path):
+    from django.core.management import CommandError, call_command
+
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in DOCUMENTS))
+    out = io.StringIO()
+    call_command("import_corpus", str(path), "--name", "Cli", "--project", factcheck_project.name,
+                 "--passage-sentences", "3", "--embed", stdout=out)
+    corpus = Corpus.objects.get(name="Cli")
+    assert corpus.state == CorpusState.READY and list(corpus.projects.all()) == [factcheck_project]
+    assert "3 documents, 5 passages" in out.getvalue() and "is ready" in out.getvalue()
+
+    path.write_text(json.dumps(DOCUMENTS[0]) + "\n{}\n")
+    with pytest.raises(CommandError, match="line 2, field text: is missing or empty"):
+        call_command("import_corpus", str(path), "--name", "Bad", stdout=io.StringIO())
