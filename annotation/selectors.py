@@ -61,11 +61,12 @@ MASKED_SECRET = "********"
 
 
 def masked_pipeline_settings(project: Project) -> dict:
-    """The project's pipeline settings as members may read them: llm.api_key masked."""
-    settings = project.pipeline_settings or {}
-    llm = settings.get("llm")
-    if isinstance(llm, dict) and llm.get("api_key"):
-        return {**settings, "llm": {**llm, "api_key": MASKED_SECRET}}
+    """The project's pipeline settings as members may read them: every endpoint's api_key masked."""
+    settings = dict(project.pipeline_settings or {})
+    for name in ("llm", "web_search"):
+        section = settings.get(name)
+        if isinstance(section, dict) and section.get("api_key"):
+            settings[name] = {**section, "api_key": MASKED_SECRET}
     return settings
 
 

@@ -13,12 +13,14 @@ page must not cost an annotator the other four.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import requests
 
+from pipeline.llm import same_base_url
 from pipeline.retrieval import PASSAGE_SENTENCES, PASSAGE_STRIDE, Candidate, split_passages
 
 logger = logging.getLogger(__name__)
@@ -45,16 +47,26 @@ class WebSearchConfig:
         return bool(self.base_url)
 
     @classmethod
-    def from_mapping(cls, values: Mapping | None) -> "WebSearchConfig":
-        values = values or {}
-        return cls(
-            base_url=(values.get("base_url") or "").rstrip("/") or None,
-            api_key=values.get("api_key") or None,
-            timeout=float(values.get("timeout", cls.timeout)),
-            max_page_bytes=int(values.get("max_page_bytes", cls.max_page_bytes)),
-            results_per_query=int(values.get("results_per_query", cls.results_per_query)),
-            concurrency=int(values.get("concurrency", cls.concurrency)),
-        )
+    def from_env(cls, overrides: Mapping | None = None, environ: Mapping[str, str] | None = None) -> "WebSearchConfig":
+        """``WEB_SEARCH_URL`` and ``WEB_SEARCH_API_KEY``, then ``overrides`` (a project's settings).
+
+        As with the LLM: the server's key belongs to the server's URL, so overrides that point
+        elsewhere without a key of their own get no key.
+        """
+        env = os.environ if environ is None else environ
+        values = {"base_url": env.get("WEB_SEARCH_URL") or None, "api_key": env.get("WEB_SEARCH_API_KEY") or None}
+        overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+        unknown = set(overrides) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown web search settings: {sorted(unknown)}")
+        if "api_key" not in overrides and not same_base_url(overrides.get("base_url", values["base_url"]), values["base_url"]):
+            values["api_key"] = None
+        values.update(overrides)
+        values["base_url"] = (values.get("base_url") or "").strip().rstrip("/") or None
+        for name, convert in (("timeout", float), ("max_page_bytes", int), ("results_per_query", int), ("concurrency", int)):
+            if name in values:
+                values[name] = convert(values[name])
+        return cls(**values)
 
 
 @dataclass(frozen=True)

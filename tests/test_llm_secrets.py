@@ -4,7 +4,7 @@ import pytest
 
 from annotation.models import ItemStage, Role
 from annotation.services.imports import import_jsonl
-from annotation.services.projects import add_member, resolve_llm_secret
+from annotation.services.projects import add_member, resolve_secret
 
 from .conftest import jsonl
 from .fake_llm import FakeLLMServer, well_behaved_responder
@@ -111,7 +111,7 @@ def test_the_server_key_goes_only_to_the_server_base_url(
      {"base_url": "http://b/v1", "api_key": "new"}),
 ])
 def test_the_masked_key_stands_for_the_stored_one_only_on_the_same_base_url(stored, new, expected):
-    assert resolve_llm_secret(stored, new) == expected
+    assert resolve_secret(stored, new) == expected
 
 
 def test_a_new_project_stores_no_masked_key(clients):
@@ -186,3 +186,43 @@ def test_project_page_shows_llm_settings_read_only_with_the_key_masked(client, c
     assert "<form" not in section and "<input" not in section
     client.force_login(users["alice"])  # annotators do not see the settings at all
     assert "Pipeline settings" not in client.get(f"/projects/{factcheck_project.id}/").content.decode()
+
+
+# ------------------------------------------------------------------------------ web search: the same rules
+
+WEB = {"web_search": {"base_url": "http://127.0.0.1:9/searx", "api_key": SECRET, "timeout": 5}}
+
+
+def test_the_web_search_key_is_masked_staff_only_and_dropped_with_a_new_url(clients, factcheck_project, project_admin):
+    assert patch_settings(clients["admin"], factcheck_project, WEB).status_code == 200
+    shown = clients["mallory"].get(f"/api/projects/{factcheck_project.id}/").json()["pipeline_settings"]
+    assert shown["web_search"]["api_key"] == "********"
+    moved = {"web_search": {**shown["web_search"], "base_url": "http://127.0.0.1:9/evil"}}
+    refused = patch_settings(clients["mallory"], factcheck_project, moved)
+    assert refused.status_code == 403 and "only staff may change pipeline_settings.web_search" in refused.json()["detail"]
+    assert patch_settings(clients["mallory"], factcheck_project, {**shown, "passages": {"sentences": 4}}).status_code == 200
+    assert patch_settings(clients["admin"], factcheck_project, moved).status_code == 200
+    factcheck_project.refresh_from_db()
+    assert factcheck_project.pipeline_settings["web_search"] == {"base_url": "http://127.0.0.1:9/evil", "timeout": 5}
+
+
+@pytest.mark.parametrize("pipeline_settings, message", [
+    ({"web_search": {"base_url": 5}}, "web_search.base_url must be a string"),
+    ({"web_search": {"proxy": "x"}}, "unknown web_search settings: proxy"),
+    ({"passages": {"sentences": 0}}, "passages.sentences must be a whole number from 1 to 50"),
+    ({"embeddings": "yes"}, "embeddings must be true or false"),
+])
+def test_bad_retrieval_settings_name_the_key(clients, factcheck_project, pipeline_settings, message):
+    refused = patch_settings(clients["admin"], factcheck_project, pipeline_settings)
+    assert refused.status_code == 400 and message in str(refused.json())
+
+
+def test_the_server_web_search_key_goes_only_to_the_server_url():
+    from pipeline.websearch import WebSearchConfig
+
+    env = {"WEB_SEARCH_URL": "http://search.internal/", "WEB_SEARCH_API_KEY": ENV_SECRET}
+    assert WebSearchConfig.from_env(None, env).api_key == ENV_SECRET
+    assert WebSearchConfig.from_env({"base_url": "http://search.internal"}, env).api_key == ENV_SECRET
+    assert WebSearchConfig.from_env({"base_url": "http://elsewhere.example"}, env).api_key is None
+    assert WebSearchConfig.from_env({"base_url": "http://elsewhere.example", "api_key": "own"}, env).api_key == "own"
+    assert not WebSearchConfig.from_env(None, {}).is_configured

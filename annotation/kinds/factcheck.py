@@ -394,7 +394,7 @@ def retrieve_evidence(claims: list[dict], settings: dict, search) -> dict:
     from pipeline.retrieval import embed
     from pipeline.websearch import WebSearchConfig
 
-    web = WebSearchConfig.from_mapping(settings.get("web_search"))
+    web = WebSearchConfig.from_env(settings.get("web_search"))
     sources = search is not None or web.is_configured
     passages = settings.get("passages") or {}
     result = suggest_step2(

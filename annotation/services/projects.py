@@ -12,32 +12,31 @@ User = get_user_model()
 
 
 SEGMENTATION_METHODS = ("auto", "sentence", "separator")
-LLM_SETTING_KEYS = ("base_url", "api_key", "model", "timeout", "max_retries", "concurrency", "temperature")
-# What reads show instead of a stored llm.api_key; sent back, it stands for the stored key.
+# Settings sections that name a server and hold its key: where item texts and the key are sent.
+# Only staff change them; project admins read them with the key masked.
+ENDPOINT_SECTIONS = {
+    "llm": ("base_url", "api_key", "model", "timeout", "max_retries", "concurrency", "temperature"),
+    "web_search": ("base_url", "api_key", "timeout", "max_page_bytes", "results_per_query", "concurrency"),
+}
+LLM_SETTING_KEYS = ENDPOINT_SECTIONS["llm"]
+PASSAGE_KEYS = ("sentences", "stride")
+# What reads show instead of a stored api_key; sent back, it stands for the stored key.
 MASKED_SECRET = selectors.MASKED_SECRET
-LLM_SETTINGS_STAFF_ONLY = (
-    "only staff may change pipeline_settings.llm (the LLM endpoint, key and model); project admins see it "
-    "read-only: send it back as read (api_key \"********\") or change only pipeline_settings.segmentation"
+STAFF_ONLY = (
+    "only staff may change pipeline_settings.{section} (the endpoint, its key and parameters); project admins see it "
+    "read-only: send it back as read (api_key \"********\") and change only the other settings"
 )
+LLM_SETTINGS_STAFF_ONLY = STAFF_ONLY.format(section="llm")
 
 
-def validate_pipeline_settings(settings: dict) -> dict:
-    """Check a project's pipeline settings; raise ValidationError naming the bad key."""
-    if not isinstance(settings, dict):
-        raise ValidationError("must be an object")
-    unknown = set(settings) - {"segmentation", "llm"}
+def _check_endpoint_section(name: str, section) -> None:
+    if not isinstance(section, dict):
+        raise ValidationError(f"{name} must be an object")
+    unknown = set(section) - set(ENDPOINT_SECTIONS[name])
     if unknown:
-        raise ValidationError(f"unknown settings: {', '.join(sorted(unknown))}")
-    if settings.get("segmentation", "auto") not in SEGMENTATION_METHODS:
-        raise ValidationError(f"segmentation must be one of {', '.join(SEGMENTATION_METHODS)}")
-    llm = settings.get("llm", {})
-    if not isinstance(llm, dict):
-        raise ValidationError("llm must be an object")
-    unknown = set(llm) - set(LLM_SETTING_KEYS)
-    if unknown:
-        raise ValidationError(f"unknown llm settings: {', '.join(sorted(unknown))}")
+        raise ValidationError(f"unknown {name} settings: {', '.join(sorted(unknown))}")
     # A wrong type here would fail every pre-annotation of the project later, far from its cause.
-    for key, value in llm.items():
+    for key, value in section.items():
         if value is None:
             continue
         if key in ("base_url", "api_key", "model"):
@@ -45,10 +44,31 @@ def validate_pipeline_settings(settings: dict) -> dict:
         elif key in ("timeout", "temperature"):
             valid, expected = _is_number(value) and value >= 0, "a number ≥ 0"
         else:
-            minimum = 1 if key == "concurrency" else 0
+            minimum = 0 if key == "max_retries" else 1
             valid, expected = isinstance(value, int) and not isinstance(value, bool) and value >= minimum, f"an integer ≥ {minimum}"
         if not valid:
-            raise ValidationError(f"llm.{key} must be {expected}, not {value!r}")
+            raise ValidationError(f"{name}.{key} must be {expected}, not {value!r}")
+
+
+def validate_pipeline_settings(settings: dict) -> dict:
+    """Check a project's pipeline settings; raise ValidationError naming the bad key."""
+    if not isinstance(settings, dict):
+        raise ValidationError("must be an object")
+    unknown = set(settings) - {"segmentation", "passages", "embeddings", *ENDPOINT_SECTIONS}
+    if unknown:
+        raise ValidationError(f"unknown settings: {', '.join(sorted(unknown))}")
+    if settings.get("segmentation", "auto") not in SEGMENTATION_METHODS:
+        raise ValidationError(f"segmentation must be one of {', '.join(SEGMENTATION_METHODS)}")
+    for name in ENDPOINT_SECTIONS:
+        _check_endpoint_section(name, settings.get(name, {}))
+    passages = settings.get("passages", {})
+    if not isinstance(passages, dict) or set(passages) - set(PASSAGE_KEYS):
+        raise ValidationError(f"passages must be an object with {' and '.join(PASSAGE_KEYS)} (web pages' sentence windows)")
+    for key, value in passages.items():
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 50:
+            raise ValidationError(f"passages.{key} must be a whole number from 1 to 50, not {value!r}")
+    if not isinstance(settings.get("embeddings", True), bool):
+        raise ValidationError("embeddings must be true or false (rank evidence with embeddings too)")
     return settings
 
 
@@ -56,44 +76,47 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def resolve_llm_secret(stored_llm: dict, new_llm: dict) -> dict:
-    """The llm settings to store when ``new_llm`` replaces ``stored_llm``.
+def resolve_secret(stored: dict, new: dict) -> dict:
+    """The endpoint settings to store when ``new`` replaces ``stored`` (an llm or web_search section).
 
     The masked key stands for the stored key only while the base URL stays the one the key was
     entered with; with another base URL the key is dropped, so a stored key never goes to a
     server it was not entered for. Any other api_key value is a key entered now and is kept.
     """
-    if not isinstance(new_llm, dict) or new_llm.get("api_key") != MASKED_SECRET:
-        return new_llm
+    if not isinstance(new, dict) or new.get("api_key") != MASKED_SECRET:
+        return new
     from pipeline.llm import same_base_url  # the openai client loads only where it is used
 
-    stored_key = stored_llm.get("api_key")
-    if stored_key and same_base_url(new_llm.get("base_url"), stored_llm.get("base_url")):
-        return {**new_llm, "api_key": stored_key}
-    return {key: value for key, value in new_llm.items() if key != "api_key"}
+    stored_key = stored.get("api_key")
+    if stored_key and same_base_url(new.get("base_url"), stored.get("base_url")):
+        return {**new, "api_key": stored_key}
+    return {key: value for key, value in new.items() if key != "api_key"}
 
 
-def _effective_llm(llm: dict | None) -> dict:
+
+def _effective(section: dict | None) -> dict:
     # An unset value and a null one configure the same thing.
-    return {key: value for key, value in (llm or {}).items() if value is not None}
+    return {key: value for key, value in (section or {}).items() if value is not None}
 
 
 @transaction.atomic
 def update_project(*, project: Project, changed_by, **changes) -> Project:
-    """Change a project's fields; pipeline_settings.llm only by staff (see can_change_llm_settings).
+    """Change a project's fields; the endpoint sections of pipeline_settings (llm, web_search)
+    only by staff (see can_change_llm_settings).
 
-    The LLM endpoint decides where item texts and the stored key are sent, so project admins,
-    who are not server operators, see it read-only.
+    An endpoint decides where item texts and the stored key are sent, so project admins, who
+    are not server operators, see those sections read-only.
     """
     project = Project.objects.select_for_update().get(pk=project.pk)
     if "pipeline_settings" in changes:
         new_settings = dict(validate_pipeline_settings(changes["pipeline_settings"] or {}))
-        stored_llm = project.pipeline_settings.get("llm") or {}
-        if "llm" in new_settings:
-            new_settings["llm"] = resolve_llm_secret(stored_llm, new_settings["llm"] or {})
-        changed = _effective_llm(new_settings.get("llm")) != _effective_llm(stored_llm)
-        if changed and not selectors.can_change_llm_settings(changed_by):
-            raise PermissionDenied(LLM_SETTINGS_STAFF_ONLY)
+        for name in ENDPOINT_SECTIONS:
+            stored = project.pipeline_settings.get(name) or {}
+            if name in new_settings:
+                new_settings[name] = resolve_secret(stored, new_settings[name] or {})
+            changed = _effective(new_settings.get(name)) != _effective(stored)
+            if changed and not selectors.can_change_llm_settings(changed_by):
+                raise PermissionDenied(STAFF_ONLY.format(section=name))
         changes["pipeline_settings"] = new_settings
     for field, value in changes.items():
         setattr(project, field, value)
@@ -121,9 +144,8 @@ def create_project(*, name: str, kind: str, created_by=None, annotators_per_item
 
 def _without_masked_key(settings: dict) -> dict:
     # A new project has no stored key for the masked value to stand for.
-    if isinstance(settings.get("llm"), dict):
-        return {**settings, "llm": resolve_llm_secret({}, settings["llm"])}
-    return settings
+    return {name: resolve_secret({}, value) if name in ENDPOINT_SECTIONS and isinstance(value, dict) else value
+            for name, value in settings.items()}
 
 
 @transaction.atomic
