@@ -37,6 +37,21 @@ class ImportForm(forms.Form):
         return upload
 
 
+class CorpusForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    file = forms.FileField(help_text='JSONL, one document a line: {"title", "url", "text"}')
+    passage_sentences = forms.IntegerField(min_value=1, max_value=50, initial=5, help_text="sentences per passage")
+    passage_stride = forms.IntegerField(min_value=1, max_value=50, initial=2, help_text="a passage starts every … sentences")
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        try:
+            check_upload_size(upload.size)
+        except UploadTooLarge as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return upload
+
+
 class MemberForm(forms.Form):
     username = forms.CharField(max_length=150)
     role = forms.ChoiceField(choices=Role.choices, initial=Role.ANNOTATOR)

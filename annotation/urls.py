@@ -11,6 +11,7 @@ urlpatterns = [
     path("projects/<int:project_id>/guidelines/", views.guidelines, name="guidelines"),
     path("projects/<int:project_id>/import/", views.project_import, name="project-import"),
     path("projects/<int:project_id>/members/", views.project_members, name="project-members"),
+    path("projects/<int:project_id>/corpora/", views.project_corpus_upload, name="project-corpora"),
     path("projects/<int:project_id>/retry/", views.project_retry_failed, name="project-retry"),
     path("projects/<int:project_id>/export/<str:fmt>/", views.project_export, name="project-export"),
     path("projects/<int:project_id>/agreement/", views.agreement_page, name="agreement"),

@@ -17,12 +17,13 @@ from django.views.decorators.http import require_POST
 
 from annotation import exports, selectors
 from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
-from annotation.forms import DiscardForm, ImportForm, MemberForm, ProjectForm
+from annotation.forms import CorpusForm, DiscardForm, ImportForm, MemberForm, ProjectForm
 from annotation.kinds import get_kind
-from annotation.models import Assignment, Consolidation, ImportJobState, Item, Project, Role, StageStatus
+from annotation.models import Assignment, Consolidation, CorpusState, ImportJobState, Item, Project, Role, StageStatus
 from annotation.params import parse_natural
 from annotation.services import annotations as annotation_services
 from annotation.services import consolidation as consolidation_services
+from annotation.services import corpora as corpus_services
 from annotation.services import imports as import_services
 from annotation.services import projects as project_services
 
@@ -97,6 +98,8 @@ def project_detail(request, project_id):
             "members": selectors.members(project),
             "import_form": ImportForm(formats=get_kind(project.kind).import_formats),
             "import_jobs": recent_imports(project),
+            "corpora": project.corpora.order_by("-id") if project.kind == "factcheck" else None,
+            "corpus_form": CorpusForm(),
             "import_max_bytes": settings.IMPORT_MAX_UPLOAD_BYTES,
             "member_form": MemberForm(),
             "export_formats": exports.export_formats(project),
@@ -140,6 +143,32 @@ def project_import(request, project_id):
         messages.error(request, f"Import refused, nothing was imported: {import_errors_text(job.errors)}")
     else:
         messages.info(request, f"Import of {job.file_name or 'the file'} started: its progress is shown under Import.")
+    return redirect("annotation:project", project_id=project.id)
+
+
+@login_required
+@require_POST
+def project_corpus_upload(request, project_id):
+    """Upload a passage corpus for the project's step-2 evidence retrieval (imported by a worker)."""
+    project, _ = project_for(request, project_id, {Role.ADMIN})
+    form = CorpusForm(request.POST, request.FILES)
+    if not form.is_valid():
+        messages.error(request, f"Corpus refused: {form.errors.as_text()}")
+        return redirect("annotation:project", project_id=project.id)
+    data = form.cleaned_data
+    try:
+        corpus = corpus_services.create_corpus(
+            name=data["name"], user=request.user, upload=data["file"], projects=[project],
+            passage_sentences=data["passage_sentences"], passage_stride=data["passage_stride"])
+    except DomainError as exc:
+        messages.error(request, f"Corpus refused: {exc}")
+        return redirect("annotation:project", project_id=project.id)
+    corpus.refresh_from_db()  # without a broker the import has already run
+    if corpus.state == CorpusState.FAILED:
+        messages.error(request, f"Corpus {corpus.name} not imported: {import_errors_text(corpus.errors)}")
+    else:
+        messages.success(request, f"Corpus {corpus.name}: {corpus.get_state_display().lower()}"
+                                  f"{f', {corpus.passages} passages' if corpus.passages else ''}.")
     return redirect("annotation:project", project_id=project.id)
 
 

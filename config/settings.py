@@ -209,8 +209,9 @@ CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == "memory://"
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
 # Corpus embedding is the one CPU-heavy task: a deployment can route it to workers of its own
 # (e.g. on a GPU machine: EMBEDDING_QUEUE=embedding, and there `celery worker -Q embedding`).
-CELERY_TASK_ROUTES = {"annotation.tasks.embed_corpus": {
-    "queue": os.environ.get("EMBEDDING_QUEUE") or os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")}}
+CELERY_TASK_ROUTES = (
+    {"annotation.tasks.embed_corpus": {"queue": os.environ["EMBEDDING_QUEUE"]}} if os.environ.get("EMBEDDING_QUEUE") else {}
+)
 CELERY_TASK_EAGER_PROPAGATES = False
 # A task is acknowledged when it ends, so one whose worker died is delivered again: on Redis
 # once it has been unacknowledged for the visibility timeout (seconds). Keep that above the

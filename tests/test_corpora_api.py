@@ -85,3 +85,24 @@ def test_an_upload_over_the_limit_is_a_413(clients, factcheck_project, settings)
     settings.IMPORT_MAX_UPLOAD_BYTES = 10
     response = upload(clients["admin"], [factcheck_project.id])
     assert response.status_code == 413 and response.json()["max_bytes"] == 10
+
+
+def test_project_admins_upload_a_corpus_on_the_project_page_and_see_its_state(client, users, factcheck_project,
+                                                                              django_capture_on_commit_callbacks):
+    client.force_login(users["admin"])
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"/projects/{factcheck_project.id}/corpora/", {
+            "name": "Encyclo<script>", "file": corpus_file(), "passage_sentences": 3, "passage_stride": 2}, follow=True)
+    assert "Corpus Encyclo&lt;script&gt;: queued." in response.content.decode()  # the worker takes it after the request
+    card = client.get(f"/projects/{factcheck_project.id}/").content.decode().split("Evidence corpora")[1].split("</section>")[0]
+    assert "Encyclo&lt;script&gt;" in card and "Searchable, embedding" in card and "<td>5</td>" in card
+
+    bad = corpus_file([DOCUMENTS[0], {"title": "no text"}])
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(f"/projects/{factcheck_project.id}/corpora/", {
+            "name": "Bad", "file": bad, "passage_sentences": 5, "passage_stride": 2})
+    assert "line 2, field text: is missing or empty" in client.get(f"/projects/{factcheck_project.id}/").content.decode()
+
+    client.force_login(users["alice"])  # annotators neither upload nor see the card
+    assert client.post(f"/projects/{factcheck_project.id}/corpora/", {"name": "x"}).status_code == 403
+    assert "Evidence corpora" not in client.get(f"/projects/{factcheck_project.id}/").content.decode()

@@ -164,3 +164,42 @@ def test_an_uploaded_import_is_run_by_a_worker_process_with_visible_progress(sta
     assert job["lines_read"] == lines and job["bytes_read"] == job["file_size"]
     assert any(state == "running" and 0 < read < lines for state, read in seen), seen[:: max(1, len(seen) // 20)]
     assert not list((data_dir / "imports").iterdir())  # the worker deleted the upload
+
+
+def test_a_corpus_is_imported_and_embedded_by_a_worker_and_step_2_retrieves_from_it(start_worker, factcheck_project,
+                                                                                      clients, data_dir):
+    """Corpus upload → passages → background embedding, then a consolidated step 1 opens step 2,
+    whose pre-annotation in the worker ranks the corpus's passages for the checkworthy claim."""
+    import io
+    import json
+
+    from annotation.models import Corpus, CorpusState
+
+    from .test_corpora import DOCUMENTS
+
+    worker = start_worker(DJANGO_DATA_DIR=str(data_dir))
+    upload = io.BytesIO("".join(json.dumps(d) + "\n" for d in DOCUMENTS).encode())
+    upload.name = "docs.jsonl"
+    response = clients["admin"].post("/api/corpora/", {"name": "Docs", "file": upload, "projects": [factcheck_project.id],
+                                                       "passage_sentences": 3}, format="multipart")
+    assert response.status_code == 202 and response.json()["state"] == "queued", response.content
+    corpus = Corpus.objects.get(pk=response.json()["id"])
+    wait_for(lambda: Corpus.objects.get(pk=corpus.pk).state == CorpusState.READY, 120, worker)
+    corpus.refresh_from_db()
+    assert corpus.embedded == corpus.passages == 5 and corpus.embedded_through > 0
+
+    claim = "The Eiffel Tower was completed in 1889."
+    line = {"prompt": "When was the Eiffel Tower built?", "response": claim, "sentences": {"sentence1": {
+        "text": claim, "decontext": claim, "most_importance_sentence": "yes", "sentence_checkworthiness": "yes",
+        "claims": [claim], "claim_checkworthiness": ["factual"], "if_most_important_claim": ["yes"]}}}
+    import_jsonl(factcheck_project, jsonl([line]), fmt="factcheck-bench", labels_as="gold")
+    step2 = ItemStage.objects.get(item__project=factcheck_project, stage=2)
+    wait_for(lambda: ItemStage.objects.get(pk=step2.pk).status != StageStatus.PRECOMPUTING, 120, worker)
+    step2.refresh_from_db()
+    assert step2.status != StageStatus.FAILED, step2.precompute_error
+    (checked,) = step2.content["claims"]
+    assert checked["text"] == claim and checked["problems"] == []
+    best = checked["evidence"][0]
+    assert "completed in March 1889" in best["text"] and best["url"] == "https://w.example/eiffel"
+    assert best["embedding_score"] is not None and best["rank"] == 1
+    assert step2.provenance["evidence"]["sources"] == ["corpus"]
