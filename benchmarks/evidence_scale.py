@@ -39,19 +39,33 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 DB = "workbench_evidence_bench"
-WORDS = ("river city king queen war treaty museum bridge cathedral railway harbour university library "
-         "composer painter novel symphony empire province parliament election mountain island century "
-         "founded built destroyed restored crowned elected wrote painted discovered opened closed").split()
+SYLLABLES = ("ka", "lo", "mi", "ner", "sto", "va", "rin", "del", "tor", "ash", "bel", "cu", "dra", "fen", "gal", "hu")
 FILLER = "the of and in to was is for on with as by at from its their".split()
+
+
+def vocabulary(rng: random.Random, size: int = 30_000) -> list[str]:
+    """Pseudo-words; drawn with Zipf-like weights, like the words of real text."""
+    words = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
 
 
 def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+WEIGHTS: list[float] = []
+WORDS: list[str] = []
+
+
 def sentence(rng: random.Random) -> str:
-    words = [rng.choice(WORDS if rng.random() < 0.45 else FILLER) for _ in range(rng.randint(15, 21))]
-    name = f"{rng.choice(['Ar', 'Bel', 'Cor', 'Dun', 'El', 'Fen'])}{rng.choice(['ton', 'ford', 'mere', 'wick'])}"
+    if not WORDS:
+        WORDS.extend(vocabulary(random.Random(1)))
+        WEIGHTS.extend(1 / rank for rank in range(1, len(WORDS) + 1))
+    content = rng.choices(WORDS, weights=WEIGHTS, k=rng.randint(8, 12))
+    words = [content.pop() if content and rng.random() < 0.55 else rng.choice(FILLER) for _ in range(rng.randint(15, 21))]
+    name = rng.choice(WORDS[:2000]).capitalize()
     return f"{name} {' '.join(words)} in {rng.randint(1000, 2020)}."
 
 

@@ -111,7 +111,8 @@ def test_agreement_page_with_a_stage_in_other_digits_is_a_404(logged_in, felm_pr
 def test_next_links_refuse_an_after_that_is_not_an_id(logged_in, felm_items, after):
     # "²" was a 500 (int("²")); the others were silently ignored
     project_id = felm_items[0].project_id
-    assert logged_in("alice").get(f"/projects/{project_id}/next/", {"after": after}).status_code == 400
+    response = logged_in("alice").get(f"/projects/{project_id}/next/", {"after": after})
+    assert response.status_code == 400 and b"cannot read" in response.content
     assert logged_in("carol").get(f"/projects/{project_id}/consolidations/next/", {"after": after}).status_code == 400
 
 
