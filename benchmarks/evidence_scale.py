@@ -102,6 +102,7 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=100_000)
     parser.add_argument("--claims", type=int, default=200)
     parser.add_argument("--embed-sample", type=int, default=512)
+    parser.add_argument("--keep", action="store_true", help="keep the database for a look afterwards")
     args = parser.parse_args()
     rng = random.Random(7)
 
@@ -117,7 +118,8 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB], check=False)
+        if not args.keep:
+            subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB], check=False)
 
 
 def run(args, rng: random.Random) -> None:

@@ -160,6 +160,9 @@ def _check_file(path: Path) -> int:
 
 
 def _fill_search_vectors(corpus_id: int) -> None:
+    """PostgreSQL's text-search vectors of the new passages, then fresh planner statistics: without
+    them the planner takes the many new rows for a few and filters every passage of the corpus
+    instead of using the GIN index (50 ms instead of 10 ms a query at 20,000 passages)."""
     if connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:
@@ -167,6 +170,7 @@ def _fill_search_vectors(corpus_id: int) -> None:
             "UPDATE annotation_passage SET search = to_tsvector('english', title || ' ' || text) WHERE corpus_id = %s",
             [corpus_id],
         )
+        cursor.execute("ANALYZE annotation_passage")
 
 
 def run_corpus_import(corpus_id: int) -> Corpus | None:
