@@ -18,8 +18,20 @@ class ProjectForm(forms.Form):
     guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False, help_text="Markdown")
 
 
+class UploadField(forms.FileField):
+    """A file no larger than ``IMPORT_MAX_UPLOAD_BYTES``, refused with a readable message."""
+
+    def clean(self, *args, **kwargs):
+        upload = super().clean(*args, **kwargs)
+        try:
+            check_upload_size(getattr(upload, "size", None))
+        except UploadTooLarge as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return upload
+
+
 class ImportForm(forms.Form):
-    file = forms.FileField(help_text="JSONL, one item a line")
+    file = UploadField(help_text="JSONL, one item a line")
     format = forms.ChoiceField(choices=[])
     labels_as = forms.ChoiceField(choices=[(v, v) for v in LABELS_AS], initial="ignore")
 
@@ -28,28 +40,12 @@ class ImportForm(forms.Form):
         self.fields["format"].choices = [(f, f) for f in formats]
         self.fields["file"].help_text = f"JSONL, one item a line; at most {readable_size(settings.IMPORT_MAX_UPLOAD_BYTES)}"
 
-    def clean_file(self):
-        upload = self.cleaned_data["file"]
-        try:
-            check_upload_size(upload.size)
-        except UploadTooLarge as exc:
-            raise forms.ValidationError(str(exc)) from exc
-        return upload
-
 
 class CorpusForm(forms.Form):
     name = forms.CharField(max_length=200)
-    file = forms.FileField(help_text='JSONL, one document a line: {"title", "url", "text"}')
+    file = UploadField(help_text='JSONL, one document a line: {"title", "url", "text"}')
     passage_sentences = forms.IntegerField(min_value=1, max_value=50, initial=5, help_text="sentences per passage")
     passage_stride = forms.IntegerField(min_value=1, max_value=50, initial=2, help_text="a passage starts every … sentences")
-
-    def clean_file(self):
-        upload = self.cleaned_data["file"]
-        try:
-            check_upload_size(upload.size)
-        except UploadTooLarge as exc:
-            raise forms.ValidationError(str(exc)) from exc
-        return upload
 
 
 class MemberForm(forms.Form):

@@ -3,7 +3,6 @@
 Staff manage every corpus. A project admin uploads corpora for the projects they run and sees
 the corpora of those projects; attaching a corpus to a project needs admin rights on it.
 """
-from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -80,13 +79,8 @@ class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         if not projects and not selectors.can_create_projects(request.user):
             raise PermissionDenied("name at least one project you administer")
         _check_admin_of(request.user, projects)
-        upload = data.validated_data["file"]
-        if upload.size > settings.IMPORT_MAX_UPLOAD_BYTES:
-            return Response({"detail": f"the file is larger than the upload limit ({settings.IMPORT_MAX_UPLOAD_BYTES} "
-                                       "bytes)", "max_bytes": settings.IMPORT_MAX_UPLOAD_BYTES},
-                            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         corpus = corpus_services.create_corpus(
-            name=data.validated_data["name"], user=request.user, upload=upload, projects=projects,
+            name=data.validated_data["name"], user=request.user, upload=data.validated_data["file"], projects=projects,
             passage_sentences=data.validated_data["passage_sentences"],
             passage_stride=data.validated_data["passage_stride"],
         )

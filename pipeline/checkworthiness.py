@@ -25,7 +25,7 @@ import re
 from dataclasses import asdict, dataclass
 
 from pipeline.llm import LLM, OFFLINE, ChatResult, LLMConfig, run_chats, usable
-from pipeline.parsing import ParseError, strip_code_fence
+from pipeline.parsing import ParseError, parse_label
 
 logger = logging.getLogger(__name__)
 
@@ -110,18 +110,9 @@ Label: other
 Claim: {claim}
 Label:"""
 
-_LABEL_PREFIX = re.compile(r"^\s*(?:label|category)\s*:\s*", re.IGNORECASE)
-
-
 def parse_category(answer: str | None) -> str:
     """Exactly one category label (case, quotes, "Label:" and "not a claim" spelling tolerated)."""
-    if answer is None or not answer.strip():
-        raise ParseError("empty answer")
-    text = _LABEL_PREFIX.sub("", strip_code_fence(answer)).strip().strip("\"'`*.").strip()
-    label = re.sub(r"[\s-]+", "_", text.lower())
-    if label not in CLAIM_CATEGORIES:
-        raise ParseError(f"not one of {CLAIM_CATEGORIES}: {answer.strip()[:60]!r}")
-    return label
+    return parse_label(answer, CLAIM_CATEGORIES, "_")
 
 
 def _category_from_llm(claim: str, result: ChatResult, model: str) -> Hint:

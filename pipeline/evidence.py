@@ -15,13 +15,12 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 from pipeline.checkworthiness import Hint
 from pipeline.llm import LLM, OFFLINE, LLMConfig, run_chats, usable
-from pipeline.parsing import ParseError, parse_string_list, strip_code_fence
+from pipeline.parsing import ParseError, parse_label, parse_string_list
 from pipeline.retrieval import dedupe_queries, offline_queries
 
 logger = logging.getLogger(__name__)
@@ -93,18 +92,9 @@ def claim_queries(claims: Sequence[str], config: LLMConfig | None = None) -> lis
     return out
 
 
-_LABEL_PREFIX = re.compile(r"^\s*(?:label|stance)\s*:\s*", re.IGNORECASE)
-
-
 def parse_stance(answer: str | None) -> str:
     """Exactly one stance label ("Label:", quotes, case and spaces for hyphens tolerated)."""
-    if answer is None or not answer.strip():
-        raise ParseError("empty answer")
-    text = _LABEL_PREFIX.sub("", strip_code_fence(answer)).strip().strip("\"'`*.").strip()
-    label = re.sub(r"[\s_]+", "-", text.lower())
-    if label not in STANCE_LABELS:
-        raise ParseError(f"not one of {STANCE_LABELS}: {answer.strip()[:60]!r}")
-    return label
+    return parse_label(answer, STANCE_LABELS, "-")
 
 
 @dataclass

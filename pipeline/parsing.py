@@ -80,3 +80,22 @@ def parse_string_list(text: str | None) -> list[str]:
             return items
     snippet = body[:80].replace("\n", " ")
     raise ParseError(f"not a list of strings: {snippet!r}")
+
+
+_LABEL_LINE_PREFIX = re.compile(r"^\s*(?:label|category|stance)\s*:\s*", re.IGNORECASE)
+
+
+def parse_label(answer: str | None, labels: tuple[str, ...], joiner: str) -> str:
+    """Exactly one of ``labels``, from an answer that should be just the label.
+
+    Tolerated: a code fence, a "Label:" prefix, quotes, a final full stop, case, and spaces,
+    hyphens or underscores between words (written as ``joiner``, the labels' own separator).
+    Anything else, e.g. a label plus an explanation, raises ParseError.
+    """
+    if answer is None or not answer.strip():
+        raise ParseError("empty answer")
+    text = _LABEL_LINE_PREFIX.sub("", strip_code_fence(answer)).strip().strip("\"'`*.").strip()
+    label = re.sub(r"[\s_-]+", joiner, text.lower())
+    if label not in labels:
+        raise ParseError(f"not one of {labels}: {answer.strip()[:60]!r}")
+    return label

@@ -158,6 +158,16 @@ def api_client(user=None) -> APIClient:
 
 
 @pytest.fixture
+def logged_in(client, users):
+    """``logged_in("alice")``: the test client with alice's session."""
+    def login(name):
+        client.force_login(users[name])
+        return client
+
+    return login
+
+
+@pytest.fixture
 def clients(users):
     return {name: api_client(user) for name, user in users.items()} | {"anonymous": api_client()}
 

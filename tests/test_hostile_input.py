@@ -94,15 +94,6 @@ def test_agreement_stage_in_other_digits_is_a_400(clients, felm_project, stage):
     assert response.status_code == 400 and "stage" in response.json()
 
 
-@pytest.fixture
-def logged_in(client, users):
-    def login(name):
-        client.force_login(users[name])
-        return client
-
-    return login
-
-
 def test_agreement_page_with_a_stage_in_other_digits_is_a_404(logged_in, felm_project):
     assert logged_in("carol").get(f"/projects/{felm_project.id}/agreement/", {"stage": "\u00b2"}).status_code == 404
 

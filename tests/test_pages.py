@@ -12,15 +12,6 @@ pytestmark = pytest.mark.django_db
 XSS = '<script>alert("x")</script>'
 
 
-@pytest.fixture
-def logged_in(client, users):
-    def login(name):
-        client.force_login(users[name])
-        return client
-
-    return login
-
-
 def test_login_page_and_login(client, users):
     assert client.get("/accounts/login/").status_code == 200
     response = client.post("/accounts/login/", {"username": "alice", "password": "test-pass-123"})

@@ -11,7 +11,6 @@ earlier run wrote, an embedding batch only takes passages that still have no vec
 """
 import json
 import logging
-import uuid
 from pathlib import Path
 
 from django.conf import settings
@@ -23,6 +22,9 @@ from annotation.exceptions import DomainError, ImportFailed
 from annotation.json_values import MAX_JSON_DEPTH, bad_value, too_deep
 from annotation.kinds.base import is_valid_url
 from annotation.models import Corpus, CorpusState, Passage, Project
+from annotation.uploads import store_upload, stored_path
+
+from .imports import check_upload_size
 
 logger = logging.getLogger(__name__)
 
@@ -44,19 +46,7 @@ def check_passage_settings(sentences: int, stride: int) -> None:
 
 
 def upload_path(corpus: Corpus) -> Path:
-    return Path(settings.DATA_DIR) / corpus.file_path
-
-
-def _store_upload(upload) -> tuple[str, int]:
-    directory = Path(settings.DATA_DIR) / UPLOAD_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    relative = f"{UPLOAD_DIR}/{uuid.uuid4().hex}.jsonl"
-    size = 0
-    with open(Path(settings.DATA_DIR) / relative, "wb") as target:
-        for chunk in upload.chunks() if hasattr(upload, "chunks") else iter(lambda: upload.read(1 << 20), b""):
-            size += len(chunk)
-            target.write(chunk)
-    return relative, size
+    return stored_path(corpus.file_path)
 
 
 def create_corpus(*, name: str, user, upload, projects: list[Project], passage_sentences: int = 5,
@@ -65,10 +55,8 @@ def create_corpus(*, name: str, user, upload, projects: list[Project], passage_s
     if not (name or "").strip():
         raise DomainError("a corpus needs a name")
     check_passage_settings(passage_sentences, passage_stride)
-    limit = settings.IMPORT_MAX_UPLOAD_BYTES
-    if getattr(upload, "size", None) and upload.size > limit:
-        raise DomainError(f"the file is larger than the upload limit ({limit} bytes)")
-    relative, size = _store_upload(upload)
+    check_upload_size(getattr(upload, "size", None))
+    relative, size = store_upload(upload, UPLOAD_DIR)
     try:
         with transaction.atomic():
             corpus = Corpus.objects.create(
@@ -81,7 +69,7 @@ def create_corpus(*, name: str, user, upload, projects: list[Project], passage_s
 
             transaction.on_commit(lambda: import_corpus.delay(corpus.id))
     except BaseException:
-        (Path(settings.DATA_DIR) / relative).unlink(missing_ok=True)
+        stored_path(relative).unlink(missing_ok=True)
         raise
     return corpus
 

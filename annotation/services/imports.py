@@ -12,7 +12,6 @@ import json
 import logging
 import math
 import time
-import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ from annotation.json_values import NON_FINITE, NUL, bad_value, nul_path
 from annotation.kinds import KindSpec, PayloadError, get_kind
 from annotation.kinds.base import ImportLineError, ParsedItem
 from annotation.models import GoldRecord, GoldSource, ImportJob, ImportJobState, Item, ItemStage, Project, StageStatus
+from annotation.uploads import store_upload, stored_path
 
 from .assignments import annotator_ids, assign_new_stages, current_load
 
@@ -486,20 +486,7 @@ def retry_failed_precompute(project: Project) -> int:
 # -- import jobs (uploads run by a Celery task) ---------------------------------------------------
 
 def upload_path(job: ImportJob) -> Path:
-    return Path(settings.DATA_DIR) / job.file_path
-
-
-def _store_upload(upload) -> tuple[str, int]:
-    """Copy the upload under DATA_DIR/imports (shared by web and worker); returns (relative path, size)."""
-    directory = Path(settings.DATA_DIR) / UPLOAD_DIR
-    directory.mkdir(parents=True, exist_ok=True)
-    relative = f"{UPLOAD_DIR}/{uuid.uuid4().hex}.upload"
-    size = 0
-    with open(Path(settings.DATA_DIR) / relative, "wb") as target:
-        for chunk in upload.chunks() if hasattr(upload, "chunks") else iter(lambda: upload.read(1 << 20), b""):
-            size += len(chunk)
-            target.write(chunk)
-    return relative, size
+    return stored_path(job.file_path)
 
 
 def create_import_job(*, project: Project, user, upload, fmt: str, labels_as: str = "ignore") -> ImportJob:
@@ -509,7 +496,7 @@ def create_import_job(*, project: Project, user, upload, fmt: str, labels_as: st
     """
     check_options(project, fmt, labels_as)
     check_upload_size(getattr(upload, "size", None))
-    relative, size = _store_upload(upload)
+    relative, size = store_upload(upload, UPLOAD_DIR)
     try:
         with transaction.atomic():
             job = ImportJob.objects.create(
@@ -521,7 +508,7 @@ def create_import_job(*, project: Project, user, upload, fmt: str, labels_as: st
 
             transaction.on_commit(lambda: run_import.delay(job.id))
     except BaseException:
-        (Path(settings.DATA_DIR) / relative).unlink(missing_ok=True)
+        stored_path(relative).unlink(missing_ok=True)
         raise
     return job
 
