@@ -20,7 +20,7 @@ def export_jsonl(project: Project, fmt: str) -> Iterator[str]:
     if fmt == RAW_ANNOTATIONS:
         records = selectors.annotation_rows(project)
     else:
-        records = get_kind(project.kind).export_lines(fmt, selectors.gold_rows(project))
+        records = get_kind(project.kind).export_lines(fmt, selectors.gold_rows(project, later_stages=get_kind(project.kind).export_later_stages))
     for record in records:
         yield json.dumps(record, ensure_ascii=False) + "\n"
 

@@ -1,6 +1,7 @@
 """Reads of the annotation domain: who may see what, queues, progress, agreement, export rows."""
 from collections import defaultdict
-from typing import Iterator
+from itertools import islice
+from typing import Iterable, Iterator
 
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -242,9 +243,10 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
         GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage), kind, "item_stage_id"
     ))
 
-    per_field: dict[str, dict] = {name: {} for name in kind.agreement_fields}
+    agreement_fields = kind.agreement_fields_for(stage)
+    per_field: dict[str, dict] = {name: {} for name in agreement_fields}
     # field → rater → [units agreeing with gold, units compared with gold]
-    with_gold: dict[str, dict] = {name: defaultdict(lambda: [0, 0]) for name in kind.agreement_fields}
+    with_gold: dict[str, dict] = {name: defaultdict(lambda: [0, 0]) for name in agreement_fields}
     for stage_id, payloads in payloads_by_stage.items():
         gold = gold_by_stage.get(stage_id)
         together = gold is not None and not kind.agreement_aligns_units
@@ -271,7 +273,7 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
 
     usernames = dict(User.objects.filter(id__in=items_by_user).values_list("id", "username"))
     fields = {}
-    for name, label in kind.agreement_fields.items():
+    for name, label in agreement_fields.items():
         result = agreement.field_agreement(per_field[name])
         for pair in result["pairs"]:
             pair["raters"] = [usernames.get(r, str(r)) for r in pair["raters"]]
@@ -310,8 +312,30 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
 
 # -- export -----------------------------------------------------------------------------------
 
-def gold_rows(project: Project, stage: int = 1) -> Iterator[dict]:
-    """Consolidated items of a project, one plain dict each, streamed from the database."""
+def gold_rows(project: Project, stage: int = 1, later_stages: Iterable[int] = ()) -> Iterator[dict]:
+    """Consolidated items of a project, one plain dict each, streamed from the database.
+
+    With ``later_stages``, each row also has ``stages``: {stage: {"content", "gold"}} for those of
+    the item's later stages that are done, fetched per chunk of rows."""
+    rows = _gold_rows(project, stage)
+    later_stages = list(later_stages)
+    if not later_stages:
+        yield from rows
+        return
+    while chunk := list(islice(rows, 2000)):
+        later: dict[int, dict] = defaultdict(dict)
+        done = GoldRecord.objects.filter(
+            item_stage__item_id__in=[row["item_id"] for row in chunk], item_stage__stage__in=later_stages,
+            item_stage__status=StageStatus.DONE,
+        ).values_list("item_stage__item_id", "item_stage__stage", "item_stage__content", "payload")
+        for item_id, number, content, payload in done:
+            later[item_id][number] = {"content": content, "gold": payload}
+        for row in chunk:
+            row["stages"] = later.get(row["item_id"], {})
+            yield row
+
+
+def _gold_rows(project: Project, stage: int) -> Iterator[dict]:
     queryset = (
         GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage, item_stage__status=StageStatus.DONE)
         .order_by("item_stage__item_id")

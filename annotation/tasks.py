@@ -42,7 +42,7 @@ def precompute_stages(self, stage_ids: list[int]) -> dict:
         try:
             result = kind.precompute(stage.stage, stage.item.prompt, stage.item.response, stage.content,
                                      project.pipeline_settings, previous_gold=previous_gold,
-                                     evidence_search=partial(corpus_search, project))
+                                     evidence_search=partial(corpus_search, project), item_metadata=stage.item.metadata)
         except (OperationalError, ConnectionError, TimeoutError):
             raise
         except Exception as exc:  # a bad item must not stop the others; its error is shown in the UI

@@ -86,7 +86,14 @@ class KindSpec:
     document_formats: tuple[str, ...] = ()
     export_formats: tuple[str, ...] = ()
     # field name → human label; the agreement page reports these fields in this order
+    # (kinds whose stages ask different things override agreement_fields_for)
     agreement_fields: dict[str, str] = {}
+    # later stages whose gold records the export joins to each row (row["stages"][n])
+    export_later_stages: tuple[int, ...] = ()
+
+    def agreement_fields_for(self, stage: int) -> dict[str, str]:
+        """The fields agreement reports for ``stage``."""
+        return self.agreement_fields
 
     def parse_import_line(self, fmt: str, data: dict, line: int) -> ParsedItem:
         raise NotImplementedError
@@ -96,10 +103,12 @@ class KindSpec:
         return not content
 
     def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
-                   previous_gold: dict | None = None, evidence_search: Callable | None = None) -> dict:
+                   previous_gold: dict | None = None, evidence_search: Callable | None = None,
+                   item_metadata: dict | None = None) -> dict:
         """Return ``{"content": ..., "suggestion": ..., "provenance": ...}`` for a stage;
         ``previous_gold`` is the gold payload of the step before, if any; ``evidence_search()``
-        gives the search function over the project's corpora (None without corpora)."""
+        gives the search function over the project's corpora (None without corpora);
+        ``item_metadata`` is the item's metadata (e.g. evidence an import carried for a later stage)."""
         raise NotImplementedError
 
     def empty_payload(self, stage: int, content: dict, suggestion: dict | None) -> dict:

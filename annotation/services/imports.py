@@ -381,12 +381,35 @@ class _Writer:
             self.result.gold_records += len(gold)
             from .stages import open_next_stages
 
-            open_next_stages(self.project, [stage.id for stage in stages])
+            open_next_stages(self.project, [stage.id for stage in stages] + self._write_later_gold(items, batch))
         self.result.items += len(items)
         self.result.precomputing += sum(stage.status == StageStatus.PRECOMPUTING for stage in stages)
         self.result.assignments += assign_new_stages(
             self.project, [s.id for s in stages if s.status == StageStatus.ANNOTATING], self.annotators, self.load
         )
+
+    def _write_later_gold(self, items: list[Item], batch: list[ParsedItem]) -> list[int]:
+        """Later stages whose content and labels the file gives (e.g. Factcheck-Bench's released
+        step 2): written done with their gold record, as the first stage is. Returns their ids."""
+        ids: list[int] = []
+        carried = list(zip(items, batch))
+        for number in self.kind.stages[1:]:
+            carried = [(item, p) for item, p in carried if number in p.content and number in p.labels]
+            if not carried:
+                break
+            stages = ItemStage.objects.bulk_create(
+                [ItemStage(item=item, stage=number, status=StageStatus.DONE, content=p.content[number],
+                           provenance={"content": "import"}) for item, p in carried],
+                batch_size=BATCH_SIZE,
+            )
+            GoldRecord.objects.bulk_create(
+                [GoldRecord(item_stage=stage, payload=p.labels[number], source=GoldSource.IMPORT)
+                 for stage, (_, p) in zip(stages, carried)],
+                batch_size=BATCH_SIZE,
+            )
+            self.result.gold_records += len(stages)
+            ids += [stage.id for stage in stages]
+        return ids
 
     def _stage(self, item: Item, p: ParsedItem) -> ItemStage:
         content = p.content.get(self.stage) or {}

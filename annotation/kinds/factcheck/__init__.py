@@ -1,0 +1,117 @@
+"""Factcheck-Bench (Wang et al.): three serial steps per item. Step 1 (``step1.py``):
+decomposition, decontextualisation, checkworthiness and importance. Step 2 (``step2.py``):
+evidence stance, factuality and correction, pre-annotated by evidence retrieval; its page is not
+built yet, so it is not annotatable (adding 2 to ``annotatable_stages`` opens it to annotators).
+The released file's shape is read and written in ``benchmark.py``.
+"""
+from typing import Any, Hashable, Iterable
+
+from ..base import AgreementItem, KindSpec, MergeResult, ParsedItem
+from ..felm import parse_plain_line
+from . import step1, step2
+from .benchmark import LATER_STEP_FIELDS, SENTENCE_KEY, benchmark_record, parse_benchmark_line
+from .step1 import (
+    CLAIM_CATEGORIES,
+    CLAIM_IMPORTANCE,
+    SENTENCE_CHECKWORTHY,
+    SENTENCE_IMPORTANCE,
+    align_claims,
+    decomposition_agreement,
+    empty_sentence,
+)
+from .step2 import checkworthy_claims, retrieve_evidence
+
+
+class FactcheckKind(KindSpec):
+    key = "factcheck"
+    stages = (1, 2, 3)
+    annotatable_stages = (1,)
+    import_formats = ("plain", "factcheck-bench", "factcheck-tool")
+    document_formats = ("factcheck-tool",)
+    export_formats = ("factcheck-bench",)
+    export_later_stages = (2,)
+    agreement_aligns_units = True
+    agreement_uses_suggestion = True
+    agreement_fields = step1.AGREEMENT_FIELDS
+    _agreement_fields_by_stage = {1: step1.AGREEMENT_FIELDS, 2: step2.AGREEMENT_FIELDS}
+
+    def agreement_fields_for(self, stage: int) -> dict[str, str]:
+        return self._agreement_fields_by_stage.get(stage, {})
+
+    # -- import -----------------------------------------------------------------------------
+
+    def parse_import_line(self, fmt: str, data: dict, line: int) -> ParsedItem:
+        if fmt == "plain":
+            return parse_plain_line(data, line)
+        if fmt == "factcheck-bench":
+            return parse_benchmark_line(data, line)
+        if fmt == "factcheck-tool":
+            return step1.parse_tool_input(data, line)
+        raise ValueError(f"format {fmt!r} is not one of {', '.join(self.import_formats)}")
+
+    # -- machine pre-annotation -------------------------------------------------------------
+
+    def needs_precompute(self, stage: int, content: dict, suggestion: dict | None) -> bool:
+        return stage == 1 and (not content.get("sentences") or suggestion is None)
+
+    def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
+                   previous_gold: dict | None = None, evidence_search=None, item_metadata: dict | None = None) -> dict:
+        if stage == 2:
+            return step2.precompute(previous_gold, settings, evidence_search, item_metadata)
+        if stage != 1:
+            return {"content": content, "suggestion": None, "provenance": {}}
+        # NLTK and the openai client load only where items are pre-annotated.
+        from pipeline.factcheck_step1 import suggest_step1
+        from pipeline.llm import LLMConfig
+
+        config = LLMConfig.from_env(settings.get("llm"))
+        result = suggest_step1(prompt, response, config, sentences=content.get("sentences") or None)
+        sentences = [s["text"] for s in result["sentences"]]
+        suggestion = {"sentences": [{k: v for k, v in s.items() if k != "text"} for s in result["sentences"]]}
+        return {"content": {"sentences": sentences}, "suggestion": suggestion, "provenance": result["provenance"]}
+
+    # -- annotation payloads ----------------------------------------------------------------
+
+    def empty_payload(self, stage: int, content: dict, suggestion: dict | None) -> dict:
+        if stage == 2:
+            return step2.empty_payload(content)
+        return step1.empty_payload(content, suggestion)
+
+    def validate_payload(self, stage: int, content: dict, payload: Any, *, complete: bool) -> dict:
+        if stage == 2:
+            return step2.validate_payload(content, payload, complete=complete)
+        return step1.validate_payload(content, payload, complete=complete)
+
+    # -- consolidation ----------------------------------------------------------------------
+
+    def merge(self, stage: int, content: dict, payloads: list[dict]) -> MergeResult:
+        if stage == 2:
+            return step2.merge(content, payloads)
+        return step1.merge(content, payloads)
+
+    # -- agreement --------------------------------------------------------------------------
+
+    def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
+        if stage == 2:
+            return step2.agreement_units(payloads)
+        return step1.agreement_units(payloads)
+
+    def extra_agreement(self, stage: int, items: Iterable[AgreementItem]) -> dict:
+        if stage == 2:
+            return step2.extra_agreement(items)
+        return step1.extra_agreement(items)
+
+    # -- export -----------------------------------------------------------------------------
+
+    def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:
+        if fmt != "factcheck-bench":
+            raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.export_formats)}")
+        for row in rows:
+            yield benchmark_record(row)
+
+
+__all__ = [
+    "CLAIM_CATEGORIES", "CLAIM_IMPORTANCE", "LATER_STEP_FIELDS", "SENTENCE_CHECKWORTHY", "SENTENCE_IMPORTANCE",
+    "SENTENCE_KEY", "FactcheckKind", "align_claims", "benchmark_record", "checkworthy_claims",
+    "decomposition_agreement", "empty_sentence", "retrieve_evidence",
+]

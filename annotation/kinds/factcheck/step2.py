@@ -1,0 +1,424 @@
+"""Factcheck-Bench step 2 (paper §2 (4)–(7), Appendix D.4–D.6): for every checkworthy factual
+claim, the stance of each evidence passage, whether the evidence decides the claim, evidence the
+annotator found, the claim's factuality and its correction.
+
+Content (``precompute``): ``{"claims": [{"sentence", "claim", "text", "queries", "evidence":
+[{"text", "url", "title", "source", "query", "rank", "score", "lexical_score", "embedding_score",
+"passage_id", optionally "stance_hint", "nul_offsets"}], "problems"}]}``: the consolidated
+step-1 claims that step 2 verifies (``checkworthy_claims``), each with its passages. Items
+imported from the released file carry their released passages (``RELEASED_EVIDENCE_KEY`` in
+the item's metadata), used instead of retrieval for the claims they match.
+
+Payload: ``{"claims": [...]}``, one entry per content claim, in the same order:
+
+- ``stances``: one per passage, ``completely-support | partially-support | refute | irrelevant``;
+- ``reliable``: one per passage, is the passage's source reliable (``true``/``false``);
+- ``decided``: can the claim be decided from the passages, ``yes | no``;
+- ``manual_evidence``: evidence the annotator found, ``[{"text", "url", "query", "reliable",
+  "sufficient"}]`` (Appendix D.4: query, URL, source reliable, sufficient alone);
+- ``factuality``: ``true | false | unknown`` (unknown: not enough evidence);
+- ``needs_edit``: ``yes | no | not_enough_evidence``;
+- ``correction``: the corrected claim (starts as the claim's text);
+- ``used_evidence``: what the correction rests on, passage indexes (0-based) or ``"manual:N"``.
+
+Always checked (drafts too): the shapes (one stance and one reliability per passage), the
+vocabularies, URLs (http/https) where given, and that used evidence exists, without repeats.
+Completeness, on submit:
+
+1. every passage has a stance;
+2. every passage whose stance is not ``irrelevant`` has its reliability;
+3. ``decided``, ``factuality`` and ``needs_edit`` are chosen;
+4. every manual evidence has text, an http(s) URL, ``reliable`` and ``sufficient``;
+5. ``decided == "no"`` needs manual evidence, or ``needs_edit == "not_enough_evidence"``;
+6. factuality follows ``needs_edit`` as in every released claim: yes ⇔ false, no ⇔ true,
+   not_enough_evidence ⇔ unknown;
+7. ``needs_edit == "yes"`` needs a non-empty correction and the evidence it used.
+
+A gold record imported from the released file may also hold ``released``: the released values
+that this schema cannot hold (see ``benchmark.py``), given back by the export. It is never part
+of an annotator's or consolidator's payload: validation drops it.
+"""
+from statistics import mean
+from typing import Any, Hashable, Iterable
+
+from .. import claims as claim_text
+from ..base import AgreementItem, MergeResult, PayloadError, field_error, is_valid_url
+from .step1 import validate_choice
+
+STANCES = ("completely-support", "partially-support", "refute", "irrelevant")
+# Three-way stance, as the paper also reports it: supporting = complete + partial.
+STANCE3 = {"completely-support": "support", "partially-support": "support", "refute": "refute", "irrelevant": "irrelevant"}
+DECIDED = ("yes", "no")
+FACTUALITY = ("true", "false", "unknown")
+NEEDS_EDIT = ("yes", "no", "not_enough_evidence")
+FACTUALITY_FOR_EDIT = {"yes": "false", "no": "true", "not_enough_evidence": "unknown"}
+MANUAL = "manual:"
+# Item metadata key of the released evidence an import carries for step 2:
+# {"sentences": [{"claims": [{"text": claim, "evidence": [passage, ...]}]}]}, one entry per
+# released sentence and claim, passages in the content's evidence shape.
+RELEASED_EVIDENCE_KEY = "factcheck_bench_evidence"
+
+AGREEMENT_FIELDS = {
+    "stance": "Evidence stance (claim × passage)",
+    "stance3": "Evidence stance, three-way: support / refute / irrelevant",
+    "decided": "Claim decidable from the retrieved evidence",
+    "factuality": "Claim factuality",
+    "needs_edit": "Claim needs an edit",
+}
+
+
+# -- content ------------------------------------------------------------------------------------
+
+def checkworthy_claims(step1_gold: dict) -> list[dict]:
+    """The consolidated factual claims of checkworthy sentences: what step 2 verifies."""
+    return [
+        {"sentence": s_index, "claim": c_index, "text": claim["text"]}
+        for s_index, sentence in enumerate(step1_gold.get("sentences", []))
+        if sentence.get("checkworthy") == "yes"
+        for c_index, claim in enumerate(sentence.get("claims", []))
+        if claim.get("category") == "factual"
+    ]
+
+
+def strip_nuls(text: str) -> tuple[str, list[int]]:
+    """Text without U+0000 (PostgreSQL cannot store it) and where the NULs were."""
+    offsets = [i for i, c in enumerate(text) if c == "\x00"]
+    return (text.replace("\x00", ""), offsets) if offsets else (text, [])
+
+
+def restore_nuls(text: str, offsets: list[int]) -> str:
+    for offset in offsets:
+        text = text[:offset] + "\x00" + text[offset:]
+    return text
+
+
+def released_passage(text: str, url: str, rank: int) -> dict:
+    """A released auto_evidence passage in the content's evidence shape."""
+    stored, offsets = strip_nuls(text)
+    passage = {"text": stored, "url": url, "title": "", "source": "factcheck-bench", "query": "", "rank": rank,
+               "score": None, "lexical_score": None, "embedding_score": None, "passage_id": None}
+    if offsets:
+        passage["nul_offsets"] = offsets
+    return passage
+
+
+def retrieve_evidence(claims: list[dict], settings: dict, search) -> dict:
+    """Step-2 content: each checkworthy claim with its ranked evidence (``pipeline.factcheck_step2``).
+
+    Embeddings are only loaded where there is something to rank; ``settings["web_search"]``
+    (base_url, api_key, timeout…) adds the web, ``settings["llm"]`` LLM queries and stance hints.
+    """
+    from pipeline.factcheck_step2 import ClaimToCheck, suggest_step2
+    from pipeline.llm import LLMConfig
+    from pipeline.retrieval import embed
+    from pipeline.websearch import WebSearchConfig
+
+    web = WebSearchConfig.from_env(settings.get("web_search"))
+    sources = search is not None or web.is_configured
+    passages = settings.get("passages") or {}
+    result = suggest_step2(
+        [ClaimToCheck(f"{c['sentence']}/{c['claim']}", c["text"]) for c in claims], search=search, web=web,
+        llm=LLMConfig.from_env(settings.get("llm")), embed=embed if sources and settings.get("embeddings", True) else None,
+        passage_size=passages.get("sentences"), passage_stride=passages.get("stride"),
+    )
+    for claim, found in zip(claims, result["claims"]):
+        claim.update(queries=found["queries"], evidence=found["evidence"], problems=found["problems"])
+    return {"content": {"claims": claims}, "suggestion": None,
+            "provenance": {"evidence": {"sources": result["sources"]}}}
+
+
+def precompute(previous_gold: dict | None, settings: dict, evidence_search, item_metadata: dict | None) -> dict:
+    """Step-2 content. Claims the item's released evidence covers (same sentence, same text up to
+    whitespace) take the released passages; only the others are retrieved."""
+    claims = checkworthy_claims(previous_gold or {})
+    released = (item_metadata or {}).get(RELEASED_EVIDENCE_KEY)
+    if not isinstance(released, dict):
+        return retrieve_evidence(claims, settings, evidence_search() if evidence_search else None)
+    by_text = {}
+    for s_index, sentence in enumerate(released.get("sentences", [])):
+        for claim in sentence.get("claims", []):
+            by_text.setdefault((s_index, claim_text.normalise(claim["text"])), claim["evidence"])
+    missing = []
+    for claim in claims:
+        evidence = by_text.get((claim["sentence"], claim_text.normalise(claim["text"])))
+        if evidence is None:
+            missing.append(claim)
+        else:
+            claim.update(queries=[], evidence=[dict(p) for p in evidence], problems=[])
+    sources = ["factcheck-bench"] if len(missing) < len(claims) else []
+    if missing:
+        retrieved = retrieve_evidence(missing, settings, evidence_search() if evidence_search else None)
+        sources += [s for s in retrieved["provenance"]["evidence"]["sources"] if s not in sources]
+    return {"content": {"claims": claims}, "suggestion": None, "provenance": {"evidence": {"sources": sources}}}
+
+
+# -- annotation payloads ------------------------------------------------------------------------
+
+def empty_claim(claim: dict) -> dict:
+    passages = len(claim.get("evidence") or [])
+    return {"stances": [None] * passages, "reliable": [None] * passages, "decided": None, "manual_evidence": [],
+            "factuality": None, "needs_edit": None, "correction": claim.get("text", ""), "used_evidence": []}
+
+
+def empty_payload(content: dict) -> dict:
+    """Nothing is pre-selected: stance hints stay hints beside the choices (a pre-selected
+    machine label left alone would count as the annotator's); the correction starts as the claim."""
+    return {"claims": [empty_claim(c) for c in content.get("claims", [])]}
+
+
+def validate_payload(content: dict, payload: Any, *, complete: bool) -> dict:
+    claims = content.get("claims", [])
+    if not isinstance(payload, dict) or not isinstance(payload.get("claims"), list):
+        raise PayloadError([field_error("claims", "must be a list with one object per claim")])
+    if len(payload["claims"]) != len(claims):
+        raise PayloadError([field_error("claims", f"has {len(payload['claims'])} entries, the item has {len(claims)} claims")])
+    errors: list[dict] = []
+    result = [_validate_claim(i, claim, raw, complete, errors) for i, (claim, raw) in enumerate(zip(claims, payload["claims"]))]
+    if errors:
+        raise PayloadError(errors)
+    return {"claims": result}
+
+
+def _is_bool_or_none(value) -> bool:
+    return value is None or isinstance(value, bool)
+
+
+def _validate_claim(index: int, claim: dict, raw: Any, complete: bool, errors: list[dict]) -> dict:
+    path = f"claims[{index}]"
+    passages = len(claim.get("evidence") or [])
+    if not isinstance(raw, dict):
+        errors.append(field_error(path, "must be an object"))
+        return empty_claim(claim)
+    out = {}
+    stances = raw.get("stances")
+    if not isinstance(stances, list) or len(stances) != passages:
+        errors.append(field_error(f"{path}.stances", f"must be a list with one stance per evidence passage ({passages})"))
+        stances = [None] * passages
+    out["stances"] = [validate_choice(s, STANCES, f"{path}.stances[{k}]", complete, errors, "stance of this passage")
+                      for k, s in enumerate(stances)]
+    reliable = raw.get("reliable")
+    if not isinstance(reliable, list) or len(reliable) != passages:
+        errors.append(field_error(f"{path}.reliable", f"must be a list with one true/false/null per evidence passage ({passages})"))
+        reliable = [None] * passages
+    out["reliable"] = []
+    for k, value in enumerate(reliable):
+        if not _is_bool_or_none(value):
+            errors.append(field_error(f"{path}.reliable[{k}]", "must be true, false or null"))
+            value = None
+        elif value is None and complete and out["stances"][k] not in (None, "irrelevant"):
+            errors.append(field_error(f"{path}.reliable[{k}]", "is required: say whether the source of this relevant passage is reliable"))
+        out["reliable"].append(value)
+    out["decided"] = validate_choice(raw.get("decided"), DECIDED, f"{path}.decided", complete, errors,
+                                     "whether the evidence decides the claim")
+    out["manual_evidence"] = _validate_manual(raw.get("manual_evidence"), f"{path}.manual_evidence", complete, errors)
+    out["factuality"] = validate_choice(raw.get("factuality"), FACTUALITY, f"{path}.factuality", complete, errors, "factuality")
+    out["needs_edit"] = validate_choice(raw.get("needs_edit"), NEEDS_EDIT, f"{path}.needs_edit", complete, errors,
+                                        "whether the claim needs an edit")
+    correction = raw.get("correction")
+    if correction is None:
+        correction = ""
+    if not isinstance(correction, str):
+        errors.append(field_error(f"{path}.correction", "must be a string"))
+        correction = ""
+    out["correction"] = correction
+    out["used_evidence"] = _validate_used(raw.get("used_evidence"), passages, len(out["manual_evidence"]),
+                                          f"{path}.used_evidence", errors)
+    if complete:
+        edit = out["needs_edit"]
+        if out["decided"] == "no" and not out["manual_evidence"] and edit != "not_enough_evidence":
+            errors.append(field_error(f"{path}.manual_evidence", "is required when the retrieved evidence cannot decide the claim: "
+                                                                 "add the evidence you found, or choose not_enough_evidence"))
+        if edit in FACTUALITY_FOR_EDIT and out["factuality"] in FACTUALITY and out["factuality"] != FACTUALITY_FOR_EDIT[edit]:
+            errors.append(field_error(f"{path}.factuality", f"must be {FACTUALITY_FOR_EDIT[edit]} when needs_edit is {edit}"))
+        if edit == "yes":
+            if not correction.strip():
+                errors.append(field_error(f"{path}.correction", "is required when the claim needs an edit"))
+            if not out["used_evidence"]:
+                errors.append(field_error(f"{path}.used_evidence", "is required when the claim needs an edit: "
+                                                                   "name the evidence the correction rests on"))
+    return out
+
+
+def _validate_manual(raw: Any, path: str, complete: bool, errors: list[dict]) -> list[dict]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        errors.append(field_error(path, "must be a list of evidence objects"))
+        return []
+    result = []
+    for m, entry in enumerate(raw):
+        where = f"{path}[{m}]"
+        if not isinstance(entry, dict):
+            errors.append(field_error(where, "must be an object with text, url, query, reliable and sufficient"))
+            continue
+        item = {}
+        for key in ("text", "url", "query"):
+            value = entry.get(key)
+            value = "" if value is None else value
+            if not isinstance(value, str):
+                errors.append(field_error(f"{where}.{key}", "must be a string"))
+                value = ""
+            item[key] = value
+        if complete and not item["text"].strip():
+            errors.append(field_error(f"{where}.text", "is required: quote the evidence or remove it"))
+        if item["url"] and not is_valid_url(item["url"]):
+            errors.append(field_error(f"{where}.url", "must be an http or https URL"))
+        elif complete and not item["url"]:
+            errors.append(field_error(f"{where}.url", "is required: give the evidence's http or https URL"))
+        for key in ("reliable", "sufficient"):
+            value = entry.get(key)
+            if not _is_bool_or_none(value):
+                errors.append(field_error(f"{where}.{key}", "must be true, false or null"))
+                value = None
+            elif value is None and complete:
+                errors.append(field_error(f"{where}.{key}", "is required: answer yes or no"))
+            item[key] = value
+        result.append(item)
+    return result
+
+
+def _validate_used(raw: Any, passages: int, manual: int, path: str, errors: list[dict]) -> list:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        errors.append(field_error(path, "must be a list of passage indexes or \"manual:N\""))
+        return []
+    result = []
+    for k, value in enumerate(raw):
+        where = f"{path}[{k}]"
+        if isinstance(value, int) and not isinstance(value, bool):
+            if not 0 <= value < passages:
+                errors.append(field_error(where, f"must be a passage index below {passages}"))
+                continue
+        elif isinstance(value, str) and value.startswith(MANUAL) and value[len(MANUAL):].isdigit() \
+                and value[len(MANUAL):].isascii():
+            if int(value[len(MANUAL):]) >= manual:
+                errors.append(field_error(where, f"names manual evidence that does not exist (there are {manual})"))
+                continue
+            value = f"{MANUAL}{int(value[len(MANUAL):])}"
+        else:
+            errors.append(field_error(where, "must be a passage index or \"manual:N\""))
+            continue
+        if value in result:
+            errors.append(field_error(where, "repeats an entry"))
+            continue
+        result.append(value)
+    return result
+
+
+# -- consolidation ------------------------------------------------------------------------------
+
+def _same(values: list) -> bool:
+    return all(v == values[0] for v in values)
+
+
+def _manual_key(entry: dict) -> tuple[str, str]:
+    return entry.get("url", "").strip(), claim_text.normalise(entry.get("text", ""))
+
+
+def merge(content: dict, payloads: list[dict]) -> MergeResult:
+    """Agreed answers are copied (corrections up to whitespace); the others are left empty (the
+    correction: the claim's text) and listed as disagreed, e.g. ``claims[0].stances[2]``.
+
+    Every annotator's manual evidence is offered, once per (URL, text); ``alignment[i]`` gives,
+    for each merged entry of claim i, its index in each annotator's list (or None). Used evidence
+    is compared with manual references renumbered to the merged list."""
+    merged, disagreed, alignment = [], [], []
+    for index, claim in enumerate(content.get("claims", [])):
+        versions = [p["claims"][index] for p in payloads]
+        path = f"claims[{index}]"
+        out = empty_claim(claim)
+        for key in ("stances", "reliable"):
+            for k in range(len(out[key])):
+                values = [v[key][k] for v in versions]
+                if _same(values):
+                    out[key][k] = values[0]
+                else:
+                    disagreed.append(f"{path}.{key}[{k}]")
+        for key in ("decided", "factuality", "needs_edit"):
+            values = [v[key] for v in versions]
+            if _same(values):
+                out[key] = values[0]
+            else:
+                disagreed.append(f"{path}.{key}")
+        corrections = [claim_text.normalise(v["correction"]) for v in versions]
+        if _same(corrections):
+            out["correction"] = corrections[0]
+        else:
+            disagreed.append(f"{path}.correction")
+        rows, keys = [], {}
+        for column, version in enumerate(versions):
+            for m, entry in enumerate(version["manual_evidence"]):
+                key = _manual_key(entry)
+                if key not in keys:
+                    keys[key] = len(rows)
+                    rows.append([None] * len(versions))
+                if rows[keys[key]][column] is None:
+                    rows[keys[key]][column] = m
+        for r, row in enumerate(rows):
+            entries = [versions[c]["manual_evidence"][m] for c, m in enumerate(row) if m is not None]
+            entry = dict(entries[0])
+            for key in ("query", "reliable", "sufficient"):
+                if not _same([e[key] for e in entries]):
+                    entry[key] = "" if key == "query" else None
+                    disagreed.append(f"{path}.manual_evidence[{r}].{key}")
+            out["manual_evidence"].append(entry)
+        if any(m is None for row in rows for m in row):  # some annotator did not give an entry
+            disagreed.append(f"{path}.manual_evidence")
+        used = []
+        for column, version in enumerate(versions):
+            renumbered = set()
+            for value in version["used_evidence"]:
+                if isinstance(value, str):
+                    key = _manual_key(version["manual_evidence"][int(value[len(MANUAL):])])
+                    value = f"{MANUAL}{keys[key]}"
+                renumbered.add(value)
+            used.append(renumbered)
+        if _same(used):
+            out["used_evidence"] = sorted(used[0], key=lambda v: (isinstance(v, str), v if isinstance(v, int) else int(v[len(MANUAL):])))
+        else:
+            disagreed.append(f"{path}.used_evidence")
+        merged.append(out)
+        alignment.append(rows)
+    return MergeResult({"claims": merged}, disagreed, alignment)
+
+
+# -- agreement ----------------------------------------------------------------------------------
+
+def agreement_units(payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
+    """Units: (claim, passage) for the stances, the claim for the other fields. Claims are the
+    content's, so no alignment is needed; unanswered fields are missing values."""
+    units: dict[str, dict] = {name: {} for name in AGREEMENT_FIELDS}
+    for rater, payload in payloads.items():
+        for index, claim in enumerate(payload.get("claims", [])):
+            for k, stance in enumerate(claim.get("stances") or []):
+                if stance:
+                    units["stance"].setdefault((index, k), {})[rater] = stance
+                    units["stance3"].setdefault((index, k), {})[rater] = STANCE3[stance]
+            for key in ("decided", "factuality", "needs_edit"):
+                if claim.get(key):
+                    units[key].setdefault(index, {})[rater] = claim[key]
+    return units
+
+
+def extra_agreement(items: Iterable[AgreementItem]) -> dict:
+    """Corrections between the first two annotators of each item: how many claims both said
+    need an edit, and the mean normalised edit distance between their two corrections
+    (0 = identical, as for step 1's claims)."""
+    compared, both, distances = 0, 0, []
+    for item in items:
+        raters = list(item.payloads)
+        if len(raters) < 2:
+            continue
+        a, b = (item.payloads[r].get("claims", []) for r in raters[:2])
+        for first, second in zip(a, b):
+            compared += 1
+            if first.get("needs_edit") == "yes" and second.get("needs_edit") == "yes":
+                both += 1
+                distances.append(claim_text.normalised_edit_distance(first.get("correction", ""), second.get("correction", "")))
+    return {"corrections": {
+        "claims": compared,
+        "both_corrected": both,
+        "both_corrected_share": both / compared if compared else None,
+        "mean_normalised_edit_distance": mean(distances) if distances else None,
+    }}
