@@ -63,19 +63,29 @@ def _refresh_vectors(corpus: Corpus) -> _Vectors:
         return cached
 
 
-def _lexical_postgresql(corpus_ids: list[int], query: str, k: int) -> list[tuple[int, float]]:
-    # plainto_tsquery parses any text safely; its AND becomes OR so that a passage with most,
-    # not all, of a claim's words is still a candidate (ts_rank_cd ranks by how many).
-    sql = """
-        SELECT p.id, ts_rank_cd(p.search, q) AS rank
-        FROM annotation_passage p,
-             CAST(replace(CAST(plainto_tsquery('english', %s) AS text), '&', '|') AS tsquery) q
-        WHERE p.corpus_id = ANY(%s) AND p.search @@ q
-        ORDER BY rank DESC, p.id
-        LIMIT %s
-    """
+def _tsquery_literal(lexemes: list[str], operator: str) -> str:
+    return f" {operator} ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
+
+
+def _lexical_postgresql(corpora: list[Corpus], query: str, k: int) -> list[tuple[int, float]]:
+    """Passages with any of the query's lexemes (OR: a passage with most, not all, of a claim's
+    words is still a candidate), leaving out lexemes frequent in every corpus searched: with
+    them, most of a large corpus matches and ranking it all takes most of a second. Only when
+    every lexeme is frequent, passages with all of them (AND) instead."""
     with connection.cursor() as cursor:
-        cursor.execute(sql, [query, corpus_ids, k])
+        cursor.execute("SELECT tsvector_to_array(to_tsvector('english', %s))", [query])
+        lexemes = cursor.fetchone()[0] or []
+        frequent = set.intersection(*(set(c.frequent_terms) for c in corpora))
+        rare = [lexeme for lexeme in lexemes if lexeme not in frequent]
+        if not lexemes:
+            return []
+        tsquery = _tsquery_literal(rare, "|") if rare else _tsquery_literal(lexemes, "&")
+        cursor.execute(
+            """SELECT p.id, ts_rank_cd(p.search, CAST(%s AS tsquery)) AS rank FROM annotation_passage p
+               WHERE p.corpus_id = ANY(%s) AND p.search @@ CAST(%s AS tsquery)
+               ORDER BY rank DESC, p.id LIMIT %s""",
+            [tsquery, [c.id for c in corpora], tsquery, k],
+        )
         return [(pid, float(rank)) for pid, rank in cursor.fetchall()]
 
 
@@ -96,7 +106,7 @@ def lexical_hits(corpora: list[Corpus], query: str, k: int) -> list[tuple[int, f
     if not corpora or not query.strip():
         return []
     if connection.vendor == "postgresql":
-        return _lexical_postgresql([c.id for c in corpora], query, k)
+        return _lexical_postgresql(corpora, query, k)
     hits = [hit for corpus in corpora for hit in _lexical_in_memory(corpus, query, k)]
     return sorted(hits, key=lambda hit: -hit[1])[:k]
 

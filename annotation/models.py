@@ -311,6 +311,10 @@ class Corpus(models.Model):
     # The embedding worker goes through passages in id order: every passage up to this id has
     # a vector (retrieval may have embedded some beyond it already).
     embedded_through = models.BigIntegerField(default=0)
+    frequent_terms = models.JSONField(
+        default=list, blank=True,
+        help_text="Lexemes in more than 1 % of the passages (PostgreSQL): left out of full-text candidate queries, "
+                  "which would otherwise rank most of the corpus; the ranking still weighs them.")
     errors = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     imported_at = models.DateTimeField(null=True, blank=True)

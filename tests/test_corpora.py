@@ -171,3 +171,31 @@ def test_the_management_command_imports_and_embeds_a_corpus(factcheck_project, d
     path.write_text(json.dumps(DOCUMENTS[0]) + "\n{}\n")
     with pytest.raises(CommandError, match="line 2, field text: is missing or empty"):
         call_command("import_corpus", str(path), "--name", "Bad", stdout=io.StringIO())
+
+
+@pytest.mark.parametrize("query", ["it's O'Brien's \\ tower", "'|&!():* <-> tower", "\\'", "     ", "the of and"])
+def test_any_query_text_is_searched_safely(corpus, query):
+    hits = lexical_hits([corpus], query, 5)
+    assert isinstance(hits, list)
+
+
+def test_frequent_terms_are_left_out_of_candidate_queries_on_postgresql(factcheck_project, users, data_dir,
+                                                                        django_capture_on_commit_callbacks, monkeypatch):
+    from django.db import connection
+
+    from annotation.services import corpora
+
+    if connection.vendor != "postgresql":
+        pytest.skip("frequent terms come from PostgreSQL's ts_stat; SQLite ranks with BM25 in memory")
+    monkeypatch.setattr(corpora, "FREQUENT_TERM_MIN_PASSAGES", 1)
+    docs = [{"title": f"Doc {i}", "text": f"The tower stands in city number {i}. It has {i} floors."} for i in range(4)]
+    docs.append({"title": "Odd", "text": "A bridge crosses the river."})
+    with django_capture_on_commit_callbacks(execute=True):
+        corpus = create_corpus(name="Towers", user=users["admin"], upload=upload(docs), projects=[factcheck_project])
+    corpus.refresh_from_db()
+    assert "tower" in corpus.frequent_terms and "bridg" not in corpus.frequent_terms
+    # "tower" alone would match four passages; with the rare "bridg" only the passage that has it is a candidate.
+    hits = lexical_hits([corpus], "tower bridge", 5)
+    assert [Passage.objects.get(id=pid).title for pid, _ in hits] == ["Odd"]
+    # A query of frequent terms only asks for all of them.
+    assert len(lexical_hits([corpus], "tower city", 5)) == 4
