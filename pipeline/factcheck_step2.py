@@ -12,6 +12,7 @@ dead web page or an unreachable model costs that part only.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +52,10 @@ def suggest_step2(claims: Sequence[ClaimToCheck], *, search: SearchFn | None = N
     split = {k: v for k, v in (("size", passage_size), ("stride", passage_stride)) if v}
 
     results = []
+    # Stance calls of a claim start as soon as its evidence is ranked, in the background, so the
+    # model's latency overlaps the retrieval of the next claims.
+    stance_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stance") if usable(llm) else None
+    pending: list[tuple[dict, Future]] = []
     for claim, queries in zip(claims, query_sets):
         problems: list[str] = []
         candidates: list[Candidate] = []
@@ -70,13 +75,17 @@ def suggest_step2(claims: Sequence[ClaimToCheck], *, search: SearchFn | None = N
         ranked = rank_candidates(claim.text, candidates, claim_vector=vectors.get(claim.text), top_k=top_k)
         if not ranked and not problems:
             problems.append("no passage matched any query")
-        results.append({"key": claim.key, "claim": claim.text, "queries": queries.to_dict(),
-                        "evidence": [r.to_dict() for r in ranked], "problems": problems})
+        result = {"key": claim.key, "claim": claim.text, "queries": queries.to_dict(),
+                  "evidence": [r.to_dict() for r in ranked], "problems": problems}
+        results.append(result)
+        if stance_pool is not None and ranked:
+            requests = [StanceRequest(claim.text, r.text) for r in ranked]
+            pending.append((result, stance_pool.submit(stance_hints, requests, llm)))
 
-    if usable(llm):
-        pairs = [(r, e) for r in results for e in r["evidence"]]
-        hints = stance_hints([StanceRequest(r["claim"], e["text"]) for r, e in pairs], llm)
-        for (_, evidence), hint in zip(pairs, hints):
-            evidence["stance_hint"] = hint.to_dict() if hint else None
+    if stance_pool is not None:
+        for result, future in pending:
+            for evidence, hint in zip(result["evidence"], future.result()):
+                evidence["stance_hint"] = hint.to_dict() if hint else None
+        stance_pool.shutdown()
     sources = (["corpus"] if search is not None else []) + (["web"] if web_on else [])
     return {"claims": results, "sources": sources}

@@ -80,3 +80,29 @@ def test_with_a_model_claims_get_questions_and_stance_hints_asked_concurrently()
     assert first["evidence"][0]["stance_hint"]["label"] == "completely-support"
     stance_calls = [r for r in server.requests if "Evidence:" in last_user_message(r)]
     assert len(stance_calls) == sum(len(c["evidence"]) for c in result["claims"])
+
+
+def test_stance_calls_of_a_claim_start_while_the_next_claims_are_still_being_retrieved():
+    import time
+
+    search, _ = corpus_search()
+    searches = []
+
+    def slow_search(query, vector, k):
+        searches.append(time.monotonic())
+        time.sleep(0.05)
+        return search(query, vector, k)
+
+    stance_seen = []
+
+    def answer(request):
+        if "Evidence:" in last_user_message(request):
+            stance_seen.append(time.monotonic())
+            return "irrelevant"
+        return '["q?"]'
+
+    claims = [ClaimToCheck(f"sentence{i}/0", CLAIMS[i % 2].text) for i in range(4)]
+    with FakeLLMServer(answer, delay=0.05) as server:
+        result = suggest_step2(claims, search=slow_search, llm=server.config(concurrency=4))
+    assert min(stance_seen) < max(searches)  # the first claim's hints were asked for before the last search
+    assert all(e["stance_hint"]["label"] == "irrelevant" for c in result["claims"] for e in c["evidence"])
