@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from pipeline.llm import LLM, OFFLINE, ChatResult, LLMConfig, run_chats, usable
+from pipeline.llm import LLM, OFFLINE, ChatResult, LLMConfig, Provenance, run_chats, usable
 from pipeline.parsing import ParseError, parse_label
 
 logger = logging.getLogger(__name__)
@@ -35,17 +35,10 @@ IMPORTANCE_LABELS = ("yes", "intermediate", "no")
 
 
 @dataclass
-class Hint:
+class Hint(Provenance):
     """One suggested label and where it came from."""
 
     label: str
-    backend: str
-    model: str | None = None
-    fallback: bool = False
-    error: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,17 +112,17 @@ def _category_from_llm(claim: str, result: ChatResult, model: str) -> Hint:
     error = result.error
     if error is None:
         try:
-            return Hint(parse_category(result.text), LLM, model)
+            return Hint(parse_category(result.text), backend=LLM, model=model)
         except ParseError as exc:
             error = f"unparseable answer: {exc}"
     logger.warning("claim category falls back to the offline rule (%s): %.80s", error, claim)
-    return Hint(offline_category(claim), OFFLINE, None, fallback=True, error=error)
+    return Hint(offline_category(claim), backend=OFFLINE, fallback=True, error=error)
 
 
 def claim_category_hints(claims: list[str], config: LLMConfig | None = None) -> list[Hint]:
     """One category hint per claim, in order; LLM when configured, else offline."""
     if not usable(config) or not claims:
-        return [Hint(offline_category(claim), OFFLINE) for claim in claims]
+        return [Hint(offline_category(claim), backend=OFFLINE) for claim in claims]
     conversations = [[{"role": "user", "content": CATEGORY_PROMPT.format(claim=c)}] for c in claims]
     results = run_chats(config, conversations)
     return [_category_from_llm(c, r, config.model) for c, r in zip(claims, results)]
@@ -146,7 +139,7 @@ def sentence_checkworthiness(claim_hints: list[Hint]) -> Hint:
     backends = {h.backend for h in claim_hints} or {OFFLINE}
     backend = LLM if LLM in backends else OFFLINE
     model = next((h.model for h in claim_hints if h.model), None)
-    return Hint(label, backend, model, fallback=any(h.fallback for h in claim_hints))
+    return Hint(label, backend=backend, model=model, fallback=any(h.fallback for h in claim_hints))
 
 
 _STOPWORDS = frozenset(
@@ -177,7 +170,7 @@ def importance_hints(prompt: str, sentences: list[str], checkworthy: list[str]) 
             labels.append("yes")
         else:
             labels.append("intermediate")
-    return [Hint(label, OFFLINE) for label in labels]
+    return [Hint(label, backend=OFFLINE) for label in labels]
 
 
 def claim_importance(sentence_importance: str, category: str) -> str:

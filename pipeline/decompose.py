@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from pipeline.english import (
     bare,
@@ -40,26 +40,19 @@ from pipeline.english import (
     strip_intro,
     subject_of,
 )
-from pipeline.llm import LLM, OFFLINE, ChatResult, LLMConfig, run_chats, usable
+from pipeline.llm import LLM, OFFLINE, ChatResult, LLMConfig, Provenance, run_chats, usable
 from pipeline.parsing import ParseError, parse_string_list, strip_code_fence
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class SentenceDecomposition:
+class SentenceDecomposition(Provenance):
     """Suggested decomposition of one sentence."""
 
     sentence: str
     decontext: str
     claims: list[str]
-    backend: str
-    model: str | None = None
-    fallback: bool = False
-    error: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # --------------------------------------------------------------------------------------------
@@ -151,12 +144,12 @@ def _from_llm_answer(
     if error is None:
         try:
             decontext, claims = parse_decomposition(result.text)
-            return SentenceDecomposition(sentence, decontext or offline.decontext, claims, LLM, model)
+            return SentenceDecomposition(sentence, decontext or offline.decontext, claims, backend=LLM, model=model)
         except ParseError as exc:
             error = f"unparseable answer: {exc}"
     logger.warning("decomposition falls back to the sentence itself (%s): %.80s", error, sentence)
     return SentenceDecomposition(
-        sentence, offline.decontext, [sentence], LLM, model, fallback=True, error=error
+        sentence, offline.decontext, [sentence], backend=LLM, model=model, fallback=True, error=error
     )
 
 
@@ -344,7 +337,7 @@ def offline_decompose(sentences: list[str]) -> list[SentenceDecomposition]:
         decontext = focus.resolve(sentence)
         focus.observe(decontext)
         claims = [focus.resolve(claim) for claim in split_claims(decontext)]
-        results.append(SentenceDecomposition(sentence, decontext, claims, OFFLINE))
+        results.append(SentenceDecomposition(sentence, decontext, claims, backend=OFFLINE))
     return results
 
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from pipeline.checkworthiness import Hint
-from pipeline.llm import LLM, OFFLINE, LLMConfig, run_chats, usable
+from pipeline.llm import LLM, OFFLINE, LLMConfig, Provenance, run_chats, usable
 from pipeline.parsing import ParseError, parse_label, parse_string_list
 from pipeline.retrieval import dedupe_queries, offline_queries
 
@@ -52,17 +52,10 @@ Label:"""
 
 
 @dataclass
-class ClaimQueries:
+class ClaimQueries(Provenance):
     """The queries for one claim and where they came from."""
 
     queries: list[str]
-    backend: str
-    model: str | None = None
-    fallback: bool = False
-    error: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _questions_from_answer(claim: str, answer: str | None) -> list[str]:
@@ -75,7 +68,7 @@ def _questions_from_answer(claim: str, answer: str | None) -> list[str]:
 def claim_queries(claims: Sequence[str], config: LLMConfig | None = None) -> list[ClaimQueries]:
     """Queries for each claim, in order (all claims' calls concurrently)."""
     if not usable(config) or not claims:
-        return [ClaimQueries(offline_queries(claim), OFFLINE) for claim in claims]
+        return [ClaimQueries(offline_queries(claim), backend=OFFLINE) for claim in claims]
     conversations = [[{"role": "user", "content": QUESTION_PROMPT.format(n=MAX_QUESTIONS, claim=c)}] for c in claims]
     answers = run_chats(config, conversations)
     out = []
@@ -83,12 +76,12 @@ def claim_queries(claims: Sequence[str], config: LLMConfig | None = None) -> lis
         error = result.error
         if error is None:
             try:
-                out.append(ClaimQueries(_questions_from_answer(claim, result.text), LLM, config.model))
+                out.append(ClaimQueries(_questions_from_answer(claim, result.text), backend=LLM, model=config.model))
                 continue
             except ParseError as exc:
                 error = f"unparseable answer: {exc}"
         logger.warning("queries fall back to the offline backend (%s): %.80s", error, claim)
-        out.append(ClaimQueries(offline_queries(claim), OFFLINE, fallback=True, error=error))
+        out.append(ClaimQueries(offline_queries(claim), backend=OFFLINE, fallback=True, error=error))
     return out
 
 
@@ -115,7 +108,7 @@ def stance_hints(pairs: Sequence[StanceRequest], config: LLMConfig | None = None
     for result in run_chats(config, conversations):
         if result.error is None:
             try:
-                hints.append(Hint(parse_stance(result.text), LLM, config.model))
+                hints.append(Hint(parse_stance(result.text), backend=LLM, model=config.model))
                 continue
             except ParseError as exc:
                 logger.warning("stance answer unusable: %s", exc)

@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 
 import openai
@@ -90,6 +90,21 @@ def same_base_url(a: object, b: object) -> bool:
     if not a or not b:
         return not a and not b
     return str(a).strip().rstrip("/") == str(b).strip().rstrip("/")
+
+
+@dataclass(kw_only=True)
+class Provenance:
+    """Which backend (and model) produced a suggestion, and whether it is a fallback and why.
+
+    Keyword-only, so each kind of suggestion lists its own fields first and these after them."""
+
+    backend: str
+    model: str | None = None
+    fallback: bool = False
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
 def usable(config: LLMConfig | None) -> bool:

@@ -44,8 +44,8 @@ def test_offline_claim_category(text, category):
 
 
 def test_sentence_is_checkworthy_when_one_claim_is_factual():
-    assert sentence_checkworthiness([Hint("opinion", "offline"), Hint("factual", "offline")]).label == "yes"
-    assert sentence_checkworthiness([Hint("opinion", "llm", "m"), Hint("other", "llm", "m")]).label == "no"
+    assert sentence_checkworthiness([Hint("opinion", backend="offline"), Hint("factual", backend="offline")]).label == "yes"
+    assert sentence_checkworthiness([Hint("opinion", backend="llm", model="m"), Hint("other", backend="llm", model="m")]).label == "no"
     assert sentence_checkworthiness([]).label == "no"
 
 
