@@ -193,7 +193,8 @@ def test_project_page_shows_llm_settings_read_only_with_the_key_masked(client, c
 WEB = {"web_search": {"base_url": "http://127.0.0.1:9/searx", "api_key": SECRET, "timeout": 5}}
 
 
-def test_the_web_search_key_is_masked_staff_only_and_dropped_with_a_new_url(clients, factcheck_project, project_admin):
+def test_the_web_search_key_is_masked_staff_only_and_dropped_with_a_new_url(client, clients, factcheck_project,
+                                                                           project_admin):
     assert patch_settings(clients["admin"], factcheck_project, WEB).status_code == 200
     shown = clients["mallory"].get(f"/api/projects/{factcheck_project.id}/").json()["pipeline_settings"]
     assert shown["web_search"]["api_key"] == "********"
@@ -201,6 +202,9 @@ def test_the_web_search_key_is_masked_staff_only_and_dropped_with_a_new_url(clie
     refused = patch_settings(clients["mallory"], factcheck_project, moved)
     assert refused.status_code == 403 and "only staff may change pipeline_settings.web_search" in refused.json()["detail"]
     assert patch_settings(clients["mallory"], factcheck_project, {**shown, "passages": {"sentences": 4}}).status_code == 200
+    client.force_login(project_admin)
+    page = client.get(f"/projects/{factcheck_project.id}/").content.decode()
+    assert "http://127.0.0.1:9/searx" in page and "Web search API key" in page and SECRET not in page
     assert patch_settings(clients["admin"], factcheck_project, moved).status_code == 200
     factcheck_project.refresh_from_db()
     assert factcheck_project.pipeline_settings["web_search"] == {"base_url": "http://127.0.0.1:9/evil", "timeout": 5}
