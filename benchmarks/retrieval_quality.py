@@ -71,7 +71,10 @@ def main() -> None:
     index = retrieval.LexicalIndex(passages)
     print(f"BM25 index: {time.perf_counter() - started:.2f} s")
 
-    cache = Path(__file__).resolve().parent / "out" / "released_evidence_vectors.npy"
+    # One cache per embedding backend (EMBEDDING_BACKEND; torch when the chosen one falls back).
+    backend = getattr(retrieval.embedding_model(), "backend", "torch")
+    print(f"embedding backend: {backend}")
+    cache = Path(__file__).resolve().parent / "out" / f"released_evidence_vectors-{backend}.npy"
     if cache.exists() and np.load(cache).shape[0] == len(passages):
         vectors = np.load(cache)
     else:

