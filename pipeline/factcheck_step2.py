@@ -53,9 +53,10 @@ def suggest_step2(claims: Sequence[ClaimToCheck], *, search: SearchFn | None = N
 
     results = []
     # Stance calls of a claim start as soon as its evidence is ranked, in the background, so the
-    # model's latency overlaps the retrieval of the next claims.
-    stance_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stance") if usable(llm) else None
-    pending: list[tuple[dict, Future]] = []
+    # model's latency overlaps the retrieval of the next claims; one call a task, at most
+    # ``llm.concurrency`` in flight across all claims.
+    stance_pool = ThreadPoolExecutor(max_workers=llm.concurrency, thread_name_prefix="stance") if usable(llm) else None
+    pending: list[tuple[dict, list[Future]]] = []
     for claim, queries in zip(claims, query_sets):
         problems: list[str] = []
         candidates: list[Candidate] = []
@@ -79,12 +80,13 @@ def suggest_step2(claims: Sequence[ClaimToCheck], *, search: SearchFn | None = N
                   "evidence": [r.to_dict() for r in ranked], "problems": problems}
         results.append(result)
         if stance_pool is not None and ranked:
-            requests = [StanceRequest(claim.text, r.text) for r in ranked]
-            pending.append((result, stance_pool.submit(stance_hints, requests, llm)))
+            pending.append((result, [stance_pool.submit(stance_hints, [StanceRequest(claim.text, r.text)], llm)
+                                     for r in ranked]))
 
     if stance_pool is not None:
-        for result, future in pending:
-            for evidence, hint in zip(result["evidence"], future.result()):
+        for result, futures in pending:
+            for evidence, future in zip(result["evidence"], futures):
+                (hint,) = future.result()
                 evidence["stance_hint"] = hint.to_dict() if hint else None
         stance_pool.shutdown()
     sources = (["corpus"] if search is not None else []) + (["web"] if web_on else [])
