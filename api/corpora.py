@@ -4,45 +4,19 @@ Staff manage every corpus. A project admin uploads corpora for the projects they
 the corpora of those projects; attaching a corpus to a project needs admin rights on it.
 """
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 
 from annotation import selectors
-from annotation.models import Corpus, Project
+from annotation.models import Corpus
 from annotation.services import corpora as corpus_services
 
-from .serializers import ErrorSerializer, ImportErrorSerializer
+from .serializers import CorpusCreateSerializer, CorpusProjectsSerializer, CorpusSerializer, ErrorSerializer
 
 ERROR_400 = OpenApiResponse(ErrorSerializer, description="invalid input")
 ERROR_404 = OpenApiResponse(ErrorSerializer, description="no such corpus, or not one of the caller's projects")
-
-
-class CorpusSerializer(serializers.ModelSerializer):
-    projects = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
-    state_display = serializers.CharField(source="get_state_display", read_only=True)
-    errors = ImportErrorSerializer(many=True, read_only=True, help_text="why the import failed; nothing was imported")
-
-    class Meta:
-        model = Corpus
-        fields = ["id", "name", "projects", "state", "state_display", "passage_sentences", "passage_stride",
-                  "file_name", "file_size", "lines_read", "documents", "passages", "embedded", "errors",
-                  "created_at", "imported_at", "embedded_at"]
-        read_only_fields = fields
-
-
-class CorpusCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200)
-    file = serializers.FileField(help_text="JSONL, one document a line: {\"title\", \"url\", \"text\"}")
-    projects = serializers.PrimaryKeyRelatedField(queryset=Project.objects.all(), many=True, required=False,
-                                                  help_text="projects whose retrieval searches this corpus")
-    passage_sentences = serializers.IntegerField(default=5, min_value=1, max_value=corpus_services.MAX_PASSAGE_SENTENCES)
-    passage_stride = serializers.IntegerField(default=2, min_value=1, max_value=corpus_services.MAX_PASSAGE_SENTENCES)
-
-
-class CorpusProjectsSerializer(serializers.Serializer):
-    projects = serializers.PrimaryKeyRelatedField(queryset=Project.objects.all(), many=True)
 
 
 def _check_admin_of(user, projects) -> None:

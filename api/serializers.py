@@ -11,8 +11,9 @@ from rest_framework.authtoken.serializers import AuthTokenSerializer
 from annotation import selectors
 from annotation.json_values import MAX_JSON_DEPTH, nul_path, too_deep
 from annotation.kinds import KINDS
+from annotation.services.corpora import MAX_PASSAGE_SENTENCES
 from annotation.services.projects import validate_pipeline_settings
-from annotation.models import Assignment, Consolidation, ImportJob, Item, ItemStage, Membership, Project, ProjectKind, Role
+from annotation.models import Assignment, Consolidation, Corpus, ImportJob, Item, ItemStage, Membership, Project, ProjectKind, Role
 
 User = get_user_model()
 MASKED_SECRET = selectors.MASKED_SECRET
@@ -283,3 +284,29 @@ class VersionConflictSerializer(serializers.Serializer):
     detail = serializers.CharField()
     stored_version = serializers.IntegerField()
     given_version = serializers.IntegerField()
+
+
+class CorpusSerializer(serializers.ModelSerializer):
+    projects = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    state_display = serializers.CharField(source="get_state_display", read_only=True)
+    errors = ImportErrorSerializer(many=True, read_only=True, help_text="why the import failed; nothing was imported")
+
+    class Meta:
+        model = Corpus
+        fields = ["id", "name", "projects", "state", "state_display", "passage_sentences", "passage_stride",
+                  "file_name", "file_size", "lines_read", "documents", "passages", "embedded", "errors",
+                  "created_at", "imported_at", "embedded_at"]
+        read_only_fields = fields
+
+
+class CorpusCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200)
+    file = serializers.FileField(help_text="JSONL, one document a line: {\"title\", \"url\", \"text\"}")
+    projects = serializers.PrimaryKeyRelatedField(queryset=Project.objects.all(), many=True, required=False,
+                                                  help_text="projects whose retrieval searches this corpus")
+    passage_sentences = serializers.IntegerField(default=5, min_value=1, max_value=MAX_PASSAGE_SENTENCES)
+    passage_stride = serializers.IntegerField(default=2, min_value=1, max_value=MAX_PASSAGE_SENTENCES)
+
+
+class CorpusProjectsSerializer(serializers.Serializer):
+    projects = serializers.PrimaryKeyRelatedField(queryset=Project.objects.all(), many=True)

@@ -79,10 +79,16 @@ class LLMConfig:
         if unknown:
             raise ValueError(f"unknown LLM settings: {sorted(unknown)}")
         overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
-        if "api_key" not in overrides and not same_base_url(overrides.get("base_url", values["base_url"]), values["base_url"]):
-            values["api_key"] = None
+        drop_foreign_server_key(values, overrides)
         values.update(overrides)
         return cls(**values)
+
+
+def drop_foreign_server_key(server: dict, overrides: Mapping[str, object]) -> None:
+    """The server's key (``server["api_key"]``) belongs to the server's base URL: when
+    ``overrides`` point elsewhere without a key of their own, the key is dropped."""
+    if "api_key" not in overrides and not same_base_url(overrides.get("base_url", server["base_url"]), server["base_url"]):
+        server["api_key"] = None
 
 
 def same_base_url(a: object, b: object) -> bool:

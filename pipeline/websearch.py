@@ -20,7 +20,7 @@ from dataclasses import dataclass, fields
 
 import requests
 
-from pipeline.llm import same_base_url
+from pipeline.llm import drop_foreign_server_key
 from pipeline.retrieval import PASSAGE_SENTENCES, PASSAGE_STRIDE, Candidate, split_passages
 
 logger = logging.getLogger(__name__)
@@ -59,8 +59,7 @@ class WebSearchConfig:
         unknown = set(overrides) - {f.name for f in fields(cls)}
         if unknown:
             raise ValueError(f"unknown web search settings: {sorted(unknown)}")
-        if "api_key" not in overrides and not same_base_url(overrides.get("base_url", values["base_url"]), values["base_url"]):
-            values["api_key"] = None
+        drop_foreign_server_key(values, overrides)
         values.update(overrides)
         values["base_url"] = (values.get("base_url") or "").strip().rstrip("/") or None
         for name, convert in (("timeout", float), ("max_page_bytes", int), ("results_per_query", int), ("concurrency", int)):
