@@ -4,7 +4,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from annotation.kinds import KINDS
-from annotation.models import ProjectKind, Role
+from annotation.models import ProjectKind, Role, ThirdRater
 from annotation.exceptions import UploadTooLarge, readable_size
 from annotation.services.imports import LABELS_AS, check_upload_size
 
@@ -15,6 +15,12 @@ class ProjectForm(forms.Form):
     name = forms.CharField(max_length=200)
     kind = forms.ChoiceField(choices=[(k, label) for k, label in ProjectKind.choices if k in KINDS])
     annotators_per_item = forms.IntegerField(min_value=1, max_value=10, initial=2)
+    third_rater = forms.TypedChoiceField(
+        choices=ThirdRater.choices, initial=ThirdRater.ESCALATION, label="Third rater", required=False,
+        empty_value=ThirdRater.ESCALATION,
+        help_text="Factcheck-Bench step 2: a third annotator answers blind before the consolidation, for every item "
+                  "or only for items a consolidator escalates",
+    )
     guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False, help_text="Markdown")
 
 
@@ -63,3 +69,7 @@ class MemberForm(forms.Form):
 
 class DiscardForm(forms.Form):
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class EscalateForm(forms.Form):
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)

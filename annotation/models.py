@@ -25,11 +25,20 @@ class Role(models.TextChoices):
     CONSOLIDATOR = "consolidator", "Consolidator"
 
 
+class ThirdRater(models.TextChoices):
+    """When a third annotator joins the consolidation of a stage that allows one
+    (``KindSpec.third_rater_stages``, e.g. Factcheck-Bench step 2)."""
+
+    ESCALATION = "escalation", "Only for items a consolidator escalates"
+    ALWAYS = "always", "For every item (as the Factcheck-Bench paper did)"
+
+
 class Project(models.Model):
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=20, choices=ProjectKind.choices)
     guidelines = models.TextField(blank=True, help_text="Markdown shown to annotators.")
     annotators_per_item = models.PositiveSmallIntegerField(default=2)
+    third_rater = models.CharField(max_length=20, choices=ThirdRater.choices, default=ThirdRater.ESCALATION)
     pipeline_settings = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -163,6 +172,7 @@ class Annotation(models.Model):
 
 
 class ConsolidationStatus(models.TextChoices):
+    WAITING = "waiting", "Waiting for the third rater"
     OPEN = "open", "Open"
     DONE = "done", "Done"
     DISCARDED = "discarded", "Discarded"
@@ -185,6 +195,7 @@ class Consolidation(models.Model):
     )
     version = models.PositiveIntegerField(default=0)
     discard_reason = models.TextField(blank=True)
+    escalation_reason = models.TextField(blank=True, help_text="Why the consolidator asked for a third rater.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -355,3 +366,36 @@ class Passage(models.Model):
 
     def __str__(self):
         return f"{self.title or self.url or 'passage'} #{self.position}"
+
+
+class EvidenceSearchState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Searching"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class EvidenceSearch(models.Model):
+    """A query an annotator typed on the step-2 page, answered by a Celery task from the
+    project's corpora and, where configured, the web: a web request never waits for the
+    embedding model or a web page. ``results``: ranked passages in the step-2 evidence shape."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="evidence_searches")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    query = models.CharField(max_length=500)
+    claim = models.TextField(blank=True, help_text="The claim being checked: ranking also weighs it.")
+    state = models.CharField(max_length=10, choices=EvidenceSearchState.choices, default=EvidenceSearchState.QUEUED)
+    results = models.JSONField(default=list, blank=True)
+    problems = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self):
+        return f"search {self.query!r} ({self.state})"
+
+    @property
+    def ended(self) -> bool:
+        return self.state in (EvidenceSearchState.DONE, EvidenceSearchState.FAILED)

@@ -13,6 +13,7 @@ from annotation.kinds.base import AgreementItem
 from annotation.models import (
     Annotation,
     Assignment,
+    AssignmentRole,
     AssignmentStatus,
     Consolidation,
     ConsolidationStatus,
@@ -115,6 +116,16 @@ def annotation_state(assignment: Assignment) -> dict:
 
 # -- consolidation ----------------------------------------------------------------------------
 
+def previous_step(stage: ItemStage) -> dict | None:
+    """The content and gold record of the item's step before ``stage``, or None."""
+    row = (
+        ItemStage.objects.filter(item_id=stage.item_id, stage=stage.stage - 1)
+        .values("content", "gold__payload")
+        .first()
+    )
+    return {"content": row["content"], "gold": row["gold__payload"]} if row else None
+
+
 def consolidation_counts(project: Project) -> dict[str, int]:
     """How many consolidations of the project are open, done and discarded."""
     counts = dict(
@@ -122,6 +133,15 @@ def consolidation_counts(project: Project) -> dict[str, int]:
         .values_list("status").annotate(n=Count("id")).order_by()
     )
     return {status: counts.get(status, 0) for status in ConsolidationStatus.values}
+
+
+def waiting_without_third_rater(project: Project) -> QuerySet[Consolidation]:
+    """Consolidations waiting for a third rater nobody could be given (no annotator was free)."""
+    return (
+        Consolidation.objects.filter(item_stage__item__project=project, status=ConsolidationStatus.WAITING)
+        .annotate(raters=Count("item_stage__assignments", filter=Q(item_stage__assignments__role=AssignmentRole.THIRD_RATER)))
+        .filter(raters=0)
+    )
 
 
 def consolidations_for_project(project: Project, status: str | None = None) -> QuerySet[Consolidation]:
@@ -139,7 +159,8 @@ def consolidation_annotations(consolidation: Consolidation) -> list[dict]:
         .order_by("assignment_id")
     )
     return [
-        {"slot": chr(ord("A") + i), "annotator": row.assignment.user.username, "payload": row.payload}
+        {"slot": chr(ord("A") + i), "annotator": row.assignment.user.username, "role": row.assignment.role,
+         "payload": row.payload}
         for i, row in enumerate(rows)
     ]
 
@@ -227,10 +248,14 @@ def annotated_stage(project: Project, raw: str | None) -> int | None:
 
 
 def project_agreement(project: Project, stage: int = 1) -> dict:
-    """Agreement per field between annotators, and of each annotator with the gold records."""
+    """Agreement per field between annotators, and of each annotator with the gold records.
+
+    Third raters are left out: they answer only some items (those escalated), picked because
+    the first two disagreed, so counting them would bias the numbers towards disagreement."""
     kind = get_kind(project.kind)
     annotations = Annotation.objects.filter(
-        submitted=True, assignment__item_stage__item__project=project, assignment__item_stage__stage=stage
+        submitted=True, assignment__item_stage__item__project=project, assignment__item_stage__stage=stage,
+        assignment__role=AssignmentRole.ANNOTATOR,
     ).order_by("assignment__item_stage_id", "assignment_id")
     payloads_by_stage: dict[int, dict[int, dict]] = defaultdict(dict)
     items_by_user: dict[int, int] = defaultdict(int)
@@ -365,7 +390,7 @@ def annotation_rows(project: Project) -> Iterator[dict]:
         Annotation.objects.filter(submitted=True, assignment__item_stage__item__project=project)
         .order_by("assignment__item_stage__item_id", "assignment__item_stage__stage", "assignment_id")
         .values(
-            "payload", "version", "updated_at", "assignment__user__username", "assignment__started_at",
+            "payload", "version", "updated_at", "assignment__user__username", "assignment__role", "assignment__started_at",
             "assignment__submitted_at", "assignment__active_seconds", "assignment__item_stage__stage",
             "assignment__item_stage__content", "assignment__item_stage__item_id", "assignment__item_stage__item__external_id",
         )
@@ -376,6 +401,7 @@ def annotation_rows(project: Project) -> Iterator[dict]:
             "external_id": row["assignment__item_stage__item__external_id"],
             "stage": row["assignment__item_stage__stage"],
             "annotator": row["assignment__user__username"],
+            "role": row["assignment__role"],
             "content": row["assignment__item_stage__content"],
             "payload": row["payload"],
             "version": row["version"],
@@ -387,6 +413,13 @@ def annotation_rows(project: Project) -> Iterator[dict]:
 
 def _iso(value):
     return value.isoformat() if value else None
+
+
+def evidence_search(project: Project, user, search_id) -> "EvidenceSearch | None":
+    """One of ``user``'s own searches in the project (a search says what its author looks into)."""
+    from annotation.models import EvidenceSearch
+
+    return EvidenceSearch.objects.filter(project=project, user=user, pk=search_id).first()
 
 
 def import_jobs(project: Project) -> QuerySet:

@@ -117,3 +117,12 @@ def embed_corpus(corpus_id: int) -> dict:
             embed_corpus.delay(corpus_id)
             break
     return {"corpus": corpus_id, "embedded": embedded}
+
+
+@shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=3)
+def run_evidence_search(search_id: int) -> str | None:
+    """Answer a search an annotator typed on the step-2 page (services.evidence_search)."""
+    from annotation.services.evidence_search import run_search
+
+    search = run_search(search_id)
+    return search.state if search else None

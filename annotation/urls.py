@@ -22,4 +22,5 @@ urlpatterns = [
     path("assignments/<int:assignment_id>/reopen/", views.reopen_submission, name="reopen"),
     path("consolidations/<int:consolidation_id>/", views.consolidate, name="consolidate"),
     path("consolidations/<int:consolidation_id>/discard/", views.consolidation_discard, name="consolidation-discard"),
+    path("consolidations/<int:consolidation_id>/escalate/", views.consolidation_escalate, name="consolidation-escalate"),
 ]

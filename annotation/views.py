@@ -17,15 +17,27 @@ from django.views.decorators.http import require_POST
 
 from annotation import exports, selectors
 from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
-from annotation.forms import CorpusForm, DiscardForm, ImportForm, MemberForm, ProjectForm
+from annotation.forms import CorpusForm, DiscardForm, EscalateForm, ImportForm, MemberForm, ProjectForm
 from annotation.kinds import get_kind
-from annotation.models import Assignment, Consolidation, CorpusState, ImportJobState, Item, Project, Role, StageStatus
+from annotation.models import (
+    Assignment,
+    AssignmentRole,
+    Consolidation,
+    ConsolidationStatus,
+    CorpusState,
+    ImportJobState,
+    Item,
+    Project,
+    Role,
+    StageStatus,
+)
 from annotation.params import parse_natural
 from annotation.services import annotations as annotation_services
 from annotation.services import consolidation as consolidation_services
 from annotation.services import corpora as corpus_services
 from annotation.services import imports as import_services
 from annotation.services import projects as project_services
+from annotation.services import third_rater as third_rater_services
 
 ALLOWED_GUIDELINE_TAGS = [*bleach.sanitizer.ALLOWED_TAGS, "p", "h1", "h2", "h3", "h4", "pre", "hr", "br", "table",
                           "thead", "tbody", "tr", "th", "td"]
@@ -79,6 +91,7 @@ def project_detail(request, project_id):
                "can_consolidate": bool(roles & {Role.ADMIN, Role.CONSOLIDATOR})}
     if context["can_consolidate"]:
         context["consolidations"] = selectors.consolidation_counts(project)
+        context["waiting_without_rater"] = selectors.waiting_without_third_rater(project).count()
     if Role.ANNOTATOR in roles:
         context["my_assignments"] = selectors.assignments_for_user(project, request.user)
         context["my_progress"] = selectors.user_progress(project, request.user)
@@ -282,7 +295,7 @@ def annotate(request, assignment_id):
         raise Http404("this item is not open for annotation yet")
     project = stage.item.project
     annotation_state = selectors.annotation_state(assignment)
-    return render(request, f"annotation/annotate_{project.kind}.html", {
+    return render(request, stage_template("annotate", project.kind, stage.stage), {
         "project": project, "assignment": assignment, "item": stage.item, "stage": stage,
         "state": {"assignment_id": assignment.id, "content": stage.content, "suggestion": stage.suggestion,
                   "provenance": stage.provenance,
@@ -290,9 +303,11 @@ def annotate(request, assignment_id):
                   "read_only": stage.status != StageStatus.ANNOTATING or annotation_state["submitted"],
                   **annotation_state,
                   "api_url": reverse("assignment-annotation", args=[assignment.id]),
-                  "next_url": reverse("annotation:next-item", args=[project.id]) + f"?after={assignment.id}"},
+                  "next_url": reverse("annotation:next-item", args=[project.id]) + f"?after={assignment.id}",
+                  **stage_page_state(project, stage)},
         "progress": selectors.user_progress(project, request.user),
         "can_reopen": annotation_state["submitted"] and stage.status == StageStatus.ANNOTATING,
+        "third_rater": assignment.role == AssignmentRole.THIRD_RATER,
     })
 
 
@@ -313,7 +328,8 @@ def reopen_submission(request, assignment_id):
 def consolidation_list(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
     status = request.GET.get("status") or "open"
-    filters = [("open", "open"), ("done", "done"), ("discarded", "discarded"), ("all", "all")]
+    filters = [("open", "open"), ("waiting", "waiting for a third rater"), ("done", "done"), ("discarded", "discarded"),
+               ("all", "all")]
     if status not in dict(filters):
         raise Http404(f"no consolidation status {status!r}")
     consolidations = selectors.consolidations_for_project(project, None if status == "all" else status)
@@ -343,8 +359,11 @@ def consolidate(request, consolidation_id):
     consolidation = consolidation_for(request, consolidation_id)
     stage = consolidation.item_stage
     project = stage.item.project
-    return render(request, f"annotation/consolidate_{project.kind}.html", {
-        "project": project, "consolidation": consolidation, "item": stage.item, "discard_form": DiscardForm(),
+    can_escalate = (consolidation.status == ConsolidationStatus.OPEN and third_rater_services.allows_third_rater(project, stage.stage)
+                    and not stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists())
+    return render(request, stage_template("consolidate", project.kind, stage.stage), {
+        "project": project, "consolidation": consolidation, "item": stage.item, "stage": stage, "discard_form": DiscardForm(),
+        "escalate_form": EscalateForm() if can_escalate else None,
         "state": {
             "consolidation_id": consolidation.id, "status": consolidation.status, "content": stage.content,
             "version": consolidation.version,
@@ -356,8 +375,43 @@ def consolidate(request, consolidation_id):
             "read_only": consolidation.status != "open",
             "api_url": reverse("consolidation-detail", args=[consolidation.id]),
             "next_url": reverse("annotation:next-consolidation", args=[project.id]) + f"?after={consolidation.id}",
+            "provenance": stage.provenance,
+            **stage_page_state(project, stage),
         },
     })
+
+
+def stage_page_state(project: Project, stage) -> dict:
+    """What a later step's page also shows: the step before (its content and gold record), and
+    where to search for evidence in projects whose annotators do."""
+    state = {}
+    if stage.stage > 1:
+        state["previous"] = selectors.previous_step(stage)
+    if get_kind(project.kind).searches_evidence:
+        state["search_url"] = reverse("project-evidence-searches", args=[project.id])
+    return state
+
+
+def stage_template(page: str, kind: str, stage: int) -> list[str]:
+    """For render(): ``annotation/<page>_<kind>_step<n>.html`` where a step has a page of its own, else the kind's."""
+    return [f"annotation/{page}_{kind}_step{stage}.html", f"annotation/{page}_{kind}.html"]
+
+
+@login_required
+@require_POST
+def consolidation_escalate(request, consolidation_id):
+    consolidation = consolidation_for(request, consolidation_id)
+    form = EscalateForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Say why the item needs a third rater.")
+        return redirect("annotation:consolidate", consolidation_id=consolidation.id)
+    try:
+        third_rater_services.escalate(consolidation=consolidation, user=request.user, reason=form.cleaned_data["reason"])
+    except DomainError as exc:
+        messages.error(request, f"Not escalated: {exc}.")
+        return redirect("annotation:consolidate", consolidation_id=consolidation.id)
+    messages.success(request, "A third rater now annotates this item; it comes back here when they submit.")
+    return redirect("annotation:next-consolidation", project_id=consolidation.item_stage.item.project_id)
 
 
 @login_required

@@ -13,7 +13,19 @@ from annotation.json_values import MAX_JSON_DEPTH, nul_path, too_deep
 from annotation.kinds import KINDS
 from annotation.services.corpora import MAX_PASSAGE_SENTENCES
 from annotation.services.projects import validate_pipeline_settings
-from annotation.models import Assignment, Consolidation, Corpus, ImportJob, Item, ItemStage, Membership, Project, ProjectKind, Role
+from annotation.models import (
+    Assignment,
+    Consolidation,
+    Corpus,
+    EvidenceSearch,
+    ImportJob,
+    Item,
+    ItemStage,
+    Membership,
+    Project,
+    ProjectKind,
+    Role,
+)
 
 User = get_user_model()
 MASKED_SECRET = selectors.MASKED_SECRET
@@ -97,7 +109,8 @@ class ProjectSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Project
-        fields = ["id", "name", "kind", "guidelines", "annotators_per_item", "pipeline_settings", "created_at", "my_roles"]
+        fields = ["id", "name", "kind", "guidelines", "annotators_per_item", "third_rater", "pipeline_settings", "created_at",
+                  "my_roles"]
         read_only_fields = ["created_at"]
 
     def get_my_roles(self, project) -> list[str]:
@@ -248,7 +261,7 @@ class ConsolidationSerializer(serializers.ModelSerializer):
     class Meta:
         model = Consolidation
         fields = ["id", "stage", "status", "item", "content", "consolidator", "payload", "disagreed", "alignment",
-                  "draft_rows", "version", "discard_reason", "updated_at"]
+                  "draft_rows", "version", "discard_reason", "escalation_reason", "updated_at"]
 
     def get_item(self, consolidation) -> dict:
         item = consolidation.item_stage.item
@@ -268,6 +281,31 @@ class ConsolidationDetailSerializer(ConsolidationSerializer):
 
 class DiscardSerializer(serializers.Serializer):
     reason = serializers.CharField()
+
+
+class EscalateSerializer(serializers.Serializer):
+    reason = serializers.CharField(help_text="why the two annotators' answers cannot be settled")
+
+
+class EvidenceSearchRequestSerializer(serializers.Serializer):
+    query = serializers.CharField(max_length=500, help_text="what to search for in the project's corpora and on the web")
+    claim = serializers.CharField(required=False, allow_blank=True, max_length=5000,
+                                  help_text="the claim being checked (kept with the search)")
+
+
+class EvidenceSearchSerializer(serializers.ModelSerializer):
+    """A search from the step-2 page: poll ``url`` until ``state`` is done or failed;
+    ``results`` are ranked passages (text, url, title, source, query, rank, scores)."""
+
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = EvidenceSearch
+        fields = ["id", "url", "query", "state", "results", "problems", "created_at", "finished_at"]
+        read_only_fields = fields
+
+    def get_url(self, search) -> str:
+        return reverse("project-evidence-search", args=[search.project_id, search.id])
 
 
 class ErrorSerializer(serializers.Serializer):

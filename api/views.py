@@ -20,9 +20,11 @@ from rest_framework.response import Response
 from annotation import exports, selectors
 from annotation.exceptions import UploadTooLarge
 from annotation.kinds import KINDS, get_kind
-from annotation.models import Assignment, Consolidation, ConsolidationStatus, Item, Project, StageStatus
+from annotation.models import Assignment, Consolidation, ConsolidationStatus, Item, Project, StageStatus, ThirdRater
 from annotation.services import annotations as annotation_services
 from annotation.services import consolidation as consolidation_services
+from annotation.services import evidence_search as evidence_search_services
+from annotation.services import third_rater as third_rater_services
 from annotation.services import imports as import_services
 from annotation.services import projects as project_services
 
@@ -108,6 +110,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
             return [IsAuthenticated(), IsProjectAdmin()]
         if self.action in {"consolidations", "agreement"}:
             return [IsAuthenticated(), CanConsolidate()]
+        # evidence_searches, evidence_search: any member (annotators, consolidators, admins)
         return [IsAuthenticated(), IsProjectMember()]
 
     def get_object(self):
@@ -130,6 +133,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         serializer.instance = project_services.create_project(
             name=data["name"], kind=data["kind"], created_by=self.request.user,
             annotators_per_item=data.get("annotators_per_item", 2), guidelines=data.get("guidelines", ""),
+            third_rater=data.get("third_rater", ThirdRater.ESCALATION),
             pipeline_settings=data.get("pipeline_settings") or {},
         )
 
@@ -209,6 +213,40 @@ class ProjectViewSet(viewsets.ModelViewSet):
         if job is None:
             raise NotFound("no such import in this project")
         return Response(serializers.ImportJobSerializer(job).data)
+
+    @extend_schema(
+        request=serializers.EvidenceSearchRequestSerializer,
+        responses={202: OpenApiResponse(serializers.EvidenceSearchSerializer,
+                                        description="queued: poll the search's url until its state is done or failed"),
+                   400: ERROR_400,
+                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such project, or not a member of it")},
+    )
+    @action(detail=True, methods=["post"], url_path="evidence-searches")
+    def evidence_searches(self, request, pk=None):
+        """Search the project's corpora (and the web, where configured) for evidence, as the
+        step-2 page does: 202 with the search, which a Celery task answers."""
+        project = self.get_object()
+        if not get_kind(project.kind).searches_evidence:
+            raise ValidationError({"detail": "this kind of project has no evidence step"})
+        data = serializers.EvidenceSearchRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        search = evidence_search_services.start_search(project=project, user=request.user, **data.validated_data)
+        search.refresh_from_db()  # without a broker the task has already run
+        body = serializers.EvidenceSearchSerializer(search).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+    @extend_schema(
+        parameters=[OpenApiParameter("search_id", int, OpenApiParameter.PATH, description="the search's id")],
+        responses={200: serializers.EvidenceSearchSerializer,
+                   404: OpenApiResponse(serializers.ErrorSerializer, description="no search of the caller's with this id")},
+    )
+    @action(detail=True, methods=["get"], url_path=r"evidence-searches/(?P<search_id>[0-9]+)", url_name="evidence-search")
+    def evidence_search(self, request, pk=None, search_id=None):
+        """One of the caller's searches: state (queued, running, done, failed) and results."""
+        search = selectors.evidence_search(self.get_object(), request.user, search_id)
+        if search is None:
+            raise NotFound("no such search of yours in this project")
+        return Response(serializers.EvidenceSearchSerializer(search).data)
 
     @extend_schema(responses=serializers.ItemSerializer(many=True),
                    parameters=[OpenApiParameter("status", str, enum=StageStatus.values,
@@ -350,6 +388,17 @@ class ConsolidationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         data = serializers.DiscardSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         saved = consolidation_services.discard_item_stage(consolidation=consolidation, user=request.user, reason=data.validated_data["reason"])
+        return Response(serializers.ConsolidationSerializer(saved).data)
+
+    @extend_schema(request=serializers.EscalateSerializer, responses={200: serializers.ConsolidationSerializer, 400: ERROR_400})
+    @action(detail=True, methods=["post"])
+    def escalate(self, request, pk=None):
+        """Ask for a third rater (steps that allow one): the consolidation waits until the third
+        rater has answered blind, then reopens with the three answers merged."""
+        consolidation = self.get_object()
+        data = serializers.EscalateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        saved = third_rater_services.escalate(consolidation=consolidation, user=request.user, reason=data.validated_data["reason"])
         return Response(serializers.ConsolidationSerializer(saved).data)
 
 

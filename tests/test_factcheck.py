@@ -215,9 +215,9 @@ def test_consolidation_aligns_claims_and_prefills_agreement(project, users, clie
     with django_capture_on_commit_callbacks(execute=True):
         save_consolidation(consolidation=consolidation, user=users["carol"], payload=gold, version=0, submit=True)
     stage2 = ItemStage.objects.get(item__project=project, stage=2)
-    assert stage2.status == StageStatus.READY
+    assert stage2.status == StageStatus.ANNOTATING
     assert [c["text"] for c in stage2.content["claims"]] == ["A is B.", "A was founded in 1900."]
-    assert not stage2.assignments.exists()
+    assert stage2.assignments.count() == 2
 
 
 def test_consolidation_remembers_which_row_each_gold_claim_came_from(project, users, clients):

@@ -268,7 +268,7 @@ def test_project_agreement_reports_stage_2_fields(factcheck_project, users):
 
 
 @pytest.mark.django_db
-def test_the_agreement_page_shows_stage_2_once_it_is_annotatable(factcheck_project, users, client, monkeypatch):
+def test_the_agreement_page_shows_stage_2(factcheck_project, users, client):
     item = factcheck_project.items.create(prompt="p", response="r")
     stage = ItemStage.objects.create(item=item, stage=2, status=StageStatus.CONSOLIDATING, content=content(1))
     for name in ("alice", "bob"):
@@ -276,8 +276,6 @@ def test_the_agreement_page_shows_stage_2_once_it_is_annotatable(factcheck_proje
         Annotation.objects.create(assignment=assignment, payload={"claims": [answer([CS])]}, submitted=True)
     client.force_login(users["carol"])
     url = f"/projects/{factcheck_project.id}/agreement/?stage=2"
-    assert client.get(url).status_code == 404  # no page yet: no agreement page either
-    monkeypatch.setattr(type(KIND), "annotatable_stages", (1, 2))
     page = client.get(url).content.decode()
     assert "Evidence stance (claim × passage)" in page and 'id="corrections"' in page
     assert "Sentence checkworthiness" not in page and "Decomposition into claims" not in page
@@ -447,10 +445,11 @@ def test_opening_step2_uses_the_released_evidence_instead_of_retrieving(
     with django_capture_on_commit_callbacks(execute=True):
         stage = consolidate_step1(factcheck_project, users, [f" {CLAIM}  "])  # the same claim, up to whitespace
     stage.refresh_from_db()
-    assert stage.status == StageStatus.READY, stage.precompute_error
+    assert stage.status == StageStatus.ANNOTATING, stage.precompute_error
     assert [p["text"] for p in stage.content["claims"][0]["evidence"]] == ["Built 1887\u20131889.", "TourEiffel"]
     assert stage.provenance == {"evidence": {"sources": ["factcheck-bench"]}}
-    assert stage.suggestion is None and not stage.assignments.exists()  # not annotatable yet
+    assert stage.suggestion is None
+    assert sorted(stage.assignments.values_list("user__username", flat=True)) == ["alice", "bob"]
 
 
 @pytest.mark.django_db

@@ -81,6 +81,10 @@ class KindSpec:
     stages: tuple[int, ...] = (1,)
     # stages with an annotation page; later stages open but wait until theirs is built
     annotatable_stages: tuple[int, ...] = (1,)
+    # stages whose consolidation may add a third rater (Project.third_rater says when)
+    third_rater_stages: tuple[int, ...] = ()
+    # whether annotators search the project's evidence (corpora, web) from their pages
+    searches_evidence: bool = False
     import_formats: tuple[str, ...] = ()
     # formats whose file is one JSON document (an object or a list of them), not JSONL
     document_formats: tuple[str, ...] = ()

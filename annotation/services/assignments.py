@@ -2,11 +2,11 @@
 from collections import Counter
 
 from django.db import connection, transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from annotation.kinds import get_kind
-from annotation.models import Assignment, ItemStage, Membership, Project, Role, StageStatus
+from annotation.models import Assignment, AssignmentRole, ItemStage, Membership, Project, Role, StageStatus
 
 OPEN_FOR_ASSIGNMENT = (StageStatus.READY, StageStatus.ANNOTATING)
 BATCH_SIZE = 2000
@@ -87,10 +87,12 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     )
     if stage_ids is not None:
         stages = stages.filter(id__in=stage_ids)
-    stages = stages.annotate(assigned=Count("assignments")).filter(assigned__lt=project.annotators_per_item)
+    stages = stages.annotate(assigned=Count("assignments", filter=Q(assignments__role=AssignmentRole.ANNOTATOR))).filter(
+        assigned__lt=project.annotators_per_item
+    )
     needy = list(stages.order_by("id").values_list("id", "assigned"))
     if not needy:
-        return 0
+        return _assign_third_raters(project)
     taken: dict[int, set[int]] = {}
     for stage_id, user_id in Assignment.objects.filter(item_stage_id__in=[s for s, _ in needy]).values_list(
         "item_stage_id", "user_id"
@@ -102,4 +104,10 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     ItemStage.objects.filter(id__in={stage_id for stage_id, _ in planned}, status=StageStatus.READY).update(
         status=StageStatus.ANNOTATING
     )
-    return len(planned)
+    return len(planned) + _assign_third_raters(project)
+
+
+def _assign_third_raters(project: Project) -> int:
+    from .third_rater import assign_waiting_third_raters
+
+    return assign_waiting_third_raters(project)

@@ -5,6 +5,7 @@ from annotation.exceptions import DomainError, VersionConflict
 from annotation.kinds import get_kind
 from annotation.models import (
     Annotation,
+    AssignmentRole,
     AssignmentStatus,
     Consolidation,
     ConsolidationStatus,
@@ -14,30 +15,43 @@ from annotation.models import (
     StageStatus,
 )
 
+from .third_rater import always_third_rater, wait_for_third_rater
+
 
 def open_consolidation_if_complete(stage: ItemStage) -> Consolidation | None:
-    """Open the consolidation once every annotator of the stage has submitted.
+    """Open the consolidation once every annotator of the stage has submitted (called with the
+    item-stage locked).
 
     The draft starts with the fields all annotators agree on; the others are left empty and
-    listed as disagreed.
+    listed as disagreed. Where the project wants a third rater on every item of this step, the
+    consolidation first waits for one; once the third rater submits, it opens (or reopens,
+    after an escalation) with the three answers merged.
     """
     assignments = list(stage.assignments.all())
-    if len(assignments) < stage.item.project.annotators_per_item:
+    annotators = [a for a in assignments if a.role == AssignmentRole.ANNOTATOR]
+    project = stage.item.project
+    if len(annotators) < project.annotators_per_item:
         return None
     if any(a.status != AssignmentStatus.SUBMITTED for a in assignments):
         return None
+    existing = Consolidation.objects.filter(item_stage=stage).first()
+    has_third = len(assignments) > len(annotators)
+    if not has_third and always_third_rater(project, stage.stage):
+        return wait_for_third_rater(stage, existing)
     payloads = list(
         Annotation.objects.filter(assignment__in=assignments).order_by("assignment_id").values_list("payload", flat=True)
     )
-    kind = get_kind(stage.item.project.kind)
+    kind = get_kind(project.kind)
     merged = kind.merge(stage.stage, stage.content, payloads)
     stage.status = StageStatus.CONSOLIDATING
     stage.save(update_fields=["status", "updated_at"])
-    consolidation, _ = Consolidation.objects.update_or_create(
-        item_stage=stage,
-        defaults={"draft": merged.draft, "disagreed": merged.disagreed, "alignment": merged.alignment,
-                  "status": ConsolidationStatus.OPEN},
-    )
+    consolidation = existing or Consolidation(item_stage=stage)
+    consolidation.draft, consolidation.disagreed, consolidation.alignment = merged.draft, merged.disagreed, merged.alignment
+    consolidation.draft_rows = None
+    consolidation.status = ConsolidationStatus.OPEN
+    # a consolidator's tab opened before the third rater answered holds a stale draft
+    consolidation.version += 1 if existing else 0
+    consolidation.save()
     return consolidation
 
 

@@ -6,7 +6,7 @@ from django.db import transaction
 
 from annotation import selectors
 from annotation.kinds import get_kind
-from annotation.models import Membership, Project, Role
+from annotation.models import Membership, Project, Role, ThirdRater
 
 User = get_user_model()
 
@@ -127,12 +127,13 @@ def update_project(*, project: Project, changed_by, **changes) -> Project:
 
 @transaction.atomic
 def create_project(*, name: str, kind: str, created_by=None, annotators_per_item: int = 2, guidelines: str = "",
-                   pipeline_settings: dict | None = None) -> Project:
+                   pipeline_settings: dict | None = None, third_rater: str = ThirdRater.ESCALATION) -> Project:
     get_kind(kind)  # refuse kinds that are not built yet
     project = Project.objects.create(
         name=name,
         kind=kind,
         annotators_per_item=annotators_per_item,
+        third_rater=third_rater,
         guidelines=guidelines,
         pipeline_settings=_without_masked_key(pipeline_settings or {}),
         created_by=created_by,

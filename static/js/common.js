@@ -234,10 +234,43 @@ const Workbench = (() => {
     statusElement.textContent = why ? `${why} — read-only` : "Read-only";
   }
 
+  // -- widgets the annotation pages share ----------------------------------------------------
+
+  const classes = (...names) => names.filter(Boolean).join(" ");
+  const keyName = (key) => (/^[A-Z]$/.test(key) ? `⇧${key}` : key);
+
+  /* A row of toggle buttons, one per [value, label, key] option; the chosen one is pressed. */
+  function choices(options, value, onPick, {className = "", disagree = false, invalid = false, readOnly = false} = {}) {
+    return el("div", {className: classes("fc-choices", className, disagree && "disagree", invalid && "invalid"), role: "group"},
+      options.map(([optionValue, text, key]) => el("button", {
+        type: "button", "data-value": String(optionValue), "aria-pressed": value === optionValue ? "true" : "false",
+        disabled: readOnly, title: key ? `key ${keyName(key)}` : null, onclick: () => onPick(optionValue),
+      }, text, key ? " " : null, key ? el("kbd", {}, keyName(key)) : null)));
+  }
+
+  /* A machine suggestion beside the choices: shown, never selected. */
+  function suggested(value, show, title = "machine suggestion: not selected for you") {
+    if (value === null || value === undefined || value === "") return null;
+    return el("span", {className: "fc-suggested", title}, `suggested: ${show(value)}`);
+  }
+
+  /* One box per annotator: who, a "Use A" button, their value (consolidation pages). */
+  function theirBox(annotation, content, button) {
+    const who = `${annotation.slot} (${annotation.annotator}${annotation.role === "third_rater" ? ", third rater" : ""})`;
+    return el("div", {className: "fc-their", "data-slot": annotation.slot},
+      el("div", {className: "fc-their-head"}, el("span", {className: "fc-who"}, who), button),
+      content);
+  }
+
+  function compareRow(boxes, agreed, columns) {
+    return el("div", {className: classes("fc-compare", agreed && "agreed"), style: `--columns: ${columns}`}, boxes);
+  }
+
   // One column on a narrow screen: the key legend starts folded so the editor is not pushed down.
   if (window.matchMedia("(max-width: 900px)").matches) {
     document.querySelectorAll("details.keys").forEach((legend) => { legend.open = false; });
   }
 
-  return {el, api, saver, activityClock, csrfToken, submitAndContinue, listenForKeys, firstDisagreement, showReadOnly};
+  return {el, api, saver, activityClock, csrfToken, submitAndContinue, listenForKeys, firstDisagreement, showReadOnly,
+    classes, keyName, choices, suggested, theirBox, compareRow};
 })();

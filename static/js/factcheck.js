@@ -10,7 +10,7 @@
 "use strict";
 
 const FactcheckStep1 = (() => {
-  const {el} = Workbench;
+  const {el, classes, keyName, suggested, theirBox} = Workbench;
 
   // [value, label, key]: the vocabularies of the released data (DESIGN.md §5).
   const SENTENCE_IMPORTANCE = [["yes", "Yes", "1"], ["intermediate", "Intermediate", "2"], ["no", "No", "3"]];
@@ -45,10 +45,8 @@ const FactcheckStep1 = (() => {
     category: (v) => label(CATEGORIES, v),
     claimImportance: (v) => label(CLAIM_IMPORTANCE, v),
   };
-  const keyName = (key) => (/^[A-Z]$/.test(key) ? `⇧${key}` : key);
   const normalise = (text) => (text || "").split(/\s+/).filter(Boolean).join(" ");
   const clone = (value) => JSON.parse(JSON.stringify(value));
-  const classes = (...names) => names.filter(Boolean).join(" ");
 
   function blankClaim(claim = {}) {
     return {text: claim.text || "", category: claim.category ?? null, importance: claim.importance ?? null};
@@ -360,29 +358,8 @@ const FactcheckStep1 = (() => {
       errorsEl.replaceChildren(...errors.map((e) => el("li", {}, e.field ? `${readablePath(e.field)}: ${e.message}` : e.message)));
     }
 
-    function choices(options, value, onPick, {className = "", disagree = false, invalid = false} = {}) {
-      return el("div", {className: classes("fc-choices", className, disagree && "disagree", invalid && "invalid"), role: "group"},
-        options.map(([optionValue, text, key]) => el("button", {
-          type: "button", "data-value": optionValue, "aria-pressed": value === optionValue ? "true" : "false",
-          disabled: readOnly, title: `key ${keyName(key)}`, onclick: () => onPick(optionValue),
-        }, text, " ", el("kbd", {}, keyName(key)))));
-    }
-
-    function suggested(value, show) {
-      if (value === null || value === undefined || value === "") return null;
-      return el("span", {className: "fc-suggested", title: "machine suggestion: not selected for you"}, `suggested: ${show(value)}`);
-    }
-
-    /* One box per annotator: who, a "Use A" button, their value (consolidation only). */
-    function theirBox(annotation, content, button) {
-      return el("div", {className: "fc-their", "data-slot": annotation.slot},
-        el("div", {className: "fc-their-head"}, el("span", {className: "fc-who"}, `${annotation.slot} (${annotation.annotator})`), button),
-        content);
-    }
-
-    function compareRow(boxes, agreed) {
-      return el("div", {className: classes("fc-compare", agreed && "agreed"), style: `--columns: ${annotations.length}`}, boxes);
-    }
+    const choices = (options, value, onPick, settings = {}) => Workbench.choices(options, value, onPick, {...settings, readOnly});
+    const compareRow = (boxes, agreed) => Workbench.compareRow(boxes, agreed, annotations.length);
 
     /* The annotators' values of a sentence field, each with its "Use A" / "Use B" button. */
     function comparison(field, show, pick) {

@@ -1,7 +1,7 @@
 """Factcheck-Bench (Wang et al.): three serial steps per item. Step 1 (``step1.py``):
 decomposition, decontextualisation, checkworthiness and importance. Step 2 (``step2.py``):
-evidence stance, factuality and correction, pre-annotated by evidence retrieval; its page is not
-built yet, so it is not annotatable (adding 2 to ``annotatable_stages`` opens it to annotators).
+evidence stance, factuality and correction, pre-annotated by evidence retrieval, with a third
+rater at consolidation (``Project.third_rater``).
 The released file's shape is read and written in ``benchmark.py``.
 """
 from typing import Any, Hashable, Iterable
@@ -25,7 +25,9 @@ from .step2 import checkworthy_claims, retrieve_evidence
 class FactcheckKind(KindSpec):
     key = "factcheck"
     stages = (1, 2, 3)
-    annotatable_stages = (1,)
+    annotatable_stages = (1, 2)
+    third_rater_stages = (2,)
+    searches_evidence = True
     import_formats = ("plain", "factcheck-bench", "factcheck-tool")
     document_formats = ("factcheck-tool",)
     export_formats = ("factcheck-bench",)

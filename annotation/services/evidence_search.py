@@ -1,0 +1,65 @@
+"""Searches annotators start from the step-2 page; a Celery task answers them.
+
+Ranking a query needs the embedding model and may fetch web pages (seconds), so the request
+only stores the query and the page polls the search until it is done.
+"""
+import logging
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation.exceptions import DomainError
+from annotation.models import EvidenceSearch, EvidenceSearchState, Project
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 500
+STALE_AFTER = timedelta(minutes=5)
+
+
+def start_search(*, project: Project, user, query: str, claim: str = "") -> EvidenceSearch:
+    query = " ".join((query or "").split())
+    if not query:
+        raise DomainError("query: type what to search for")
+    if len(query) > MAX_QUERY_CHARS:
+        raise DomainError(f"query: at most {MAX_QUERY_CHARS} characters, not {len(query)}")
+    search = EvidenceSearch.objects.create(project=project, user=user, query=query, claim=(claim or "")[:5000])
+    from annotation.tasks import run_evidence_search
+
+    transaction.on_commit(lambda: run_evidence_search.delay(search.id))
+    return search
+
+
+def run_search(search_id: int) -> EvidenceSearch | None:
+    """Answer a queued search (the task's body). Only the run that moves it from queued to
+    running answers it, so a duplicate delivery does not search twice; a search left running
+    by a worker that died is taken again once it is STALE_AFTER old."""
+    claimable = Q(state=EvidenceSearchState.QUEUED) | Q(
+        state=EvidenceSearchState.RUNNING, created_at__lt=timezone.now() - STALE_AFTER
+    )
+    if not EvidenceSearch.objects.filter(claimable, pk=search_id).update(state=EvidenceSearchState.RUNNING):
+        return None
+    search = EvidenceSearch.objects.select_related("project").get(pk=search_id)
+    from annotation.corpus_search import corpus_search
+    from pipeline.evidence_search import search_passages
+    from pipeline.retrieval import embed
+    from pipeline.websearch import WebSearchConfig
+
+    settings = search.project.pipeline_settings or {}
+    passages = settings.get("passages") or {}
+    try:
+        found = search_passages(
+            search.query, search=corpus_search(search.project), web=WebSearchConfig.from_env(settings.get("web_search")),
+            embed=embed if settings.get("embeddings", True) else None,
+            passage_size=passages.get("sentences"), passage_stride=passages.get("stride"),
+        )
+    except Exception as exc:  # shown on the page; the annotator can search again
+        logger.exception("evidence search %s failed", search_id)
+        search.state, search.problems = EvidenceSearchState.FAILED, [f"{type(exc).__name__}: {exc}"]
+    else:
+        search.state, search.results, search.problems = EvidenceSearchState.DONE, found["evidence"], found["problems"]
+    search.finished_at = timezone.now()
+    search.save(update_fields=["state", "results", "problems", "finished_at"])
+    return search
