@@ -5,7 +5,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from annotation.models import Project, Role
+from annotation.models import Project, Role, ThirdRater
+from annotation.services.corpora import create_corpus
 from annotation.services.imports import import_jsonl
 from annotation.services.projects import add_member, create_project
 
@@ -16,6 +17,7 @@ DEMO_USERS = [
     ("alice", False, "annotator"),
     ("bob", False, "annotator"),
     ("carol", False, "consolidator"),
+    ("dave", False, "annotator (the third rater of the step-2 demo)"),
 ]
 FELM_GUIDELINES = """# FELM segment labelling
 
@@ -44,10 +46,26 @@ For each sentence of the response:
 
 Opinions, questions and remarks about being an AI are not checkworthy.
 """
+STEP2_GUIDELINES = """# Factcheck-Bench step 2
+
+Step 1 of these items is done (imported as gold). For each checkworthy factual claim:
+
+1. Judge every evidence passage: does it **completely support**, **partially support**,
+   **refute** the claim, or is it **irrelevant**? Is its source **reliable**?
+2. Can the claim be **decided** from these passages? If not, **search** from the page (or paste
+   what you find elsewhere) and add it as your evidence, with its URL and whether it suffices alone.
+3. Say whether the claim is **true**, **false** or **unknown**, and correct a false claim with a
+   **minimal edit**, ticking the evidence the correction rests on.
+
+Stance suggestions, when a model gave them, are shown beside the choices and never selected.
+A third annotator answers every item too; the consolidator sees all three answers.
+"""
 DEMO_PROJECTS = (
     ("Demo FELM", "felm", FELM_GUIDELINES, "felm_demo.jsonl"),
     ("Demo Factcheck-Bench", "factcheck", FACTCHECK_GUIDELINES, "factcheck_demo.jsonl"),
 )
+# Items whose step 1 is imported as gold, so step 2 (evidence from the demo corpus) opens at once.
+STEP2_PROJECT = ("Demo Factcheck-Bench step 2", "factcheck_step2_demo.jsonl", "evidence_corpus_demo.jsonl")
 
 
 class Command(BaseCommand):
@@ -71,6 +89,23 @@ class Command(BaseCommand):
                 add_member(project=project, user=users[username], role=role)
             with open(DEMO_DIR / filename, "rb") as handle:
                 import_jsonl(project, handle, fmt="plain")
+        self.step2_project(users)
         self.stdout.write("Demo logins (password %s):" % DEMO_PASSWORD)
+        self.stdout.write("  (the step-2 demo retrieves evidence when the command ends; the embedding model loads once)")
         for username, _, what in DEMO_USERS:
             self.stdout.write(f"  {username:<6} {what}")
+
+    def step2_project(self, users):
+        name, items_file, corpus_file = STEP2_PROJECT
+        if Project.objects.filter(name=name).exists():
+            return
+        project = create_project(name=name, kind="factcheck", created_by=users["admin"], guidelines=STEP2_GUIDELINES,
+                                 third_rater=ThirdRater.ALWAYS)
+        for username, role in (("alice", Role.ANNOTATOR), ("bob", Role.ANNOTATOR), ("dave", Role.ANNOTATOR),
+                               ("carol", Role.CONSOLIDATOR)):
+            add_member(project=project, user=users[username], role=role)
+        # The corpus's import is queued first, so it is searchable when step 2's retrieval runs.
+        with open(DEMO_DIR / corpus_file, "rb") as handle:
+            create_corpus(name="Demo evidence", user=users["admin"], upload=handle, projects=[project])
+        with open(DEMO_DIR / items_file, "rb") as handle:
+            import_jsonl(project, handle, fmt="factcheck-bench", labels_as="gold")
