@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from annotation.models import Assignment, Item
+from annotation.models import Assignment, Item, ItemStage
 
 from .conftest import felm_line, jsonl, segment
 
@@ -212,6 +212,14 @@ def test_demo_loader_is_idempotent_and_gives_a_working_project(db, django_captur
     factcheck = Project.objects.get(name="Demo Factcheck-Bench")
     stages = [stage for item in factcheck.items.all() for stage in item.stages.all()]
     assert len(stages) == 3 and all(s.status == "annotating" and s.suggestion["sentences"] for s in stages)
+    # step 2: step 1 came as gold, the evidence from the demo corpus, a third rater on every item
+    step2 = Project.objects.get(name="Demo Factcheck-Bench step 2")
+    assert step2.third_rater == "always" and step2.corpora.get().passages > 0
+    stages = list(ItemStage.objects.filter(item__project=step2, stage=2))
+    assert len(stages) == 2 and all(s.status == "annotating" for s in stages)
+    claims = [claim for stage in stages for claim in stage.content["claims"]]
+    assert len(claims) == 6 and all(claim["evidence"] and not claim["problems"] for claim in claims)
+    assert all(p["url"].startswith("https://demo.example/") for c in claims for p in c["evidence"])
 
 
 def test_consolidation_list_filters_by_status_and_shows_the_current_filter(logged_in, felm_items):
