@@ -211,3 +211,43 @@ def test_reopening_races_the_last_submission_and_itself(racer, many_items, users
             assert not Consolidation.objects.filter(item_stage=stage).exists()
         else:  # the consolidation opened first, from alice's submitted work
             assert (stored.submitted, stored.version, stage.status) == (True, 1, StageStatus.CONSOLIDATING)
+
+
+def test_escalating_races_saving_the_gold_record_and_discarding(racer, factcheck_project, users, make_user):
+    """Step 2: a consolidator asks for a third rater while another saves the gold record and a
+    third discards the item; exactly one wins, and the item is in that one's state only."""
+    from annotation.models import AssignmentRole, ItemStage
+    from annotation.services.assignments import assign_open_stages
+    from annotation.services.projects import add_member
+
+    from .test_factcheck_step2 import CS, IR, content
+    from .test_third_rater import answer
+
+    add_member(project=factcheck_project, user=make_user("dave"), role="annotator")
+    add_member(project=factcheck_project, user=users["admin"], role="consolidator")
+    outcomes = Counter()
+    for n in range(8):
+        item = factcheck_project.items.create(prompt="p", response="r", external_id=f"race {n}")
+        stage = ItemStage.objects.create(item=item, stage=2, status=StageStatus.READY, content=content(2))
+        assign_open_stages(factcheck_project)
+        for assignment in stage.assignments.order_by("id"):
+            save_annotation(assignment=assignment, payload={"claims": [answer([CS, IR])]}, version=0, submit=True)
+        consolidation = Consolidation.objects.get(item_stage=stage)
+        url = f"/api/consolidations/{consolidation.id}/"
+        answers = racer.race([
+            (users["carol"], "POST", url + "escalate/", {"reason": "cannot settle"}),
+            (users["admin"], "PUT", url, {"payload": {"claims": [answer([CS, IR])]}, "version": consolidation.version,
+                                          "submit": True}),
+            (users["admin"], "POST", url + "discard/", {"reason": "cannot agree"}),
+        ])
+        winner = one_winner(answers, 400)
+        consolidation.refresh_from_db()
+        stage.refresh_from_db()
+        third_raters = stage.assignments.filter(role=AssignmentRole.THIRD_RATER).count()
+        expected = {0: (ConsolidationStatus.WAITING, StageStatus.ANNOTATING, 1, False),
+                    1: (ConsolidationStatus.DONE, StageStatus.DONE, 0, True),
+                    2: (ConsolidationStatus.DISCARDED, StageStatus.DISCARDED, 0, False)}[winner]
+        assert (consolidation.status, stage.status, third_raters,
+                GoldRecord.objects.filter(item_stage=stage).exists()) == expected
+        outcomes[winner] += 1
+    assert sum(outcomes.values()) == 8

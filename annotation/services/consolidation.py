@@ -55,7 +55,10 @@ def open_consolidation_if_complete(stage: ItemStage) -> Consolidation | None:
     return consolidation
 
 
-def _lock_open_consolidation(consolidation: Consolidation, version: int | None) -> Consolidation:
+def lock_open_consolidation(consolidation: Consolidation, version: int | None) -> Consolidation:
+    """Lock the item-stage, then the consolidation: the order the last submission of an item
+    takes them in (it opens the consolidation), so neither waits for the other in a cycle."""
+    ItemStage.objects.select_for_update().filter(pk=consolidation.item_stage_id).values_list("pk", flat=True).get()
     consolidation = Consolidation.objects.select_for_update(of=("self",)).select_related("item_stage__item__project").get(
         pk=consolidation.pk
     )
@@ -90,7 +93,7 @@ def save_consolidation(*, consolidation: Consolidation, user, payload, version: 
     the page links a rewritten claim to its annotators' claims again after a reload.
     """
     with transaction.atomic():
-        consolidation = _lock_open_consolidation(consolidation, version)
+        consolidation = lock_open_consolidation(consolidation, version)
         stage = consolidation.item_stage
         kind = get_kind(stage.item.project.kind)
         normalised = kind.validate_payload(stage.stage, stage.content, payload, complete=submit)
@@ -125,7 +128,7 @@ def discard_item_stage(*, consolidation: Consolidation, user, reason: str) -> Co
     if not reason or not reason.strip():
         raise DomainError("a reason is required to discard an item")
     with transaction.atomic():
-        consolidation = _lock_open_consolidation(consolidation, None)
+        consolidation = lock_open_consolidation(consolidation, None)
         consolidation.status = ConsolidationStatus.DISCARDED
         consolidation.discard_reason = reason.strip()
         consolidation.consolidator = user

@@ -71,12 +71,12 @@ def escalate(*, consolidation: Consolidation, user, reason: str) -> Consolidatio
     reason = (reason or "").strip()
     if not reason:
         raise DomainError("a reason is required to ask for a third rater")
+    from .consolidation import lock_open_consolidation
+
     with transaction.atomic():
-        stage = ItemStage.objects.select_for_update().select_related("item__project").get(pk=consolidation.item_stage_id)
-        consolidation = Consolidation.objects.select_for_update().get(pk=consolidation.pk)
+        consolidation = lock_open_consolidation(consolidation, None)
+        stage = consolidation.item_stage
         project = stage.item.project
-        if consolidation.status != ConsolidationStatus.OPEN:
-            raise DomainError(f"this consolidation is {consolidation.get_status_display().lower()}")
         if not allows_third_rater(project, stage.stage):
             raise DomainError("this step has no third rater")
         if stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists():
