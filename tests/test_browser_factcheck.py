@@ -386,7 +386,7 @@ def test_factcheck_step1_in_the_browser(browser, live_server, users, factcheck_p
     assert stage.status == StageStatus.DONE
     # the gold record opened step 2, pre-computed after the commit
     stage2 = ItemStage.objects.get(item=stage.item, stage=2)
-    assert stage2.status == StageStatus.READY
+    assert stage2.status == StageStatus.ANNOTATING  # and given to alice and bob
     assert [c["text"] for c in stage2.content["claims"]] == [SENTENCES[0], NOBEL, POLONIUM]
 
     for page in (alice, bob, carol):

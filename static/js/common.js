@@ -66,6 +66,7 @@ const Workbench = (() => {
     let submitFailed = false;
     let lost = [];           // bodies of saves whose answer never came (they may have been stored)
     let finished = false;    // submitted: nothing more to save from this page
+    let errorsShown = false; // clearing them re-renders the editor: only when some are shown
 
     function showConflict() {
       onStatus(`Newer work was saved elsewhere (version ${conflict}). This tab's latest edits are not saved: ` +
@@ -132,13 +133,16 @@ const Workbench = (() => {
         } else if (result.status >= 500 || result.status === 429) retryLater(`the server answered ${result.status}`, submit);
         else {
           onStatus(submit ? "Not submitted: fix the fields below." : "Not saved: fix the fields below.", "error");
+          errorsShown = true;
           onErrors(result.data.errors || [{field: "", message: result.data.detail || `error ${result.status}`}]);
         }
         return result;
       }
       retryDelay = 0;
       current = result.data.version;
-      onErrors([]);
+      // A page re-renders on onErrors: doing it after every save would swallow a click or
+      // take the focus from a field the annotator is typing in.
+      if (errorsShown) { errorsShown = false; onErrors([]); }
       if (submit) { submitFailed = false; finished = result.data.submitted !== false; }
       if (unsaved) onStatus("Unsaved changes…", "dirty");
       else if (submitFailed) onStatus(`Saved as a draft (version ${current}), not submitted yet: submit again.`, "dirty");
