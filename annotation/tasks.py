@@ -126,3 +126,12 @@ def run_evidence_search(search_id: int) -> str | None:
 
     search = run_search(search_id)
     return search.state if search else None
+
+
+@shared_task(autoretry_for=(OperationalError, ConnectionError, TimeoutError), retry_backoff=True, max_retries=5)
+def retrieve_unit_again(stage_id: int, index: int) -> bool:
+    """Retrieve one unit's evidence again (services.evidence); idempotent, so a redelivery after
+    a dead worker only repeats the retrieval."""
+    from annotation.services.evidence import retrieve_again
+
+    return retrieve_again(stage_id, index)

@@ -27,6 +27,7 @@ from annotation.models import (
     CorpusState,
     ImportJobState,
     Item,
+    ItemStage,
     Project,
     Role,
     StageStatus,
@@ -35,6 +36,7 @@ from annotation.params import parse_natural
 from annotation.services import annotations as annotation_services
 from annotation.services import consolidation as consolidation_services
 from annotation.services import corpora as corpus_services
+from annotation.services import evidence as evidence_services
 from annotation.services import imports as import_services
 from annotation.services import projects as project_services
 from annotation.services import third_rater as third_rater_services
@@ -231,6 +233,21 @@ def project_retry_failed(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN})
     count = import_services.retry_failed_precompute(project)
     messages.success(request, f"Pre-annotation restarted for {count} items.")
+    return redirect("annotation:project", project_id=project.id)
+
+
+@login_required
+@require_POST
+def project_retrieve_claim(request, project_id, item_id, claim):
+    project, _ = project_for(request, project_id, {Role.ADMIN})
+    stage = get_object_or_404(ItemStage, item__project=project, item_id=item_id,
+                              stage__in=get_kind(project.kind).retrievable_stages)
+    try:
+        evidence_services.request_retrieval(stage=stage, index=claim)
+    except DomainError as exc:
+        messages.error(request, f"Not retrieved again: {exc}.")
+    else:
+        messages.success(request, f"The evidence of claim {claim + 1} is being retrieved again; annotators' stances of it start over.")
     return redirect("annotation:project", project_id=project.id)
 
 

@@ -20,9 +20,10 @@ from rest_framework.response import Response
 from annotation import exports, selectors
 from annotation.exceptions import UploadTooLarge
 from annotation.kinds import KINDS, get_kind
-from annotation.models import Assignment, Consolidation, ConsolidationStatus, Item, Project, StageStatus, ThirdRater
+from annotation.models import Assignment, Consolidation, ConsolidationStatus, Item, ItemStage, Project, StageStatus, ThirdRater
 from annotation.services import annotations as annotation_services
 from annotation.services import consolidation as consolidation_services
+from annotation.services import evidence as evidence_services
 from annotation.services import evidence_search as evidence_search_services
 from annotation.services import third_rater as third_rater_services
 from annotation.services import imports as import_services
@@ -106,7 +107,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         if self.action == "create":
             return [IsStaff()]
         if self.action in {"partial_update", "destroy", "members", "import_items", "imports", "import_job", "items", "export",
-                           "progress"}:
+                           "progress", "retrieve_claim"}:
             return [IsAuthenticated(), IsProjectAdmin()]
         if self.action in {"consolidations", "agreement"}:
             return [IsAuthenticated(), CanConsolidate()]
@@ -247,6 +248,27 @@ class ProjectViewSet(viewsets.ModelViewSet):
         if search is None:
             raise NotFound("no such search of yours in this project")
         return Response(serializers.EvidenceSearchSerializer(search).data)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("item_id", int, OpenApiParameter.PATH, description="the item's id"),
+                    OpenApiParameter("claim", int, OpenApiParameter.PATH,
+                                     description="the claim's number in the step-2 content (0-based)")],
+        request=None,
+        responses={202: OpenApiResponse(serializers.ErrorSerializer, description="queued: the item's step 2 shows the new passages"),
+                   400: ERROR_400,
+                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such item with a step 2 in this project")},
+    )
+    @action(detail=True, methods=["post"], url_path=r"items/(?P<item_id>[0-9]+)/claims/(?P<claim>[0-9]+)/retrieve",
+            url_name="retrieve-claim")
+    def retrieve_claim(self, request, pk=None, item_id=None, claim=None):
+        """Retrieve one step-2 claim's evidence again (e.g. after its web search failed), until
+        an annotator of the item submits; the drafts' stances of that claim start again."""
+        project = self.get_object()
+        stage = ItemStage.objects.filter(item__project=project, item_id=item_id, stage__in=get_kind(project.kind).retrievable_stages).first()
+        if stage is None:
+            raise NotFound("no such item with evidence to retrieve in this project")
+        evidence_services.request_retrieval(stage=stage, index=int(claim))
+        return Response({"detail": "queued"}, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses=serializers.ItemSerializer(many=True),
                    parameters=[OpenApiParameter("status", str, enum=StageStatus.values,

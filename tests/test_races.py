@@ -251,3 +251,48 @@ def test_escalating_races_saving_the_gold_record_and_discarding(racer, factcheck
                 GoldRecord.objects.filter(item_stage=stage).exists()) == expected
         outcomes[winner] += 1
     assert sum(outcomes.values()) == 8
+
+
+def test_retrieving_a_claim_again_races_a_draft_save_and_nothing_is_lost(racer, factcheck_project, users, monkeypatch):
+    """The retrieval clears the draft's stances of the claim under a new version: a save with
+    the old version either lands first (and is then cleared of that claim only) or gets a 409."""
+    from annotation.models import ItemStage
+    from annotation.services.assignments import assign_open_stages
+
+    from .test_factcheck_step2 import CS, IR, content, passage
+    from .test_factcheck_step2 import answer as full_answer
+
+    def fake(claims, settings, search):
+        for claim in claims:
+            claim.update(queries=["again"], evidence=[passage(10), passage(11)], problems=[])
+        return {"content": {"claims": claims}, "suggestion": None, "provenance": {}}
+
+    monkeypatch.setattr("annotation.kinds.factcheck.retrieve_evidence", fake)
+    outcomes = Counter()
+    for n in range(8):
+        item = factcheck_project.items.create(prompt="p", response="r", external_id=f"again {n}")
+        stage = ItemStage.objects.create(item=item, stage=2, status=StageStatus.READY, content=content(2, 1))
+        assign_open_stages(factcheck_project)
+        assignment = stage.assignments.get(user=users["alice"])
+        first = {"claims": [full_answer([IR, IR]), full_answer([IR])]}
+        version = save_annotation(assignment=assignment, payload=first, version=0, submit=False).version
+        edited = {"claims": [full_answer([CS, IR], reliable=[True, None]), full_answer([CS], reliable=[True], decided="no")]}
+        answers = racer.race([
+            (users["alice"], "PUT", f"/api/assignments/{assignment.id}/annotation/",
+             {"payload": edited, "version": version, "submit": False}),
+            (users["admin"], "POST", f"/api/projects/{factcheck_project.id}/items/{item.id}/claims/0/retrieve/", {}),
+        ])
+        assert answers[1][0] == 202, answers
+        stored = Annotation.objects.get(assignment=assignment)
+        stage.refresh_from_db()
+        assert [p["text"] for p in stage.content["claims"][0]["evidence"]] == ["Passage 10.", "Passage 11."]
+        assert stored.payload["claims"][0]["stances"] == [None, None]  # about the new passages: not judged yet
+        if answers[0][0] == 200:  # the save landed first; the retrieval kept all but claim 0's stances
+            assert stored.version == version + 2
+            assert stored.payload["claims"][1]["decided"] == "no"
+            outcomes["saved first"] += 1
+        else:
+            assert answers[0][0] == 409 and answers[0][1]["stored_version"] == version + 1
+            assert stored.version == version + 1 and stored.payload["claims"][1]["decided"] == "yes"
+            outcomes["retrieved first"] += 1
+    assert sum(outcomes.values()) == 8

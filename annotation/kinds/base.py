@@ -85,6 +85,17 @@ class KindSpec:
     third_rater_stages: tuple[int, ...] = ()
     # whether annotators search the project's evidence (corpora, web) from their pages
     searches_evidence: bool = False
+    # stages whose units' evidence an admin can retrieve again one unit at a time
+    retrievable_stages: tuple[int, ...] = ()
+
+    def retrieve_unit(self, stage: int, content: dict, index: int, settings: dict, evidence_search: Callable) -> dict:
+        """The unit ``index`` of ``content`` with its evidence retrieved again (plain data)."""
+        raise NotImplementedError
+
+    def clear_unit_answer(self, stage: int, content: dict, payload: dict, index: int) -> dict:
+        """A draft payload after unit ``index`` got new evidence: the answers about the old
+        evidence are cleared, the rest is kept."""
+        raise NotImplementedError
     import_formats: tuple[str, ...] = ()
     # formats whose file is one JSON document (an object or a list of them), not JSONL
     document_formats: tuple[str, ...] = ()

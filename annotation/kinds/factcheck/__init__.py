@@ -28,6 +28,7 @@ class FactcheckKind(KindSpec):
     annotatable_stages = (1, 2)
     third_rater_stages = (2,)
     searches_evidence = True
+    retrievable_stages = (2,)
     import_formats = ("plain", "factcheck-bench", "factcheck-tool")
     document_formats = ("factcheck-tool",)
     export_formats = ("factcheck-bench",)
@@ -71,6 +72,13 @@ class FactcheckKind(KindSpec):
         sentences = [s["text"] for s in result["sentences"]]
         suggestion = {"sentences": [{k: v for k, v in s.items() if k != "text"} for s in result["sentences"]]}
         return {"content": {"sentences": sentences}, "suggestion": suggestion, "provenance": result["provenance"]}
+
+    def retrieve_unit(self, stage: int, content: dict, index: int, settings: dict, evidence_search) -> dict:
+        claim = {key: content["claims"][index][key] for key in ("sentence", "claim", "text")}
+        return retrieve_evidence([claim], settings, evidence_search())["content"]["claims"][0]
+
+    def clear_unit_answer(self, stage: int, content: dict, payload: dict, index: int) -> dict:
+        return step2.clear_claim_answer(content, payload, index)
 
     # -- annotation payloads ----------------------------------------------------------------
 

@@ -166,6 +166,21 @@ def empty_payload(content: dict) -> dict:
     return {"claims": [empty_claim(c) for c in content.get("claims", [])]}
 
 
+def clear_claim_answer(content: dict, payload: dict, index: int) -> dict:
+    """A draft after claim ``index`` got new passages: its stances and reliabilities (one per
+    passage) and the passages its correction used start again; manual evidence, the verdict and
+    the correction are kept."""
+    claims = list(payload.get("claims") or [])
+    if not 0 <= index < len(claims) or not isinstance(claims[index], dict):
+        return payload
+    fresh = empty_claim(content["claims"][index])
+    answer = dict(claims[index])
+    answer.update(stances=fresh["stances"], reliable=fresh["reliable"],
+                  used_evidence=[v for v in answer.get("used_evidence") or [] if isinstance(v, str)])
+    claims[index] = answer
+    return {**payload, "claims": claims}
+
+
 def validate_payload(content: dict, payload: Any, *, complete: bool) -> dict:
     claims = content.get("claims", [])
     if not isinstance(payload, dict) or not isinstance(payload.get("claims"), list):
