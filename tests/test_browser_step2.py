@@ -259,4 +259,17 @@ def test_factcheck_step2_in_the_browser(browser, live_server, users, factcheck_p
     assert gold["claims"][0]["stances"] == first["stances"]
     stage.refresh_from_db()
     assert stage.status == StageStatus.DONE
+
+    # the admin's project page follows the corpus's background embedding without a reload
+    from annotation.models import Corpus
+
+    admin = login(browser, base, "admin", PASSWORD, problems)
+    admin.goto(f"/projects/{project.id}/")
+    corpus = Corpus.objects.get()
+    row = admin.locator(".corpus-row")
+    expect(row.locator("[data-role=state]")).to_have_text("Searchable, embedding")
+    expect(row.locator("[data-role=passages]")).to_have_text(str(corpus.passages))
+    Corpus.objects.filter(pk=corpus.pk).update(embedded=corpus.passages, state="ready")
+    expect(row.locator("[data-role=state]")).to_have_text("Ready", timeout=15_000)
+    expect(row.locator("[data-role=embedded]")).to_have_text(str(corpus.passages))
     assert not problems.errors, problems.errors

@@ -1,10 +1,13 @@
 /* Project page: refuse files over the size limit before uploading, and follow running imports
- * (progress bar, then the outcome) by polling their API job. Server text goes in as text only. */
+ * (progress bar, then the outcome) and corpora (import, then background embedding) by polling
+ * the API. Server text goes in as text only. */
 "use strict";
 
 (() => {
   const {el, api} = Workbench;
   const POLL_MS = 1000;
+  // Embedding a large corpus takes the better part of an hour: its row is polled less often.
+  const CORPUS_POLL_MS = 5000;
 
   const form = document.getElementById("import-form");
   if (form) {
@@ -53,21 +56,43 @@
     if (result) row.querySelector("[data-role=outcome]").replaceChildren(result);
   }
 
-  async function follow(row) {
+  function showCorpus(row, corpus) {
+    const state = row.querySelector("[data-role=state]");
+    state.textContent = corpus.state_display;
+    state.className = `badge ${corpus.state}`;
+    row.dataset.state = corpus.state;
+    row.querySelector("[data-role=documents]").textContent = corpus.documents;
+    row.querySelector("[data-role=passages]").textContent = corpus.passages;
+    const bar = row.querySelector("[data-role=progress]");
+    bar.max = corpus.passages || 1;
+    bar.value = corpus.embedded;
+    row.querySelector("[data-role=embedded]").textContent = corpus.embedded;
+    if (corpus.state === "failed") {
+      row.querySelector("[data-role=outcome]").replaceChildren(...corpus.errors.slice(0, 3).map((e) =>
+        el("div", {className: "error"}, `line ${e.line}, field ${e.field}: ${e.message}`)));
+    }
+  }
+
+  /* Poll ``url`` while the row's state is one of ``running``, showing each answer. */
+  async function follow(row, {url, running, showAnswer, every, what}) {
     let failures = 0;
-    while (row.dataset.state === "queued" || row.dataset.state === "running") {
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    while (running.includes(row.dataset.state)) {
+      await new Promise((resolve) => setTimeout(resolve, every));
       let answer;
-      try { answer = await api(row.dataset.jobUrl, "GET"); } catch (networkError) { answer = {ok: false}; }
-      if (answer.ok) { failures = 0; show(row, answer.data); continue; }
+      try { answer = await api(url, "GET"); } catch (networkError) { answer = {ok: false}; }
+      if (answer.ok) { failures = 0; showAnswer(row, answer.data); continue; }
       failures += 1;
       if (failures >= 10) {
         row.querySelector("[data-role=outcome]").replaceChildren(
-          el("span", {className: "error"}, "Lost contact with the server: reload the page to see how the import ended."));
+          el("span", {className: "error"}, `Lost contact with the server: reload the page to see how the ${what} ended.`));
         return;
       }
     }
   }
 
-  document.querySelectorAll(".import-job").forEach(follow);
+  document.querySelectorAll(".import-job").forEach((row) => follow(row, {
+    url: row.dataset.jobUrl, running: ["queued", "running"], showAnswer: show, every: POLL_MS, what: "import"}));
+  document.querySelectorAll(".corpus-row").forEach((row) => follow(row, {
+    url: row.dataset.corpusUrl, running: ["queued", "importing", "embedding"], showAnswer: showCorpus,
+    every: CORPUS_POLL_MS, what: "corpus import"}));
 })();
