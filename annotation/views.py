@@ -414,35 +414,34 @@ def stage_template(page: str, kind: str, stage: int) -> list[str]:
     return [f"annotation/{page}_{kind}_step{stage}.html", f"annotation/{page}_{kind}.html"]
 
 
+def _consolidation_form_action(request, consolidation_id, form_class, act, *, invalid: str, done: str, failed: str):
+    """A consolidator's form on the consolidation page (discard, escalate): the form's reason to
+    ``act``; back to the page on a refusal, on to the next consolidation when done."""
+    consolidation = consolidation_for(request, consolidation_id)
+    form = form_class(request.POST)
+    if not form.is_valid():
+        messages.error(request, invalid)
+        return redirect("annotation:consolidate", consolidation_id=consolidation.id)
+    try:
+        act(consolidation=consolidation, user=request.user, reason=form.cleaned_data["reason"])
+    except DomainError as exc:
+        messages.error(request, f"{failed}: {exc}.")
+        return redirect("annotation:consolidate", consolidation_id=consolidation.id)
+    messages.success(request, done)
+    return redirect("annotation:next-consolidation", project_id=consolidation.item_stage.item.project_id)
+
+
 @login_required
 @require_POST
 def consolidation_escalate(request, consolidation_id):
-    consolidation = consolidation_for(request, consolidation_id)
-    form = EscalateForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "Say why the item needs a third rater.")
-        return redirect("annotation:consolidate", consolidation_id=consolidation.id)
-    try:
-        third_rater_services.escalate(consolidation=consolidation, user=request.user, reason=form.cleaned_data["reason"])
-    except DomainError as exc:
-        messages.error(request, f"Not escalated: {exc}.")
-        return redirect("annotation:consolidate", consolidation_id=consolidation.id)
-    messages.success(request, "A third rater now annotates this item; it comes back here when they submit.")
-    return redirect("annotation:next-consolidation", project_id=consolidation.item_stage.item.project_id)
+    return _consolidation_form_action(
+        request, consolidation_id, EscalateForm, third_rater_services.escalate, invalid="Say why the item needs a third rater.",
+        done="A third rater now annotates this item; it comes back here when they submit.", failed="Not escalated")
 
 
 @login_required
 @require_POST
 def consolidation_discard(request, consolidation_id):
-    consolidation = consolidation_for(request, consolidation_id)
-    form = DiscardForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, "A reason is required to discard an item.")
-        return redirect("annotation:consolidate", consolidation_id=consolidation.id)
-    try:
-        consolidation_services.discard_item_stage(consolidation=consolidation, user=request.user, reason=form.cleaned_data["reason"])
-    except DomainError as exc:
-        messages.error(request, str(exc))
-        return redirect("annotation:consolidate", consolidation_id=consolidation.id)
-    messages.success(request, "Item discarded.")
-    return redirect("annotation:next-consolidation", project_id=consolidation.item_stage.item.project_id)
+    return _consolidation_form_action(
+        request, consolidation_id, DiscardForm, consolidation_services.discard_item_stage,
+        invalid="A reason is required to discard an item.", done="Item discarded.", failed="Not discarded")

@@ -34,6 +34,7 @@ from annotation.services.projects import add_member
 
 from .browser_support import login, open_consolidation_as
 from .conftest import PASSWORD, jsonl
+from .test_browser_factcheck import open_first_assignment
 from .test_corpora import DOCUMENTS, upload
 
 pytestmark = pytest.mark.browser
@@ -80,14 +81,6 @@ def judge_passages(page, stances: list[str]):
         if key != "4":
             page.keyboard.press("r")
         page.keyboard.press("j")
-
-
-def open_assignment(browser, base, project, username, problems):
-    page = login(browser, base, username, PASSWORD, problems)
-    page.goto(f"/projects/{project.id}/")
-    page.get_by_role("link", name="Start annotating").click()
-    page.wait_for_url(re.compile(r"/assignments/\d+/$"))
-    return page
 
 
 def alice_annotates(page, passages: list[int]):
@@ -190,7 +183,7 @@ def test_factcheck_step2_in_the_browser(browser, live_server, users, factcheck_p
     assert sorted(stage.assignments.values_list("user__username", flat=True)) == ["alice", "bob"]
 
     base = live_server.url
-    alice = open_assignment(browser, base, project, "alice", problems)
+    alice = open_first_assignment(browser, base, project, "alice", problems)
     alice_annotates(alice, passages)
     alice.keyboard.press("Control+Enter")
     alice.wait_for_url(f"**/projects/{project.id}/")
@@ -205,7 +198,7 @@ def test_factcheck_step2_in_the_browser(browser, live_server, users, factcheck_p
     assert found["query"] == QUERY and found["url"] == "https://w.example/curie" and "1911" in found["text"]
     assert (found["reliable"], found["sufficient"]) == (True, True)
 
-    bob = open_assignment(browser, base, project, "bob", problems)
+    bob = open_first_assignment(browser, base, project, "bob", problems)
     bob_annotates(bob, passages)
     bob.get_by_role("button", name="Submit").click()
     bob.wait_for_url(f"**/projects/{project.id}/")
@@ -215,7 +208,7 @@ def test_factcheck_step2_in_the_browser(browser, live_server, users, factcheck_p
     assert consolidation.status == ConsolidationStatus.WAITING
     third = Assignment.objects.get(item_stage=stage, role=AssignmentRole.THIRD_RATER)
     assert third.user == dave
-    dave_page = open_assignment(browser, base, project, "dave", problems)
+    dave_page = open_first_assignment(browser, base, project, "dave", problems)
     expect(dave_page.locator(".fc-legend")).to_contain_text("You are the third rater")
     bob_payload = Annotation.objects.get(assignment__user=users["bob"], assignment__item_stage=stage).payload
     save_annotation(assignment=third, payload=bob_payload, version=0, submit=True)

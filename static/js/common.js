@@ -238,6 +238,13 @@ const Workbench = (() => {
     statusElement.textContent = why ? `${why} — read-only` : "Read-only";
   }
 
+  /* The parts every annotation page has (_workbench.html, _savebar.html, the keys legend). */
+  function pageParts() {
+    const byId = (id) => document.getElementById(id);
+    return {editorEl: byId("editor"), statusEl: byId("save-status"), errorsEl: byId("errors"),
+      completenessEl: byId("completeness"), submitButton: byId("submit"), keysEl: byId("keys")};
+  }
+
   // -- widgets the annotation pages share ----------------------------------------------------
 
   const classes = (...names) => names.filter(Boolean).join(" ");
@@ -276,5 +283,5 @@ const Workbench = (() => {
   }
 
   return {el, api, saver, activityClock, csrfToken, submitAndContinue, listenForKeys, firstDisagreement, showReadOnly,
-    classes, keyName, choices, suggested, theirBox, compareRow};
+    pageParts, classes, keyName, choices, suggested, theirBox, compareRow};
 })();

@@ -119,12 +119,7 @@ const FactcheckStep2 = (() => {
     const alignment = state.alignment || [];
 
     const listEl = document.getElementById("claims");
-    const editorEl = document.getElementById("editor");
-    const statusEl = document.getElementById("save-status");
-    const errorsEl = document.getElementById("errors");
-    const completenessEl = document.getElementById("completeness");
-    const submitButton = document.getElementById("submit");
-    const keysEl = document.getElementById("keys");
+    const {editorEl, statusEl, errorsEl, completenessEl, submitButton, keysEl} = Workbench.pageParts();
     const clock = Workbench.activityClock();
 
     let current = 0;
