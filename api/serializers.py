@@ -221,7 +221,7 @@ class AssignmentSerializer(serializers.ModelSerializer):
     class Meta:
         model = Assignment
         fields = [
-            "id", "username", "stage", "stage_status", "status", "item", "content",
+            "id", "username", "role", "stage", "stage_status", "status", "item", "content",
             "started_at", "submitted_at", "active_seconds",
         ]
 

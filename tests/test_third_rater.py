@@ -179,6 +179,9 @@ def test_escalation_through_the_api_and_the_page(factcheck_project, users, dave,
 
     # the third rater's page says who they are; the consolidation page then shows three columns
     third = stage.assignments.get(role=AssignmentRole.THIRD_RATER)
+    from .conftest import api_client
+
+    assert api_client(third.user).get(f"/api/assignments/{third.id}/").json()["role"] == "third_rater"
     client.force_login(third.user)
     assert "You are the third rater" in client.get(f"/assignments/{third.id}/").content.decode()
     save_annotation(assignment=third, payload={"claims": [answer([CS, CS])]}, version=0, submit=True)
