@@ -32,17 +32,19 @@ def precompute_stages(self, stage_ids: list[int]) -> dict:
     for stage in stages:
         project = stage.item.project
         kind = get_kind(project.kind)
-        previous_gold = None
+        earlier = {}
         if stage.stage > kind.stages[0]:
-            previous_gold = (
-                GoldRecord.objects.filter(item_stage__item_id=stage.item_id, item_stage__stage=stage.stage - 1)
-                .values_list("payload", flat=True)
-                .first()
-            )
+            earlier = {
+                number: {"content": content, "gold": gold}
+                for number, content, gold in ItemStage.objects.filter(item_id=stage.item_id, stage__lt=stage.stage)
+                .values_list("stage", "content", "gold__payload")
+            }
+        previous_gold = (earlier.get(stage.stage - 1) or {}).get("gold")
         try:
             result = kind.precompute(stage.stage, stage.item.prompt, stage.item.response, stage.content,
                                      project.pipeline_settings, previous_gold=previous_gold,
-                                     evidence_search=partial(corpus_search, project), item_metadata=stage.item.metadata)
+                                     evidence_search=partial(corpus_search, project), item_metadata=stage.item.metadata,
+                                     earlier=earlier)
         except (OperationalError, ConnectionError, TimeoutError):
             raise
         except Exception as exc:  # a bad item must not stop the others; its error is shown in the UI

@@ -401,10 +401,11 @@ def consolidate(request, consolidation_id):
 def stage_page_state(project: Project, stage) -> dict:
     """What a later step's page also shows: the step before (its content and gold record), and
     where to search for evidence in projects whose annotators do."""
-    state = {}
+    kind = get_kind(project.kind)
+    state = {"response": stage.item.response, "guideline": kind.stage_guideline(stage.stage)}
     if stage.stage > 1:
         state["previous"] = selectors.previous_step(stage)
-    if get_kind(project.kind).searches_evidence:
+    if kind.searches_evidence:
         state["search_url"] = reverse("project-evidence-searches", args=[project.id])
     return state
 

@@ -338,7 +338,8 @@ def test_released_step2_imports_as_content_and_gold_and_exports_unchanged(factch
     assert gold["released"]["claims"]["0/0"] == {"usedEvidence_index_in_revision": "1, self-retrieved"}
     assert gold["released"]["claims"]["0/1"]["claim"] == "It is lovely."
     assert gold["released"]["sentences"] == {"1": {"revised_claims": ["The Eiffel Tower is nice to some."]}}
-    assert ItemStage.objects.get(item__project=factcheck_project, stage=3).status == StageStatus.READY
+    step3 = ItemStage.objects.get(item__project=factcheck_project, stage=3)  # revision opens, pre-filled offline
+    assert step3.status == StageStatus.ANNOTATING and step3.suggestion["response"]
 
     (exported,) = [json.loads(text) for text in export_jsonl(factcheck_project, "factcheck-bench")]
     for key, sentence in line["sentences"].items():
@@ -483,7 +484,7 @@ def test_released_file_step2_fields_round_trip_for_every_sentence(factcheck_proj
     released = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     with open(path, "rb") as handle, django_capture_on_commit_callbacks(execute=True):
         result = import_jsonl(factcheck_project, handle, fmt="factcheck-bench", labels_as="gold")
-    assert result.items == 94 and result.gold_records == 188
+    assert result.items == 94 and result.gold_records == 94 * 3
     exported = [json.loads(line) for line in export_jsonl(factcheck_project, "factcheck-bench")]
     compared = Counter()
     for original, ours in zip(released, exported, strict=True):

@@ -88,6 +88,10 @@ class KindSpec:
     # stages whose units' evidence an admin can retrieve again one unit at a time
     retrievable_stages: tuple[int, ...] = ()
 
+    def stage_guideline(self, stage: int) -> str:
+        """A line of guidance the stage's page shows above the editor (none by default)."""
+        return ""
+
     def retrieve_unit(self, stage: int, content: dict, index: int, settings: dict, evidence_search: Callable) -> dict:
         """The unit ``index`` of ``content`` with its evidence retrieved again (plain data)."""
         raise NotImplementedError
@@ -119,11 +123,12 @@ class KindSpec:
 
     def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
                    previous_gold: dict | None = None, evidence_search: Callable | None = None,
-                   item_metadata: dict | None = None) -> dict:
+                   item_metadata: dict | None = None, earlier: dict[int, dict] | None = None) -> dict:
         """Return ``{"content": ..., "suggestion": ..., "provenance": ...}`` for a stage;
         ``previous_gold`` is the gold payload of the step before, if any; ``evidence_search()``
         gives the search function over the project's corpora (None without corpora);
-        ``item_metadata`` is the item's metadata (e.g. evidence an import carried for a later stage)."""
+        ``item_metadata`` is the item's metadata (e.g. evidence an import carried for a later stage);
+        ``earlier`` maps each earlier step to its ``{"content", "gold"}``."""
         raise NotImplementedError
 
     def empty_payload(self, stage: int, content: dict, suggestion: dict | None) -> dict:

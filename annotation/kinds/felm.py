@@ -97,7 +97,8 @@ class FelmKind(KindSpec):
         return not content.get("segments")
 
     def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
-                   previous_gold: dict | None = None, evidence_search=None, item_metadata: dict | None = None) -> dict:
+                   previous_gold: dict | None = None, evidence_search=None, item_metadata: dict | None = None,
+                   earlier: dict | None = None) -> dict:
         if content.get("segments"):
             return {"content": content, "suggestion": None, "provenance": {"segments": "import"}}
         from pipeline.segmenter import segment_response  # NLTK loads only where items are segmented

@@ -1,14 +1,15 @@
 """Factcheck-Bench (Wang et al.): three serial steps per item. Step 1 (``step1.py``):
 decomposition, decontextualisation, checkworthiness and importance. Step 2 (``step2.py``):
 evidence stance, factuality and correction, pre-annotated by evidence retrieval, with a third
-rater at consolidation (``Project.third_rater``).
-The released file's shape is read and written in ``benchmark.py``.
+rater at consolidation (``Project.third_rater``). Step 3 (``step3.py``): each sentence and the
+whole response revised from the verified claims. The released file's shape is read and written
+in ``benchmark.py``.
 """
 from typing import Any, Hashable, Iterable
 
 from ..base import AgreementItem, KindSpec, MergeResult, ParsedItem
 from ..felm import parse_plain_line
-from . import step1, step2
+from . import step1, step2, step3
 from .benchmark import LATER_STEP_FIELDS, SENTENCE_KEY, benchmark_record, parse_benchmark_line
 from .step1 import (
     CLAIM_CATEGORIES,
@@ -25,21 +26,20 @@ from .step2 import checkworthy_claims, retrieve_evidence
 class FactcheckKind(KindSpec):
     key = "factcheck"
     stages = (1, 2, 3)
-    annotatable_stages = (1, 2)
+    annotatable_stages = (1, 2, 3)
     third_rater_stages = (2,)
     searches_evidence = True
     retrievable_stages = (2,)
     import_formats = ("plain", "factcheck-bench", "factcheck-tool")
     document_formats = ("factcheck-tool",)
     export_formats = ("factcheck-bench",)
-    export_later_stages = (2,)
+    export_later_stages = (2, 3)
     agreement_aligns_units = True
     agreement_uses_suggestion = True
     agreement_fields = step1.AGREEMENT_FIELDS
-    _agreement_fields_by_stage = {1: step1.AGREEMENT_FIELDS, 2: step2.AGREEMENT_FIELDS}
 
     def agreement_fields_for(self, stage: int) -> dict[str, str]:
-        return self._agreement_fields_by_stage.get(stage, {})
+        return self._steps[stage].AGREEMENT_FIELDS if stage in self._steps else {}
 
     # -- import -----------------------------------------------------------------------------
 
@@ -55,12 +55,19 @@ class FactcheckKind(KindSpec):
     # -- machine pre-annotation -------------------------------------------------------------
 
     def needs_precompute(self, stage: int, content: dict, suggestion: dict | None) -> bool:
-        return stage == 1 and (not content.get("sentences") or suggestion is None)
+        return stage in (1, 3) and (not content.get("sentences") or suggestion is None)
 
     def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
-                   previous_gold: dict | None = None, evidence_search=None, item_metadata: dict | None = None) -> dict:
+                   previous_gold: dict | None = None, evidence_search=None, item_metadata: dict | None = None,
+                   earlier: dict | None = None) -> dict:
         if stage == 2:
             return step2.precompute(previous_gold, settings, evidence_search, item_metadata)
+        if stage == 3:
+            earlier = earlier or {}
+            step1, step2_ = earlier.get(1) or {}, earlier.get(2) or {}
+            content = content if content.get("sentences") else step3.build_content(
+                step1.get("content") or {}, step1.get("gold") or {}, step2_.get("content") or {}, step2_.get("gold") or {})
+            return {"content": content, **step3.suggest(content, settings, prompt)}
         if stage != 1:
             return {"content": content, "suggestion": None, "provenance": {}}
         # NLTK and the openai client load only where items are pre-annotated.
@@ -73,6 +80,9 @@ class FactcheckKind(KindSpec):
         suggestion = {"sentences": [{k: v for k, v in s.items() if k != "text"} for s in result["sentences"]]}
         return {"content": {"sentences": sentences}, "suggestion": suggestion, "provenance": result["provenance"]}
 
+    def stage_guideline(self, stage: int) -> str:
+        return step3.GUIDELINE if stage == 3 else ""
+
     def retrieve_unit(self, stage: int, content: dict, index: int, settings: dict, evidence_search) -> dict:
         claim = {key: content["claims"][index][key] for key in ("sentence", "claim", "text")}
         return retrieve_evidence([claim], settings, evidence_search())["content"]["claims"][0]
@@ -80,36 +90,24 @@ class FactcheckKind(KindSpec):
     def clear_unit_answer(self, stage: int, content: dict, payload: dict, index: int) -> dict:
         return step2.clear_claim_answer(content, payload, index)
 
-    # -- annotation payloads ----------------------------------------------------------------
+    # -- annotation payloads, consolidation, agreement: each step's module -------------------
+
+    _steps = {1: step1, 2: step2, 3: step3}
 
     def empty_payload(self, stage: int, content: dict, suggestion: dict | None) -> dict:
-        if stage == 2:
-            return step2.empty_payload(content)
-        return step1.empty_payload(content, suggestion)
+        return self._steps[stage].empty_payload(content, suggestion)
 
     def validate_payload(self, stage: int, content: dict, payload: Any, *, complete: bool) -> dict:
-        if stage == 2:
-            return step2.validate_payload(content, payload, complete=complete)
-        return step1.validate_payload(content, payload, complete=complete)
-
-    # -- consolidation ----------------------------------------------------------------------
+        return self._steps[stage].validate_payload(content, payload, complete=complete)
 
     def merge(self, stage: int, content: dict, payloads: list[dict]) -> MergeResult:
-        if stage == 2:
-            return step2.merge(content, payloads)
-        return step1.merge(content, payloads)
-
-    # -- agreement --------------------------------------------------------------------------
+        return self._steps[stage].merge(content, payloads)
 
     def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
-        if stage == 2:
-            return step2.agreement_units(payloads)
-        return step1.agreement_units(payloads)
+        return self._steps[stage].agreement_units(payloads)
 
     def extra_agreement(self, stage: int, items: Iterable[AgreementItem]) -> dict:
-        if stage == 2:
-            return step2.extra_agreement(items)
-        return step1.extra_agreement(items)
+        return self._steps[stage].extra_agreement(items)
 
     # -- export -----------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ import re
 from annotation.json_values import nul_path
 
 from ..base import ImportLineError, ParsedItem, PayloadError, is_valid_url, optional_str, require_str
-from . import step2
+from . import step2, step3
 from .step1 import CLAIM_CATEGORIES, CLAIM_IMPORTANCE, SENTENCE_CHECKWORTHY, SENTENCE_IMPORTANCE
 
 SENTENCE_KEY = re.compile(r"^sentence(\d+)$")
@@ -40,11 +40,14 @@ STEP2_FIELDS = ("auto_evidence", "auto_evidence_url", "stance_claim_autoEvid", "
                 "human_evidence", "claims_factuality_label", "if_claim_needs_edit", "revised_claims",
                 "usedEvidence_index_in_revision")
 EXTRA_FIELDS = ("auto_evidence_reliable", "human_evidence_metadata")
+# Step 3 in the released shape: per sentence, per item.
+STEP3_SENTENCE_FIELDS = ("revised_decontext", "sentence_factuality_label")
+STEP3_ITEM_FIELDS = ("revised_response", "response_factuality")
 NA = "NA"
 SELF_RETRIEVED = "self-retrieved"
 NO_EVIDENCE_USED = "-1"
 URL = re.compile(r"https?://\S+")
-# Step-2 and step-3 fields of a released sentence: empty until the step has a gold record (step 3: not built yet).
+# Step-2 and step-3 fields of a released sentence: empty until the step has a gold record.
 LATER_STEP_FIELDS = {
     "sentence_factuality_label": None,
     "revised_decontext": "",
@@ -83,7 +86,7 @@ def parse_benchmark_line(data: dict, line: int) -> ParsedItem:
         texts.append(require_str(sentence, "text", line, path=f"{path}.text"))
         gold.append(_released_step1(sentence, path, line))
         paths.append(path)
-    known = ("prompt", "response", "sentences")
+    known = ("prompt", "response", "sentences", *STEP3_ITEM_FIELDS)
     item = ParsedItem(
         line=line, prompt=prompt, response=response,
         external_id=optional_str(data, "id", line), source=optional_str(data, "source", line),
@@ -94,6 +97,8 @@ def parse_benchmark_line(data: dict, line: int) -> ParsedItem:
     released = [raw_sentences[key] for _, key in sorted(keys)]
     if _carries_step2(released, gold):
         _released_step2(item, released, paths, line)
+        if _carries_step3(data, released):
+            _released_step3(item, data, released, paths, line)
     return item
 
 
@@ -218,6 +223,49 @@ def _released_step2(item: ParsedItem, released: list[dict], paths: list[str], li
     item.metadata[step2.RELEASED_EVIDENCE_KEY] = {"sentences": carried}
     item.content[2] = content
     item.labels[2] = payload
+
+
+def _carries_step3(data: dict, released: list[dict]) -> bool:
+    """Whether the line holds step 3: a revised response or a revised sentence (our export of
+    an item whose step 3 is not consolidated writes them empty)."""
+    return bool(data.get("revised_response")) or any(s.get("revised_decontext") for s in released)
+
+
+def _released_step3(item: ParsedItem, data: dict, released: list[dict], paths: list[str], line: int) -> None:
+    """Stage-3 content (from the step-1 and step-2 gold) and gold payload. The released derived
+    labels, and a revised sentence that is not a string (a list, in 7 released sentences), are
+    kept in ``released`` and come back unchanged on export."""
+    response = data.get("revised_response")
+    if not isinstance(response, str):
+        raise ImportLineError(line, "revised_response", "must be a string")
+    kept: dict = {"sentences": {}}
+    revised = []
+    for s, (sentence, path) in enumerate(zip(released, paths)):
+        value = sentence.get("revised_decontext", "")
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            kept["sentences"][str(s)] = {"revised_decontext": _encode(value)}
+            value = " ".join(value)
+        elif not isinstance(value, str):
+            raise ImportLineError(line, f"{path}.revised_decontext", "must be a string (or a list of strings)")
+        label = sentence.get("sentence_factuality_label")
+        if label not in (True, False, NA, None):
+            raise ImportLineError(line, f"{path}.sentence_factuality_label", f"must be true, false or \"NA\", not {label!r}")
+        revised.append({"revised": value})
+    if data.get("response_factuality") not in (True, False, NA, None):
+        raise ImportLineError(line, "response_factuality", f"must be true, false or \"NA\", not {data.get('response_factuality')!r}")
+    kept["labels"] = {"sentences": [s.get("sentence_factuality_label") for s in released],
+                      "response": data.get("response_factuality")}
+    content = step3.build_content(item.content[1], item.labels[1], item.content[2], item.labels[2])
+    try:
+        payload = step3.validate_payload(content, {"sentences": revised, "response": response}, complete=False)
+    except PayloadError as exc:
+        first = exc.errors[0]
+        raise ImportLineError(line, f"step 3: {first['field']}", first["message"]) from None
+    payload["released"] = _encode(kept)
+    if where := nul_path(payload, "step 3"):
+        raise ImportLineError(line, where, "contains U+0000, which cannot be stored")
+    item.content[3] = content
+    item.labels[3] = payload
 
 
 def _payload_claim(values: dict, passages: int) -> dict:
@@ -347,11 +395,29 @@ def _step2_sentences(step1_gold: dict, stage2: dict) -> list[dict]:
     return result
 
 
+def _step3_fields(step1_gold: dict, stage2: dict, stage3: dict) -> dict:
+    """``revised_decontext`` and ``sentence_factuality_label`` per sentence, ``revised_response``
+    and ``response_factuality``: the step-3 gold, the labels derived from steps 1–2 (or, for an
+    imported gold record, the released ones)."""
+    gold = stage3["gold"]
+    released = _decode(gold.get("released") or {})
+    derived = step3.derived_labels(step1_gold, stage2["content"], stage2["gold"])
+    labels = released.get("labels") or derived
+    sentences = [{"revised_decontext": ((released.get("sentences") or {}).get(str(s)) or {}).get("revised_decontext",
+                                                                                                 answer["revised"] or ""),
+                  "sentence_factuality_label": labels["sentences"][s]}
+                 for s, answer in enumerate(gold["sentences"])]
+    return {"sentences": sentences, "revised_response": gold["response"] or "", "response_factuality": labels["response"]}
+
+
 def benchmark_record(row: dict) -> dict:
-    """One consolidated item in the released Factcheck-Bench shape: step-1 fields, and step-2
-    fields when step 2 has a gold record (``row["stages"][2]``), else empty lists."""
-    stage2 = (row.get("stages") or {}).get(2)
+    """One consolidated item in the released Factcheck-Bench shape: step-1 fields, step-2 fields
+    when step 2 has a gold record (``row["stages"][2]``), step-3 fields when step 3 has one;
+    empty where a step is not consolidated yet."""
+    stages = row.get("stages") or {}
+    stage2, stage3 = stages.get(2), stages.get(3)
     step2_fields = _step2_sentences(row["gold"], stage2) if stage2 else None
+    step3_fields = _step3_fields(row["gold"], stage2, stage3) if stage2 and stage3 else None
     sentences = {}
     for index, (text, gold) in enumerate(zip(row["content"]["sentences"], row["gold"]["sentences"]), start=1):
         claims = gold["claims"]
@@ -359,11 +425,14 @@ def benchmark_record(row: dict) -> dict:
             **{key: list(value) for key, value in LATER_STEP_FIELDS.items() if isinstance(value, list)},
             **{key: [] for key in EXTRA_FIELDS},
         }
+        revision = step3_fields["sentences"][index - 1] if step3_fields else {
+            "sentence_factuality_label": LATER_STEP_FIELDS["sentence_factuality_label"],
+            "revised_decontext": LATER_STEP_FIELDS["revised_decontext"]}
         sentences[f"sentence{index}"] = {
             "text": text,
             "decontext": gold["decontext"],
-            "sentence_factuality_label": LATER_STEP_FIELDS["sentence_factuality_label"],
-            "revised_decontext": LATER_STEP_FIELDS["revised_decontext"],
+            "sentence_factuality_label": revision["sentence_factuality_label"],
+            "revised_decontext": revision["revised_decontext"],
             "sentence_checkworthiness": gold["checkworthy"],
             "most_importance_sentence": gold["importance"],
             "claims": [c["text"] for c in claims],
@@ -375,7 +444,7 @@ def benchmark_record(row: dict) -> dict:
     return {
         "prompt": row["prompt"],
         "response": row["response"],
-        "revised_response": "",
-        "response_factuality": None,
+        "revised_response": step3_fields["revised_response"] if step3_fields else "",
+        "response_factuality": step3_fields["response_factuality"] if step3_fields else None,
         "sentences": sentences,
     }

@@ -160,7 +160,7 @@ def empty_claim(claim: dict) -> dict:
             "factuality": None, "needs_edit": None, "correction": claim.get("text", ""), "used_evidence": []}
 
 
-def empty_payload(content: dict) -> dict:
+def empty_payload(content: dict, suggestion: dict | None = None) -> dict:
     """Nothing is pre-selected: stance hints stay hints beside the choices (a pre-selected
     machine label left alone would count as the annotator's); the correction starts as the claim."""
     return {"claims": [empty_claim(c) for c in content.get("claims", [])]}

@@ -1,0 +1,236 @@
+/*
+ * Factcheck-Bench step 3 (Wang et al., Figure 13; Appendix D.7): merge, deduplicate, revise.
+ * Per sentence, in order: its claims as step 2 left them (original where true, corrected where
+ * false, deleted ones struck through) and the revised sentence, pre-filled by the machine and
+ * shown with a live word diff; then the whole revised response, with its diff and the word
+ * overlap and normalised edit distance against the original. FactcheckStep3.start(state) drives
+ * the annotator's page; start(state, {consolidation: true}) the consolidator's, where each
+ * revision shows every annotator's to take.
+ *
+ * The DOM is built with Workbench.el() only: user text is always inserted as text.
+ */
+"use strict";
+
+const FactcheckStep3 = (() => {
+  const {el, classes, theirBox} = Workbench;
+  const VERDICT = {true: "true", false: "corrected", unknown: "not enough evidence", deleted: "deleted",
+    unverified: "not checked"};
+  const KEY_LEGEND = [
+    ["j / ↓, k / ↑", "next / previous sentence"],
+    ["Enter", "edit the selected sentence's revision"],
+    ["o", "reset the selected sentence to the original"],
+    ["r", "edit the whole revised response"],
+    ["Esc", "leave a text field"],
+    ["Ctrl+Enter", "submit"],
+  ];
+
+  const normalise = (text) => (text || "").split(/\s+/).filter(Boolean).join(" ");
+  const joinRevised = (sentences) => sentences.map((s) => normalise(s.revised)).filter(Boolean).join(" ");
+
+  /* Levenshtein distance over the longer length, on characters (as the agreement page reports). */
+  function editDistance(a, b) {
+    if (a === b) return 0;
+    const longer = Math.max(a.length, b.length);
+    if (!longer) return 0;
+    if (a.length * b.length > 4e6) return 1;  // too long to compare while typing
+    let previous = Array.from({length: b.length + 1}, (_, j) => j);
+    for (let i = 1; i <= a.length; i += 1) {
+      const row = [i];
+      for (let j = 1; j <= b.length; j += 1) {
+        row[j] = Math.min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      }
+      previous = row;
+    }
+    return previous[b.length] / longer;
+  }
+
+  function wordOverlap(a, b) {
+    const left = new Set(WordDiff.words(a.toLowerCase())), right = new Set(WordDiff.words(b.toLowerCase()));
+    if (!left.size && !right.size) return 1;
+    const shared = [...left].filter((w) => right.has(w)).length;
+    return shared / (left.size + right.size - shared);
+  }
+
+  function start(state, options = {}) {
+    const consolidation = Boolean(options.consolidation);
+    const readOnly = Boolean(state.read_only);
+    const content = state.content.sentences || [];
+    const sentences = content.map((_, i) => ({revised: (state.payload.sentences || [])[i]?.revised ?? null}));
+    let response = state.payload.response ?? null;
+    const original = state.response || content.map((s) => s.text).join(" ");
+    const suggestion = state.suggestion || {};
+    const disagreed = new Set(state.disagreed || []);
+    const annotations = state.annotations || [];
+    const listEl = document.getElementById("sentences");
+    const {editorEl, statusEl, errorsEl, completenessEl, submitButton, keysEl} = Workbench.pageParts();
+    const clock = Workbench.activityClock();
+    let current = 0;
+    let errors = [];
+    let responseEdited = response !== null && response !== joinRevised(sentences);
+
+    const saver = Workbench.saver({
+      url: state.api_url,
+      version: state.version,
+      payload: () => ({sentences, response}),
+      extra: consolidation ? null : () => ({active_seconds: clock.take()}),
+      onErrors: (list) => { errors = list; render(); },
+    });
+
+    function missing() {
+      const out = sentences.map((s, i) => (s.revised === null ? `sentence ${i + 1}` : null)).filter(Boolean);
+      if (response === null || !normalise(response)) out.push("the revised response");
+      return out;
+    }
+
+    function changed() {
+      renderList();
+      updateCompleteness();
+      saver.schedule();
+    }
+
+    /* The response follows the sentences until the annotator edits it. */
+    function setRevised(i, text, {rerender = true} = {}) {
+      if (readOnly) return;
+      sentences[i].revised = text;
+      if (!responseEdited) response = joinRevised(sentences);
+      if (rerender) render(); else { refreshDiffs(i); changed(); }
+    }
+
+    function setResponse(text, {rerender = true} = {}) {
+      if (readOnly) return;
+      response = text;
+      responseEdited = true;
+      if (rerender) render(); else { refreshResponse(); changed(); }
+    }
+
+    function select(i) {
+      current = Math.max(0, Math.min(content.length - 1, i));
+      listEl.querySelectorAll(".fc3-sentence").forEach((node, k) => node.classList.toggle("current", k === current));
+      listEl.querySelectorAll(".fc3-sentence")[current]?.scrollIntoView({block: "nearest"});
+    }
+
+    function theirs(i, pick, value) {
+      if (!consolidation) return null;
+      const values = annotations.map((a) => (i === null ? a.payload.response : a.payload.sentences[i]?.revised) || "");
+      const agreed = values.every((v) => normalise(v) === normalise(values[0]));
+      return Workbench.compareRow(annotations.map((a, k) => theirBox(a,
+        el("div", {className: "fc-their-text"}, values[k] || "(removed)"),
+        readOnly ? null : el("button", {type: "button", className: "small fc-use", onclick: () => pick(values[k])},
+          `Use ${a.slot}`))), agreed, annotations.length);
+    }
+
+    function claimList(sentence) {
+      if (!sentence.claims.length) return null;
+      return el("ul", {className: "fc3-claims"}, sentence.claims.map((claim) => el("li", {className: `fc3-claim ${claim.verdict}`},
+        claim.verdict === "false" ? [el("del", {}, claim.text), " → ", el("ins", {}, claim.corrected)]
+          : claim.verdict === "deleted" ? el("del", {}, claim.text) : claim.text,
+        " ", el("span", {className: `badge fc3-verdict ${claim.verdict}`}, VERDICT[claim.verdict] || claim.verdict))));
+    }
+
+    function refreshDiffs(i) {
+      const node = listEl.querySelectorAll(".fc3-sentence")[i]?.querySelector(".fc3-diff");
+      if (node) node.replaceChildren(WordDiff.render(content[i].decontext, sentences[i].revised || ""));
+      refreshResponse();
+    }
+
+    function refreshResponse() {
+      const field = editorEl.querySelector(".fc3-response");
+      if (field && document.activeElement !== field) field.value = response ?? "";
+      editorEl.querySelector(".fc3-response-diff")?.replaceChildren(WordDiff.render(original, response || ""));
+      const figures = editorEl.querySelector(".fc3-figures");
+      if (figures) {
+        figures.textContent = `Against the original response: word overlap ${wordOverlap(original, response || "").toFixed(2)}, ` +
+          `normalised edit distance ${editDistance(normalise(original), normalise(response || "")).toFixed(2)}`;
+      }
+    }
+
+    function renderList() {
+      listEl.querySelectorAll(".fc3-sentence").forEach((node, i) => {
+        node.classList.toggle("todo", sentences[i].revised === null);
+        node.classList.toggle("invalid", errors.some((e) => (e.field || "").startsWith(`sentences[${i}]`)));
+      });
+    }
+
+    function render() {
+      errorsEl.replaceChildren(...errors.map((e) => el("li", {}, e.field ? `${e.field}: ${e.message}` : e.message)));
+      listEl.replaceChildren(...content.map((sentence, i) => {
+        const path = `sentences[${i}].revised`;
+        const field = el("textarea", {
+          className: classes("fc3-revised", disagreed.has(path) && consolidation && "disagree"), rows: 2,
+          value: sentences[i].revised ?? "", disabled: readOnly, "aria-label": `Revised sentence ${i + 1}`,
+          placeholder: sentences[i].revised === null ? "undecided: take an annotator's revision or write one" : "(removed)",
+          onfocus: () => select(i),
+          oninput: (event) => setRevised(i, event.target.value, {rerender: false}),
+        });
+        const hint = suggestion.sentences?.[i]?.revised;
+        return el("li", {className: classes("fc3-sentence", i === current && "current", !sentence.checkworthy && "greyed")},
+          el("div", {className: "fc3-original"}, el("span", {className: "fc3-label"}, `${i + 1}. `), sentence.decontext),
+          sentence.decontext !== sentence.text ? el("div", {className: "fc2-why"}, `as written: ${sentence.text}`) : null,
+          sentence.checkworthy ? claimList(sentence) : el("div", {className: "fc2-why"}, "not checkworthy: carried over unchanged"),
+          field,
+          el("div", {className: "fc3-diff"}, WordDiff.render(sentence.decontext, sentences[i].revised || "")),
+          readOnly ? null : el("span", {className: "fc3-tools"},
+            el("button", {type: "button", className: "small", onclick: () => setRevised(i, sentence.decontext)}, "Original"),
+            hint !== undefined && !consolidation
+              ? el("button", {type: "button", className: "small", onclick: () => setRevised(i, hint)}, "Suggestion") : null,
+            el("button", {type: "button", className: "small", onclick: () => setRevised(i, "")}, "Remove")),
+          theirs(i, (v) => setRevised(i, v)));
+      }));
+      // (replaceChildren would write null as text: skip the absent parts)
+      editorEl.replaceChildren(...[
+        el("p", {className: "hint fc3-guideline"}, state.guideline || ""),
+        el("h2", {}, "Revised response"),
+        el("textarea", {className: classes("fc3-response", disagreed.has("response") && consolidation && "disagree"), rows: 8,
+          value: response ?? "", disabled: readOnly, "aria-label": "Revised response",
+          oninput: (event) => setResponse(event.target.value, {rerender: false})}),
+        readOnly ? null : el("button", {type: "button", className: "small", onclick: () => { responseEdited = false; setResponse(joinRevised(sentences)); responseEdited = false; }},
+          "Join the revised sentences again"),
+        el("p", {className: "fc3-figures hint"}),
+        el("div", {className: "fc3-response-diff"}),
+        theirs(null, (v) => setResponse(v)),
+      ].filter(Boolean));
+      refreshResponse();
+      renderList();
+      updateCompleteness();
+    }
+
+    function updateCompleteness() {
+      const lacks = missing();
+      completenessEl.textContent = lacks.length ? `still to do: ${lacks.join(", ")}` : "ready to submit";
+      if (!readOnly) submitButton.setAttribute("aria-disabled", lacks.length ? "true" : "false");
+    }
+
+    async function submit() {
+      if (readOnly) return;
+      const lacks = missing();
+      if (lacks.length) {
+        errors = [{field: "", message: `still to do: ${lacks.join(", ")}`}];
+        render();
+        return;
+      }
+      await Workbench.submitAndContinue(saver, submitButton, state.next_url);
+    }
+
+    function onKey(event) {
+      if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return;
+      const focus = (selector) => () => { const f = selector(); if (f && !f.disabled) { f.focus(); } };
+      const actions = {
+        j: () => select(current + 1), ArrowDown: () => select(current + 1),
+        k: () => select(current - 1), ArrowUp: () => select(current - 1),
+        Enter: focus(() => listEl.querySelectorAll(".fc3-revised")[current]),
+        r: focus(() => editorEl.querySelector(".fc3-response")),
+        o: () => setRevised(current, content[current].decontext),
+      };
+      const action = actions[event.key];
+      if (action) { event.preventDefault(); action(); }
+    }
+
+    if (keysEl) keysEl.replaceChildren(...KEY_LEGEND.flatMap(([keys, what]) => [el("dt", {}, keys), el("dd", {}, what)]));
+    render();
+    if (readOnly) Workbench.showReadOnly(submitButton, statusEl, state);
+    submitButton.addEventListener("click", submit);
+    Workbench.listenForKeys(submit, onKey);
+  }
+
+  return {start, editDistance, wordOverlap};
+})();
