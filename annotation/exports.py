@@ -1,6 +1,13 @@
-"""Export formats: consolidated records in the published shapes, or every raw annotation."""
+"""Export formats: consolidated records in the published shapes, or every raw annotation.
+
+Everything streams: JSONL line by line, zip archives (several JSONL files) through a sink that
+hands on each compressed piece as zipfile writes it, so memory stays flat in the item count.
+"""
+import io
 import json
-from typing import Iterator
+import zipfile
+from dataclasses import dataclass
+from typing import Iterable, Iterator
 
 from annotation import selectors
 from annotation.kinds import get_kind
@@ -15,7 +22,7 @@ def export_formats(project: Project) -> tuple[str, ...]:
 
 def export_jsonl(project: Project, fmt: str) -> Iterator[str]:
     """JSON lines of the export, produced lazily so memory stays flat in the item count."""
-    if fmt not in export_formats(project):
+    if fmt not in export_formats(project) or fmt in get_kind(project.kind).archive_formats:
         raise ValueError(f"format must be one of {', '.join(export_formats(project))}")
     if fmt == RAW_ANNOTATIONS:
         records = selectors.annotation_rows(project)
@@ -27,4 +34,60 @@ def export_jsonl(project: Project, fmt: str) -> Iterator[str]:
 
 def export_filename(project: Project, fmt: str) -> str:
     safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in project.name).strip("-") or "project"
-    return f"{safe}-{fmt}.jsonl"
+    return f"{safe}-{fmt}.{'zip' if fmt in get_kind(project.kind).archive_formats else 'jsonl'}"
+
+
+@dataclass
+class Export:
+    chunks: Iterable[bytes | str]
+    content_type: str
+    filename: str
+
+
+def export(project: Project, fmt: str) -> Export:
+    """The export of format ``fmt`` as a stream, with its content type and file name."""
+    kind = get_kind(project.kind)
+    if fmt in kind.archive_formats:
+        rows = lambda: selectors.gold_rows(project, later_stages=kind.export_later_stages)  # noqa: E731
+        return Export(zip_stream(kind.export_archive(fmt, rows)), "application/zip", export_filename(project, fmt))
+    return Export(export_jsonl(project, fmt), "application/jsonl; charset=utf-8", export_filename(project, fmt))
+
+
+class _Sink(io.RawIOBase):
+    """A write-only stream zipfile writes into; ``take()`` empties it. It cannot seek, so
+    zipfile writes each member's sizes after its data (data descriptors)."""
+
+    def __init__(self):
+        self._chunks: list[bytes] = []
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        self._chunks.append(bytes(data))
+        return len(data)
+
+    def take(self) -> bytes:
+        data = b"".join(self._chunks)
+        self._chunks.clear()
+        return data
+
+
+def zip_stream(files: Iterable[tuple[str, Iterable[dict]]], flush_bytes: int = 1 << 16) -> Iterator[bytes]:
+    """A zip archive of JSONL files, produced piece by piece."""
+    sink = _Sink()
+    with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, records in files:
+            with archive.open(name, "w", force_zip64=True) as member:
+                buffered = 0
+                for record in records:
+                    line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
+                    member.write(line)
+                    buffered += len(line)
+                    if buffered >= flush_bytes:
+                        buffered = 0
+                        if data := sink.take():
+                            yield data
+            if data := sink.take():
+                yield data
+    yield sink.take()

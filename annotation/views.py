@@ -256,8 +256,9 @@ def project_export(request, project_id, fmt):
     project, _ = project_for(request, project_id, {Role.ADMIN})
     if fmt not in exports.export_formats(project):
         raise Http404("unknown export format")
-    response = StreamingHttpResponse(exports.export_jsonl(project, fmt), content_type="application/jsonl; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{exports.export_filename(project, fmt)}"'
+    stream = exports.export(project, fmt)
+    response = StreamingHttpResponse(stream.chunks, content_type=stream.content_type)
+    response["Content-Disposition"] = f'attachment; filename="{stream.filename}"'
     return response
 
 

@@ -323,7 +323,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         return Response(selectors.project_progress(self.get_object()))
 
     @extend_schema(
-        responses={(200, "application/jsonl"): OpenApiTypes.STR, 400: ERROR_400},
+        responses={(200, "application/jsonl"): OpenApiTypes.STR, (200, "application/zip"): OpenApiTypes.BINARY, 400: ERROR_400},
         parameters=[OpenApiParameter("format", str, enum=EXPORT_FORMATS, required=True,
                                      description=f"one of the project kind's formats, by kind: {EXPORT_FORMATS_BY_KIND}")],
     )
@@ -333,8 +333,9 @@ class ProjectViewSet(viewsets.ModelViewSet):
         fmt = request.query_params.get("format", "")
         if fmt not in exports.export_formats(project):
             raise ValidationError({"format": f"must be one of {', '.join(exports.export_formats(project))}"})
-        response = StreamingHttpResponse(exports.export_jsonl(project, fmt), content_type="application/jsonl; charset=utf-8")
-        response["Content-Disposition"] = f'attachment; filename="{exports.export_filename(project, fmt)}"'
+        stream = exports.export(project, fmt)
+        response = StreamingHttpResponse(stream.chunks, content_type=stream.content_type)
+        response["Content-Disposition"] = f'attachment; filename="{stream.filename}"'
         return response
 
 

@@ -167,3 +167,46 @@ def test_the_step_3_pages_render_the_revision_editor(factcheck_project, users, c
     page = client.get(f"/assignments/{assignment.id}/").content.decode()
     assert "factcheck_step3.js" in page and "diff.js" in page and "Minimal edits" in page
     assert "<b>Who?</b>" not in page and "&lt;b&gt;Who?&lt;/b&gt;" in page
+
+
+@pytest.mark.django_db
+def test_the_subtask_files_come_from_the_released_file_imported_as_gold(factcheck_project, clients,
+                                                                      django_capture_on_commit_callbacks):
+    import io
+    import zipfile
+
+    from annotation.services.imports import import_jsonl
+
+    path = shared_data_path("factcheck-bench", "factcheck-GPT-benchmark.jsonl")
+    released = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    with open(path, "rb") as handle, django_capture_on_commit_callbacks(execute=True):
+        import_jsonl(factcheck_project, handle, fmt="factcheck-bench", labels_as="gold")
+    response = clients["admin"].get(f"/api/projects/{factcheck_project.id}/export/?format=factcheck-subtasks")
+    assert response.status_code == 200 and response["Content-Type"] == "application/zip"
+    assert response["Content-Disposition"].endswith('-factcheck-subtasks.zip"')
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
+    assert archive.namelist() == ["subtask1_sentence_checkworthiness.jsonl", "subtask2_claim_checkworthiness.jsonl",
+                                  "subtask3_claim_evidence_stance.jsonl", "subtask4_claim_factuality.jsonl",
+                                  "subtask5_revision.jsonl"]
+    files = {name: [json.loads(line) for line in archive.read(name).decode().splitlines()] for name in archive.namelist()}
+
+    sentences = [s for item in released for s in item["sentences"].values()]
+    assert files["subtask1_sentence_checkworthiness.jsonl"] == [
+        {"sentence": s["decontext"], "checkworthy": s["sentence_checkworthiness"]} for s in sentences]
+    claims = files["subtask2_claim_checkworthiness.jsonl"]
+    assert len(claims) == 678 and Counter(c["checkworthy"] for c in claims) == {"factual": 661, "opinion": 16, "not_a_claim": 1}
+    verified = [(s, k) for s in sentences if s["sentence_checkworthiness"] == "yes"
+                for k, category in enumerate(s["claim_checkworthiness"]) if category == "factual"
+                and s["if_claim_needs_edit"][k] != "NA"]
+    stances = files["subtask3_claim_evidence_stance.jsonl"]
+    assert stances == [{"claim": s["claims"][k], "evidence": e, "stance": st} for s, k in verified
+                       for e, st in zip(s["auto_evidence"][k], s["stance_claim_autoEvid"][k])]
+    assert set(Counter(x["stance"] for x in stances)) <= {"completely-support", "partially-support", "refute", "irrelevant"}
+    factuality = files["subtask4_claim_factuality.jsonl"]
+    assert len(factuality) == len(verified) and {x["label"] for x in factuality} <= {"true", "false", "not_enough_evidence"}
+    assert factuality[0] == {"claim": verified[0][0]["claims"][verified[0][1]], "label": "false",
+                             "revised_claim": verified[0][0]["revised_claims"][verified[0][1]]}
+    revisions = files["subtask5_revision.jsonl"]
+    assert len(revisions) == 94 and Counter(r["factual state"] for r in revisions) == {"false": 68, "true": 24, "NA": 2}
+    assert revisions[0]["revised_response"] == released[0]["revised_response"]
+    assert set(revisions[0]) == {"factual state", "claim list", "prompt", "response", "revised_response"}

@@ -169,6 +169,14 @@ class KindSpec:
         """Turn consolidated rows into export records of format ``fmt``."""
         raise NotImplementedError
 
+    # export formats that are several JSONL files in a zip archive
+    archive_formats: tuple[str, ...] = ()
+
+    def export_archive(self, fmt: str, rows: Callable[[], Iterable[dict]]) -> Iterable[tuple[str, Iterable[dict]]]:
+        """(file name, records) per file of archive format ``fmt``; ``rows()`` reads the
+        consolidated rows again for each file, so nothing is held in memory."""
+        raise NotImplementedError
+
 
 def field_error(path: str, message: str) -> dict[str, str]:
     return {"field": path, "message": message}

@@ -9,7 +9,7 @@ from typing import Any, Hashable, Iterable
 
 from ..base import AgreementItem, KindSpec, MergeResult, ParsedItem
 from ..felm import parse_plain_line
-from . import step1, step2, step3
+from . import step1, step2, step3, subtasks
 from .benchmark import LATER_STEP_FIELDS, SENTENCE_KEY, benchmark_record, parse_benchmark_line
 from .step1 import (
     CLAIM_CATEGORIES,
@@ -32,7 +32,8 @@ class FactcheckKind(KindSpec):
     retrievable_stages = (2,)
     import_formats = ("plain", "factcheck-bench", "factcheck-tool")
     document_formats = ("factcheck-tool",)
-    export_formats = ("factcheck-bench",)
+    export_formats = ("factcheck-bench", "factcheck-subtasks")
+    archive_formats = ("factcheck-subtasks",)
     export_later_stages = (2, 3)
     agreement_aligns_units = True
     agreement_uses_suggestion = True
@@ -116,6 +117,12 @@ class FactcheckKind(KindSpec):
             raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.export_formats)}")
         for row in rows:
             yield benchmark_record(row)
+
+    def export_archive(self, fmt: str, rows) -> Iterable[tuple[str, Iterable[dict]]]:
+        if fmt != "factcheck-subtasks":
+            raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.archive_formats)}")
+        for name in subtasks.FILES:
+            yield name, (line for row in rows() for line in subtasks.lines(name, benchmark_record(row)))
 
 
 __all__ = [
