@@ -71,5 +71,10 @@ class DiscardForm(forms.Form):
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}))
 
 
+class SplitForm(forms.Form):
+    units = forms.CharField(widget=forms.Textarea(attrs={"rows": 8}), max_length=200_000,
+                            help_text="one sentence (or segment) a line")
+
+
 class EscalateForm(forms.Form):
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)

@@ -1,11 +1,14 @@
 """Reads of the annotation domain: who may see what, queues, progress, agreement, export rows."""
 from collections import defaultdict
+from datetime import timedelta
+from statistics import median
 from itertools import islice
 from typing import Iterable, Iterator
 
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Count, F, Func, JSONField, Q, QuerySet, Sum, Value
+from django.utils import timezone
 
 from annotation import agreement
 from annotation.kinds import get_kind
@@ -18,7 +21,9 @@ from annotation.models import (
     Consolidation,
     ConsolidationStatus,
     GoldRecord,
+    GoldSource,
     ImportJob,
+    Item,
     ItemStage,
     Membership,
     Project,
@@ -206,6 +211,88 @@ def project_progress(project: Project) -> dict:
             item_stage__item__project=project, status=ConsolidationStatus.OPEN
         ).count(),
     }
+
+
+def item_detail(item: Item) -> list[dict]:
+    """Every step of an item as its admins and consolidators see it: content, machine
+    suggestion and provenance, each annotator's work, the consolidation, the gold record, and a
+    timeline of what happened when. Never shown to annotators."""
+    steps = []
+    stages = (ItemStage.objects.filter(item=item).select_related("consolidation__consolidator", "gold__consolidated_by")
+              .prefetch_related("assignments__user", "assignments__annotation").order_by("stage"))
+    kind = get_kind(item.project.kind)
+    for stage in stages:
+        consolidation = getattr(stage, "consolidation", None)
+        gold = getattr(stage, "gold", None)
+        assignments = list(stage.assignments.all())
+        events = []
+        for a in assignments:
+            events.append((a.created_at, f"assigned to {a.user.username}" + (" (third rater)" if a.role == AssignmentRole.THIRD_RATER else "")))
+            if a.started_at:
+                events.append((a.started_at, f"{a.user.username} started"))
+            if a.submitted_at:
+                events.append((a.submitted_at, f"{a.user.username} submitted"))
+        if consolidation:
+            events.append((consolidation.created_at, "consolidation opened"))
+            if consolidation.status != ConsolidationStatus.OPEN:
+                who = f" by {consolidation.consolidator.username}" if consolidation.consolidator else ""
+                events.append((consolidation.updated_at, f"consolidation {consolidation.get_status_display().lower()}{who}"))
+        if gold:
+            source = "imported" if gold.source == GoldSource.IMPORT else "saved"
+            who = f" by {gold.consolidated_by.username}" if gold.consolidated_by else ""
+            events.append((gold.created_at, f"gold record {source}{who}"))
+            if gold.updated_at and gold.updated_at > gold.created_at + timedelta(seconds=1):
+                events.append((gold.updated_at, "gold record changed"))
+        field = kind.split_field(stage.stage)
+        steps.append({
+            "stage": stage, "assignments": [{"assignment": a, "annotation": getattr(a, "annotation", None)} for a in assignments],
+            "consolidation": consolidation, "gold": gold, "events": sorted(events, key=lambda e: e[0]),
+            "split_field": field, "units": (stage.content or {}).get(field) if field else None,
+            "can_split": bool(field) and stage.status in (StageStatus.READY, StageStatus.ANNOTATING, StageStatus.FAILED)
+                         and not any(getattr(a, "annotation", None) for a in assignments),
+        })
+    return steps
+
+
+STUCK_AFTER_DAYS = 3
+
+
+def project_overview(project: Project, stuck_days: int = STUCK_AFTER_DAYS) -> dict:
+    """What an admin steers a campaign by: items per step and state, each annotator's work per
+    step with the median active time of a submitted item, and what is stuck (assignments
+    nobody started for ``stuck_days``, failed pre-annotations)."""
+    kind = get_kind(project.kind)
+    by_step: dict[int, dict[str, int]] = {step: {status: 0 for status in StageStatus.values} for step in kind.stages}
+    for step, status, n in (ItemStage.objects.filter(item__project=project).values_list("stage", "status")
+                            .annotate(n=Count("id")).order_by()):
+        by_step.setdefault(step, {s: 0 for s in StageStatus.values})[status] = n
+    steps = [{"step": step, "total": sum(counts.values()),
+              "states": [{"status": status, "label": StageStatus(status).label, "count": n} for status, n in counts.items() if n]}
+             for step, counts in sorted(by_step.items())]
+    work: dict[tuple[str, int], dict] = {}
+    rows = (Assignment.objects.filter(item_stage__item__project=project)
+            .values_list("user__username", "item_stage__stage", "status", "active_seconds").order_by())
+    for username, step, status, seconds in rows.iterator(chunk_size=5000):
+        entry = work.setdefault((username, step), {"username": username, "step": step, "assigned": 0, "submitted": 0, "seconds": []})
+        entry["assigned"] += 1
+        if status == AssignmentStatus.SUBMITTED:
+            entry["submitted"] += 1
+            entry["seconds"].append(seconds)
+    annotators = []
+    for key in sorted(work):
+        entry = work[key]
+        seconds = entry.pop("seconds")
+        entry["median_seconds"] = median(seconds) if seconds else None
+        annotators.append(entry)
+    cutoff = timezone.now() - timedelta(days=stuck_days)
+    untouched = (Assignment.objects.filter(item_stage__item__project=project, status=AssignmentStatus.ASSIGNED,
+                                           created_at__lt=cutoff, item_stage__status=StageStatus.ANNOTATING)
+                 .select_related("user", "item_stage__item").order_by("created_at"))
+    failed = (ItemStage.objects.filter(item__project=project, status=StageStatus.FAILED)
+              .select_related("item").order_by("item_id"))
+    return {"steps": steps, "annotators": annotators, "stuck_days": stuck_days,
+            "untouched": untouched[:50], "untouched_count": untouched.count(),
+            "failed": failed[:50], "failed_count": failed.count()}
 
 
 def user_progress(project: Project, user) -> dict:

@@ -13,6 +13,8 @@ urlpatterns = [
     path("projects/<int:project_id>/members/", views.project_members, name="project-members"),
     path("projects/<int:project_id>/corpora/", views.project_corpus_upload, name="project-corpora"),
     path("projects/<int:project_id>/retry/", views.project_retry_failed, name="project-retry"),
+    path("projects/<int:project_id>/items/<int:item_id>/", views.item_page, name="item"),
+    path("projects/<int:project_id>/assignments/<int:assignment_id>/reassign/", views.reassign, name="reassign"),
     path("projects/<int:project_id>/items/<int:item_id>/claims/<int:claim>/retrieve/", views.project_retrieve_claim,
          name="retrieve-claim"),
     path("projects/<int:project_id>/export/<str:fmt>/", views.project_export, name="project-export"),

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_POST
 
 from annotation import exports, selectors
 from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
-from annotation.forms import CorpusForm, DiscardForm, EscalateForm, ImportForm, MemberForm, ProjectForm
+from annotation.forms import CorpusForm, DiscardForm, EscalateForm, ImportForm, MemberForm, ProjectForm, SplitForm
 from annotation.kinds import get_kind
 from annotation.models import (
     Assignment,
@@ -34,11 +34,13 @@ from annotation.models import (
 )
 from annotation.params import parse_natural
 from annotation.services import annotations as annotation_services
+from annotation.services import assignments as assignment_services
 from annotation.services import consolidation as consolidation_services
 from annotation.services import corpora as corpus_services
 from annotation.services import evidence as evidence_services
 from annotation.services import imports as import_services
 from annotation.services import projects as project_services
+from annotation.services import stages as stage_services
 from annotation.services import third_rater as third_rater_services
 
 ALLOWED_GUIDELINE_TAGS = [*bleach.sanitizer.ALLOWED_TAGS, "p", "h1", "h2", "h3", "h4", "pre", "hr", "br", "table",
@@ -107,6 +109,7 @@ def project_detail(request, project_id):
             items = items.filter(stages__status=status).distinct()
         context.update({
             "progress": selectors.project_progress(project),
+            "overview": selectors.project_overview(project),
             "items_page": Paginator(items, 50).get_page(request.GET.get("page")),
             "status_filter": status or "",
             "statuses": StageStatus.choices,
@@ -233,6 +236,46 @@ def project_retry_failed(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN})
     count = import_services.retry_failed_precompute(project)
     messages.success(request, f"Pre-annotation restarted for {count} items.")
+    return redirect("annotation:project", project_id=project.id)
+
+
+@login_required
+def item_page(request, project_id, item_id):
+    """One item across its steps, for its admins and consolidators (never other annotators)."""
+    project, roles = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
+    item = get_object_or_404(Item, pk=item_id, project=project)
+    is_admin = Role.ADMIN in roles
+    if request.method == "POST":
+        if not is_admin:
+            raise PermissionDenied("only the project's admins correct a split")
+        form = SplitForm(request.POST)
+        stage = get_object_or_404(ItemStage, item=item, stage=parse_natural(request.POST.get("stage", "")) or 0)
+        if not form.is_valid():
+            messages.error(request, "Give the sentences, one a line.")
+        else:
+            try:
+                stage_services.correct_split(stage=stage, units=form.cleaned_data["units"].splitlines())
+            except DomainError as exc:
+                messages.error(request, f"Not changed: {exc}.")
+            else:
+                messages.success(request, f"Step {stage.stage} has the new split; its pre-annotation runs again.")
+        return redirect("annotation:item", project_id=project.id, item_id=item.id)
+    return render(request, "annotation/item_detail.html", {
+        "project": project, "item": item, "steps": selectors.item_detail(item), "is_admin": is_admin,
+    })
+
+
+@login_required
+@require_POST
+def reassign(request, project_id, assignment_id):
+    project, _ = project_for(request, project_id, {Role.ADMIN})
+    assignment = get_object_or_404(Assignment, pk=assignment_id, item_stage__item__project=project)
+    try:
+        moved = assignment_services.reassign(assignment)
+    except DomainError as exc:
+        messages.error(request, f"Not reassigned: {exc}.")
+    else:
+        messages.success(request, f"Given to {moved.user.username}.")
     return redirect("annotation:project", project_id=project.id)
 
 

@@ -88,6 +88,11 @@ class KindSpec:
     # stages whose units' evidence an admin can retrieve again one unit at a time
     retrievable_stages: tuple[int, ...] = ()
 
+    def split_field(self, stage: int) -> str | None:
+        """The content field holding the units an admin may re-split before annotation starts
+        (e.g. "sentences"), or None where the stage's units come from an earlier step."""
+        return None
+
     def stage_guideline(self, stage: int) -> str:
         """A line of guidance the stage's page shows above the editor (none by default)."""
         return ""

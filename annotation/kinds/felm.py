@@ -93,6 +93,9 @@ class FelmKind(KindSpec):
 
     # -- machine pre-annotation -------------------------------------------------------------
 
+    def split_field(self, stage: int) -> str | None:
+        return "segments"
+
     def needs_precompute(self, stage: int, content: dict, suggestion: dict | None) -> bool:
         return not content.get("segments")
 

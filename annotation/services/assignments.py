@@ -5,8 +5,9 @@ from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
-from annotation.models import Assignment, AssignmentRole, ItemStage, Membership, Project, Role, StageStatus
+from annotation.models import Assignment, AssignmentRole, AssignmentStatus, ItemStage, Membership, Project, Role, StageStatus
 
 OPEN_FOR_ASSIGNMENT = (StageStatus.READY, StageStatus.ANNOTATING)
 BATCH_SIZE = 2000
@@ -111,3 +112,23 @@ def _assign_third_raters(project: Project) -> int:
     from .third_rater import assign_waiting_third_raters
 
     return assign_waiting_third_raters(project)
+
+
+@transaction.atomic
+def reassign(assignment: Assignment) -> Assignment:
+    """Give an assignment nobody started to the least-loaded other annotator of the project who
+    has not worked on the item-stage (the admin's fix for a stalled item)."""
+    assignment = Assignment.objects.select_for_update().select_related("item_stage__item__project").get(pk=assignment.pk)
+    if assignment.status != AssignmentStatus.ASSIGNED or hasattr(assignment, "annotation"):
+        raise DomainError("this assignment was started: its annotator's work would be lost")
+    stage = assignment.item_stage
+    project = stage.item.project
+    taken = set(stage.assignments.values_list("user_id", flat=True))
+    free = [u for u in annotator_ids(project) if u not in taken]
+    if not free:
+        raise DomainError("no other annotator of the project is free to take it: add an annotator first")
+    load = current_load(project, free)
+    assignment.user_id = min(free, key=lambda u: (load[u], u))
+    assignment.created_at = timezone.now()
+    assignment.save(update_fields=["user", "created_at"])
+    return assignment

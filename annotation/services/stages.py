@@ -1,8 +1,11 @@
 """Moving items from one annotation step to the next."""
 from django.db import transaction
 
+from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
-from annotation.models import ItemStage, Project, StageStatus
+from annotation.models import Annotation, ItemStage, Project, StageStatus
+
+MAX_UNITS = 500
 
 
 def open_next_stages(project: Project, done_stage_ids: list[int]) -> list[int]:
@@ -30,3 +33,37 @@ def open_next_stages(project: Project, done_stage_ids: list[int]) -> list[int]:
 
         transaction.on_commit(lambda: enqueue_precompute(stage_ids))
     return stage_ids
+
+
+def correct_split(*, stage: ItemStage, units: list[str]) -> ItemStage:
+    """An admin's sentence split (or segmentation) of an item, before any annotator has started
+    it: the released data shows annotators fixing splits by hand, which no one can compare.
+
+    The stage is pre-annotated again from the new units and handed out again (the untouched
+    assignments are dropped, so the assignment that follows is balanced as usual)."""
+    units = [" ".join(u.split()) for u in units]
+    units = [u for u in units if u]
+    if not units:
+        raise DomainError("give at least one sentence, one a line")
+    if len(units) > MAX_UNITS:
+        raise DomainError(f"at most {MAX_UNITS} sentences, not {len(units)}")
+    with transaction.atomic():
+        stage = ItemStage.objects.select_for_update().select_related("item__project").get(pk=stage.pk)
+        field = get_kind(stage.item.project.kind).split_field(stage.stage)
+        if field is None:
+            raise DomainError(f"step {stage.stage} takes its units from the step before: nothing to split")
+        if stage.status not in (StageStatus.READY, StageStatus.ANNOTATING, StageStatus.FAILED):
+            raise DomainError(f"this step is {stage.get_status_display().lower()}")
+        if Annotation.objects.filter(assignment__item_stage=stage).exists():
+            raise DomainError("an annotator has started this item: their work is about the current split")
+        stage.assignments.all().delete()
+        stage.content = {**stage.content, field: units}
+        stage.suggestion = None
+        stage.precompute_error = ""
+        stage.status = StageStatus.PRECOMPUTING
+        stage.save(update_fields=["content", "suggestion", "precompute_error", "status", "updated_at"])
+        from annotation.tasks import enqueue_precompute
+
+        stage_id = stage.id
+        transaction.on_commit(lambda: enqueue_precompute([stage_id]))
+    return stage

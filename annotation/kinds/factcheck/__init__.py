@@ -81,6 +81,9 @@ class FactcheckKind(KindSpec):
         suggestion = {"sentences": [{k: v for k, v in s.items() if k != "text"} for s in result["sentences"]]}
         return {"content": {"sentences": sentences}, "suggestion": suggestion, "provenance": result["provenance"]}
 
+    def split_field(self, stage: int) -> str | None:
+        return "sentences" if stage == 1 else None
+
     def stage_guideline(self, stage: int) -> str:
         return step3.GUIDELINE if stage == 3 else ""
 

@@ -1,0 +1,118 @@
+"""What admins see and steer a campaign with: the overview (items per step and state, each
+annotator's work and median time per step, stuck work), reassigning, the item page (every
+step's suggestion, annotators' work, gold record, history) and correcting a split."""
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from annotation.exceptions import DomainError
+from annotation.models import Assignment, AssignmentStatus, ItemStage, StageStatus
+from annotation.selectors import project_overview
+from annotation.services.annotations import save_annotation
+from annotation.services.assignments import reassign
+from annotation.services.imports import import_jsonl
+from annotation.services.projects import add_member
+
+from .conftest import jsonl, segment
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_overview_counts_items_per_step_and_each_annotators_median_time(felm_items, users):
+    first, second = (Assignment.objects.get(user=users["alice"], item_stage__item=item) for item in felm_items[:2])
+    save_annotation(assignment=first, payload={"segments": [segment(True)] * 3}, version=0, submit=True, active_seconds=30)
+    save_annotation(assignment=second, payload={"segments": [segment(True)] * 3}, version=0, submit=True, active_seconds=90)
+    overview = project_overview(felm_items[0].project)
+    (step,) = overview["steps"]
+    assert step["step"] == 1 and step["total"] == 3
+    assert {s["status"]: s["count"] for s in step["states"]} == {"annotating": 3}
+    alice = next(a for a in overview["annotators"] if a["username"] == "alice")
+    assert (alice["step"], alice["assigned"], alice["submitted"], alice["median_seconds"]) == (1, 3, 2, 60)
+    assert overview["untouched_count"] == 0  # nothing is old yet
+
+
+def test_untouched_assignments_are_flagged_and_can_be_given_to_another_annotator(felm_items, users, make_user, logged_in):
+    project = felm_items[0].project
+    stale = Assignment.objects.get(user=users["bob"], item_stage__item=felm_items[0])
+    Assignment.objects.filter(pk=stale.pk).update(created_at=timezone.now() - timedelta(days=5))
+    overview = project_overview(project)
+    assert overview["untouched_count"] == 1 and overview["untouched"][0] == stale
+    page = logged_in("admin").get(f"/projects/{project.id}/").content.decode()
+    assert f"/projects/{project.id}/assignments/{stale.id}/reassign/" in page and "not started for 3 days" in page
+
+    with pytest.raises(DomainError, match="add an annotator"):
+        reassign(stale)  # alice already has the item: nobody else is free
+    add_member(project=project, user=make_user("dave"), role="annotator")
+    # dave joined: every waiting item already had its two annotators, so dave has none
+    response = logged_in("admin").post(f"/projects/{project.id}/assignments/{stale.id}/reassign/", follow=True)
+    assert "Given to dave" in response.content.decode()
+    stale.refresh_from_db()
+    assert stale.user.username == "dave" and project_overview(project)["untouched_count"] == 0
+
+
+def test_started_work_is_never_reassigned(felm_items, users):
+    assignment = Assignment.objects.get(user=users["alice"], item_stage__item=felm_items[0])
+    save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=False)
+    with pytest.raises(DomainError, match="started"):
+        reassign(assignment)
+
+
+@pytest.mark.parametrize("who, status", [("admin", 200), ("carol", 200), ("alice", 403), ("mallory", 404)])
+def test_the_item_page_is_for_admins_and_consolidators(felm_items, logged_in, who, status):
+    item = felm_items[0]
+    assert logged_in(who).get(f"/projects/{item.project_id}/items/{item.id}/").status_code == status
+
+
+def test_the_item_page_shows_every_answer_the_gold_and_the_history(felm_items, users, logged_in):
+    item = felm_items[0]
+    for name, comment in (("alice", "<script>x</script>"), ("bob", "fine")):
+        assignment = Assignment.objects.get(user=users[name], item_stage__item=item)
+        save_annotation(assignment=assignment, payload={"segments": [segment(True, comment=comment)] * 3}, version=0,
+                        submit=name == "alice")
+    page = logged_in("carol").get(f"/projects/{item.project_id}/items/{item.id}/").content.decode()
+    assert "submitted, version 1" in page and "draft, version 1" in page
+    assert "&lt;script&gt;" in page and "<script>x</script>" not in page
+    assert "alice submitted" in page and "assigned to bob" in page
+    assert "Correct the split" not in page  # not for consolidators, and the item is started anyway
+
+
+def test_an_admin_corrects_a_split_before_anyone_starts_and_the_item_is_pre_annotated_again(
+        factcheck_project, users, logged_in, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        import_jsonl(factcheck_project, jsonl([{"prompt": "p", "response": "Marie Curie was born in Warsaw. She moved to Paris in 1891. She died in 1934."}]), fmt="plain")
+    stage = ItemStage.objects.get(item__project=factcheck_project, stage=1)
+    assert stage.status == StageStatus.ANNOTATING and len(stage.content["sentences"]) == 3
+    client = logged_in("admin")
+    url = f"/projects/{factcheck_project.id}/items/{stage.item_id}/"
+    assert "Correct the split" in client.get(url).content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"stage": 1, "units": "Marie Curie was born in Warsaw. She moved to Paris in 1891.\n\n  She died in 1934.  \n"}, follow=True)
+    assert "has the new split" in response.content.decode()
+    stage.refresh_from_db()
+    assert stage.content["sentences"] == ["Marie Curie was born in Warsaw. She moved to Paris in 1891.", "She died in 1934."]
+    assert stage.status == StageStatus.ANNOTATING and len(stage.suggestion["sentences"]) == 2
+    assert stage.assignments.count() == 2
+
+    # once an annotator has started, the split stays
+    assignment = stage.assignments.first()
+    save_annotation(assignment=assignment, payload=get_empty(stage), version=0, submit=False)
+    response = client.post(url, {"stage": 1, "units": "Marie Curie was born in Warsaw.\nShe moved to Paris in 1891.\nShe died in 1934."}, follow=True)
+    assert "Not changed: an annotator has started" in response.content.decode()
+    stage.refresh_from_db()
+    assert stage.content["sentences"] == ["Marie Curie was born in Warsaw. She moved to Paris in 1891.", "She died in 1934."]
+    # annotators and consolidators cannot post one
+    assert logged_in("carol").post(url, {"stage": 1, "units": "x"}).status_code == 403
+
+
+def get_empty(stage):
+    from annotation.kinds import get_kind
+
+    return get_kind("factcheck").empty_payload(1, stage.content, stage.suggestion)
+
+
+def test_an_assignment_started_by_its_annotator_keeps_its_status(felm_items, users):
+    assignment = Assignment.objects.get(user=users["alice"], item_stage__item=felm_items[0])
+    save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=False)
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.IN_PROGRESS
