@@ -120,7 +120,8 @@ def project_detail(request, project_id):
             "corpus_form": CorpusForm(),
             "import_max_bytes": settings.IMPORT_MAX_UPLOAD_BYTES,
             "member_form": MemberForm(),
-            "export_formats": exports.export_formats(project),
+            "export_formats": [(fmt, "zip" if fmt in get_kind(project.kind).archive_formats else "JSONL")
+                               for fmt in exports.export_formats(project)],
             # Read-only here for everyone: only staff change them, through the API.
             "pipeline_settings": selectors.masked_pipeline_settings(project),
             "can_change_llm_settings": selectors.can_change_llm_settings(request.user),
