@@ -27,7 +27,9 @@ def export_jsonl(project: Project, fmt: str) -> Iterator[str]:
     if fmt == RAW_ANNOTATIONS:
         records = selectors.annotation_rows(project)
     else:
-        records = get_kind(project.kind).export_lines(fmt, selectors.gold_rows(project, later_stages=get_kind(project.kind).export_later_stages))
+        kind = get_kind(project.kind)
+        records = kind.export_lines(fmt, selectors.gold_rows(project, later_stages=kind.export_later_stages,
+                                                             metadata=kind.export_reads_metadata))
     for record in records:
         yield json.dumps(record, ensure_ascii=False) + "\n"
 
@@ -48,7 +50,8 @@ def export(project: Project, fmt: str) -> Export:
     """The export of format ``fmt`` as a stream, with its content type and file name."""
     kind = get_kind(project.kind)
     if fmt in kind.archive_formats:
-        rows = lambda: selectors.gold_rows(project, later_stages=kind.export_later_stages)  # noqa: E731
+        rows = lambda: selectors.gold_rows(  # noqa: E731
+            project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata)
         return Export(zip_stream(kind.export_archive(fmt, rows)), "application/zip", export_filename(project, fmt))
     return Export(export_jsonl(project, fmt), "application/jsonl; charset=utf-8", export_filename(project, fmt))
 

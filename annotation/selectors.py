@@ -424,17 +424,22 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
 
 # -- export -----------------------------------------------------------------------------------
 
-def gold_rows(project: Project, stage: int = 1, later_stages: Iterable[int] = ()) -> Iterator[dict]:
+LATER_STAGES_CHUNK = 250
+
+
+def gold_rows(project: Project, stage: int = 1, later_stages: Iterable[int] = (), metadata: bool = True) -> Iterator[dict]:
     """Consolidated items of a project, one plain dict each, streamed from the database.
 
     With ``later_stages``, each row also has ``stages``: {stage: {"content", "gold"}} for those of
-    the item's later stages that are done, fetched per chunk of rows."""
-    rows = _gold_rows(project, stage)
+    the item's later stages that are done, fetched per chunk of rows (small chunks: a step-2
+    content holds every evidence passage). ``metadata=False`` leaves the items' metadata out
+    (``row["metadata"]`` is empty) where the export does not write it."""
+    rows = _gold_rows(project, stage, metadata)
     later_stages = list(later_stages)
     if not later_stages:
         yield from rows
         return
-    while chunk := list(islice(rows, 2000)):
+    while chunk := list(islice(rows, LATER_STAGES_CHUNK)):
         later: dict[int, dict] = defaultdict(dict)
         done = GoldRecord.objects.filter(
             item_stage__item_id__in=[row["item_id"] for row in chunk], item_stage__stage__in=later_stages,
@@ -447,15 +452,14 @@ def gold_rows(project: Project, stage: int = 1, later_stages: Iterable[int] = ()
             yield row
 
 
-def _gold_rows(project: Project, stage: int) -> Iterator[dict]:
+def _gold_rows(project: Project, stage: int, metadata: bool = True) -> Iterator[dict]:
+    fields = ["payload", "item_stage__content", "item_stage__item_id", "item_stage__item__external_id",
+              "item_stage__item__source", "item_stage__item__domain", "item_stage__item__prompt",
+              "item_stage__item__response"]
     queryset = (
         GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage, item_stage__status=StageStatus.DONE)
         .order_by("item_stage__item_id")
-        .values(
-            "payload", "item_stage__content", "item_stage__item_id", "item_stage__item__external_id",
-            "item_stage__item__source", "item_stage__item__domain", "item_stage__item__prompt",
-            "item_stage__item__response", "item_stage__item__metadata",
-        )
+        .values(*fields, *(["item_stage__item__metadata"] if metadata else []))
     )
     for row in queryset.iterator(chunk_size=2000):
         yield {
@@ -465,7 +469,7 @@ def _gold_rows(project: Project, stage: int) -> Iterator[dict]:
             "domain": row["item_stage__item__domain"],
             "prompt": row["item_stage__item__prompt"],
             "response": row["item_stage__item__response"],
-            "metadata": row["item_stage__item__metadata"],
+            "metadata": row.get("item_stage__item__metadata") or {},
             "content": row["item_stage__content"],
             "gold": row["payload"],
         }

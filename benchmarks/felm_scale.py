@@ -48,6 +48,7 @@ import os
 import platform
 import random
 import resource
+import secrets
 import signal
 import socket
 import statistics
@@ -81,6 +82,7 @@ def configure_environment(db_name: str) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
     os.environ["DATABASE_URL"] = f"{PG_SERVER}/{db_name}"
     os.environ["DJANGO_DEBUG"] = "false"  # DEBUG would keep every query in memory
+    os.environ.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))  # a throwaway database: a throwaway key
     os.environ["DJANGO_ALLOWED_HOSTS"] = "127.0.0.1,testserver"
     os.environ["LOG_LEVEL"] = "WARNING"
     os.environ.pop("CELERY_BROKER_URL", None)  # no task is enqueued (segments are given) anyway

@@ -114,6 +114,8 @@ class KindSpec:
     agreement_fields: dict[str, str] = {}
     # later stages whose gold records the export joins to each row (row["stages"][n])
     export_later_stages: tuple[int, ...] = ()
+    # whether export_lines reads row["metadata"] (fetching it costs where it is large)
+    export_reads_metadata: bool = True
 
     def agreement_fields_for(self, stage: int) -> dict[str, str]:
         """The fields agreement reports for ``stage``."""

@@ -35,6 +35,8 @@ class FactcheckKind(KindSpec):
     export_formats = ("factcheck-bench", "factcheck-subtasks")
     archive_formats = ("factcheck-subtasks",)
     export_later_stages = (2, 3)
+    # the metadata holds the released evidence again (for retrieval), which no export writes
+    export_reads_metadata = False
     agreement_aligns_units = True
     agreement_uses_suggestion = True
     agreement_fields = step1.AGREEMENT_FIELDS

@@ -1,0 +1,153 @@
+"""Factcheck-Bench exports at scale: 10,000 items whose three steps have gold records, exported
+as ``factcheck-bench`` (JSONL) and ``factcheck-subtasks`` (zip of five JSONL files).
+
+Usage: .venv/bin/python benchmarks/factcheck_export.py [--items 10000] [--small-items 2000] [--keep]
+
+It creates its own PostgreSQL database (``workbench_export_bench`` on 127.0.0.1:5432, user
+postgres), migrates it, imports generated items in the released benchmark shape with
+``labels_as=gold`` (3 sentences of 2 claims, 5 evidence passages of ~90 words per claim, a
+revised response: every step consolidated; sizes as the released items' averages), once with ``--small-items`` and once with
+``--items``, and drops the database at the end (``--keep`` keeps it).
+
+Each export runs in a fresh child process (multiprocessing "spawn"): a timing run (wall and CPU
+time, output bytes) and a separate run under tracemalloc (peak of the traced Python heap), so
+memory at the two sizes shows whether it grows with the item count. Target: factcheck-bench
+≤ 2 s for 10,000 items, memory flat.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import random
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks.felm_scale import configure_environment, create_database, django_setup, drop_database, migrate  # noqa: E402
+
+DB = "workbench_export_bench"
+TARGET_S = 2.0
+WORDS = ("tower", "river", "treaty", "century", "museum", "engineer", "bridge", "painter", "element", "orbit",
+         "capital", "language", "island", "emperor", "theory", "festival", "harbour", "library", "desert", "glacier")
+
+
+def sentence(rng: random.Random, words: int = 14) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
+
+
+def released_item(index: int, rng: random.Random) -> dict:
+    """One item in the released shape with all three steps filled in."""
+    sentences = {}
+    for s in range(1, 4):  # the released items average 3.3 sentences, 2.2 claims each, 5 passages a claim
+        text = sentence(rng)
+        claims = [sentence(rng, 8) for _ in range(2)]
+        needs = [rng.choice(("no", "no", "yes", "not_enough_evidence")) for _ in claims]
+        sentences[f"sentence{s}"] = {
+            "text": text, "decontext": text, "sentence_factuality_label": all(n == "no" for n in needs),
+            "revised_decontext": text, "sentence_checkworthiness": "yes", "most_importance_sentence": "yes",
+            "claims": claims, "claim_checkworthiness": ["factual"] * 2,
+            "if_automatic_evidence_enough_to_verify": ["yes"] * 2, "human_evidence": ["NA"] * 2,
+            "auto_evidence": [[" ".join(sentence(rng) for _ in range(6)) for _ in range(5)] for _ in claims],
+            "auto_evidence_url": [[f"https://e.example/{index}/{s}/{k}/{p}" for p in range(5)] for k in range(2)],
+            "stance_claim_autoEvid": [[rng.choice(("completely-support", "partially-support", "refute", "irrelevant"))
+                                       for _ in range(5)] for _ in claims],
+            "if_claim_needs_edit": needs,
+            "claims_factuality_label": [{"no": True, "yes": False, "not_enough_evidence": "unknown"}[n] for n in needs],
+            "revised_claims": claims, "usedEvidence_index_in_revision": ["1" if n == "yes" else "-1" for n in needs],
+            "if_most_important_claim": ["yes"] * 2,
+        }
+    response = " ".join(s["text"] for s in sentences.values())
+    return {"prompt": f"Question {index}?", "response": response, "revised_response": response,
+            "response_factuality": rng.random() < 0.4, "sentences": sentences}
+
+
+def load(items: int, name: str) -> int:
+    from annotation.models import Project
+    from annotation.services.imports import import_jsonl
+    from annotation.services.projects import create_project
+
+    rng = random.Random(items)
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as handle:
+        for index in range(items):
+            handle.write(json.dumps(released_item(index, rng)) + "\n")
+        path = handle.name
+    project = create_project(name=name, kind="factcheck")
+    started = time.perf_counter()
+    with open(path, "rb") as file:
+        result = import_jsonl(project, file, fmt="factcheck-bench", labels_as="gold")
+    os.unlink(path)
+    print(f"  imported {result.items} items ({result.gold_records} gold records) in {time.perf_counter() - started:.1f} s")
+    return Project.objects.get(name=name).id
+
+
+def _export(project_id: int, fmt: str, traced: bool, queue) -> None:
+    configure_environment(DB)
+    django_setup()
+    from annotation import exports
+    from annotation.models import Project
+
+    project = Project.objects.get(pk=project_id)
+    if traced:
+        tracemalloc.start()
+    wall, cpu = time.perf_counter(), time.process_time()
+    size = 0
+    for chunk in exports.export(project, fmt).chunks:
+        size += len(chunk)
+    result = {"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "bytes": size}
+    if traced:
+        result["peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
+    queue.put(result)
+
+
+def measure(project_id: int, fmt: str) -> dict:
+    context = multiprocessing.get_context("spawn")
+    results = {}
+    for traced in (False, True):
+        queue = context.Queue()
+        child = context.Process(target=_export, args=(project_id, fmt, traced, queue))
+        child.start()
+        result = queue.get()
+        child.join()
+        results.update(result if not traced else {"peak_mib": result["peak_mib"]})
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=10_000)
+    parser.add_argument("--small-items", type=int, default=2_000)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args()
+    configure_environment(DB)
+    create_database(DB)
+    try:
+        django_setup()
+        migrate()
+        print(f"load average {os.getloadavg()[0]:.2f}")
+        projects = {n: load(n, f"export bench {n}") for n in (args.small_items, args.items)}
+        print("\n| items | format | seconds | CPU s | MiB written | traced peak MiB |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for items, project_id in projects.items():
+            for fmt in ("factcheck-bench", "factcheck-subtasks"):
+                r = measure(project_id, fmt)
+                print(f"| {items:,} | {fmt} | {r['seconds']:.2f} | {r['cpu']:.2f} | {r['bytes'] / 2**20:.1f} | {r['peak_mib']:.1f} |")
+        print(f"\nload average {os.getloadavg()[0]:.2f}; target: factcheck-bench ≤ {TARGET_S} s at {args.items:,} items, "
+              "peak memory the same at both sizes")
+    finally:
+        if not args.keep:
+            from django.db import connections
+
+            connections.close_all()
+            drop_database(DB)
+
+
+if __name__ == "__main__":
+    main()
