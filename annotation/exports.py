@@ -1,10 +1,12 @@
 """Export formats: consolidated records in the published shapes, or every raw annotation.
 
-Everything streams: JSONL line by line, zip archives (several JSONL files) through a sink that
-hands on each compressed piece as zipfile writes it, so memory stays flat in the item count.
+Everything streams: JSONL line by line; zip archives (several JSONL files) read the items once,
+sort the lines into temporary files, then hand on each compressed piece as zipfile writes it
+into a sink, so memory stays flat in the item count.
 """
 import io
 import json
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from typing import Iterable, Iterator
@@ -50,10 +52,30 @@ def export(project: Project, fmt: str) -> Export:
     """The export of format ``fmt`` as a stream, with its content type and file name."""
     kind = get_kind(project.kind)
     if fmt in kind.archive_formats:
-        rows = lambda: selectors.gold_rows(  # noqa: E731
-            project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata)
-        return Export(zip_stream(kind.export_archive(fmt, rows)), "application/zip", export_filename(project, fmt))
+        rows = selectors.gold_rows(project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata)
+        return Export(archive_stream(kind.archive_files(fmt), kind.export_archive(fmt, rows)), "application/zip",
+                      export_filename(project, fmt))
     return Export(export_jsonl(project, fmt), "application/jsonl; charset=utf-8", export_filename(project, fmt))
+
+
+def archive_stream(names: tuple[str, ...], lines: Iterable[tuple[str, dict]], spool_bytes: int = 8 << 20) -> Iterator[bytes]:
+    """A zip of one JSONL file per name. The records come in one pass over the items, each
+    tagged with its file; they are sorted into temporary files (in memory up to
+    ``spool_bytes`` each, then on disk) and zipped one file after the other."""
+    spools = {name: tempfile.SpooledTemporaryFile(max_size=spool_bytes) for name in names}
+    try:
+        for name, record in lines:
+            spools[name].write((json.dumps(record, ensure_ascii=False) + "\n").encode())
+        yield from zip_stream((name, _blocks(spools[name])) for name in names)
+    finally:
+        for spool in spools.values():
+            spool.close()
+
+
+def _blocks(spool, size: int = 1 << 16) -> Iterator[bytes]:
+    spool.seek(0)
+    while block := spool.read(size):
+        yield block
 
 
 class _Sink(io.RawIOBase):
@@ -76,21 +98,17 @@ class _Sink(io.RawIOBase):
         return data
 
 
-def zip_stream(files: Iterable[tuple[str, Iterable[dict]]], flush_bytes: int = 1 << 16) -> Iterator[bytes]:
-    """A zip archive of JSONL files, produced piece by piece."""
+def zip_stream(files: Iterable[tuple[str, Iterable[bytes]]]) -> Iterator[bytes]:
+    """A zip archive of the given files (name, blocks of bytes), produced piece by piece."""
     sink = _Sink()
-    with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name, records in files:
+    # level 1: half the time of the default level for a file about 40 % larger (measured on subtask files)
+    with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        for name, blocks in files:
             with archive.open(name, "w", force_zip64=True) as member:
-                buffered = 0
-                for record in records:
-                    line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
-                    member.write(line)
-                    buffered += len(line)
-                    if buffered >= flush_bytes:
-                        buffered = 0
-                        if data := sink.take():
-                            yield data
+                for block in blocks:
+                    member.write(block)
+                    if data := sink.take():
+                        yield data
             if data := sink.take():
                 yield data
     yield sink.take()

@@ -179,9 +179,13 @@ class KindSpec:
     # export formats that are several JSONL files in a zip archive
     archive_formats: tuple[str, ...] = ()
 
-    def export_archive(self, fmt: str, rows: Callable[[], Iterable[dict]]) -> Iterable[tuple[str, Iterable[dict]]]:
-        """(file name, records) per file of archive format ``fmt``; ``rows()`` reads the
-        consolidated rows again for each file, so nothing is held in memory."""
+    def archive_files(self, fmt: str) -> tuple[str, ...]:
+        """The file names of archive format ``fmt``, in archive order."""
+        raise NotImplementedError
+
+    def export_archive(self, fmt: str, rows: Iterable[dict]) -> Iterable[tuple[str, dict]]:
+        """(file name, record) for every line of every file of archive format ``fmt``, in one
+        pass over the consolidated rows (the caller sorts the lines into their files)."""
         raise NotImplementedError
 
 

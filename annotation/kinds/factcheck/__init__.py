@@ -123,11 +123,18 @@ class FactcheckKind(KindSpec):
         for row in rows:
             yield benchmark_record(row)
 
-    def export_archive(self, fmt: str, rows) -> Iterable[tuple[str, Iterable[dict]]]:
+    def archive_files(self, fmt: str) -> tuple[str, ...]:
         if fmt != "factcheck-subtasks":
             raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.archive_formats)}")
-        for name in subtasks.FILES:
-            yield name, (line for row in rows() for line in subtasks.lines(name, benchmark_record(row)))
+        return subtasks.FILES
+
+    def export_archive(self, fmt: str, rows: Iterable[dict]) -> Iterable[tuple[str, dict]]:
+        names = self.archive_files(fmt)
+        for row in rows:
+            record = benchmark_record(row)
+            for name in names:
+                for line in subtasks.lines(name, record):
+                    yield name, line
 
 
 __all__ = [
