@@ -58,7 +58,7 @@ def export(project: Project, fmt: str) -> Export:
     return Export(export_jsonl(project, fmt), "application/jsonl; charset=utf-8", export_filename(project, fmt))
 
 
-def archive_stream(names: tuple[str, ...], lines: Iterable[tuple[str, dict]], spool_bytes: int = 8 << 20) -> Iterator[bytes]:
+def archive_stream(names: tuple[str, ...], lines: Iterable[tuple[str, dict]], spool_bytes: int = 2 << 20) -> Iterator[bytes]:
     """A zip of one JSONL file per name. The records come in one pass over the items, each
     tagged with its file; they are sorted into temporary files (in memory up to
     ``spool_bytes`` each, then on disk) and zipped one file after the other."""

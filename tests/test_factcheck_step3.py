@@ -210,3 +210,13 @@ def test_the_subtask_files_come_from_the_released_file_imported_as_gold(factchec
     assert len(revisions) == 94 and Counter(r["factual state"] for r in revisions) == {"false": 68, "true": 24, "NA": 2}
     assert revisions[0]["revised_response"] == released[0]["revised_response"]
     assert set(revisions[0]) == {"factual state", "claim list", "prompt", "response", "revised_response"}
+
+
+@pytest.mark.django_db
+def test_the_revision_prompt_setting_is_a_project_setting(clients, factcheck_project):
+    url = f"/api/projects/{factcheck_project.id}/"
+    ok = clients["admin"].patch(url, {"pipeline_settings": {"revision": {"with_question": True}}}, format="json")
+    assert ok.status_code == 200 and ok.json()["pipeline_settings"]["revision"] == {"with_question": True}
+    for bad in ({"with_question": "yes"}, {"question": True}, ["with_question"]):
+        response = clients["admin"].patch(url, {"pipeline_settings": {"revision": bad}}, format="json")
+        assert response.status_code == 400 and "revision" in json.dumps(response.json())

@@ -54,7 +54,7 @@ def validate_pipeline_settings(settings: dict) -> dict:
     """Check a project's pipeline settings; raise ValidationError naming the bad key."""
     if not isinstance(settings, dict):
         raise ValidationError("must be an object")
-    unknown = set(settings) - {"segmentation", "passages", "embeddings", *ENDPOINT_SECTIONS}
+    unknown = set(settings) - {"segmentation", "passages", "embeddings", "revision", *ENDPOINT_SECTIONS}
     if unknown:
         raise ValidationError(f"unknown settings: {', '.join(sorted(unknown))}")
     if settings.get("segmentation", "auto") not in SEGMENTATION_METHODS:
@@ -69,6 +69,11 @@ def validate_pipeline_settings(settings: dict) -> dict:
             raise ValidationError(f"passages.{key} must be a whole number from 1 to 50, not {value!r}")
     if not isinstance(settings.get("embeddings", True), bool):
         raise ValidationError("embeddings must be true or false (rank evidence with embeddings too)")
+    revision = settings.get("revision", {})
+    if not isinstance(revision, dict) or set(revision) - {"with_question"} \
+            or not isinstance(revision.get("with_question", False), bool):
+        raise ValidationError("revision must be an object with with_question true or false "
+                              "(step 3: show the model the user's question when it revises a sentence)")
     return settings
 
 
