@@ -11,6 +11,8 @@ import zipfile
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from django.http import StreamingHttpResponse
+
 from annotation import selectors
 from annotation.kinds import get_kind
 from annotation.models import Project
@@ -46,6 +48,14 @@ class Export:
     chunks: Iterable[bytes | str]
     content_type: str
     filename: str
+
+
+def download(project: Project, fmt: str) -> StreamingHttpResponse:
+    """The export as a streamed file download (pages and API)."""
+    stream = export(project, fmt)
+    response = StreamingHttpResponse(stream.chunks, content_type=stream.content_type)
+    response["Content-Disposition"] = f'attachment; filename="{stream.filename}"'
+    return response
 
 
 def export(project: Project, fmt: str) -> Export:

@@ -10,7 +10,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.paginator import Paginator
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -300,10 +300,7 @@ def project_export(request, project_id, fmt):
     project, _ = project_for(request, project_id, {Role.ADMIN})
     if fmt not in exports.export_formats(project):
         raise Http404("unknown export format")
-    stream = exports.export(project, fmt)
-    response = StreamingHttpResponse(stream.chunks, content_type=stream.content_type)
-    response["Content-Disposition"] = f'attachment; filename="{stream.filename}"'
-    return response
+    return exports.download(project, fmt)
 
 
 @login_required

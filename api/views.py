@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
-from django.http import JsonResponse, StreamingHttpResponse
+from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -333,10 +333,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         fmt = request.query_params.get("format", "")
         if fmt not in exports.export_formats(project):
             raise ValidationError({"format": f"must be one of {', '.join(exports.export_formats(project))}"})
-        stream = exports.export(project, fmt)
-        response = StreamingHttpResponse(stream.chunks, content_type=stream.content_type)
-        response["Content-Disposition"] = f'attachment; filename="{stream.filename}"'
-        return response
+        return exports.download(project, fmt)
 
 
 class AssignmentViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
