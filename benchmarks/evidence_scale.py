@@ -11,14 +11,19 @@ postgres), migrates it and drops it at the end. Everything runs on loopback.
    ``services.corpora.run_corpus_import`` — the time until the corpus is lexically searchable.
 2. Embedding rate: all-MiniLM-L6-v2 on ``--embed-sample`` passages of the corpus (batch 32), in
    passages/s, and what that means for the whole corpus. The rest of the corpus gets random unit
-   vectors written straight to the table, so step 3 can measure retrieval over a fully embedded
+   vectors written straight to the table (then the table is vacuumed, as ``embed_next_batch``
+   does after a corpus's last vector), so step 3 can measure retrieval over a fully embedded
    corpus without waiting the better part of an hour.
-3. Retrieval + ranking per claim, once embeddings exist: ``corpus_search`` (full-text search
-   with the claim and its keyword query, a dense scan of every vector) and
-   ``rank_candidates``, query embedding included: p50/p95 over ``--claims`` generated claims
-   (the first search, which loads the vectors into the process, is reported on its own).
+3. Retrieval + ranking per claim, once embeddings exist, the way ``suggest_step2`` retrieves a
+   claim: its queries embedded in one batch, searched together (``factcheck_step2.search_queries``
+   over ``corpus_search``: full-text search, a dense scan of every vector, the passages' text)
+   and ranked (``rank_candidates``): p50/p95 over ``--claims`` generated claims, first with the
+   offline queries (the synthetic claims have one: the claim), then with three more queries as a
+   model's questions add. Then the full-text search and the dense scan of one query on their own
+   (the first search, which loads the vectors into the process, is reported on its own too).
 4. Pre-annotation of one item with 5 claims against a loopback LLM answering in 200 ms (question
-   generation and stance hints, calls concurrent), wall time.
+   generation and stance hints, at most ``llm.concurrency`` = 8 calls at a time), wall time of
+   three runs.
 
 Peak RSS of this process (ru_maxrss) is printed after each step.
 """
@@ -128,9 +133,10 @@ def run(args, rng: random.Random) -> None:
 
     from annotation.corpus_search import corpus_search
     from annotation.models import Corpus, Passage
-    from annotation.services.corpora import create_corpus, run_corpus_import
+    from annotation.services.corpora import create_corpus, run_corpus_import, tidy_passages
     from annotation.services.projects import create_project
     from pipeline import retrieval
+    from pipeline.factcheck_step2 import search_queries
 
     admin = get_user_model().objects.create_user("bench", password="x" * 12, is_staff=True)
     project = create_project(name="Evidence bench", kind="factcheck", created_by=admin)
@@ -171,9 +177,23 @@ def run(args, rng: random.Random) -> None:
                                     ["embedding"], batch_size=1000)
     last = Passage.objects.filter(corpus=corpus).order_by("-id").values_list("id", flat=True).first()
     Corpus.objects.filter(pk=corpus.pk).update(embedded=corpus.passages, embedded_through=last, state="ready")
+    tidy_passages()  # what embed_next_batch does once it has written a corpus's last vector
 
     claims = [sentence(rng) for _ in range(args.claims)]
+    # What a model's questions add to a claim: three more queries (pseudo-words of the claim).
+    questions = [[" ".join(rng.sample(claim.split(), 4)) + "?" for _ in range(3)] for claim in claims]
     search = corpus_search(project)
+
+    def retrieve(claim: str, queries: list[str]) -> tuple[float, float, float]:
+        """One claim as suggest_step2 retrieves it: (embedding, search, ranking) seconds."""
+        started = time.perf_counter()
+        vectors = dict(zip(queries, retrieval.embed(queries)))  # a claim's queries in one batch
+        embedded = time.perf_counter()
+        candidates = search_queries(search, queries, vectors)  # its queries in one search
+        searched = time.perf_counter()
+        retrieval.rank_candidates(claim, candidates, claim_vector=vectors[claim])
+        return embedded - started, searched - embedded, time.perf_counter() - searched
+
     if os.environ.get("PROFILE"):
         import cProfile
         import pstats
@@ -181,35 +201,40 @@ def run(args, rng: random.Random) -> None:
         profiler = cProfile.Profile()
         profiler.enable()
         for claim in claims[:10]:
-            queries = retrieval.offline_queries(claim)
-            vectors = retrieval.embed(queries)
-            candidates = [c for q, v in zip(queries, vectors) for c in search(q, v, retrieval.CANDIDATES_PER_QUERY)]
-            retrieval.rank_candidates(claim, candidates, claim_vector=vectors[0])
+            retrieve(claim, retrieval.offline_queries(claim))
         profiler.disable()
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
     started = time.perf_counter()
     search(claims[0], retrieval.embed([claims[0]])[0], retrieval.CANDIDATES_PER_QUERY)
     first = time.perf_counter() - started
-    timings, embedding = [], []
-    for claim in claims:
+    for label, query_lists in (("offline queries", [retrieval.offline_queries(c) for c in claims]),
+                               ("claim + 3 questions, as with a model", [[c, *q] for c, q in zip(claims, questions)])):
+        phases = [retrieve(claim, queries) for claim, queries in zip(claims, query_lists)]
+        timings = [sum(p) for p in phases]
+        print(f"3. retrieval + ranking per claim over {corpus.passages} embedded passages ({len(claims)} claims, "
+              f"{label}: {statistics.mean(len(q) for q in query_lists):.1f} a claim; query embedding included): "
+              f"p50 {1000 * percentile(timings, 0.5):.0f} ms, p95 {1000 * percentile(timings, 0.95):.0f} ms; "
+              f"p50 of embedding the queries {1000 * percentile([p[0] for p in phases], 0.5):.0f} ms, "
+              f"searching {1000 * percentile([p[1] for p in phases], 0.5):.0f} ms, "
+              f"ranking {1000 * percentile([p[2] for p in phases], 0.5):.0f} ms; load average "
+              f"{os.getloadavg()[0]:.1f}")
+    # Where the search's time goes, for the claims alone: full-text search, the dense scan, the rest
+    # (fetching the passages' text, building candidates).
+    from annotation.corpus_search import dense_hits_many, lexical_hits_many, searchable_corpora
+
+    corpora = searchable_corpora(project)
+    vectors = retrieval.embed(claims)
+    lexical, dense = [], []
+    for claim, vector in zip(claims, vectors):
         started = time.perf_counter()
-        queries = retrieval.offline_queries(claim)
-        query_vectors = retrieval.embed(queries)
-        embedded = time.perf_counter()
-        candidates = []
-        for query, vector in zip(queries, query_vectors):
-            candidates.extend(search(query, vector, retrieval.CANDIDATES_PER_QUERY))
-        retrieval.rank_candidates(claim, candidates, claim_vector=query_vectors[0])
-        timings.append(time.perf_counter() - started)
-        embedding.append(embedded - started)
-    rest = [t - e for t, e in zip(timings, embedding)]
-    print(f"3. retrieval + ranking per claim over {corpus.passages} embedded passages ({len(claims)} claims, "
-          f"{len(queries)} queries each, query embedding included): p50 {1000 * percentile(timings, 0.5):.0f} ms, "
-          f"p95 {1000 * percentile(timings, 0.95):.0f} ms; of which embedding the queries p50 "
-          f"{1000 * percentile(embedding, 0.5):.0f} ms, the rest (search, fetch, ranking) p50 "
-          f"{1000 * percentile(rest, 0.5):.0f} ms, p95 {1000 * percentile(rest, 0.95):.0f} ms "
-          f"(first search, loading the vectors: {first:.1f} s); peak RSS {rss_mb():.0f} MB; load average "
-          f"{os.getloadavg()[0]:.1f}")
+        lexical_hits_many(corpora, [claim], retrieval.CANDIDATES_PER_QUERY)
+        middle = time.perf_counter()
+        dense_hits_many(corpora, vector[None, :], retrieval.CANDIDATES_PER_QUERY)
+        lexical.append(middle - started)
+        dense.append(time.perf_counter() - middle)
+    print(f"   one query's full-text search p50 {1000 * percentile(lexical, 0.5):.1f} ms, p95 "
+          f"{1000 * percentile(lexical, 0.95):.1f} ms; dense scan p50 {1000 * percentile(dense, 0.5):.1f} ms; "
+          f"first search, loading the vectors: {first:.1f} s; peak RSS {rss_mb():.0f} MB")
 
     from pipeline.factcheck_step2 import ClaimToCheck, suggest_step2
     from tests.fake_llm import FakeLLMServer, last_user_message
@@ -218,13 +243,18 @@ def run(args, rng: random.Random) -> None:
         return '["When did it happen?", "Who did it?"]' if "Questions:" in last_user_message(request) else "irrelevant"
 
     item = [ClaimToCheck(f"sentence{i}/0", claims[i]) for i in range(5)]
-    with FakeLLMServer(answer, delay=0.2) as server:
-        started = time.perf_counter()
-        result = suggest_step2(item, search=search, llm=server.config(concurrency=8), embed=retrieval.embed)
-        elapsed = time.perf_counter() - started
+    concurrency = 8
+    walls = []
+    for _ in range(3):
+        with FakeLLMServer(answer, delay=0.2) as server:
+            started = time.perf_counter()
+            result = suggest_step2(item, search=search, llm=server.config(concurrency=concurrency), embed=retrieval.embed)
+            walls.append(time.perf_counter() - started)
     calls = len(server.requests)
-    print(f"4. pre-annotation of one item with 5 claims, loopback LLM at 200 ms: {elapsed:.2f} s wall "
-          f"({calls} calls, {sum(len(c['evidence']) for c in result['claims'])} passages with stance hints)")
+    print(f"4. pre-annotation of one item with 5 claims, loopback LLM at 200 ms, llm.concurrency {concurrency}: "
+          f"{' / '.join(f'{w:.2f}' for w in walls)} s wall in three runs ({calls} calls a run, "
+          f"{sum(len(c['evidence']) for c in result['claims'])} passages with stance hints); load average "
+          f"{os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ nothing is fetched from a model hub at run time.
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -92,12 +94,80 @@ class LexicalIndex:
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if s > 0]
 
 
+# bm25s's defaults (method "lucene"), which :func:`lexical_scores` computes directly.
+BM25_K1 = 1.5
+BM25_B = 0.75
+# bm25s's token pattern, (?u)\b\w\w+\b, without the word boundaries: the same matches (a run of
+# word characters is matched whole from its start), a quarter faster.
+_BM25_TOKEN = re.compile(r"\w\w+")
+_STEM_CACHE_SIZE = 200_000
+_stems: dict[str, str] = {}
+_stem_lock = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+def _stem_all(words) -> list[str]:
+    """Snowball stems of ``words``, each word stemmed once per process."""
+    with _stem_lock:  # a PyStemmer stemmer is not thread-safe, and the cache is shared
+        new = [w for w in words if w not in _stems]
+        if new:
+            if len(_stems) > _STEM_CACHE_SIZE:
+                _stems.clear()
+            _stems.update(zip(new, _stemmer().stemWords(new)))
+        return [_stems[w] for w in words]
+
+
+def _terms(text: str) -> list[str]:
+    """The tokens :func:`tokenize` gives ``text``: lower-cased words of two characters or more,
+    English stop words removed, Snowball stems."""
+    stop = _stopwords()
+    return _stem_all([w for w in _BM25_TOKEN.findall(text.lower()) if w not in stop])
+
+
 def lexical_scores(query: str, passages: Sequence[str]) -> list[float]:
-    """BM25 of ``query`` against each of ``passages``, with the candidates as the collection."""
-    index = LexicalIndex(passages)
-    scores = [0.0] * len(passages)
-    for number, score in index.search(query, k=len(passages)):
-        scores[number] = score
+    """BM25 of ``query`` against each of ``passages``, with the candidates as the collection.
+
+    The same scores as a :class:`LexicalIndex` over ``passages`` (bm25s, Lucene variant: same
+    tokens, idf and length normalisation, a repeated query word counted each time), computed
+    for the query's words only: building a bm25s index of a claim's candidates took most of the
+    ranking's time (20 ms for a hundred), this takes a quarter of that, most of it finding the
+    words."""
+    query_terms = _terms(query or "")
+    if not passages or not query_terms:
+        return [0.0] * len(passages)
+    wanted = set(query_terms)
+    lengths, found = [], []
+    for passage in passages:
+        terms = _terms(passage)
+        lengths.append(len(terms))
+        tf_of: dict[str, int] = {}
+        for term in terms:
+            if term in wanted:
+                tf_of[term] = tf_of.get(term, 0) + 1
+        found.append(tf_of)
+    average = sum(lengths) / len(lengths)
+    if average == 0:
+        return [0.0] * len(passages)
+    size = len(passages)
+    idf = {}
+    for term in wanted:
+        df = sum(1 for tf in found if term in tf)
+        idf[term] = math.log(1 + (size - df + 0.5) / (df + 0.5))
+    scores = []
+    for length, tf_of in zip(lengths, found):
+        norm = BM25_K1 * ((1 - BM25_B) + BM25_B * length / average)
+        score = 0.0
+        for term in query_terms:
+            tf = tf_of.get(term)
+            if tf:
+                score += idf[term] * tf / (norm + tf)
+        scores.append(score)
     return scores
 
 
@@ -122,15 +192,38 @@ def embed(texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
     return np.asarray(vectors, dtype=np.float32)
 
 
+def _nearest(similarities: np.ndarray, k: int) -> list[tuple[int, float]]:
+    k = min(k, len(similarities))
+    if k < 1:
+        return []
+    best = np.argpartition(similarities, len(similarities) - k)[-k:]  # no negated copy: 1 ms less
+    best = best[np.argsort(-similarities[best])]
+    return [(int(i), float(similarities[i])) for i in best]
+
+
 def dense_search(query_vector: np.ndarray, vectors: np.ndarray, k: int = CANDIDATES_PER_QUERY) -> list[tuple[int, float]]:
     """(row, cosine) of the ``k`` rows of ``vectors`` nearest to ``query_vector``."""
     if not len(vectors):
         return []
-    similarities = vectors @ query_vector
-    k = min(k, len(similarities))
-    best = np.argpartition(-similarities, k - 1)[:k]
-    best = best[np.argsort(-similarities[best])]
-    return [(int(i), float(similarities[i])) for i in best]
+    return _nearest(vectors @ query_vector, k)
+
+
+def dense_search_many(query_vectors: np.ndarray, vectors: np.ndarray,
+                      k: int = CANDIDATES_PER_QUERY) -> list[list[tuple[int, float]]]:
+    """:func:`dense_search` for each row of ``query_vectors``, in one pass over ``vectors``: the
+    scan is bound by reading the matrix (150 MB at 100,000 passages), not by arithmetic, so a
+    claim's four queries cost about twice what one does, not four times."""
+    query_vectors = np.asarray(query_vectors, dtype=np.float32)
+    if query_vectors.ndim == 1:
+        query_vectors = query_vectors[None, :]
+    if not len(vectors) or not len(query_vectors):
+        return [[] for _ in range(len(query_vectors))]
+    if len(query_vectors) == 1:
+        return [dense_search(query_vectors[0], vectors, k)]
+    # One matrix product, not one call per query or per block of rows: each OpenBLAS call
+    # synchronises its threads, and with the cores busy elsewhere 200 calls took 1.6 s, not 14 ms.
+    similarities = query_vectors @ vectors.T
+    return [_nearest(row, k) for row in similarities]
 
 
 @dataclass

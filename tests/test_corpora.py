@@ -199,3 +199,78 @@ def test_frequent_terms_are_left_out_of_candidate_queries_on_postgresql(factchec
     assert [Passage.objects.get(id=pid).title for pid, _ in hits] == ["Odd"]
     # A query of frequent terms only asks for all of them.
     assert len(lexical_hits([corpus], "tower city", 5)) == 4
+
+
+def test_a_claims_queries_searched_together_find_what_each_finds_alone(corpus, factcheck_project):
+    from pipeline.retrieval import embed
+
+    embed_next_batch(corpus.id, size=3)  # some vectors in the process's matrix, the rest embedded when found
+    search = corpus_search(factcheck_project)
+    queries = ["When was the Eiffel Tower completed?", "Nobel Prize in Chemistry", "potassium"]
+    vectors = list(embed(queries))
+    vectors[2] = None  # a query without an embedding: lexical candidates only
+    together = search.many(queries, vectors, 2)
+    assert len(together) == 3
+    for query, vector, found in zip(queries, vectors, together):
+        alone = search(query, vector, 2)
+        assert [(c.passage_id, c.query) for c in found] == [(c.passage_id, c.query) for c in alone]
+        assert all(np.array_equal(a.vector, b.vector) for a, b in zip(found, alone))
+    assert any("Nobel Prize in Chemistry" in c.text for c in together[1])
+    assert [c.text for c in together[2]] == ["Bananas are rich in potassium."]
+    assert all(c.vector is not None for found in together for c in found)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_passages_are_vacuumed_after_a_corpus_was_rewritten_outside_a_transaction():
+    from django.db import connection, transaction
+
+    from annotation.services.corpora import tidy_passages
+
+    if connection.vendor != "postgresql":
+        pytest.skip("VACUUM and the GIN index are PostgreSQL's")
+    with transaction.atomic():
+        tidy_passages()  # VACUUM cannot run here: the GIN index's pending list is merged instead
+    tidy_passages()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_get_last_vacuum_time('annotation_passage'::regclass) IS NOT NULL")
+        assert cursor.fetchone()[0]
+
+
+def test_a_query_of_frequent_words_only_ranks_a_bounded_number_of_matches(factcheck_project, users, data_dir,
+                                                                         django_capture_on_commit_callbacks,
+                                                                         monkeypatch):
+    from django.db import connection
+
+    from annotation import corpus_search as corpus_search_module
+    from annotation.services import corpora
+
+    if connection.vendor != "postgresql":
+        pytest.skip("frequent terms come from PostgreSQL's ts_stat")
+    monkeypatch.setattr(corpora, "FREQUENT_TERM_MIN_PASSAGES", 1)
+    docs = [{"title": f"Doc {i}", "text": f"The tower stands in city number {i}. It has {i} floors."} for i in range(4)]
+    docs.append({"title": "Odd", "text": "A bridge crosses the river near the tower."})
+    with django_capture_on_commit_callbacks(execute=True):
+        corpus = create_corpus(name="Towers", user=users["admin"], upload=upload(docs), projects=[factcheck_project])
+    corpus.refresh_from_db()
+    assert len(lexical_hits([corpus], "tower city", 5)) == 4
+    monkeypatch.setattr(corpus_search_module, "COMMON_QUERY_RANKED", 2)
+    assert len(lexical_hits([corpus], "tower city", 5)) == 2
+    assert len(lexical_hits([corpus], "tower", 5)) == 2
+    # A query with a rarer word is not capped: every passage with any of its rare words is ranked.
+    assert [Passage.objects.get(id=pid).title for pid, _ in lexical_hits([corpus], "bridge river tower", 5)] == ["Odd"]
+
+
+def test_lexemes_with_quotes_are_searched_as_themselves(factcheck_project, users, data_dir,
+                                                        django_capture_on_commit_callbacks):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL's parser makes the lexeme x.example/a'b of a URL")
+    docs = [{"title": "Link", "text": "The page http://x.example/a'b is cited."},
+            {"title": "Other", "text": "The page http://x.example/ab is cited."}]
+    with django_capture_on_commit_callbacks(execute=True):
+        corpus = create_corpus(name="Links", user=users["admin"], upload=upload(docs), projects=[factcheck_project])
+    corpus.refresh_from_db()
+    hits = lexical_hits([corpus], "http://x.example/a'b", 5)
+    assert Passage.objects.get(id=hits[0][0]).title == "Link"
+    assert hits[0][1] > max([score for _, score in hits[1:]], default=0)

@@ -207,3 +207,45 @@ def test_the_backend_is_a_setting_and_torch_is_the_fallback(monkeypatch, tmp_pat
         model = embedding_backends.load("onnx-int8")
     assert model.backend == "torch"
     assert "onnx-int8 unavailable" in caplog.text and "using torch" in caplog.text
+
+
+def _bm25s_scores(query: str, passages: list[str]) -> list[float]:
+    """What ranking computed before: a bm25s index over the candidates, searched for the query."""
+    try:
+        index = LexicalIndex(passages)
+    except ValueError:  # bm25s cannot index passages without a word between them; nothing matches
+        return [0.0] * len(passages)
+    scores = [0.0] * len(passages)
+    for number, score in index.search(query, k=len(passages)):
+        scores[number] = score
+    return scores
+
+
+def test_lexical_scores_are_the_bm25s_scores_of_the_candidates():
+    import random
+
+    rng = random.Random(5)
+    words = ("The tower Towers towering of in Paris paris 1889 built builds building it's O'Brien a an is was café "
+             "naïve x 12 3.5 e-mail Curie's prizes prize Nobel").split()
+    for _ in range(200):
+        passages = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 30))) for _ in range(rng.randint(1, 30))]
+        query = " ".join(rng.choice(words) for _ in range(rng.randint(0, 8)))
+        expected, got = _bm25s_scores(query, passages), retrieval.lexical_scores(query, passages)
+        assert np.allclose(got, expected, rtol=1e-5, atol=1e-6), (query, passages)
+    assert retrieval.lexical_scores("tower", []) == []
+    assert retrieval.lexical_scores("the of", ["the tower"]) == [0.0]  # stop words only
+
+
+def test_dense_search_many_finds_for_each_query_what_dense_search_finds():
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((5000, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    queries = vectors[[7, 4000, 4999]] + 0.01
+    many = retrieval.dense_search_many(queries, vectors, k=20)
+    for query, found in zip(queries, many):
+        single = retrieval.dense_search(query, vectors, k=20)
+        assert [row for row, _ in found] == [row for row, _ in single]
+        assert np.allclose([s for _, s in found], [s for _, s in single], atol=1e-6)
+    assert [found[0][0] for found in many] == [7, 4000, 4999]
+    assert retrieval.dense_search_many(queries, vectors[:0], k=5) == [[], [], []]
+    assert len(retrieval.dense_search_many(queries[0], vectors, k=10_000)[0]) == 5000

@@ -106,3 +106,82 @@ def test_stance_calls_of_a_claim_start_while_the_next_claims_are_still_being_ret
         result = suggest_step2(claims, search=slow_search, llm=server.config(concurrency=4))
     assert min(stance_seen) < max(searches)  # the first claim's hints were asked for before the last search
     assert all(e["stance_hint"]["label"] == "irrelevant" for c in result["claims"] for e in c["evidence"])
+
+
+def test_a_search_that_takes_many_queries_gets_each_claims_queries_in_one_call():
+    search, calls = corpus_search()
+    batches = []
+
+    def many(queries, vectors, k):
+        batches.append(list(queries))
+        return [search(q, None if vectors is None else vectors[n], k) for n, q in enumerate(queries)]
+
+    search.many = many
+    result = suggest_step2(CLAIMS, search=search)
+    assert batches == [[CLAIMS[0].text, "Eiffel Tower 1889"], [CLAIMS[1].text, "Marie Curie Nobel Prizes"]]
+    assert result["claims"][0]["evidence"][0]["text"].startswith("The Eiffel Tower was completed")
+
+
+def test_claims_are_searched_while_the_model_writes_their_questions_and_calls_stay_within_the_concurrency():
+    import threading
+    import time
+
+    search, _ = corpus_search()
+    searched = []
+    asked = []
+    lock = threading.Lock()
+
+    def timed_search(query, vector, k):
+        searched.append((query, time.monotonic()))
+        return search(query, vector, k)
+
+    def answer(request):
+        message = last_user_message(request)
+        if "Questions:" in message:
+            with lock:
+                asked.append(time.monotonic())
+            return '["When was it completed?"]'
+        return "irrelevant"
+
+    claims = [ClaimToCheck(f"sentence{i}/0", f"{CLAIMS[i % 2].text[:-1]} ({i}).") for i in range(5)]
+    delay = 0.3
+    with FakeLLMServer(answer, delay=delay) as server:
+        result = suggest_step2(claims, search=timed_search, llm=server.config(concurrency=3))
+    claim_searches = [t for q, t in searched if q in {c.text for c in claims}]
+    question_searches = [t for q, t in searched if q == "When was it completed?"]
+    assert len(claim_searches) == 5 and len(question_searches) == 5
+    # Every claim was searched before the first questions could have come back.
+    assert max(claim_searches) < min(asked) + delay <= min(question_searches)
+    assert server.max_in_flight <= 3  # question and stance calls share one pool of llm.concurrency
+    assert all(e["stance_hint"]["label"] == "irrelevant" for c in result["claims"] for e in c["evidence"])
+    assert [c["key"] for c in result["claims"]] == [c.key for c in claims]  # in the claims' order
+
+
+def test_a_claim_whose_questions_are_in_is_retrieved_before_the_other_claims_are_searched():
+    """Searching slower than the model answers: claim 0's questions are searched (and its stance
+    calls start) before claims 2 and 3 are searched at all, instead of after every claim's first query."""
+    import re
+    import time
+
+    search, _ = corpus_search()
+    order = []
+
+    def slow_search(query, vector, k):
+        order.append(query)
+        time.sleep(0.3)  # longer than the model takes, with the client's first connection
+        return search(query, vector, k)
+
+    def answer(request):
+        message = last_user_message(request)
+        if "Questions:" in message:
+            number = re.findall(r"\((\d)\)", message.split("Statement:")[-1])[0]
+            return f'["Question {number}?"]'
+        return "irrelevant"
+
+    claims = [ClaimToCheck(f"sentence{i}/0", f"{CLAIMS[i % 2].text[:-1]} ({i}).") for i in range(4)]
+    with FakeLLMServer(answer, delay=0.01) as server:
+        result = suggest_step2(claims, search=slow_search, llm=server.config(concurrency=4))
+    assert order.index("Question 0?") < order.index(claims[2].text)
+    assert order == [claims[0].text, "Question 0?", claims[1].text, "Question 1?", claims[2].text, "Question 2?",
+                     claims[3].text, "Question 3?"]
+    assert [c["queries"]["queries"] for c in result["claims"]] == [[c.text, f"Question {i}?"] for i, c in enumerate(claims)]
