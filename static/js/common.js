@@ -245,6 +245,11 @@ const Workbench = (() => {
       completenessEl: byId("completeness"), submitButton: byId("submit"), keysEl: byId("keys")};
   }
 
+  /* What a consolidation page is handed about the annotators' answers (empty on an annotator's). */
+  function theirAnswers(state) {
+    return {disagreed: new Set(state.disagreed || []), annotations: state.annotations || [], alignment: state.alignment || []};
+  }
+
   // -- widgets the annotation pages share ----------------------------------------------------
 
   const classes = (...names) => names.filter(Boolean).join(" ");
@@ -283,5 +288,5 @@ const Workbench = (() => {
   }
 
   return {el, api, saver, activityClock, csrfToken, submitAndContinue, listenForKeys, firstDisagreement, showReadOnly,
-    pageParts, classes, keyName, choices, suggested, theirBox, compareRow};
+    pageParts, theirAnswers, classes, keyName, choices, suggested, theirBox, compareRow};
 })();

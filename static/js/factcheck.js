@@ -98,9 +98,7 @@ const FactcheckStep1 = (() => {
     const sentences = (state.payload.sentences || []).map(blankSentence);
     const hints = (state.suggestion && state.suggestion.sentences) || [];
     const provenance = state.provenance || {};
-    const disagreed = new Set(state.disagreed || []);
-    const annotations = state.annotations || [];
-    const alignment = state.alignment || [];
+    const {disagreed, annotations, alignment} = Workbench.theirAnswers(state);
 
     const listEl = document.getElementById("sentences");
     const {editorEl, statusEl, errorsEl, completenessEl, submitButton, keysEl} = Workbench.pageParts();

@@ -114,9 +114,7 @@ const FactcheckStep2 = (() => {
     const answers = claims.map((claim, i) => blankClaim(claim, (state.payload.claims || [])[i]));
     const provenance = state.provenance || {};
     const previous = state.previous || null;
-    const disagreed = new Set(state.disagreed || []);
-    const annotations = state.annotations || [];
-    const alignment = state.alignment || [];
+    const {disagreed, annotations, alignment} = Workbench.theirAnswers(state);
 
     const listEl = document.getElementById("claims");
     const {editorEl, statusEl, errorsEl, completenessEl, submitButton, keysEl} = Workbench.pageParts();

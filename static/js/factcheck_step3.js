@@ -59,8 +59,7 @@ const FactcheckStep3 = (() => {
     let response = state.payload.response ?? null;
     const original = state.response || content.map((s) => s.text).join(" ");
     const suggestion = state.suggestion || {};
-    const disagreed = new Set(state.disagreed || []);
-    const annotations = state.annotations || [];
+    const {disagreed, annotations} = Workbench.theirAnswers(state);
     const listEl = document.getElementById("sentences");
     const {editorEl, statusEl, errorsEl, completenessEl, submitButton, keysEl} = Workbench.pageParts();
     const clock = Workbench.activityClock();
