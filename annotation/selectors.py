@@ -55,6 +55,21 @@ def can_consolidate(user, project: Project) -> bool:
     return bool(user_roles(user, project) & {Role.ADMIN, Role.CONSOLIDATOR})
 
 
+def annotated_by(stage_id: int, user) -> bool:
+    """Whether ``user`` annotated the item-stage (as annotator or third rater): they must not
+    consolidate it, or the gold record would side with one of its own answers."""
+    return Assignment.objects.filter(item_stage_id=stage_id, user=user).exists()
+
+
+def consolidators_who_annotate(project: Project) -> tuple[int, int]:
+    """(users who can consolidate, how many of them also annotate) in the project."""
+    roles: dict[int, set[str]] = defaultdict(set)
+    for user_id, role in Membership.objects.filter(project=project).values_list("user_id", "role"):
+        roles[user_id].add(role)
+    able = [u for u, r in roles.items() if r & {Role.ADMIN, Role.CONSOLIDATOR}]
+    return len(able), sum(Role.ANNOTATOR in roles[u] for u in able)
+
+
 def can_create_projects(user) -> bool:
     return user.is_authenticated and (user.is_staff or user.is_superuser)
 
@@ -170,8 +185,11 @@ def consolidation_annotations(consolidation: Consolidation) -> list[dict]:
     ]
 
 
-def next_consolidation(project: Project, after_id: int | None = None) -> Consolidation | None:
+def next_consolidation(project: Project, after_id: int | None = None, user=None) -> Consolidation | None:
+    """The next open consolidation, skipping items ``user`` annotated."""
     open_ones = consolidations_for_project(project, ConsolidationStatus.OPEN)
+    if user is not None:
+        open_ones = open_ones.exclude(item_stage__assignments__user=user)
     if after_id is not None:
         later = open_ones.filter(id__gt=after_id).first()
         if later:

@@ -96,6 +96,8 @@ def project_detail(request, project_id):
     if context["can_consolidate"]:
         context["consolidations"] = selectors.consolidation_counts(project)
         context["waiting_without_rater"] = selectors.waiting_without_third_rater(project).count()
+        able, annotating = selectors.consolidators_who_annotate(project)
+        context["every_consolidator_annotates"] = able > 0 and annotating == able
     if Role.ANNOTATOR in roles:
         context["my_assignments"] = selectors.assignments_for_user(project, request.user)
         context["my_progress"] = selectors.user_progress(project, request.user)
@@ -400,7 +402,7 @@ def consolidation_list(request, project_id):
 @login_required
 def next_consolidation(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
-    consolidation = selectors.next_consolidation(project, after_param(request))
+    consolidation = selectors.next_consolidation(project, after_param(request), request.user)
     if consolidation is None:
         messages.info(request, "No open consolidations left.")
         return redirect("annotation:consolidations", project_id=project.id)
@@ -410,6 +412,7 @@ def next_consolidation(request, project_id):
 def consolidation_for(request, consolidation_id) -> Consolidation:
     consolidation = get_object_or_404(Consolidation.objects.select_related("item_stage__item__project"), pk=consolidation_id)
     project_for(request, consolidation.item_stage.item.project_id, {Role.ADMIN, Role.CONSOLIDATOR})
+    consolidation_services.check_not_annotator(consolidation, request.user)
     return consolidation
 
 

@@ -386,6 +386,7 @@ class ConsolidationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         consolidation = super().get_object()
         if not selectors.can_consolidate(self.request.user, consolidation.item_stage.item.project):
             raise NotFound()
+        consolidation_services.check_not_annotator(consolidation, self.request.user)
         return consolidation
 
     @extend_schema(request=serializers.ConsolidationWriteSerializer,

@@ -213,3 +213,33 @@ def test_a_waiting_project_warns_when_nobody_can_be_the_third_rater(factcheck_pr
     page = logged_in("admin").get(f"/projects/{factcheck_project.id}/").content.decode()
     assert "1 waiting for a third rater" in page.replace("<b>", "").replace("</b>", "")
     assert "no annotator of the project is free" in page
+
+
+def test_nobody_consolidates_an_item_they_annotated(factcheck_project, users, make_user, clients, client):
+    """Issue 10: a user who is annotator and consolidator never gets a consolidation of an item
+    they annotated (page, next link, API), and the project page warns when everyone who can
+    consolidate also annotates."""
+    add_member(project=factcheck_project, user=users["carol"], role=Role.ANNOTATOR)
+    add_member(project=factcheck_project, user=users["bob"], role=Role.CONSOLIDATOR)
+    mine = step2_item(factcheck_project, "carol's")  # alice and bob are least loaded: they get it
+    submit_all(mine, [{"claims": [answer([CS, RE])]}, {"claims": [answer([RE, CS])]}])
+    consolidation = mine.consolidation
+    bob = sorted(mine.assignments.values_list("user__username", flat=True))
+    assert "bob" in bob
+    url = f"/api/consolidations/{consolidation.id}/"
+    assert clients["bob"].get(url).status_code == 403
+    assert clients["bob"].put(url, {"payload": {"claims": [answer([CS, RE])]}, "version": consolidation.version,
+                                    "submit": True}, format="json").status_code == 403
+    assert clients["bob"].post(url + "discard/", {"reason": "x"}, format="json").status_code == 403
+    assert clients["carol"].get(url).status_code == 200  # carol did not annotate this one
+    client.force_login(users["bob"])
+    assert client.get(f"/consolidations/{consolidation.id}/").status_code == 403
+    response = client.get(f"/projects/{factcheck_project.id}/consolidations/next/")
+    assert response.status_code == 302 and f"/consolidations/{consolidation.id}/" not in response["Location"]
+    consolidation.refresh_from_db()
+    assert consolidation.status == ConsolidationStatus.OPEN
+
+    client.force_login(users["admin"])
+    assert "Everyone who can consolidate" not in client.get(f"/projects/{factcheck_project.id}/").content.decode()
+    add_member(project=factcheck_project, user=users["admin"], role=Role.ANNOTATOR)  # admin, carol, bob all annotate now
+    assert "Everyone who can consolidate" in client.get(f"/projects/{factcheck_project.id}/").content.decode()

@@ -1,10 +1,12 @@
 """Consolidation: from two (or more) submitted annotations to one gold record."""
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from annotation.exceptions import DomainError, VersionConflict
 from annotation.kinds import get_kind
 from annotation.models import (
     Annotation,
+    Assignment,
     AssignmentRole,
     AssignmentStatus,
     Consolidation,
@@ -55,6 +57,12 @@ def open_consolidation_if_complete(stage: ItemStage) -> Consolidation | None:
     return consolidation
 
 
+def check_not_annotator(consolidation: Consolidation, user) -> None:
+    """Nobody consolidates an item they annotated (a 403, not a 400: it is about who asks)."""
+    if user is not None and Assignment.objects.filter(item_stage_id=consolidation.item_stage_id, user=user).exists():
+        raise PermissionDenied("you annotated this item: another consolidator consolidates it")
+
+
 def lock_open_consolidation(consolidation: Consolidation, version: int | None) -> Consolidation:
     """Lock the item-stage, then the consolidation: the order the last submission of an item
     takes them in (it opens the consolidation), so neither waits for the other in a cycle."""
@@ -92,6 +100,7 @@ def save_consolidation(*, consolidation: Consolidation, user, payload, version: 
     ``draft_rows`` (optional) records which alignment row each unit of the draft came from, so
     the page links a rewritten claim to its annotators' claims again after a reload.
     """
+    check_not_annotator(consolidation, user)
     with transaction.atomic():
         consolidation = lock_open_consolidation(consolidation, version)
         stage = consolidation.item_stage
@@ -125,6 +134,7 @@ def save_consolidation(*, consolidation: Consolidation, user, payload, version: 
 
 def discard_item_stage(*, consolidation: Consolidation, user, reason: str) -> Consolidation:
     """Discard an item the annotators cannot agree on, as the Factcheck-Bench paper does."""
+    check_not_annotator(consolidation, user)
     if not reason or not reason.strip():
         raise DomainError("a reason is required to discard an item")
     with transaction.atomic():

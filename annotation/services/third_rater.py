@@ -71,8 +71,9 @@ def escalate(*, consolidation: Consolidation, user, reason: str) -> Consolidatio
     reason = (reason or "").strip()
     if not reason:
         raise DomainError("a reason is required to ask for a third rater")
-    from .consolidation import lock_open_consolidation
+    from .consolidation import check_not_annotator, lock_open_consolidation
 
+    check_not_annotator(consolidation, user)
     with transaction.atomic():
         consolidation = lock_open_consolidation(consolidation, None)
         stage = consolidation.item_stage
