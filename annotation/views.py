@@ -28,6 +28,7 @@ from annotation.models import (
     ImportJobState,
     Item,
     ItemStage,
+    Membership,
     Project,
     Role,
     StageStatus,
@@ -96,6 +97,8 @@ def project_detail(request, project_id):
     if context["can_consolidate"]:
         context["consolidations"] = selectors.consolidation_counts(project)
         context["waiting_without_rater"] = selectors.waiting_without_third_rater(project).count()
+        annotators = selectors.members(project).filter(role=Role.ANNOTATOR).count()
+        context["too_few_annotators"] = (annotators, project.annotators_per_item) if annotators < project.annotators_per_item else None
         able, annotating = selectors.consolidators_who_annotate(project)
         context["every_consolidator_annotates"] = able > 0 and annotating == able
     if Role.ANNOTATOR in roles:
@@ -223,6 +226,16 @@ def recent_imports(project: Project) -> list[dict]:
 @require_POST
 def project_members(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN})
+    if request.POST.get("remove"):
+        membership = get_object_or_404(Membership, project=project, pk=parse_natural(request.POST["remove"]) or 0)
+        try:
+            project_services.remove_member(project=project, user=membership.user, role=membership.role)
+        except DomainError as exc:
+            messages.error(request, f"Not removed: {exc}.")
+        else:
+            messages.success(request, f"{membership.user.username} is no longer {membership.role}"
+                             + ("; their open assignments went to the other annotators." if membership.role == Role.ANNOTATOR else "."))
+        return redirect("annotation:project", project_id=project.id)
     form = MemberForm(request.POST)
     if form.is_valid():
         project_services.add_member(project=project, user=form.cleaned_data["user"], role=form.cleaned_data["role"])

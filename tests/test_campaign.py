@@ -116,3 +116,35 @@ def test_an_assignment_started_by_its_annotator_keeps_its_status(felm_items, use
     save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=False)
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.IN_PROGRESS
+
+
+def test_removing_an_annotator_gives_their_open_work_to_the_others_and_keeps_what_they_submitted(
+        felm_items, users, make_user, logged_in):
+    project = felm_items[0].project
+    add_member(project=project, user=make_user("dave"), role="annotator")
+    done = Assignment.objects.get(user=users["bob"], item_stage__item=felm_items[0])
+    save_annotation(assignment=done, payload={"segments": [segment(True)] * 3}, version=0, submit=True)
+    from annotation.models import Membership
+
+    membership = Membership.objects.get(project=project, user=users["bob"], role="annotator")
+    client = logged_in("admin")
+    response = client.post(f"/projects/{project.id}/members/", {"remove": membership.id}, follow=True)
+    assert "went to the other annotators" in response.content.decode()
+    bobs = Assignment.objects.filter(user=users["bob"], item_stage__item__project=project)
+    assert list(bobs) == [done]  # the submitted one stays
+    for item in felm_items[1:]:  # the others went to dave, who was free
+        assert sorted(Assignment.objects.filter(item_stage__item=item).values_list("user__username", flat=True)) == ["alice", "dave"]
+
+
+def test_the_last_admin_stays_and_too_few_annotators_are_warned_about(felm_project, users, logged_in):
+    from annotation.models import Membership
+
+    admin = Membership.objects.get(project=felm_project, user=users["admin"], role="admin")
+    client = logged_in("admin")
+    response = client.post(f"/projects/{felm_project.id}/members/", {"remove": admin.id}, follow=True)
+    assert "Not removed: a project needs an admin" in response.content.decode()
+    assert Membership.objects.filter(pk=admin.pk).exists()
+    assert "Items need 2 annotators each" not in response.content.decode()
+    alice = Membership.objects.get(project=felm_project, user=users["alice"], role="annotator")
+    page = client.post(f"/projects/{felm_project.id}/members/", {"remove": alice.id}, follow=True).content.decode()
+    assert "Items need 2 annotators each, but the project has 1" in page

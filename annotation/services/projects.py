@@ -164,8 +164,24 @@ def add_member(*, project: Project, user, role: str) -> Membership:
     return membership
 
 
+@transaction.atomic
 def remove_member(*, project: Project, user, role: str) -> int:
+    """Take a role from a member. An annotator's open assignments (not submitted) go back to
+    the pool and on to the other annotators, balanced; their submitted work stays. A project
+    keeps at least one admin."""
+    if role == Role.ADMIN and not Membership.objects.filter(project=project, role=Role.ADMIN).exclude(user=user).exists():
+        from annotation.exceptions import DomainError
+
+        raise DomainError("a project needs an admin: make someone else admin first")
     deleted, _ = Membership.objects.filter(project=project, user=user, role=role).delete()
+    if deleted and role == Role.ANNOTATOR:
+        from annotation.models import Assignment, AssignmentStatus
+
+        from .assignments import assign_open_stages
+
+        Assignment.objects.filter(item_stage__item__project=project, user=user).exclude(
+            status=AssignmentStatus.SUBMITTED).delete()
+        assign_open_stages(project)
     return deleted
 
 
