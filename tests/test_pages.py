@@ -252,3 +252,8 @@ def test_home_shows_consolidators_what_waits_for_them(logged_in, felm_items):
     page = logged_in("carol").get("/").content.decode()
     assert "0 waiting for consolidation · 0 gold" in page
     assert "waiting for consolidation" not in logged_in("alice").get("/").content.decode()
+
+
+def test_discarding_on_the_page_asks_for_confirmation(logged_in, open_consolidation):
+    page = logged_in("carol").get(f"/consolidations/{open_consolidation.id}/").content.decode()
+    assert 'class="discard"' in page and "return confirm('Discard this item?" in page
