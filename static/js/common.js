@@ -245,6 +245,16 @@ const Workbench = (() => {
       completenessEl: byId("completeness"), submitButton: byId("submit"), keysEl: byId("keys")};
   }
 
+  /* Before a submit: the first unit that still lacks something (``lacking[i]``: what unit i
+   * lacks), as one error that also says how many others do; null when all are done. */
+  function incomplete(lacking, unitName, path) {
+    const first = lacking.findIndex((lacks) => lacks.length);
+    if (first < 0) return null;
+    const others = lacking.filter((lacks, k) => k !== first && lacks.length).length;
+    return {index: first, error: {field: `${path}[${first}]`, message: `still to do: ${lacking[first].join("; ")}`
+      + (others ? ` (and ${others} more ${unitName}${others === 1 ? "" : "s"} not done)` : "")}};
+  }
+
   /* What a consolidation page is handed about the annotators' answers (empty on an annotator's). */
   function theirAnswers(state) {
     return {disagreed: new Set(state.disagreed || []), annotations: state.annotations || [], alignment: state.alignment || []};
@@ -288,5 +298,5 @@ const Workbench = (() => {
   }
 
   return {el, api, saver, activityClock, csrfToken, submitAndContinue, listenForKeys, firstDisagreement, showReadOnly,
-    pageParts, theirAnswers, classes, keyName, choices, suggested, theirBox, compareRow};
+    pageParts, theirAnswers, incomplete, classes, keyName, choices, suggested, theirBox, compareRow};
 })();

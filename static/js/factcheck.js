@@ -524,12 +524,10 @@ const FactcheckStep1 = (() => {
 
     async function submit() {
       if (readOnly) return;
-      const first = sentences.findIndex((s) => missing(s).length);
-      if (first >= 0) {
-        select(first);
-        const others = sentences.filter((s, k) => k !== first && missing(s).length).length;
-        errors = [{field: `sentences[${first}]`, message: `still to do: ${missing(sentences[first]).join("; ")}`
-          + (others ? ` (and ${others} more sentence${others === 1 ? "" : "s"} not done)` : "")}];
+      const todo = Workbench.incomplete(sentences.map(missing), "sentence", "sentences");
+      if (todo) {
+        select(todo.index);
+        errors = [todo.error];
         renderErrors();
         renderList();
         return;

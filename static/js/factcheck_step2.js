@@ -563,12 +563,10 @@ const FactcheckStep2 = (() => {
 
     async function submit() {
       if (readOnly) return;
-      const first = claims.findIndex((c, i) => missing(c, answers[i]).length);
-      if (first >= 0) {
-        select(first);
-        const others = claims.filter((c, i) => i !== first && missing(c, answers[i]).length).length;
-        errors = [{field: `claims[${first}]`, message: `still to do: ${missing(claims[first], answers[first]).join("; ")}`
-          + (others ? ` (and ${plural(others, "more claim")} not done)` : "")}];
+      const todo = Workbench.incomplete(claims.map((c, i) => missing(c, answers[i])), "claim", "claims");
+      if (todo) {
+        select(todo.index);
+        errors = [todo.error];
         renderErrors();
         renderList();
         return;
