@@ -1,7 +1,8 @@
 """Inter-annotator agreement (DESIGN.md §8), computed on plain data.
 
-Nominal data only. Each metric is checked in the tests against the reference
-implementations (scikit-learn's ``cohen_kappa_score``, the ``krippendorff`` package).
+Nominal data, and Krippendorff's α with the ordinal metric too where a field's labels are
+ordered (importance: yes, intermediate, no). Each metric is checked in the tests against the
+reference implementations (scikit-learn's ``cohen_kappa_score``, the ``krippendorff`` package).
 A metric that is undefined on the data (e.g. κ when both annotators only ever used one
 label) is reported as ``None`` rather than a made-up number.
 """
@@ -64,6 +65,39 @@ def _alpha_from_counts(counts: np.ndarray) -> float | None:
     return float(1 - (n - 1) * (n - observed_same) / expected_diff)
 
 
+def krippendorff_alpha_ordinal(ratings: Ratings, order: list[str]) -> float | None:
+    """Krippendorff's α with the ordinal metric; ``order`` lists the labels from one end of the
+    scale to the other (labels not in it are an error)."""
+    index = {label: i for i, label in enumerate(order)}
+    units = [values for values in ratings.values() if len(values) >= 2]
+    counts = np.zeros((len(units), len(order)), dtype=np.float64)
+    for row, values in enumerate(units):
+        for value in values.values():
+            counts[row, index[str(value)]] += 1
+    return _alpha_ordinal_from_counts(counts)
+
+
+def _alpha_ordinal_from_counts(counts: np.ndarray) -> float | None:
+    """α = 1 − (n − 1) Σ o_ck δ²_ck / Σ n_c n_k δ²_ck over the coincidence matrix o, with the
+    ordinal distance δ_ck = Σ_{g=c..k} n_g − (n_c + n_k) / 2 (Krippendorff 2011)."""
+    if counts.size == 0:
+        return None
+    m = counts.sum(axis=1)
+    coincidences = np.einsum("uc,uk->ck", counts / (m - 1)[:, None], counts) - np.diag((counts / (m - 1)[:, None]).sum(axis=0))
+    n_c = coincidences.sum(axis=1)
+    n = n_c.sum()
+    cumulative = np.concatenate([[0.0], np.cumsum(n_c)])
+    size = len(n_c)
+    delta = np.zeros((size, size))
+    for c in range(size):
+        for k in range(c, size):
+            delta[c, k] = delta[k, c] = (cumulative[k + 1] - cumulative[c] - (n_c[c] + n_c[k]) / 2) ** 2
+    expected = (np.outer(n_c, n_c) * delta).sum()
+    if expected == 0:
+        return None
+    return float(1 - (n - 1) * (coincidences * delta).sum() / expected)
+
+
 def _fleiss_from_counts(counts: np.ndarray) -> float | None:
     if counts.size == 0:
         return None
@@ -104,15 +138,18 @@ def confusion_matrix(first: list, second: list, labels: list[str]) -> np.ndarray
     return matrix
 
 
-def field_agreement(ratings: Ratings, labels: list[str] | None = None) -> dict:
-    """All agreement numbers for one field, from one pass over the ratings.
+def field_agreement(ratings: Ratings, labels: list[str] | None = None, ordinal: bool = False) -> dict:
+    """All agreement numbers for one field, from one pass over the ratings. ``labels`` fixes
+    the labels' order (matrices, and the scale of an ``ordinal`` field, which adds α with the
+    ordinal metric).
 
     ``ratings`` maps a unit to {rater: value} in assignment order; the first two raters of a
     unit are "annotator A" and "annotator B" for Cohen's κ and the confusion matrix, as is
     usual when pairs of annotators rotate over items.
     """
     units = [values for values in ratings.values() if len(values) >= 2]
-    categories = labels or sorted({str(value) for values in units for value in values.values()})
+    seen = {str(value) for values in units for value in values.values()}
+    categories = [*labels, *sorted(seen - set(labels))] if labels else sorted(seen)
     index = {c: i for i, c in enumerate(categories)}
     counts = np.zeros((len(units), len(categories)), dtype=np.float64)
     first = np.empty(len(units), dtype=np.int64)
@@ -130,6 +167,7 @@ def field_agreement(ratings: Ratings, labels: list[str] | None = None) -> dict:
         "cohen_kappa": _kappa_from_confusion(matrix),
         "fleiss_kappa": _fleiss_from_counts(counts),
         "krippendorff_alpha": _alpha_from_counts(counts),
+        **({"krippendorff_alpha_ordinal": _alpha_ordinal_from_counts(counts)} if ordinal and labels else {}),
         "confusion_matrix": {"labels": categories, "rows_annotator_a_columns_annotator_b": matrix.tolist()},
         "pairs": pair_agreement(units),
     }

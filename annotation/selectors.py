@@ -404,7 +404,8 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
     usernames = dict(User.objects.filter(id__in=items_by_user).values_list("id", "username"))
     fields = {}
     for name, label in agreement_fields.items():
-        result = agreement.field_agreement(per_field[name])
+        order = kind.ordinal_fields.get(name)
+        result = agreement.field_agreement(per_field[name], labels=list(order) if order else None, ordinal=bool(order))
         for pair in result["pairs"]:
             pair["raters"] = [usernames.get(r, str(r)) for r in pair["raters"]]
         result["label"] = label

@@ -148,3 +148,37 @@ def _assignments_by_stage(project):
     for assignment in Assignment.objects.filter(item_stage__item__project=project).select_related("user").order_by("id"):
         grouped.setdefault(assignment.item_stage_id, []).append(assignment)
     return grouped.values()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_ordinal_krippendorff_alpha_matches_the_krippendorff_package(seed):
+    order = ["yes", "intermediate", "no"]
+    ratings = random_ratings(seed, labels=tuple(order))
+    expected = krippendorff.alpha(reliability_data=reliability_matrix(ratings, 4, order), level_of_measurement="ordinal")
+    assert agreement.krippendorff_alpha_ordinal(ratings, order) == pytest.approx(expected, abs=1e-12)
+    result = agreement.field_agreement(ratings, labels=order, ordinal=True)
+    assert result["krippendorff_alpha_ordinal"] == pytest.approx(expected, abs=1e-12)
+    assert result["confusion_matrix"]["labels"] == order  # the scale's order, not the alphabet's
+    assert "krippendorff_alpha_ordinal" not in agreement.field_agreement(ratings)
+
+
+@pytest.mark.django_db
+def test_the_agreement_page_shows_importance_in_order_with_the_ordinal_alpha(factcheck_project, users, client):
+    from annotation.models import Annotation, ItemStage, StageStatus
+
+    def sentence(importance):
+        return {"decontext": "A is B.", "importance": importance, "checkworthy": "yes",
+                "claims": [{"text": "A is B.", "category": "factual", "importance": importance}]}
+
+    for n, (a, b) in enumerate([("yes", "intermediate"), ("no", "no"), ("yes", "yes"), ("intermediate", "no")]):
+        item = factcheck_project.items.create(prompt="p", response="A is B.", external_id=str(n))
+        stage = ItemStage.objects.create(item=item, stage=1, status=StageStatus.CONSOLIDATING, content={"sentences": ["A is B."]})
+        for name, value in (("alice", a), ("bob", b)):
+            assignment = Assignment.objects.create(item_stage=stage, user=users[name], status="submitted")
+            Annotation.objects.create(assignment=assignment, payload={"sentences": [sentence(value)]}, submitted=True)
+    client.force_login(users["carol"])
+    page = client.get(f"/projects/{factcheck_project.id}/agreement/").content.decode()
+    section = page[page.index('data-field="sentence_importance"'):]
+    section = section[:section.index("</section>")]
+    assert "Krippendorff's α (ordinal)" in section
+    assert section.index(">yes<") < section.index(">intermediate<") < section.index(">no<")

@@ -109,6 +109,9 @@ class KindSpec:
     # formats whose file is one JSON document (an object or a list of them), not JSONL
     document_formats: tuple[str, ...] = ()
     export_formats: tuple[str, ...] = ()
+    # fields whose labels are ordered (field → labels from one end to the other): shown in that
+    # order, with Krippendorff's α for ordinal data beside the nominal one
+    ordinal_fields: dict[str, tuple[str, ...]] = {}
     # field name → human label; the agreement page reports these fields in this order
     # (kinds whose stages ask different things override agreement_fields_for)
     agreement_fields: dict[str, str] = {}

@@ -34,6 +34,7 @@ class FactcheckKind(KindSpec):
     document_formats = ("factcheck-tool",)
     export_formats = ("factcheck-bench", "factcheck-subtasks")
     archive_formats = ("factcheck-subtasks",)
+    ordinal_fields = {"sentence_importance": SENTENCE_IMPORTANCE, "claim_importance": CLAIM_IMPORTANCE}
     export_later_stages = (2, 3)
     # the metadata holds the released evidence again (for retrieval), which no export writes
     export_reads_metadata = False
