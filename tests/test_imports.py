@@ -97,12 +97,18 @@ def test_labels_as_gold_makes_gold_records_without_assignments(felm_project):
     assert gold.item_stage.status == StageStatus.DONE
 
 
-def test_labels_as_suggestion_prefills_the_annotators_form(felm_project, clients, users):
-    line = felm_line(1, ["A.", "B."], labels=[True, False], comment=["", "why"], type=[None, "fooled"])
+def test_labels_as_suggestion_are_hints_never_selected(felm_project, clients, users, client):
+    """Issue 10: a pre-selected label left untouched would count as the annotator's, and two
+    annotators would "agree" with the machine rather than with each other."""
+    line = felm_line(1, ["A.", "B."], labels=[True, False], comment=["", "why <b>"], type=[None, "fooled"])
     import_jsonl(felm_project, jsonl([line]), fmt="felm", labels_as="suggestion")
     assignment = users["alice"].assignments.get()
     state = clients["alice"].get(f"/api/assignments/{assignment.id}/annotation/").json()
-    assert state["payload"]["segments"][1]["error_type"] == "fooled"
+    assert state["payload"]["segments"] == [{"label": None, "error_type": None, "comment": "", "refs": []}] * 2
+    assert assignment.item_stage.suggestion["segments"][1]["error_type"] == "fooled"
+    client.force_login(users["alice"])
+    page = client.get(f"/assignments/{assignment.id}/").content.decode()
+    assert "felm.js" in page and '"suggestion": {"segments"' in page and "why \\u003Cb\\u003E" in page
 
 
 def test_labels_as_gold_needs_labels(felm_project):

@@ -115,8 +115,8 @@ class FelmKind(KindSpec):
     # -- annotation payloads ----------------------------------------------------------------
 
     def empty_payload(self, stage: int, content: dict, suggestion: dict | None) -> dict:
-        if suggestion:
-            return suggestion
+        """Nothing pre-selected: suggestions are shown beside the choices (felm.js), as on the
+        Factcheck-Bench pages; a label left as suggested would count as the annotator's."""
         return {"segments": [empty_segment() for _ in content.get("segments", [])]}
 
     def validate_payload(self, stage: int, content: dict, payload: Any, *, complete: bool) -> dict:

@@ -22,6 +22,8 @@ const FelmAnnotate = (() => {
     const submitButton = document.getElementById("submit");
     const clock = Workbench.activityClock();
     let currentIndex = 0;
+    // Where the suggestions came from (the provenance the import or the pipeline recorded).
+    const SOURCE = (state.provenance || {}).suggestion === "import:labels" ? "the imported labels" : "the machine";
 
     const saver = Workbench.saver({
       url: state.api_url,
@@ -91,6 +93,16 @@ const FelmAnnotate = (() => {
       }));
     }
 
+    /* The suggestion for a segment, beside the choices, never selected. */
+    function hint(index) {
+      const suggested = state.suggestion?.segments?.[index];
+      if (!suggested || suggested.label === null || suggested.label === undefined || consolidation) return null;
+      const what = suggested.label ? "Correct" : `Contains an error${suggested.error_type ? ` (${TYPE_LABEL[suggested.error_type] || suggested.error_type})` : ""}`;
+      return el("div", {className: "felm-hint"},
+        Workbench.suggested(what, (v) => v, `suggested by ${SOURCE}: not selected for you`),
+        suggested.comment ? el("span", {className: "felm-hint-reason"}, ` reason: ${suggested.comment}`) : null);
+    }
+
     function renderSegment(index) {
       const segment = segments[index];
       const field = (name) => (disagreed.has(`segments[${index}].${name}`) ? "disagree" : "");
@@ -109,6 +121,7 @@ const FelmAnnotate = (() => {
 
       const node = el("li", {className: "segment", "data-index": index, onclick: () => select(index)},
         el("p", {className: "segment-text"}, state.content.segments[index]),
+        hint(index),
         comparison(index),
         el("div", {className: `choice ${field("label")}`},
           el("button", {type: "button", className: "label-correct", "aria-pressed": segment.label === true ? "true" : "false", disabled: readOnly,
