@@ -257,3 +257,11 @@ def test_home_shows_consolidators_what_waits_for_them(logged_in, felm_items):
 def test_discarding_on_the_page_asks_for_confirmation(logged_in, open_consolidation):
     page = logged_in("carol").get(f"/consolidations/{open_consolidation.id}/").content.decode()
     assert 'class="discard"' in page and "return confirm('Discard this item?" in page
+
+
+def test_queues_name_items_not_assignment_ids_and_the_site_has_a_favicon(logged_in, felm_items):
+    page = logged_in("alice").get(f"/projects/{felm_items[0].project_id}/").content.decode()
+    queue = page[page.index("Your queue"):]
+    queue = queue[:queue.index("</table>")]
+    assert "<th>Item</th><th>Step</th>" in queue and f"<td>{felm_items[0].external_id}</td>" in queue
+    assert "favicon.svg" in page
