@@ -24,6 +24,18 @@ class ProjectForm(forms.Form):
     guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False, help_text="Markdown")
 
 
+class ProjectEditForm(forms.Form):
+    """A project's settings after creation; the pipeline settings as JSON, keys masked (a masked
+    key keeps the stored one while its base URL stays; only staff change the endpoints)."""
+
+    name = forms.CharField(max_length=200)
+    annotators_per_item = forms.IntegerField(min_value=1, max_value=10)
+    third_rater = forms.ChoiceField(choices=ThirdRater.choices, label="Third rater")
+    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 10}), required=False, help_text="Markdown")
+    pipeline_settings = forms.JSONField(widget=forms.Textarea(attrs={"rows": 8}), required=False,
+                                        help_text="JSON: segmentation, passages, embeddings, revision; llm and web_search (staff only)")
+
+
 class UploadField(forms.FileField):
     """A file no larger than ``IMPORT_MAX_UPLOAD_BYTES``, refused with a readable message."""
 

@@ -9,6 +9,7 @@ urlpatterns = [
     path("projects/new/", views.project_create, name="project-create"),
     path("projects/<int:project_id>/", views.project_detail, name="project"),
     path("projects/<int:project_id>/guidelines/", views.guidelines, name="guidelines"),
+    path("projects/<int:project_id>/settings/", views.project_edit, name="project-edit"),
     path("projects/<int:project_id>/import/", views.project_import, name="project-import"),
     path("projects/<int:project_id>/members/", views.project_members, name="project-members"),
     path("projects/<int:project_id>/corpora/", views.project_corpus_upload, name="project-corpora"),

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
@@ -17,7 +18,16 @@ from django.views.decorators.http import require_POST
 
 from annotation import exports, selectors
 from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
-from annotation.forms import CorpusForm, DiscardForm, EscalateForm, ImportForm, MemberForm, ProjectForm, SplitForm
+from annotation.forms import (
+    CorpusForm,
+    DiscardForm,
+    EscalateForm,
+    ImportForm,
+    MemberForm,
+    ProjectEditForm,
+    ProjectForm,
+    SplitForm,
+)
 from annotation.kinds import get_kind
 from annotation.models import (
     Assignment,
@@ -87,6 +97,30 @@ def project_create(request):
             messages.success(request, f"Project {project.name} created.")
             return redirect("annotation:project", project_id=project.id)
     return render(request, "annotation/project_form.html", {"form": form})
+
+
+@login_required
+def project_edit(request, project_id):
+    project, _ = project_for(request, project_id, {Role.ADMIN})
+    initial = {"name": project.name, "annotators_per_item": project.annotators_per_item, "third_rater": project.third_rater,
+               "guidelines": project.guidelines, "pipeline_settings": selectors.masked_pipeline_settings(project)}
+    form = ProjectEditForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        changes = {key: value for key, value in form.cleaned_data.items() if value != initial[key]}
+        if "pipeline_settings" in changes and changes["pipeline_settings"] is None:
+            changes["pipeline_settings"] = {}
+        if Project.objects.filter(name=changes.get("name", "")).exclude(pk=project.pk).exists():
+            form.add_error("name", "a project with this name exists")
+        else:
+            try:
+                project_services.update_project(project=project, changed_by=request.user, **changes)
+            except (DjangoValidationError, PermissionDenied) as exc:
+                form.add_error("pipeline_settings", "; ".join(getattr(exc, "messages", [str(exc)])))
+            else:
+                messages.success(request, "Project settings saved." if changes else "Nothing changed.")
+                return redirect("annotation:project", project_id=project.id)
+    return render(request, "annotation/project_form.html", {"form": form, "project": project, "title": f"Settings of {project.name}",
+                                                            "button": "Save"})
 
 
 @login_required

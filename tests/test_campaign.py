@@ -148,3 +148,39 @@ def test_the_last_admin_stays_and_too_few_annotators_are_warned_about(felm_proje
     alice = Membership.objects.get(project=felm_project, user=users["alice"], role="annotator")
     page = client.post(f"/projects/{felm_project.id}/members/", {"remove": alice.id}, follow=True).content.decode()
     assert "Items need 2 annotators each, but the project has 1" in page
+
+
+def test_admins_change_a_projects_settings_on_its_page(felm_items, users, make_user, logged_in):
+    project = felm_items[0].project
+    add_member(project=project, user=make_user("dave"), role="annotator")
+    project.pipeline_settings = {"llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key": "sk-secret"}}
+    project.save()
+    client = logged_in("admin")
+    page = client.get(f"/projects/{project.id}/settings/").content.decode()
+    assert "sk-secret" not in page and "***" in page  # the key is masked
+    import json
+
+    from annotation.selectors import masked_pipeline_settings
+
+    # what the form shows is sent back: the masked key stands for the stored one
+    form = {"name": "FELM renamed", "annotators_per_item": 3, "third_rater": "escalation", "guidelines": "# New",
+            "pipeline_settings": json.dumps(masked_pipeline_settings(project))}
+    response = client.post(f"/projects/{project.id}/settings/", form, follow=True)
+    assert "Project settings saved." in response.content.decode()
+    project.refresh_from_db()
+    assert (project.name, project.annotators_per_item, project.guidelines) == ("FELM renamed", 3, "# New")
+    assert project.pipeline_settings["llm"]["api_key"] == "sk-secret"  # the masked key kept the stored one
+    # more annotators per item: the items already handed out get their third annotator
+    assert all(Assignment.objects.filter(item_stage__item=item).count() == 3 for item in felm_items)
+
+
+def test_project_admins_who_are_not_staff_cannot_change_the_llm_endpoint(felm_project, users, logged_in):
+    add_member(project=felm_project, user=users["alice"], role="admin")
+    client = logged_in("alice")
+    response = client.post(f"/projects/{felm_project.id}/settings/", {
+        "name": felm_project.name, "annotators_per_item": 2, "third_rater": "escalation", "guidelines": "",
+        "pipeline_settings": '{"llm": {"base_url": "http://evil.example/v1", "model": "m"}}'})
+    assert response.status_code == 200 and "staff" in response.content.decode()
+    felm_project.refresh_from_db()
+    assert "llm" not in felm_project.pipeline_settings
+    assert logged_in("bob").get(f"/projects/{felm_project.id}/settings/").status_code == 403

@@ -123,10 +123,15 @@ def update_project(*, project: Project, changed_by, **changes) -> Project:
             if changed and not selectors.can_change_llm_settings(changed_by):
                 raise PermissionDenied(STAFF_ONLY.format(section=name))
         changes["pipeline_settings"] = new_settings
+    more_annotators = changes.get("annotators_per_item", project.annotators_per_item) > project.annotators_per_item
     for field, value in changes.items():
         setattr(project, field, value)
     if changes:
         project.save(update_fields=list(changes))
+    if more_annotators:  # items already handed out get their missing annotators
+        from .assignments import assign_open_stages
+
+        assign_open_stages(project)
     return project
 
 
