@@ -399,3 +399,23 @@ class EvidenceSearch(models.Model):
     @property
     def ended(self) -> bool:
         return self.state in (EvidenceSearchState.DONE, EvidenceSearchState.FAILED)
+
+
+class StageEvent(models.Model):
+    """An admin's decision on an item-stage that the item's history keeps with its reason
+    (a gold record reopened, a discarded item restored)."""
+
+    REOPENED = "reopened"
+    RESTORED = "restored"
+
+    item_stage = models.ForeignKey(ItemStage, on_delete=models.CASCADE, related_name="events")
+    action = models.CharField(max_length=20, choices=[(REOPENED, "Gold record reopened"), (RESTORED, "Discarded item restored")])
+    reason = models.TextField()
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self):
+        return f"{self.item_stage}: {self.action}"

@@ -261,6 +261,9 @@ def item_detail(item: Item) -> list[dict]:
             events.append((gold.created_at, f"gold record {source}{who}"))
             if gold.updated_at and gold.updated_at > gold.created_at + timedelta(seconds=1):
                 events.append((gold.updated_at, "gold record changed"))
+        for event in stage.events.select_related("user"):
+            who = f" by {event.user.username}" if event.user else ""
+            events.append((event.created_at, f"{event.get_action_display().lower()}{who}: {event.reason}"))
         field = kind.split_field(stage.stage)
         steps.append({
             "stage": stage, "assignments": [{"assignment": a, "annotation": getattr(a, "annotation", None)} for a in assignments],

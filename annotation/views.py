@@ -297,9 +297,19 @@ def item_page(request, project_id, item_id):
     is_admin = Role.ADMIN in roles
     if request.method == "POST":
         if not is_admin:
-            raise PermissionDenied("only the project's admins correct a split")
-        form = SplitForm(request.POST)
+            raise PermissionDenied("only the project's admins change an item")
         stage = get_object_or_404(ItemStage, item=item, stage=parse_natural(request.POST.get("stage", "")) or 0)
+        if "reopen" in request.POST:
+            try:
+                consolidation = consolidation_services.reopen_stage(stage=stage, user=request.user,
+                                                                    reason=request.POST.get("reason", ""))
+            except DomainError as exc:
+                messages.error(request, f"Not reopened: {exc}.")
+            else:
+                messages.success(request, f"Step {stage.stage} is being consolidated again.")
+                return redirect("annotation:consolidate", consolidation_id=consolidation.id)
+            return redirect("annotation:item", project_id=project.id, item_id=item.id)
+        form = SplitForm(request.POST)
         if not form.is_valid():
             messages.error(request, "Give the sentences, one a line.")
         else:

@@ -107,7 +107,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         if self.action == "create":
             return [IsStaff()]
         if self.action in {"partial_update", "destroy", "members", "import_items", "imports", "import_job", "items", "export",
-                           "progress", "retrieve_claim"}:
+                           "progress", "retrieve_claim", "reopen_stage"}:
             return [IsAuthenticated(), IsProjectAdmin()]
         if self.action in {"consolidations", "agreement"}:
             return [IsAuthenticated(), CanConsolidate()]
@@ -269,6 +269,28 @@ class ProjectViewSet(viewsets.ModelViewSet):
             raise NotFound("no such item with evidence to retrieve in this project")
         evidence_services.request_retrieval(stage=stage, index=int(claim))
         return Response({"detail": "queued"}, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("item_id", int, OpenApiParameter.PATH, description="the item's id"),
+                    OpenApiParameter("stage", int, OpenApiParameter.PATH, description="the step")],
+        request=serializers.DiscardSerializer,
+        responses={200: serializers.ConsolidationSerializer, 400: ERROR_400,
+                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such item step in this project")},
+    )
+    @action(detail=True, methods=["post"], url_path=r"items/(?P<item_id>[0-9]+)/stages/(?P<stage>[0-9]+)/reopen",
+            url_name="reopen-stage")
+    def reopen_stage(self, request, pk=None, item_id=None, stage=None):
+        """Reopen a saved gold record, or restore a discarded item, with a reason (kept in the
+        item's history): its consolidation opens again. Refused once the next step has
+        annotations; an untouched next step is removed and opens again with the new gold record."""
+        project = self.get_object()
+        item_stage = ItemStage.objects.filter(item__project=project, item_id=item_id, stage=stage).first()
+        if item_stage is None:
+            raise NotFound("no such item step in this project")
+        data = serializers.DiscardSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        consolidation = consolidation_services.reopen_stage(stage=item_stage, user=request.user, reason=data.validated_data["reason"])
+        return Response(serializers.ConsolidationSerializer(consolidation).data)
 
     @extend_schema(responses=serializers.ItemSerializer(many=True),
                    parameters=[OpenApiParameter("status", str, enum=StageStatus.values,

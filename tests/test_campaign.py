@@ -184,3 +184,64 @@ def test_project_admins_who_are_not_staff_cannot_change_the_llm_endpoint(felm_pr
     felm_project.refresh_from_db()
     assert "llm" not in felm_project.pipeline_settings
     assert logged_in("bob").get(f"/projects/{felm_project.id}/settings/").status_code == 403
+
+
+def test_an_admin_reopens_a_gold_record_and_restores_a_discard_with_reasons_in_the_history(
+        factcheck_project, users, clients, logged_in, django_capture_on_commit_callbacks):
+    from annotation.models import Consolidation, ConsolidationStatus, GoldRecord
+    from annotation.services.consolidation import discard_item_stage, save_consolidation
+
+    from .test_factcheck_step3 import STEP1_CONTENT, STEP1_GOLD
+
+    item = factcheck_project.items.create(prompt="p", response="r", external_id="x")
+    stage = ItemStage.objects.create(item=item, stage=1, status=StageStatus.CONSOLIDATING, content=STEP1_CONTENT)
+    consolidation = Consolidation.objects.create(item_stage=stage, draft=STEP1_GOLD)
+    with django_capture_on_commit_callbacks(execute=True):
+        save_consolidation(consolidation=consolidation, user=users["carol"], payload=STEP1_GOLD, version=0, submit=True)
+    step2 = ItemStage.objects.get(item=item, stage=2)
+    url = f"/api/projects/{factcheck_project.id}/items/{item.id}/stages/1/reopen/"
+    assert clients["carol"].post(url, {"reason": "x"}, format="json").status_code == 403  # admins only
+    assert clients["admin"].post(url, {}, format="json").status_code == 400  # a reason is required
+
+    # the next step has work resting on the gold record: refused, nothing changes
+    assignment = step2.assignments.first()
+    save_annotation(assignment=assignment, payload=get_kind_empty(step2), version=0, submit=False)
+    refused = clients["admin"].post(url, {"reason": "wrong claim split"}, format="json")
+    assert refused.status_code == 400 and "next step already has annotations" in refused.json()["detail"]
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.DONE
+
+    # untouched next step: removed, and it opens again when the gold record is saved again
+    assignment.annotation.delete()
+    response = clients["admin"].post(url, {"reason": "wrong claim split"}, format="json")
+    assert response.status_code == 200 and response.json()["status"] == "open"
+    stage.refresh_from_db()
+    assert stage.status == StageStatus.CONSOLIDATING and not ItemStage.objects.filter(item=item, stage=2).exists()
+    consolidation.refresh_from_db()
+    assert consolidation.draft == STEP1_GOLD and consolidation.status == ConsolidationStatus.OPEN
+    with django_capture_on_commit_callbacks(execute=True):
+        save_consolidation(consolidation=consolidation, user=users["carol"], payload=STEP1_GOLD,
+                           version=consolidation.version, submit=True)
+    assert ItemStage.objects.filter(item=item, stage=2).exists() and GoldRecord.objects.filter(item_stage=stage).exists()
+
+    # a discard is restored the same way, on the item page
+    step2 = ItemStage.objects.get(item=item, stage=2)
+    ItemStage.objects.filter(pk=step2.pk).update(status=StageStatus.CONSOLIDATING)
+    discard_item_stage(consolidation=Consolidation.objects.create(item_stage=step2), user=users["carol"], reason="unclear")
+    client = logged_in("admin")
+    page = client.get(f"/projects/{factcheck_project.id}/items/{item.id}/").content.decode()
+    assert "Restore the discarded item" in page and "Reopen the gold record" in page
+    response = client.post(f"/projects/{factcheck_project.id}/items/{item.id}/",
+                           {"stage": 2, "reopen": "1", "reason": "the question is clear after all"}, follow=True)
+    assert "being consolidated again" in response.content.decode()
+    step2.refresh_from_db()
+    assert step2.status == StageStatus.CONSOLIDATING and step2.consolidation.status == ConsolidationStatus.OPEN
+    history = client.get(f"/projects/{factcheck_project.id}/items/{item.id}/").content.decode()
+    assert "gold record reopened by admin: wrong claim split" in history
+    assert "discarded item restored by admin: the question is clear after all" in history
+
+
+def get_kind_empty(stage):
+    from annotation.kinds import get_kind
+
+    return get_kind("factcheck").empty_payload(stage.stage, stage.content, stage.suggestion)

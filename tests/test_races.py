@@ -296,3 +296,20 @@ def test_retrieving_a_claim_again_races_a_draft_save_and_nothing_is_lost(racer, 
             assert stored.version == version + 1 and stored.payload["claims"][1]["decided"] == "yes"
             outcomes["retrieved first"] += 1
     assert sum(outcomes.values()) == 8
+
+
+def test_reopening_a_gold_record_twice_at_once_exactly_one_wins(racer, many_items, users):
+    from annotation.models import StageEvent
+    from annotation.services.consolidation import save_consolidation
+
+    for item in many_items[:6]:
+        consolidation = submit_both(users, item)
+        save_consolidation(consolidation=consolidation, user=users["carol"], payload=ALL_CORRECT,
+                           version=consolidation.version, submit=True)
+        url = f"/api/projects/{item.project_id}/items/{item.id}/stages/1/reopen/"
+        answers = racer.race([(users["admin"], "POST", url, {"reason": f"tab {i}"}) for i in range(CLIENTS)])
+        winner = one_winner(answers, 400)
+        consolidation.refresh_from_db()
+        assert consolidation.status == ConsolidationStatus.OPEN and consolidation.version == 2
+        (event,) = StageEvent.objects.filter(item_stage=consolidation.item_stage)
+        assert event.reason == f"tab {winner}"

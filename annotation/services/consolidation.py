@@ -14,6 +14,7 @@ from annotation.models import (
     GoldRecord,
     GoldSource,
     ItemStage,
+    StageEvent,
     StageStatus,
 )
 
@@ -148,4 +149,41 @@ def discard_item_stage(*, consolidation: Consolidation, user, reason: str) -> Co
         stage.status = StageStatus.DISCARDED
         stage.discard_reason = reason.strip()
         stage.save(update_fields=["status", "discard_reason", "updated_at"])
+    return consolidation
+
+
+def reopen_stage(*, stage: ItemStage, user, reason: str) -> Consolidation:
+    """An admin takes back a saved gold record (the consolidation opens again from it) or a
+    discard (the consolidation opens again from its draft), with a reason the history keeps.
+
+    The next step was opened from this gold record: while nobody has worked on it, it is
+    removed and opens again when the gold record is saved again; once it has annotations the
+    reopening is refused (they would rest on a record that may change)."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise DomainError("a reason is required: the item's history keeps it")
+    with transaction.atomic():
+        stage = ItemStage.objects.select_for_update().select_related("item__project").get(pk=stage.pk)
+        if stage.status not in (StageStatus.DONE, StageStatus.DISCARDED):
+            raise DomainError(f"this step is {stage.get_status_display().lower()}: only a gold record or a discard is reopened")
+        later = ItemStage.objects.filter(item_id=stage.item_id, stage__gt=stage.stage)
+        if Annotation.objects.filter(assignment__item_stage__in=later).exists():
+            raise DomainError("the next step already has annotations resting on this gold record")
+        restoring = stage.status == StageStatus.DISCARDED
+        gold = GoldRecord.objects.filter(item_stage=stage).first()
+        consolidation = Consolidation.objects.select_for_update().filter(item_stage=stage).first()
+        if consolidation is None:  # an imported gold record: its consolidation starts from it
+            consolidation = Consolidation(item_stage=stage, draft=gold.payload if gold else {}, disagreed=[])
+        elif gold is not None:
+            consolidation.draft = {k: v for k, v in gold.payload.items() if k != "released"}
+        consolidation.status = ConsolidationStatus.OPEN
+        consolidation.discard_reason = ""
+        consolidation.version += 1
+        consolidation.save()
+        later.delete()
+        stage.status = StageStatus.CONSOLIDATING
+        stage.discard_reason = ""
+        stage.save(update_fields=["status", "discard_reason", "updated_at"])
+        StageEvent.objects.create(item_stage=stage, action=StageEvent.RESTORED if restoring else StageEvent.REOPENED,
+                                  reason=reason, user=user)
     return consolidation
