@@ -8,9 +8,9 @@ claim's other words.
 
 from __future__ import annotations
 
-from pipeline.factcheck_step2 import EmbedFn, SearchFn
+from pipeline.factcheck_step2 import EmbedFn, SearchFn, embedded_web_candidates
 from pipeline.retrieval import CANDIDATES_PER_QUERY, rank_candidates
-from pipeline.websearch import WebSearchConfig, web_candidates
+from pipeline.websearch import WebSearchConfig
 
 RESULTS = 10
 
@@ -25,11 +25,8 @@ def search_passages(query: str, *, search: SearchFn | None = None, web: WebSearc
     candidates = list(search(query, vector, CANDIDATES_PER_QUERY)) if search is not None else []
     if web is not None and web.is_configured:
         split = {k: v for k, v in (("size", passage_size), ("stride", passage_stride)) if v}
-        found = web_candidates(web, [query], **split)
+        found = embedded_web_candidates(web, [query], embed, **split)
         problems.extend(found.problems)
-        if embed is not None and found.candidates:
-            for candidate, candidate_vector in zip(found.candidates, embed([c.text for c in found.candidates])):
-                candidate.vector = candidate_vector
         candidates.extend(found.candidates)
     elif search is None:
         problems.append("no evidence source is configured: the project has no corpus and no web search API")

@@ -28,7 +28,7 @@ import numpy as np
 from pipeline.evidence import ClaimQueries, StanceRequest, claim_queries, stance_hints
 from pipeline.llm import LLMConfig, shared_client, usable
 from pipeline.retrieval import CANDIDATES_PER_QUERY, TOP_K, Candidate, rank_candidates
-from pipeline.websearch import WebSearchConfig, web_candidates
+from pipeline.websearch import WebResult, WebSearchConfig, web_candidates
 
 # (query, its embedding or None, how many) → candidates; a candidate's vector is its stored
 # embedding, or None while the corpus is still being embedded. A search function may also have
@@ -50,6 +50,17 @@ def _embed_all(embed: EmbedFn | None, texts: list[str], known: dict | None = Non
         return {}
     unique = [t for t in dict.fromkeys(texts) if not known or t not in known]
     return dict(zip(unique, embed(unique))) if unique else {}
+
+
+def embedded_web_candidates(web: WebSearchConfig, queries: Sequence[str], embed: EmbedFn | None,
+                            **split: int) -> WebResult:
+    """The web's passages for ``queries``, each with its embedding when ``embed`` is given."""
+    found = web_candidates(web, queries, **split)
+    fresh = [c for c in found.candidates if c.vector is None]
+    if embed is not None and fresh:
+        for candidate, vector in zip(fresh, embed([c.text for c in fresh])):
+            candidate.vector = vector
+    return found
 
 
 def search_queries(search: SearchFn | None, queries: Sequence[str], vectors: dict[str, np.ndarray],
@@ -81,12 +92,8 @@ def suggest_step2(claims: Sequence[ClaimToCheck], *, search: SearchFn | None = N
         claim, problems = claims[number], []
         candidates = list(found)
         if web_on:
-            fetched = web_candidates(web, queries.queries, **split)
+            fetched = embedded_web_candidates(web, queries.queries, embed, **split)
             problems.extend(fetched.problems)
-            fresh = [c for c in fetched.candidates if c.vector is None]
-            if embed is not None and fresh:
-                for candidate, vector in zip(fresh, embed([c.text for c in fresh])):
-                    candidate.vector = vector
             candidates.extend(fetched.candidates)
         if search is None and not web_on:
             problems.append("no evidence source is configured: add a corpus or a web search API")
