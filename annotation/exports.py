@@ -11,6 +11,7 @@ import zipfile
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
+from django.db import connection
 from django.http import StreamingHttpResponse
 
 from annotation import selectors
@@ -28,14 +29,37 @@ def export_jsonl(project: Project, fmt: str) -> Iterator[str]:
     """JSON lines of the export, produced lazily so memory stays flat in the item count."""
     if fmt not in export_formats(project) or fmt in get_kind(project.kind).archive_formats:
         raise ValueError(f"format must be one of {', '.join(export_formats(project))}")
+    kind = get_kind(project.kind)
+    if fmt in kind.stored_export_formats and connection.vendor == "postgresql":
+        yield from _stored_lines(project, fmt)
+        return
     if fmt == RAW_ANNOTATIONS:
         records = selectors.annotation_rows(project)
     else:
-        kind = get_kind(project.kind)
         records = kind.export_lines(fmt, selectors.gold_rows(project, later_stages=kind.export_later_stages,
                                                              metadata=kind.export_reads_metadata))
     for record in records:
         yield json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def _stored_lines(project: Project, fmt: str) -> Iterator[str]:
+    """The stored lines of the export, and the missing or stale ones rendered now (and stored
+    afterwards by a task, so the next export finds them)."""
+    from annotation.services.export_lines import render_lines
+    from annotation.tasks import enqueue_store_export_lines
+
+    rendered = 0
+    for chunk in selectors.stored_export_lines(project, fmt, get_kind(project.kind).export_renderer_version()):
+        missing = [item_id for item_id, line in chunk if line is None]
+        fresh = render_lines(project, fmt, missing) if missing else {}
+        rendered += len(missing)
+        for item_id, line in chunk:
+            if line is None:
+                line = fresh.get(item_id)  # None: no longer consolidated since the chunk was read
+            if line is not None:
+                yield line
+    if rendered:
+        enqueue_store_export_lines(project.id)
 
 
 def export_filename(project: Project, fmt: str) -> str:

@@ -2,9 +2,10 @@
 from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import password_validators_help_text_html
 
 from annotation.kinds import KINDS
-from annotation.models import ProjectKind, Role, ThirdRater
+from annotation.models import Project, ProjectKind, Role, ThirdRater
 from annotation.exceptions import UploadTooLarge, readable_size
 from annotation.services.imports import LABELS_AS, check_upload_size
 
@@ -21,7 +22,8 @@ class ProjectForm(forms.Form):
         help_text="Factcheck-Bench step 2: a third annotator answers blind before the consolidation, for every item "
                   "or only for items a consolidator escalates",
     )
-    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 6}), required=False, help_text="Markdown")
+    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 16}), required=False,
+                                 help_text="Markdown; starts with the label definitions of the kind's paper")
 
 
 class ProjectEditForm(forms.Form):
@@ -52,6 +54,16 @@ class ImportForm(forms.Form):
     file = UploadField(help_text="JSONL, one item a line")
     format = forms.ChoiceField(choices=[])
     labels_as = forms.ChoiceField(choices=[(v, v) for v in LABELS_AS], initial="ignore")
+    on_error = forms.ChoiceField(
+        label="Bad lines", initial="refuse", required=False,  # absent (older pages, scripts): refuse
+        choices=[("refuse", "refuse the file (nothing is imported, every bad line is listed)"),
+                 ("skip", "skip them (the good lines are imported, the skipped ones listed)")])
+    domain = forms.CharField(required=False, max_length=50, strip=False,
+                             help_text="fills the domain of items whose line has none (FELM: wk, science, math, "
+                                       "reasoning, writing_rec — the released files are named after it)")
+
+    def clean_on_error(self):
+        return self.cleaned_data["on_error"] or "refuse"
 
     def __init__(self, *args, formats=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -77,6 +89,40 @@ class MemberForm(forms.Form):
             raise forms.ValidationError(f"no user named {username!r}")
         self.cleaned_data["user"] = user
         return username
+
+
+class MemberRoleForm(forms.Form):
+    """Move a member to another role (the membership by id)."""
+
+    change = forms.IntegerField(min_value=1)
+    role = forms.ChoiceField(choices=Role.choices)
+
+
+class UserCreateForm(forms.Form):
+    """A new account (staff only); optionally a member of one of the creator's projects at once."""
+
+    username = forms.CharField(max_length=150, validators=[User.username_validator],
+                               help_text="letters, digits and @ . + - _ only")
+    password = forms.CharField(widget=forms.PasswordInput(render_value=False), strip=False,
+                               help_text=password_validators_help_text_html())
+    email = forms.EmailField(required=False)
+    is_staff = forms.BooleanField(required=False, label="Staff",
+                                  help_text="may create projects and accounts and change pipeline endpoints")
+    project = forms.ModelChoiceField(queryset=None, required=False, empty_label="no project",
+                                     help_text="add the new user to this project")
+    role = forms.ChoiceField(choices=[("", "—"), *Role.choices], required=False, label="Role in the project")
+
+    def __init__(self, *args, projects=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["project"].queryset = projects if projects is not None else Project.objects.none()
+
+    def clean(self):
+        data = super().clean()
+        if data.get("project") and not data.get("role"):
+            self.add_error("role", "choose the role the user has in the project")
+        elif data.get("role") and not data.get("project"):
+            self.add_error("project", "choose the project the role is in")
+        return data
 
 
 class DiscardForm(forms.Form):

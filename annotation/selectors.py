@@ -20,6 +20,7 @@ from annotation.models import (
     AssignmentStatus,
     Consolidation,
     ConsolidationStatus,
+    ExportLine,
     GoldRecord,
     GoldSource,
     ImportJob,
@@ -72,6 +73,17 @@ def consolidators_who_annotate(project: Project) -> tuple[int, int]:
 
 def can_create_projects(user) -> bool:
     return user.is_authenticated and (user.is_staff or user.is_superuser)
+
+
+def can_create_users(user) -> bool:
+    """Staff only: an account may be added to any project its creator runs."""
+    return can_create_projects(user)
+
+
+def projects_administered_by(user) -> QuerySet[Project]:
+    if user.is_superuser:
+        return Project.objects.order_by("name")
+    return Project.objects.filter(memberships__user=user, memberships__role=Role.ADMIN).distinct().order_by("name")
 
 
 def can_change_llm_settings(user) -> bool:
@@ -153,6 +165,44 @@ def consolidation_counts(project: Project) -> dict[str, int]:
         .values_list("status").annotate(n=Count("id")).order_by()
     )
     return {status: counts.get(status, 0) for status in ConsolidationStatus.values}
+
+
+def gold_counts(project: Project) -> dict:
+    """The project's gold records, whether consolidated here or imported with the items: in all,
+    imported, and per step. A record under reconsolidation is not counted until saved again."""
+    rows = (GoldRecord.objects.filter(item_stage__item__project=project, item_stage__status=StageStatus.DONE)
+            .values_list("item_stage__stage", "source").annotate(n=Count("id")).order_by())
+    by_step: dict[int, int] = {step: 0 for step in get_kind(project.kind).stages}
+    imported = 0
+    for step, source, n in rows:
+        by_step[step] = by_step.get(step, 0) + n
+        imported += n if source == GoldSource.IMPORT else 0
+    return {"total": sum(by_step.values()), "imported": imported, "by_step": sorted(by_step.items())}
+
+
+def export_summary(project: Project) -> dict:
+    """How many items the consolidated exports hold and why the others are left out.
+
+    An export has one record per item whose first step has a gold record (gold_rows); later
+    steps are joined where done. ``complete`` counts the items with every step done."""
+    kind = get_kind(project.kind)
+    first, last = min(kind.stages), max(kind.stages)
+    by_status = dict(ItemStage.objects.filter(item__project=project, stage=first).values_list("status")
+                     .annotate(n=Count("id")).order_by())
+    exported = GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=first,
+                                         item_stage__status=StageStatus.DONE).count()
+    discarded = by_status.get(StageStatus.DISCARDED, 0)
+    items = project.items.count()
+    annotations = dict(Annotation.objects.filter(assignment__item_stage__item__project=project)
+                       .values_list("submitted").annotate(n=Count("id")).order_by())
+    return {
+        "items": items, "exported": exported, "discarded": discarded,
+        "not_consolidated": items - exported - discarded,
+        "complete": (GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=last,
+                                               item_stage__status=StageStatus.DONE).count() if last != first else exported),
+        "steps": len(kind.stages),
+        "annotations": annotations.get(True, 0), "drafts": annotations.get(False, 0),
+    }
 
 
 def waiting_without_third_rater(project: Project) -> QuerySet[Consolidation]:
@@ -449,14 +499,15 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
 LATER_STAGES_CHUNK = 250
 
 
-def gold_rows(project: Project, stage: int = 1, later_stages: Iterable[int] = (), metadata: bool = True) -> Iterator[dict]:
+def gold_rows(project: Project, stage: int = 1, later_stages: Iterable[int] = (), metadata: bool = True,
+              item_ids: Iterable[int] | None = None) -> Iterator[dict]:
     """Consolidated items of a project, one plain dict each, streamed from the database.
 
     With ``later_stages``, each row also has ``stages``: {stage: {"content", "gold"}} for those of
     the item's later stages that are done, fetched per chunk of rows (small chunks: a step-2
     content holds every evidence passage). ``metadata=False`` leaves the items' metadata out
-    (``row["metadata"]`` is empty) where the export does not write it."""
-    rows = _gold_rows(project, stage, metadata)
+    (``row["metadata"]`` is empty) where the export does not write it; ``item_ids`` keeps to those items."""
+    rows = _gold_rows(project, stage, metadata, item_ids)
     later_stages = list(later_stages)
     if not later_stages:
         yield from rows
@@ -474,7 +525,7 @@ def gold_rows(project: Project, stage: int = 1, later_stages: Iterable[int] = ()
             yield row
 
 
-def _gold_rows(project: Project, stage: int, metadata: bool = True) -> Iterator[dict]:
+def _gold_rows(project: Project, stage: int, metadata: bool = True, item_ids: Iterable[int] | None = None) -> Iterator[dict]:
     fields = ["payload", "item_stage__content", "item_stage__item_id", "item_stage__item__external_id",
               "item_stage__item__source", "item_stage__item__domain", "item_stage__item__prompt",
               "item_stage__item__response"]
@@ -483,6 +534,8 @@ def _gold_rows(project: Project, stage: int, metadata: bool = True) -> Iterator[
         .order_by("item_stage__item_id")
         .values(*fields, *(["item_stage__item__metadata"] if metadata else []))
     )
+    if item_ids is not None:
+        queryset = queryset.filter(item_stage__item_id__in=list(item_ids))
     for row in queryset.iterator(chunk_size=2000):
         yield {
             "item_id": row["item_stage__item_id"],
@@ -495,6 +548,49 @@ def _gold_rows(project: Project, stage: int, metadata: bool = True) -> Iterator[
             "content": row["item_stage__content"],
             "gold": row["payload"],
         }
+
+
+def _stamps_sql(item_filter: str) -> str:
+    """Per item: md5 of the renderer version and of the item's row, steps and gold records as
+    last written (ids and ``xmin``, the transaction that wrote each row version) — see ExportLine."""
+    item, stage, gold = Item._meta.db_table, ItemStage._meta.db_table, GoldRecord._meta.db_table
+    return f"""
+        SELECT i.id AS item_id,
+               md5(%(version)s || i.xmin::text || ':' || string_agg(
+                   s.id::text || '.' || s.xmin::text || '.' || coalesce(g.id::text || '.' || g.xmin::text, ''),
+                   ',' ORDER BY s.id)) AS stamp
+        FROM {item} i JOIN {stage} s ON s.item_id = i.id LEFT JOIN {gold} g ON g.item_stage_id = s.id
+        WHERE {item_filter}
+        GROUP BY i.id"""
+
+
+def export_stamps(item_ids: list[int], version: str) -> dict[int, str]:
+    """The current stamp of each of these items (PostgreSQL only)."""
+    if not item_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(_stamps_sql("i.id = ANY(%(ids)s)"), {"version": version, "ids": list(item_ids)})
+        return dict(cursor.fetchall())
+
+
+def stored_export_lines(project: Project, fmt: str, version: str, chunk: int = 500) -> Iterator[list[tuple[int, str | None]]]:
+    """Chunks of (item id, stored line — None when missing or stale) for each item the gold
+    export holds (its first step consolidated), in item order (PostgreSQL only)."""
+    stage, gold, line = ItemStage._meta.db_table, GoldRecord._meta.db_table, ExportLine._meta.db_table
+    sql = f"""
+        WITH stamps AS ({_stamps_sql("i.project_id = %(project)s")})
+        SELECT st.item_id, e.line
+        FROM stamps st
+        JOIN {stage} s1 ON s1.item_id = st.item_id AND s1.stage = %(first)s AND s1.status = %(done)s
+        JOIN {gold} g1 ON g1.item_stage_id = s1.id
+        LEFT JOIN {line} e ON e.item_id = st.item_id AND e.format = %(format)s AND e.stamp = st.stamp
+        ORDER BY st.item_id"""
+    params = {"version": version, "project": project.id, "first": get_kind(project.kind).stages[0],
+              "done": StageStatus.DONE, "format": fmt}
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(chunk):
+            yield rows
 
 
 def annotation_rows(project: Project) -> Iterator[dict]:

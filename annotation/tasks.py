@@ -137,3 +137,18 @@ def retrieve_unit_again(stage_id: int, index: int) -> bool:
     from annotation.services.evidence import retrieve_again
 
     return retrieve_again(stage_id, index)
+
+
+def enqueue_store_export_lines(project_id: int, item_ids: list[int] | None = None) -> None:
+    """Store export lines once the transaction that changed the gold records has committed."""
+    if get_kind(Project.objects.values_list("kind", flat=True).get(pk=project_id)).stored_export_formats:
+        transaction.on_commit(lambda: store_export_lines.delay(project_id, item_ids))
+
+
+@shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=3)
+def store_export_lines(project_id: int, item_ids: list[int] | None = None) -> int:
+    """Render and store the export lines of a project's consolidated items (see ExportLine)."""
+    from annotation.services.export_lines import store_export_lines as store
+
+    project = Project.objects.filter(pk=project_id).first()
+    return store(project, item_ids) if project else 0

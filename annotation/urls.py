@@ -7,6 +7,7 @@ app_name = "annotation"
 urlpatterns = [
     path("", views.home, name="home"),
     path("projects/new/", views.project_create, name="project-create"),
+    path("users/new/", views.user_create, name="user-create"),
     path("projects/<int:project_id>/", views.project_detail, name="project"),
     path("projects/<int:project_id>/guidelines/", views.guidelines, name="guidelines"),
     path("projects/<int:project_id>/settings/", views.project_edit, name="project-edit"),

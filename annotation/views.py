@@ -3,20 +3,20 @@
 The annotation and consolidation pages are driven by static JavaScript that talks to the
 REST API with the session cookie and CSRF token.
 """
-import bleach
-import markdown
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
+from django.db import IntegrityError
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation import exports, selectors
+from annotation import guidelines as guideline_text
 from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
 from annotation.forms import (
     CorpusForm,
@@ -24,11 +24,13 @@ from annotation.forms import (
     EscalateForm,
     ImportForm,
     MemberForm,
+    MemberRoleForm,
     ProjectEditForm,
     ProjectForm,
     SplitForm,
+    UserCreateForm,
 )
-from annotation.kinds import get_kind
+from annotation.kinds import KINDS, get_kind
 from annotation.models import (
     Assignment,
     AssignmentRole,
@@ -54,8 +56,6 @@ from annotation.services import projects as project_services
 from annotation.services import stages as stage_services
 from annotation.services import third_rater as third_rater_services
 
-ALLOWED_GUIDELINE_TAGS = [*bleach.sanitizer.ALLOWED_TAGS, "p", "h1", "h2", "h3", "h4", "pre", "hr", "br", "table",
-                          "thead", "tbody", "tr", "th", "td"]
 RECENT_IMPORTS = 5
 
 
@@ -78,6 +78,7 @@ def home(request):
         projects.append({
             "project": project, "roles": sorted(roles), "progress": selectors.user_progress(project, request.user),
             "consolidations": selectors.consolidation_counts(project) if roles & {Role.ADMIN, Role.CONSOLIDATOR} else None,
+            "gold": selectors.gold_counts(project)["total"] if roles & {Role.ADMIN, Role.CONSOLIDATOR} else None,
         })
     return render(request, "annotation/home.html", {
         "projects": projects, "can_create": selectors.can_create_projects(request.user),
@@ -96,7 +97,41 @@ def project_create(request):
             project = project_services.create_project(created_by=request.user, **form.cleaned_data)
             messages.success(request, f"Project {project.name} created.")
             return redirect("annotation:project", project_id=project.id)
-    return render(request, "annotation/project_form.html", {"form": form})
+    # The form starts with the chosen kind's guidelines template (the page swaps it when the kind
+    # changes and the text is still a template); left empty, the service fills it in too.
+    templates = {key: spec.guidelines_template() for key, spec in KINDS.items()}
+    if not form.is_bound:
+        form.initial["guidelines"] = templates.get(form.fields["kind"].initial or form.fields["kind"].choices[0][0], "")
+    return render(request, "annotation/project_form.html", {"form": form, "guideline_templates": templates})
+
+
+@login_required
+def user_create(request):
+    """Staff create accounts here, optionally adding the new user to one of their projects."""
+    if not selectors.can_create_users(request.user):
+        raise PermissionDenied("only staff create accounts")
+    projects = selectors.projects_administered_by(request.user)
+    project_id = parse_natural(request.GET.get("project", ""))
+    initial = {"project": project_id, "role": Role.ANNOTATOR if project_id else ""}
+    form = UserCreateForm(request.POST or None, projects=projects, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            user = project_services.create_user(
+                username=data["username"], password=data["password"], email=data["email"], is_staff=data["is_staff"],
+                project=data["project"], role=data["role"] or None)
+        except DjangoValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        except IntegrityError:  # the same name created by a concurrent request
+            form.add_error("username", "a user with this username exists")
+        else:
+            where = f" and added to {data['project'].name} as {data['role']}" if data["project"] else ""
+            messages.success(request, f"User {user.username} created{where}.")
+            if data["project"]:
+                return redirect("annotation:project", project_id=data["project"].id)
+            return redirect("annotation:user-create")
+    return render(request, "annotation/user_form.html", {"form": form})
 
 
 @login_required
@@ -130,6 +165,7 @@ def project_detail(request, project_id):
                "can_consolidate": bool(roles & {Role.ADMIN, Role.CONSOLIDATOR})}
     if context["can_consolidate"]:
         context["consolidations"] = selectors.consolidation_counts(project)
+        context["gold"] = selectors.gold_counts(project)
         context["waiting_without_rater"] = selectors.waiting_without_third_rater(project).count()
         annotators = selectors.members(project).filter(role=Role.ANNOTATOR).count()
         context["too_few_annotators"] = (annotators, project.annotators_per_item) if annotators < project.annotators_per_item else None
@@ -159,8 +195,11 @@ def project_detail(request, project_id):
             "corpus_form": CorpusForm(),
             "import_max_bytes": settings.IMPORT_MAX_UPLOAD_BYTES,
             "member_form": MemberForm(),
-            "export_formats": [(fmt, "zip" if fmt in get_kind(project.kind).archive_formats else "JSONL")
-                               for fmt in exports.export_formats(project)],
+            "roles": Role.choices,
+            "can_create_users": selectors.can_create_users(request.user),
+            "export_summary": selectors.export_summary(project),
+            "export_formats": [(fmt, "zip" if fmt in get_kind(project.kind).archive_formats else "JSONL",
+                                fmt == exports.RAW_ANNOTATIONS) for fmt in exports.export_formats(project)],
             # Read-only here for everyone: only staff change them, through the API.
             "pipeline_settings": selectors.masked_pipeline_settings(project),
             "can_change_llm_settings": selectors.can_change_llm_settings(request.user),
@@ -171,8 +210,7 @@ def project_detail(request, project_id):
 @login_required
 def guidelines(request, project_id):
     project, _ = project_for(request, project_id)
-    html = bleach.clean(markdown.markdown(project.guidelines or "_No guidelines yet._", extensions=["tables"]),
-                        tags=ALLOWED_GUIDELINE_TAGS)
+    html = guideline_text.render(project.guidelines)
     return render(request, "annotation/guidelines.html", {"project": project, "guidelines_html": html})
 
 
@@ -188,7 +226,8 @@ def project_import(request, project_id):
     try:
         job = import_services.create_import_job(
             project=project, user=request.user, upload=form.cleaned_data["file"], fmt=form.cleaned_data["format"],
-            labels_as=form.cleaned_data["labels_as"],
+            labels_as=form.cleaned_data["labels_as"], on_error=form.cleaned_data["on_error"],
+            domain=form.cleaned_data["domain"],
         )
     except (ImportFailed, UploadTooLarge) as exc:
         errors = getattr(exc, "errors", None)
@@ -234,7 +273,7 @@ def import_errors_text(errors: list[dict]) -> str:
     return "; ".join(f"line {e['line']}, field {e['field']}: {e['message']}" for e in errors)
 
 
-def import_summary(result: dict) -> str:
+def import_summary(result: dict, with_warnings: bool = True) -> str:
     parts = [f"{result['gold_records']} gold records"] if result["gold_records"] else []
     if result["precomputing"]:
         parts.append(f"{result['precomputing']} being pre-annotated; their assignments follow when that is done")
@@ -242,16 +281,21 @@ def import_summary(result: dict) -> str:
         parts.append(f"{result['assignments']} assignments")
     if result.get("duplicates_skipped"):
         parts.append(f"{result['duplicates_skipped']} exact duplicates skipped")
+    if result.get("skipped_lines"):
+        parts.append(f"{result['skipped_lines']} bad {'line' if result['skipped_lines'] == 1 else 'lines'} skipped")
     noun = "item" if result["items"] == 1 else "items"
-    return f"Imported {result['items']} {noun} ({', '.join(parts)})."
+    return " ".join([f"Imported {result['items']} {noun} ({', '.join(parts)}).",
+                     *(result.get("warnings", []) if with_warnings else [])])
 
 
 def recent_imports(project: Project) -> list[dict]:
     """The last imports with what the page says of them (the script updates running ones)."""
     return [
         {"job": job, "api_url": reverse("project-import-job", args=[project.id, job.id]),
-         "summary": import_summary(job.result) if job.state == ImportJobState.DONE and job.result else "",
-         "errors": import_errors_text(job.errors) if job.state == ImportJobState.FAILED else ""}
+         "summary": import_summary(job.result, with_warnings=False) if job.state == ImportJobState.DONE and job.result else "",
+         "errors": import_errors_text(job.errors) if job.state == ImportJobState.FAILED else "",
+         "warnings": (job.result or {}).get("warnings", []) if job.state == ImportJobState.DONE else [],
+         "skipped": (job.result or {}).get("skipped", []) if job.state == ImportJobState.DONE else []}
         for job in selectors.import_jobs(project)[:RECENT_IMPORTS]
     ]
 
@@ -270,6 +314,9 @@ def project_members(request, project_id):
             messages.success(request, f"{membership.user.username} is no longer {membership.role}"
                              + ("; their open assignments went to the other annotators." if membership.role == Role.ANNOTATOR else "."))
         return redirect("annotation:project", project_id=project.id)
+    if request.POST.get("change"):
+        change_member_role(request, project)
+        return redirect("annotation:project", project_id=project.id)
     form = MemberForm(request.POST)
     if form.is_valid():
         project_services.add_member(project=project, user=form.cleaned_data["user"], role=form.cleaned_data["role"])
@@ -278,6 +325,26 @@ def project_members(request, project_id):
         messages.error(request, "Member not added: " + "; ".join(
             f"{field}: {message}" for field, errors in form.errors.items() for message in errors))
     return redirect("annotation:project", project_id=project.id)
+
+
+def change_member_role(request, project: Project) -> None:
+    form = MemberRoleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Role not changed: " + "; ".join(
+            f"{field}: {message}" for field, errors in form.errors.items() for message in errors))
+        return
+    membership = get_object_or_404(Membership.objects.select_related("user"), project=project, pk=form.cleaned_data["change"])
+    old_role, role = membership.role, form.cleaned_data["role"]
+    if role == old_role:
+        messages.info(request, f"{membership.user.username} is already {role}.")
+        return
+    try:
+        project_services.change_member_role(project=project, membership=membership, role=role)
+    except DomainError as exc:
+        messages.error(request, f"Role not changed: {exc}.")
+    else:
+        messages.success(request, f"{membership.user.username} is now {role}, no longer {old_role}"
+                         + ("; their open assignments went to the other annotators." if old_role == Role.ANNOTATOR else "."))
 
 
 @login_required
@@ -371,14 +438,17 @@ def agreement_page(request, project_id):
         raise Http404(f"{project.get_kind_display()} projects are annotated in stage "
                       f"{', '.join(map(str, annotatable))} only, not {request.GET['stage']!r}")
     result = selectors.project_agreement(project, stage)
+    kind = get_kind(project.kind)
     for field in result["fields"].values():
         matrix = field["confusion_matrix"]
         peak = max((v for row in matrix["rows_annotator_a_columns_annotator_b"] for v in row), default=0) or 1
+        field["matrix_columns"] = [kind.value_name(label) for label in matrix["labels"]]
         field["matrix_rows"] = [
-            {"label": label, "cells": [{"value": v, "shade": round(v / peak, 2)} for v in row]}
-            for label, row in zip(matrix["labels"], matrix["rows_annotator_a_columns_annotator_b"])
+            {"label": name, "cells": [{"value": v, "shade": round(v / peak, 2)} for v in row]}
+            for name, row in zip(field["matrix_columns"], matrix["rows_annotator_a_columns_annotator_b"])
         ]
-    return render(request, "annotation/agreement.html", {"project": project, "agreement": result})
+    return render(request, "annotation/agreement.html", {"project": project, "agreement": result,
+                                                         "several_steps": len(kind.annotatable_stages) > 1})
 
 
 def after_param(request) -> int | None:

@@ -151,6 +151,10 @@ class MembershipSerializer(serializers.ModelSerializer):
         fields = ["id", "username", "role"]
 
 
+class MemberRoleSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
 IMPORT_FORMATS = sorted({fmt for kind in KINDS.values() for fmt in kind.import_formats})
 
 
@@ -159,6 +163,13 @@ class ImportSerializer(serializers.Serializer):
     # Every kind's formats; the import itself refuses one the project's kind does not read.
     format = serializers.ChoiceField(choices=IMPORT_FORMATS, default="plain")
     labels_as = serializers.ChoiceField(choices=["ignore", "gold", "suggestion"], default="ignore")
+    on_error = serializers.ChoiceField(
+        choices=["refuse", "skip"], default="refuse",
+        help_text="refuse: a bad line fails the file (nothing imported, every bad line listed); "
+                  "skip: the good lines are imported and the bad ones listed in result.skipped")
+    domain = serializers.CharField(required=False, default="", allow_blank=True, trim_whitespace=False, max_length=50,
+                                   help_text="fills the domain of items whose line has none (FELM: wk, science, math, "
+                                             "reasoning, writing_rec)")
 
 
 class ImportErrorSerializer(serializers.Serializer):
@@ -175,6 +186,10 @@ class ImportResultSerializer(serializers.Serializer):
     duplicates_skipped = serializers.IntegerField(
         help_text="exact duplicates (same external id, prompt and response) in the file or already in the project")
     lines = serializers.IntegerField(help_text="lines read")
+    skipped_lines = serializers.IntegerField(default=0, help_text="bad lines left out (on_error=skip)")
+    skipped = ImportErrorSerializer(many=True, default=list, help_text="each bad line left out, with its reason")
+    warnings = serializers.ListField(child=serializers.CharField(), default=list,
+                                     help_text="what keeps the imported items from moving on (e.g. too few annotators)")
 
 
 class ImportJobSerializer(serializers.ModelSerializer):
@@ -187,8 +202,8 @@ class ImportJobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ImportJob
-        fields = ["id", "url", "state", "format", "labels_as", "file_name", "file_size", "lines_read", "bytes_read",
-                  "errors", "result", "created_by", "created_at", "started_at", "finished_at"]
+        fields = ["id", "url", "state", "format", "labels_as", "options", "file_name", "file_size", "lines_read",
+                  "bytes_read", "errors", "result", "created_by", "created_at", "started_at", "finished_at"]
         read_only_fields = fields
 
     def get_url(self, job) -> str:
@@ -281,6 +296,11 @@ class ConsolidationDetailSerializer(ConsolidationSerializer):
 
 class DiscardSerializer(serializers.Serializer):
     reason = serializers.CharField()
+
+
+class SplitSerializer(serializers.Serializer):
+    units = serializers.ListField(child=serializers.CharField(allow_blank=True, max_length=10_000), allow_empty=False,
+                                  help_text="the item's sentences (FELM: segments) in order, one string each")
 
 
 class EscalateSerializer(serializers.Serializer):

@@ -22,12 +22,14 @@ from annotation.exceptions import UploadTooLarge
 from annotation.kinds import KINDS, get_kind
 from annotation.models import Assignment, Consolidation, ConsolidationStatus, Item, ItemStage, Project, StageStatus, ThirdRater
 from annotation.services import annotations as annotation_services
+from annotation.services import assignments as assignment_services
 from annotation.services import consolidation as consolidation_services
 from annotation.services import evidence as evidence_services
 from annotation.services import evidence_search as evidence_search_services
 from annotation.services import third_rater as third_rater_services
 from annotation.services import imports as import_services
 from annotation.services import projects as project_services
+from annotation.services import stages as stage_services
 
 from config.lockout import lockout_message
 
@@ -80,11 +82,18 @@ class UserViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.Gener
         try:
             with transaction.atomic():
                 user = project_services.create_user(**data.validated_data)
-        except DjangoValidationError as exc:  # password validation
-            raise ValidationError({"password": exc.messages}) from exc
+        except DjangoValidationError as exc:  # the password's validators, or the name taken in another case
+            raise ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"password": exc.messages}) from exc
         except IntegrityError:  # the same name created by a concurrent request
             raise ValidationError({"username": ["a user with this username exists"]}) from None
         return Response(serializers.UserSerializer(user).data, status=status.HTTP_201_CREATED)
+
+
+def _item_stage(project: Project, item_id, stage) -> ItemStage:
+    item_stage = ItemStage.objects.filter(item__project=project, item_id=item_id, stage=stage).first()
+    if item_stage is None:
+        raise NotFound("no such item step in this project")
+    return item_stage
 
 
 class ProjectViewSet(viewsets.ModelViewSet):
@@ -106,8 +115,8 @@ class ProjectViewSet(viewsets.ModelViewSet):
     def get_permissions(self):
         if self.action == "create":
             return [IsStaff()]
-        if self.action in {"partial_update", "destroy", "members", "import_items", "imports", "import_job", "items", "export",
-                           "progress", "retrieve_claim", "reopen_stage"}:
+        if self.action in {"partial_update", "destroy", "members", "member", "import_items", "imports", "import_job", "items", "export",
+                           "progress", "retrieve_claim", "reopen_stage", "split_stage", "reassign"}:
             return [IsAuthenticated(), IsProjectAdmin()]
         if self.action in {"consolidations", "agreement"}:
             return [IsAuthenticated(), CanConsolidate()]
@@ -157,12 +166,37 @@ class ProjectViewSet(viewsets.ModelViewSet):
         membership = project_services.add_member(project=project, user=data.validated_data["user"], role=data.validated_data["role"])
         return Response(serializers.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(methods=["PATCH"], request=serializers.MemberRoleSerializer,
+                   responses={200: serializers.MembershipSerializer,
+                              400: OpenApiResponse(serializers.ErrorSerializer, description="unknown role, or the last admin")})
+    @extend_schema(methods=["DELETE"], responses={204: None, 400: OpenApiResponse(serializers.ErrorSerializer,
+                                                                                 description="the project's last admin")})
+    @action(detail=True, methods=["patch", "delete"], url_path=r"members/(?P<membership_id>[0-9]{1,18})", url_name="member")
+    def member(self, request, pk=None, membership_id=None):
+        """Move a member to another role (PATCH ``{"role"}``) or take the role away (DELETE).
+
+        An annotator's open assignments go back to the pool and on to the other annotators;
+        their submitted work stays. A project keeps at least one admin."""
+        project = self.get_object()
+        membership = project.memberships.select_related("user").filter(pk=int(membership_id)).first()
+        if membership is None:
+            raise NotFound("no such member of this project")
+        if request.method == "DELETE":
+            project_services.remove_member(project=project, user=membership.user, role=membership.role)
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        data = serializers.MemberRoleSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        membership = project_services.change_member_role(project=project, membership=membership,
+                                                         role=data.validated_data["role"])
+        return Response(serializers.MembershipSerializer(membership).data)
+
     @extend_schema(
         request={"multipart/form-data": serializers.ImportSerializer},
         responses={
             202: OpenApiResponse(serializers.ImportJobSerializer,
                                  description="stored and queued: poll the job's url until its state is done or failed"),
-            400: OpenApiResponse(serializers.ErrorSerializer, description="unknown format or labels_as, or no file"),
+            400: OpenApiResponse(serializers.ErrorSerializer,
+                                 description="unknown format, labels_as or on_error, a bad domain, or no file"),
             404: OpenApiResponse(serializers.ErrorSerializer, description="no such project, or not a member of it"),
             413: OpenApiResponse(serializers.ErrorSerializer,
                                  description="the file is larger than IMPORT_MAX_UPLOAD_BYTES (max_bytes says how large)"),
@@ -174,7 +208,8 @@ class ProjectViewSet(viewsets.ModelViewSet):
 
         Poll the job's ``url``. A bad line (invalid JSON, a missing or too long field, NUL, a lone
         surrogate, NaN or infinite numbers, a pretty-printed document instead of JSONL) fails the
-        job with each error's line and field, and nothing is imported. Exact duplicates (same
+        job with each error's line and field, and nothing is imported; with ``on_error=skip`` the
+        good lines are imported and the bad ones listed in ``result.skipped``. Exact duplicates (same
         external id, prompt and response, in the file or already in the project) are skipped and
         counted in ``result.duplicates_skipped``.
         """
@@ -190,6 +225,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         job = import_services.create_import_job(
             project=project, user=request.user, upload=data.validated_data["file"],
             fmt=data.validated_data["format"], labels_as=data.validated_data["labels_as"],
+            on_error=data.validated_data["on_error"], domain=data.validated_data["domain"],
         )
         job.refresh_from_db()  # without a broker the task has already run
         body = serializers.ImportJobSerializer(job).data
@@ -284,13 +320,47 @@ class ProjectViewSet(viewsets.ModelViewSet):
         item's history): its consolidation opens again. Refused once the next step has
         annotations; an untouched next step is removed and opens again with the new gold record."""
         project = self.get_object()
-        item_stage = ItemStage.objects.filter(item__project=project, item_id=item_id, stage=stage).first()
-        if item_stage is None:
-            raise NotFound("no such item step in this project")
+        item_stage = _item_stage(project, item_id, stage)
         data = serializers.DiscardSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         consolidation = consolidation_services.reopen_stage(stage=item_stage, user=request.user, reason=data.validated_data["reason"])
         return Response(serializers.ConsolidationSerializer(consolidation).data)
+
+    @extend_schema(
+        parameters=[OpenApiParameter("item_id", int, OpenApiParameter.PATH, description="the item's id"),
+                    OpenApiParameter("stage", int, OpenApiParameter.PATH, description="the step")],
+        request=serializers.SplitSerializer,
+        responses={200: OpenApiResponse(description="the new split is stored; pre-annotation runs again"),
+                   400: ERROR_400,
+                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such item step in this project")},
+    )
+    @action(detail=True, methods=["post"], url_path=r"items/(?P<item_id>[0-9]+)/stages/(?P<stage>[0-9]+)/split",
+            url_name="split-stage")
+    def split_stage(self, request, pk=None, item_id=None, stage=None):
+        """Correct an item's sentence split (FELM: segmentation) before any annotator has started it."""
+        project = self.get_object()
+        item_stage = _item_stage(project, item_id, stage)
+        data = serializers.SplitSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        stage_services.correct_split(stage=item_stage, units=data.validated_data["units"])
+        return Response({"detail": "split corrected; pre-annotation runs again"})
+
+    @extend_schema(
+        parameters=[OpenApiParameter("assignment_id", int, OpenApiParameter.PATH, description="the assignment's id")],
+        request=None,
+        responses={200: serializers.AssignmentSerializer, 400: ERROR_400,
+                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such assignment in this project")},
+    )
+    @action(detail=True, methods=["post"], url_path=r"assignments/(?P<assignment_id>[0-9]+)/reassign",
+            url_name="reassign")
+    def reassign(self, request, pk=None, assignment_id=None):
+        """Give an assignment nobody started to another annotator of the project (a stalled item)."""
+        project = self.get_object()
+        assignment = Assignment.objects.filter(item_stage__item__project=project, pk=assignment_id).first()
+        if assignment is None:
+            raise NotFound("no such assignment in this project")
+        moved = assignment_services.reassign(assignment)
+        return Response(serializers.AssignmentSerializer(moved, context={"request": request}).data)
 
     @extend_schema(responses=serializers.ItemSerializer(many=True),
                    parameters=[OpenApiParameter("status", str, enum=StageStatus.values,

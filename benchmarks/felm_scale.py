@@ -70,7 +70,7 @@ DEFAULT_DB = "workbench_bench"
 SEGMENTS_PER_ITEM = 5
 TARGETS = {"import_s": 3.0, "export_s": 2.0, "agreement_s": 1.0, "save_p95_ms": 50.0}
 DEFAULT_CONFIGS = "sync:2,sync:3,sync:4,sync:5,gthread:2x4,gthread:3x4,gthread:2x8"
-ERROR_TYPES = ("knowledge_error", "reasoning_error", "irrelevant", "fooled")
+ERROR_TYPES = ("knowledge_error", "reasoning_error", "irrelevant_with_qst", "fooled")
 DOMAINS = ("wk", "science", "writing_rec", "reasoning", "math")
 SOURCES = ("quora", "twitter", "MATH", "gsm8k", "chatgpt", "sciq")
 

@@ -200,6 +200,7 @@ SPECTACULAR_SETTINGS = {
         "StageStatusEnum": "annotation.models.StageStatus",
         "AssignmentStatusEnum": "annotation.models.AssignmentStatus",
         "ConsolidationStatusEnum": "annotation.models.ConsolidationStatus",
+        "RoleEnum": "annotation.models.Role",
     },
 }
 

@@ -52,9 +52,10 @@ class PageProblems:
         return page
 
 
-def login(browser, base_url: str, username: str, password: str, problems: PageProblems):
+def login(browser, base_url: str, username: str, password: str, problems: PageProblems, viewport: dict | None = None):
     """A fresh browser context (own cookies) logged in as ``username``; returns its page."""
-    context = browser.new_context(base_url=base_url, accept_downloads=True, viewport={"width": 1280, "height": 900})
+    context = browser.new_context(base_url=base_url, accept_downloads=True,
+                                  viewport=viewport or {"width": 1280, "height": 900})
     context.set_default_timeout(DEFAULT_TIMEOUT_MS)
     page = problems.watch(context.new_page())
     page.goto("/accounts/login/")

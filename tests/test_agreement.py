@@ -181,4 +181,19 @@ def test_the_agreement_page_shows_importance_in_order_with_the_ordinal_alpha(fac
     section = page[page.index('data-field="sentence_importance"'):]
     section = section[:section.index("</section>")]
     assert "Krippendorff's α (ordinal)" in section
-    assert section.index(">yes<") < section.index(">intermediate<") < section.index(">no<")
+    # in order, by their names (not the codes yes / intermediate / no)
+    assert section.index(">Yes<") < section.index(">Intermediate<") < section.index(">No<")
+
+
+@pytest.mark.parametrize(("kind", "code", "name"), [
+    ("felm", "knowledge_error", "Knowledge error"),
+    ("felm", "irrelevant_with_qst", "Irrelevant to the question"),
+    ("felm", "correct", "Correct"),
+    ("factcheck", "not_a_claim", "Not a claim"),
+    ("factcheck", "completely-support", "Completely support"),
+    ("factcheck", "NA", "NA"),
+])
+def test_label_codes_have_names_for_the_pages(kind, code, name):
+    from annotation.kinds import get_kind
+
+    assert get_kind(kind).value_name(code) == name

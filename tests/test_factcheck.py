@@ -8,7 +8,7 @@ from sklearn.metrics import cohen_kappa_score
 from annotation.exceptions import ImportFailed
 from annotation.exports import export_jsonl
 from annotation.kinds.factcheck.benchmark import EXTRA_FIELDS
-from annotation.models import Assignment, ItemStage, StageStatus
+from annotation.models import Assignment, ExportLine, ItemStage, StageStatus
 from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
 from annotation.services.imports import import_jsonl
@@ -46,6 +46,8 @@ def test_released_benchmark_gold_round_trip_gives_back_every_field_of_every_item
         result = import_jsonl(project, handle, fmt="factcheck-bench", labels_as="gold")
     # all three steps of every item come as gold records
     assert result.items == 94 and result.gold_records == 94 * 3
+    # the export serves the lines stored after the import (tests/test_export_lines.py: never stale ones)
+    assert ExportLine.objects.filter(item__project=project, format="factcheck-bench").count() == 94
     exported = [json.loads(line) for line in export_jsonl(project, "factcheck-bench")]
     assert len(exported) == 94
     compared = 0

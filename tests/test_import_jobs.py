@@ -29,7 +29,7 @@ def test_the_api_answers_202_with_a_job_that_reports_its_result(clients, felm_pr
     assert response["Location"] == response.json()["url"] == f"/api/projects/{felm_project.id}/imports/{job['id']}/"
     assert job["state"] == "done" and job["errors"] == [] and job["created_by"] == "admin"
     assert job["result"] == {"items": 3, "gold_records": 0, "precomputing": 0, "assignments": 6, "duplicates_skipped": 1,
-                             "lines": 4}
+                             "lines": 4, "skipped_lines": 0, "skipped": [], "warnings": []}
     assert (job["file_name"], job["format"], job["labels_as"], job["lines_read"]) == ("three.jsonl", "felm", "ignore", 4)
     assert job["bytes_read"] == job["file_size"] == len(upload.getvalue())
     assert job["started_at"] and job["finished_at"]

@@ -250,8 +250,17 @@ def test_unknown_addresses_and_expired_forms_get_readable_pages(client, users, f
 
 def test_home_shows_consolidators_what_waits_for_them(logged_in, felm_items):
     page = logged_in("carol").get("/").content.decode()
-    assert "0 waiting for consolidation · 0 gold" in page
+    assert "0 waiting for consolidation · 0 gold records" in page
     assert "waiting for consolidation" not in logged_in("alice").get("/").content.decode()
+
+
+def test_home_counts_imported_gold_records_too(logged_in, felm_project):
+    from annotation.services.imports import import_jsonl
+
+    from .conftest import felm_line, jsonl
+
+    import_jsonl(felm_project, jsonl([felm_line(i, ["One.", "Two."]) for i in range(3)]), fmt="felm", labels_as="gold")
+    assert "0 waiting for consolidation · 3 gold records" in logged_in("carol").get("/").content.decode()
 
 
 def test_discarding_on_the_page_asks_for_confirmation(logged_in, open_consolidation):

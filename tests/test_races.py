@@ -313,3 +313,101 @@ def test_reopening_a_gold_record_twice_at_once_exactly_one_wins(racer, many_item
         assert consolidation.status == ConsolidationStatus.OPEN and consolidation.version == 2
         (event,) = StageEvent.objects.filter(item_stage=consolidation.item_stage)
         assert event.reason == f"tab {winner}"
+
+
+def test_correcting_a_split_races_the_first_save_and_nothing_is_lost(racer, many_items, users):
+    """The split is refused once an annotator has started: an annotator's first save either
+    lands first (the split is refused, the draft kept) or finds the item being split again
+    (the save is refused) — never a draft deleted with its assignment."""
+    outcomes = Counter()
+    for item in many_items:
+        assignment = assignment_of(users["alice"], item)
+        stage = assignment.item_stage
+        before = list(stage.content["segments"])
+        answers = racer.race([
+            (users["alice"], "PUT", f"/api/assignments/{assignment.id}/annotation/",
+             {"payload": ALL_CORRECT, "version": 0, "submit": False}),
+            (users["admin"], "POST", f"/api/projects/{item.project_id}/items/{item.id}/stages/1/split/",
+             {"units": ["One new sentence.", "Another new sentence."]}),
+        ])
+        (save_status, _), (split_status, split_answer) = answers
+        stage.refresh_from_db()
+        if save_status == 200:
+            assert split_status == 400 and "started" in json.dumps(split_answer), answers
+            assert stage.content["segments"] == before
+            assert Annotation.objects.get(assignment=assignment).payload["segments"] == ALL_CORRECT["segments"]
+            outcomes["saved first"] += 1
+        else:
+            assert split_status == 200 and save_status in (400, 404), answers
+            assert stage.content["segments"] == ["One new sentence.", "Another new sentence."]
+            assert not Annotation.objects.filter(assignment__item_stage=stage).exists()
+            outcomes["split first"] += 1
+    assert sum(outcomes.values()) == len(many_items)
+
+
+def test_reassigning_races_the_first_save_and_nothing_is_lost(racer, many_items, users, make_user):
+    """Reassigning takes an untouched assignment only: the annotator's first save lands first (the
+    reassignment is refused) or the assignment has moved (the save is refused)."""
+    from annotation.models import Role
+    from annotation.services.projects import add_member
+
+    dave = make_user("dave")
+    add_member(project=many_items[0].project, user=dave, role=Role.ANNOTATOR)
+    outcomes = Counter()
+    for item in many_items:
+        assignment = assignment_of(users["alice"], item)
+        answers = racer.race([
+            (users["alice"], "PUT", f"/api/assignments/{assignment.id}/annotation/",
+             {"payload": ALL_CORRECT, "version": 0, "submit": False}),
+            (users["admin"], "POST", f"/api/projects/{item.project_id}/assignments/{assignment.id}/reassign/", {}),
+        ])
+        (save_status, _), (move_status, _) = answers
+        assignment.refresh_from_db()
+        if save_status == 200:
+            assert move_status == 400, answers
+            assert assignment.user == users["alice"]
+            assert Annotation.objects.get(assignment=assignment).version == 1
+            outcomes["saved first"] += 1
+        else:
+            assert move_status == 200 and save_status == 404, answers
+            assert assignment.user == dave and not Annotation.objects.filter(assignment=assignment).exists()
+            outcomes["moved first"] += 1
+    assert sum(outcomes.values()) == len(many_items)
+
+
+def test_removing_an_annotator_races_their_submission_and_nothing_is_lost(racer, many_items, users, make_user):
+    """Their submitted work stays: a submission that lands first is kept, a removal that lands
+    first refuses the submission; either way the item has its two annotators again."""
+    from annotation.models import Membership, Role
+    from annotation.services.assignments import reassign
+    from annotation.services.projects import add_member
+
+    project = many_items[0].project
+    outcomes = Counter()
+    for n, item in enumerate(many_items[:8]):
+        member = make_user(f"leaving{n}")
+        membership = add_member(project=project, user=member, role=Role.ANNOTATOR)
+        assignment = reassign(assignment_of(users["alice"], item))
+        assert assignment.user == member
+        version = save_annotation(assignment=assignment, payload=ALL_CORRECT, version=0, submit=False).version
+        answers = racer.race([
+            (member, "PUT", f"/api/assignments/{assignment.id}/annotation/",
+             {"payload": ALL_CORRECT, "version": version, "submit": True}),
+            (users["admin"], "DELETE", f"/api/projects/{project.id}/members/{membership.id}/", {}),
+        ])
+        (submit_status, _), (remove_status, _) = answers
+        assert remove_status in (200, 204), answers
+        assert not Membership.objects.filter(pk=membership.pk).exists()
+        stage = assignment.item_stage
+        if submit_status == 200:
+            kept = Assignment.objects.get(pk=assignment.pk)
+            assert kept.user == member and kept.status == "submitted"
+            assert Annotation.objects.get(assignment=kept).submitted
+            outcomes["submitted first"] += 1
+        else:
+            assert submit_status == 404, answers
+            assert not Assignment.objects.filter(pk=assignment.pk).exists()
+            assert not Annotation.objects.filter(assignment_id=assignment.pk).exists()
+            outcomes["removed first"] += 1
+        assert stage.assignments.count() == 2
+    assert sum(outcomes.values()) == 8

@@ -155,7 +155,7 @@ def test_draft_save_version_check_and_submit(clients, felm_items, users):
     [
         (segment(False, None, "why"), "segments[0].error_type", "is required when the segment contains an error"),
         (segment(False, "knowledge_error", "  "), "segments[0].comment", "a reason is required when the segment contains an error"),
-        (segment(False, "typo", "why"), "segments[0].error_type", "must be one of knowledge_error, reasoning_error, irrelevant, fooled"),
+        (segment(False, "typo", "why"), "segments[0].error_type", "must be one of knowledge_error, reasoning_error, irrelevant_with_qst, fooled"),
         (segment("yes"), "segments[0].label", "must be true (correct), false (contains an error) or null"),
         (segment(True, refs=["not a url"]), "segments[0].refs[0]", "'not a url' is not a valid http(s) URL"),
         (segment(True, refs=["javascript:alert(1)"]), "segments[0].refs[0]", "'javascript:alert(1)' is not a valid http(s) URL"),

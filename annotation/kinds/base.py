@@ -1,5 +1,9 @@
 """The interface every project kind implements."""
+import hashlib
+import sys
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable
 
 from django.core.exceptions import ValidationError
@@ -20,8 +24,9 @@ class PayloadError(Exception):
 class ImportLineError(Exception):
     """A line of an import file that cannot be read; names the line and the field."""
 
-    def __init__(self, line: int, field: str, message: str):
+    def __init__(self, line: int, field: str, message: str, *, more: tuple[tuple[str, str], ...] = ()):
         self.line, self.field, self.message = line, field, message
+        self.more = more  # further (field, message) pairs wrong on the same line
         super().__init__(f"line {line}, field {field!r}: {message}")
 
 
@@ -61,6 +66,8 @@ class AgreementItem:
     suggestion: dict | None = None
 
 
+GUIDELINES_DIR = Path(__file__).parent / "guidelines"
+
 _url_validator = URLValidator(schemes=["http", "https"])
 
 
@@ -87,6 +94,12 @@ class KindSpec:
     searches_evidence: bool = False
     # stages whose units' evidence an admin can retrieve again one unit at a time
     retrievable_stages: tuple[int, ...] = ()
+
+    def guidelines_template(self) -> str:
+        """The Markdown a new project of this kind starts its guidelines with: the label
+        definitions of the kind's paper (``kinds/guidelines/<key>.md``; none without a file)."""
+        path = GUIDELINES_DIR / f"{self.key}.md"
+        return path.read_text(encoding="utf-8") if path.is_file() else ""
 
     def split_field(self, stage: int) -> str | None:
         """The content field holding the units an admin may re-split before annotation starts
@@ -115,17 +128,41 @@ class KindSpec:
     # field name → human label; the agreement page reports these fields in this order
     # (kinds whose stages ask different things override agreement_fields_for)
     agreement_fields: dict[str, str] = {}
+    # label codes whose name for people is not the code spelt out (see value_name)
+    value_names: dict[str, str] = {}
     # later stages whose gold records the export joins to each row (row["stages"][n])
     export_later_stages: tuple[int, ...] = ()
     # whether export_lines reads row["metadata"] (fetching it costs where it is large)
     export_reads_metadata: bool = True
+    # JSONL export formats whose lines are stored per item once rendered (see ExportLine)
+    stored_export_formats: tuple[str, ...] = ()
+
+    def export_renderer_version(self) -> str:
+        """A digest of the code that renders this kind's exports (the kind's modules, this
+        interface, the rows it is given): a stored line rendered by other code is never served."""
+        return _renderer_version(type(self).__module__)
 
     def agreement_fields_for(self, stage: int) -> dict[str, str]:
         """The fields agreement reports for ``stage``."""
         return self.agreement_fields
 
+    def value_name(self, value) -> str:
+        """A label code as pages show it: ``knowledge_error`` → "Knowledge error" (codes stay
+        in the API and the exports)."""
+        code = str(value)
+        if code in self.value_names:
+            return self.value_names[code]
+        if code.isupper():  # NA
+            return code
+        spelt = code.replace("_", " ").replace("-", " ")
+        return spelt[:1].upper() + spelt[1:]
+
     def parse_import_line(self, fmt: str, data: dict, line: int) -> ParsedItem:
         raise NotImplementedError
+
+    def import_domain_error(self, fmt: str, domain: str) -> str | None:
+        """Why ``domain`` cannot fill the domain of items imported in format ``fmt``, or None."""
+        return None
 
     def needs_precompute(self, stage: int, content: dict, suggestion: dict | None) -> bool:
         """Whether the pipeline must run before annotators get the stage."""
@@ -219,3 +256,16 @@ def optional_str(data: dict, key: str, line: int) -> str:
 
 
 Parser = Callable[[dict, int], ParsedItem]
+
+
+@cache
+def _renderer_version(module_name: str) -> str:
+    module = sys.modules[module_name]
+    here = Path(__file__).resolve().parent
+    own = Path(module.__file__).resolve()
+    sources = sorted(own.parent.glob("*.py")) if own.name == "__init__.py" else [own]
+    sources += [here / "base.py", here.parent / "selectors.py"]
+    digest = hashlib.sha256()
+    for path in sources:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]

@@ -14,9 +14,17 @@ from .base import (
     require_str,
 )
 
-ERROR_TYPES = ("knowledge_error", "reasoning_error", "irrelevant", "fooled")
+# The released names (DESIGN §5): the paper's "irrelevant" is ``irrelevant_with_qst`` in the data.
+ERROR_TYPES = ("knowledge_error", "reasoning_error", "irrelevant_with_qst", "fooled")
 DOMAINS = ("wk", "science", "writing_rec", "reasoning", "math")
 FELM_FIELDS = ("index", "source", "prompt", "response", "segmented_response", "labels", "comment", "type", "ref", "domain")
+# The released files spell "nothing here" in several ways: ``[]`` for a whole list not annotated
+# (types of most math and reasoning items), ``""`` or null for one segment. All mean no value;
+# the file's own spelling is kept in the item's metadata (under the field's name) and given back.
+NO_VALUE = (None, "")
+# Top-level fields kept as given in the metadata when they are not plain strings (e.g. a numeric
+# index, a null source), so that the export gives back the same JSON value.
+SCALAR_FIELDS = ("index", "source", "prompt", "domain")
 SEGMENTATION_METHODS = ("auto", "sentence", "separator")
 
 
@@ -30,6 +38,7 @@ class FelmKind(KindSpec):
     import_formats = ("felm", "plain")
     export_formats = ("felm",)
     agreement_fields = {"label": "Segment label (correct / error)", "error_type": "Error type (segments both marked wrong)"}
+    value_names = {"irrelevant_with_qst": "Irrelevant to the question"}  # as felm.js names it
 
     # -- import -----------------------------------------------------------------------------
 
@@ -57,6 +66,10 @@ class FelmKind(KindSpec):
         refs = data.get("ref") or []
         if not isinstance(refs, list) or not all(isinstance(ref, str) for ref in refs):
             raise ImportLineError(line, "ref", "must be a list of strings")
+        metadata = {"ref": refs, **{k: v for k, v in data.items() if k not in FELM_FIELDS}}
+        metadata.update({k: data[k] for k in SCALAR_FIELDS if k in data and not isinstance(data[k], str)})
+        if data.get("domain") == "":
+            metadata["domain"] = ""
         parsed = ParsedItem(
             line=line,
             prompt=optional_str(data, "prompt", line),
@@ -64,32 +77,46 @@ class FelmKind(KindSpec):
             external_id=optional_str(data, "index", line),
             source=optional_str(data, "source", line),
             domain=domain,
-            metadata={"ref": refs, **{k: v for k, v in data.items() if k not in FELM_FIELDS}},
+            metadata=metadata,
             content={1: {"segments": segments}},
         )
         if "labels" in data:
             parsed.labels[1] = self._parse_felm_labels(data, len(segments), line)
+            gold = parsed.labels[1]["segments"]
+            for key, derived in (("comment", _comments(gold)), ("type", _types(gold))):
+                if key in data and data[key] != derived:  # a spelling of "none" the export must give back
+                    metadata[key] = data[key]
         return parsed
 
     def _parse_felm_labels(self, data: dict, count: int, line: int) -> dict:
         labels = data["labels"]
-        comments = data.get("comment") or [""] * count
-        types = data.get("type") or [None] * count
-        for key, values in (("labels", labels), ("comment", comments), ("type", types)):
-            if not isinstance(values, list) or len(values) != count:
-                raise ImportLineError(line, key, f"must be a list with one entry per segment ({count})")
+        comments = data.get("comment")
+        types = data.get("type")
+        comments = [""] * count if comments in (None, []) else comments
+        types = [None] * count if types in (None, []) else types
+        wrong = [(key, values) for key, values in (("labels", labels), ("comment", comments), ("type", types))
+                 if not isinstance(values, list) or len(values) != count]
+        if wrong:  # every list that does not fit is named (the release has lines where all three are off)
+            messages = [(key, f"must be a list with one entry per segment ({count})"
+                         + (f", not {len(values)}" if isinstance(values, list) else "")) for key, values in wrong]
+            raise ImportLineError(line, *messages[0], more=tuple(messages[1:]))
         segments = []
         for index, (label, comment, error_type) in enumerate(zip(labels, comments, types)):
             if not isinstance(label, bool):
                 raise ImportLineError(line, f"labels[{index}]", "must be true or false")
-            if not isinstance(comment, str):
-                raise ImportLineError(line, f"comment[{index}]", "must be a string")
-            if error_type is not None and error_type not in ERROR_TYPES:
-                raise ImportLineError(line, f"type[{index}]", f"must be null or one of {', '.join(ERROR_TYPES)}")
-            segments.append(
-                {"label": label, "error_type": None if label else error_type, "comment": comment, "refs": []}
-            )
+            if comment is not None and not isinstance(comment, str):
+                raise ImportLineError(line, f"comment[{index}]", "must be a string or null")
+            if error_type not in NO_VALUE and error_type not in ERROR_TYPES:
+                raise ImportLineError(line, f"type[{index}]",
+                                      f"must be null, \"\" or one of {', '.join(ERROR_TYPES)}, not {error_type!r}")
+            segments.append({"label": label, "error_type": None if label or error_type == "" else error_type,
+                             "comment": comment or "", "refs": []})
         return {"segments": segments}
+
+    def import_domain_error(self, fmt: str, domain: str) -> str | None:
+        if fmt == "felm" and domain not in DOMAINS:
+            return f"must be one of {', '.join(DOMAINS)} for FELM files, not {domain!r}"
+        return None
 
     # -- machine pre-annotation -------------------------------------------------------------
 
@@ -212,24 +239,60 @@ class FelmKind(KindSpec):
 
 
 def felm_record(row: dict) -> dict:
-    """One consolidated item in FELM's released shape, field for field."""
+    """One consolidated item in FELM's released shape, field for field.
+
+    An imported line comes back as it was: its spellings of "none" (``[]``, ``""``, null)
+    where the gold record still says none, its other fields (e.g. ``ref_contents``) after the
+    FELM ones; ``domain`` only when the item has one (the released domain files have none)."""
     segments = row["gold"]["segments"]
+    metadata = row["metadata"]
     refs: list[str] = []
-    for ref in [*row["metadata"].get("ref", []), *(r for s in segments for r in s.get("refs", []))]:
+    for ref in [*metadata.get("ref", []), *(r for s in segments for r in s.get("refs", []))]:
         if ref not in refs:
             refs.append(ref)
-    return {
+    record = {
         "index": row["external_id"] or str(row["item_id"]),
         "source": row["source"],
         "prompt": row["prompt"],
         "response": row["response"],
         "segmented_response": row["content"]["segments"],
         "labels": [bool(s["label"]) for s in segments],
-        "comment": [s.get("comment") or "" for s in segments],
-        "type": [None if s["label"] else s.get("error_type") for s in segments],
+        "comment": _as_given(metadata, "comment", _comments(segments)),
+        "type": _as_given(metadata, "type", _types(segments)),
         "ref": refs,
         "domain": row["domain"],
     }
+    for key in SCALAR_FIELDS:
+        if key in metadata and _text(metadata[key]) == record[key]:
+            record[key] = metadata[key]
+    if record["domain"] == "" and "domain" not in metadata:
+        del record["domain"]
+    record.update((k, v) for k, v in metadata.items() if k not in FELM_FIELDS)
+    return record
+
+
+def _comments(segments: list[dict]) -> list[str]:
+    return [s.get("comment") or "" for s in segments]
+
+
+def _types(segments: list[dict]) -> list[str | None]:
+    return [None if s["label"] else s.get("error_type") for s in segments]
+
+
+def _as_given(metadata: dict, key: str, derived: list) -> Any:
+    """``derived`` in the imported file's spelling of ``key`` where both say the same (see NO_VALUE)."""
+    if key not in metadata:
+        return derived
+    given = metadata[key]
+    if given in ([], None) and all(value in NO_VALUE for value in derived):
+        return given  # the whole list not annotated
+    if not isinstance(given, list) or len(given) != len(derived):
+        return derived
+    return [g if g == d or (g in NO_VALUE and d in NO_VALUE) else d for g, d in zip(given, derived)]
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
 
 
 def normalise_for_compare(value: Any) -> Any:

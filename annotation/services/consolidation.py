@@ -129,6 +129,9 @@ def save_consolidation(*, consolidation: Consolidation, user, payload, version: 
             from .stages import open_next_stages
 
             open_next_stages(stage.item.project, [stage.id])
+            from annotation.tasks import enqueue_store_export_lines
+
+            enqueue_store_export_lines(stage.item.project_id, [stage.item_id])
         consolidation.save()
     return consolidation
 

@@ -2,8 +2,10 @@
 
 Files are streamed: each line is parsed, checked and written in batches inside one
 transaction, so memory stays at a batch whatever the file's size, and a bad line anywhere rolls
-everything back. Uploads become an ``ImportJob`` that a Celery task runs (``run_import_job``);
-the management command and tests call ``import_jsonl`` directly.
+everything back (``on_error="refuse"``, the default). With ``on_error="skip"`` the bad lines are
+left out and reported, line by line, with the result; the good ones are imported. Uploads become
+an ``ImportJob`` that a Celery task runs (``run_import_job``); the management command and tests
+call ``import_jsonl`` directly.
 """
 import functools
 import gc
@@ -34,7 +36,10 @@ from .assignments import annotator_ids, assign_new_stages, current_load
 logger = logging.getLogger(__name__)
 
 LABELS_AS = ("ignore", "gold", "suggestion")
-MAX_REPORTED_ERRORS = 20
+ON_ERROR = ("refuse", "skip")
+# Bad lines listed in a refusal or a result (each line, not a sample: a released file has a few
+# dozen); past this many the import stops listing (refuse) or counts only (skip).
+MAX_REPORTED_ERRORS = 1000
 BATCH_SIZE = 2000
 PROGRESS_INTERVAL_SECONDS = 0.5
 UPLOAD_DIR = "imports"
@@ -78,6 +83,10 @@ class ImportResult:
     assignments: int
     duplicates_skipped: int = 0
     lines: int = 0
+    # on_error=skip: how many bad lines were left out, and each one's line, field and reason
+    skipped_lines: int = 0
+    skipped: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return self.__dict__.copy()
@@ -261,18 +270,35 @@ def _identity(external_id: str, prompt: str, response: str) -> bytes:
     return hashlib.blake2b(text, digest_size=16).digest()
 
 
-def check_options(project: Project, fmt: str, labels_as: str) -> None:
-    """Refuse an unknown format or labels_as before any line is read."""
+def check_options(project: Project, fmt: str, labels_as: str, on_error: str = "refuse", domain: str = "") -> None:
+    """Refuse an unknown format, labels_as or on_error, or a bad domain, before any line is read."""
     kind = get_kind(project.kind)
     if fmt not in kind.import_formats:
         raise ImportFailed([_error(0, "format", f"must be one of {', '.join(kind.import_formats)}")])
     if labels_as not in LABELS_AS:
         raise ImportFailed([_error(0, "labels_as", f"must be one of {', '.join(LABELS_AS)}")])
+    if on_error not in ON_ERROR:
+        raise ImportFailed([_error(0, "on_error", f"must be one of {', '.join(ON_ERROR)}")])
+    if domain and (message := domain_error(kind, fmt, domain)):
+        raise ImportFailed([_error(0, "domain", message)])
+
+
+def domain_error(kind: KindSpec, fmt: str, domain: Any) -> str | None:
+    """Why ``domain`` cannot be the import's domain option, or None (it fills Item.domain)."""
+    limit = dict(_column_limits())["domain"]
+    if not isinstance(domain, str) or not domain.strip():
+        return "must be a non-empty string"
+    if domain != domain.strip() or any(not ch.isprintable() for ch in domain):
+        return "must be one line of printable text without spaces around it"
+    if len(domain) > limit:
+        return f"is {len(domain)} characters long; at most {limit} fit"
+    return kind.import_domain_error(fmt, domain)
 
 
 def parse_import_file(project: Project, lines: Iterable[bytes | str], fmt: str, labels_as: str = "ignore",
-                      reading: _Reading | None = None) -> Iterator[ParsedItem | dict]:
-    """Each line read and checked: a ParsedItem, or an error dict naming line and field."""
+                      reading: _Reading | None = None, domain: str = "") -> Iterator[ParsedItem | dict]:
+    """Each line read and checked: a ParsedItem, or error dicts naming line and field (one or
+    more per bad line). ``domain`` fills the domain of items whose line has none."""
     kind = get_kind(project.kind)
     reading = reading or _Reading()
     records = _document_records(lines, reading) if fmt in kind.document_formats else _jsonl_records(lines, reading)
@@ -287,7 +313,11 @@ def parse_import_file(project: Project, lines: Iterable[bytes | str], fmt: str, 
             item = kind.parse_import_line(fmt, data, number)
         except ImportLineError as exc:
             yield _error(exc.line, exc.field, exc.message)
+            for field_name, message in exc.more:
+                yield _error(exc.line, field_name, message)
             continue
+        if domain and not item.domain:
+            item.domain = domain
         if error := _too_long(item, fmt, data):
             yield error
         elif where := _nul_in_stored_fields(item):
@@ -301,9 +331,13 @@ def parse_import_file(project: Project, lines: Iterable[bytes | str], fmt: str, 
 # -- writing ------------------------------------------------------------------------------------
 
 def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: str, labels_as: str = "ignore",
+                 on_error: str = "refuse", domain: str = "",
                  on_progress: Callable[[int, int], None] | None = None,
                  before_commit: Callable[[ImportResult], None] | None = None) -> ImportResult:
-    """Import a file into ``project``; a bad record fails the whole file and writes nothing.
+    """Import a file into ``project``; a bad record fails the whole file and writes nothing,
+    unless ``on_error="skip"``: then bad lines are left out and listed in ``result.skipped``
+    (a file-wide problem, or a file with no good line, still fails). ``domain`` fills the
+    domain of items whose line has none.
 
     Stages whose content and suggestions the file gives are ready at once; the others are
     pre-annotated by a Celery task after the transaction commits. ``labels_as`` decides what
@@ -313,9 +347,9 @@ def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: st
     counted. ``on_progress(lines, bytes)`` is called every half second or so;
     ``before_commit(result)`` runs inside the transaction (an exception there undoes it all).
     """
-    check_options(project, fmt, labels_as)
+    check_options(project, fmt, labels_as, on_error, domain)
     with cyclic_gc_paused():
-        return _import(project, file, fmt, labels_as, on_progress, before_commit)
+        return _import(project, file, fmt, labels_as, on_progress, before_commit, on_error=on_error, domain=domain)
 
 
 @contextmanager
@@ -426,19 +460,23 @@ class _Writer:
                          provenance=provenance)
 
 
-def _import(project: Project, file, fmt: str, labels_as: str, on_progress, before_commit) -> ImportResult:
+def _import(project: Project, file, fmt: str, labels_as: str, on_progress, before_commit, *,
+            on_error: str = "refuse", domain: str = "") -> ImportResult:
     kind = get_kind(project.kind)
     annotators = annotator_ids(project) if kind.stages[0] in kind.annotatable_stages else []
     reading = _Reading()
     errors: list[dict] = []
+    skipped = _Skipped()
     seen: set[bytes] = set()
     next_report = time.monotonic() + PROGRESS_INTERVAL_SECONDS
     with transaction.atomic():
         last_id = Item.objects.filter(project=project).order_by("-id").values_list("id", flat=True).first()
         writer = _Writer(project, kind, labels_as, annotators, last_id)
         batch: list[ParsedItem] = []
-        for entry in parse_import_file(project, file, fmt, labels_as, reading):
-            if isinstance(entry, dict):
+        for entry in parse_import_file(project, file, fmt, labels_as, reading, domain):
+            if isinstance(entry, dict) and on_error == "skip" and _skippable(entry):
+                skipped.add(entry)
+            elif isinstance(entry, dict):
                 errors.append(entry)
                 batch = []  # nothing more is written: the transaction will be rolled back
                 if len(errors) >= MAX_REPORTED_ERRORS:
@@ -464,13 +502,50 @@ def _import(project: Project, file, fmt: str, labels_as: str, on_progress, befor
             writer.write(batch)
         result = writer.result
         result.lines = reading.lines
+        result.skipped_lines, result.skipped = len(skipped.lines), skipped.reported
         if not result.items and not result.duplicates_skipped:
-            raise ImportFailed([_error(0, "(file)", "contains no items")])
+            raise ImportFailed(skipped.reported or [_error(0, "(file)", "contains no items")])
+        result.warnings = _warnings(project, kind, writer, annotators)
         if result.precomputing:
             transaction.on_commit(_enqueue_precompute_of(project, writer.stage, writer.first_item_id))
+        if result.gold_records:
+            from annotation.tasks import enqueue_store_export_lines
+
+            enqueue_store_export_lines(project.id)
         if before_commit is not None:
             before_commit(result)
     return result
+
+
+def _skippable(error: dict) -> bool:
+    """A bad line on_error=skip may leave out (not the file as a whole, e.g. a JSON array)."""
+    return error["line"] > 0 and error["field"] != "(file)"
+
+
+@dataclass
+class _Skipped:
+    """The lines on_error=skip left out: all counted, the first MAX_REPORTED_ERRORS errors kept."""
+
+    lines: set[int] = field(default_factory=set)
+    reported: list[dict] = field(default_factory=list)
+
+    def add(self, error: dict) -> None:
+        self.lines.add(error["line"])
+        if len(self.reported) < MAX_REPORTED_ERRORS:
+            self.reported.append(error)
+
+
+def _warnings(project: Project, kind: KindSpec, writer: "_Writer", annotators: list[int]) -> list[str]:
+    """What the admin must do for the imported items to move on (said with the result)."""
+    waiting = writer.result.items - writer.result.gold_records
+    if waiting <= 0 or kind.stages[0] not in kind.annotatable_stages:
+        return []
+    needed = project.annotators_per_item
+    if len(annotators) >= needed:
+        return []
+    where = "in Annotating " if annotators else ""  # without annotators they stay Ready
+    return [f"Items need {needed} annotators each, but the project has {len(annotators)}: the imported items "
+            f"wait {where}until you add annotators (they then get the missing assignments)."]
 
 
 def _enqueue_precompute_of(project: Project, stage: int, first_item_id: int):
@@ -512,19 +587,21 @@ def upload_path(job: ImportJob) -> Path:
     return stored_path(job.file_path)
 
 
-def create_import_job(*, project: Project, user, upload, fmt: str, labels_as: str = "ignore") -> ImportJob:
+def create_import_job(*, project: Project, user, upload, fmt: str, labels_as: str = "ignore",
+                      on_error: str = "refuse", domain: str = "") -> ImportJob:
     """Store the upload and queue its import; the task starts once this transaction commits.
 
     Unknown options and files above the size limit are refused here, before anything is stored.
     """
-    check_options(project, fmt, labels_as)
+    check_options(project, fmt, labels_as, on_error, domain)
     check_upload_size(getattr(upload, "size", None))
     relative, size = store_upload(upload, UPLOAD_DIR)
     try:
         with transaction.atomic():
             job = ImportJob.objects.create(
                 project=project, created_by=user if getattr(user, "is_authenticated", False) else None,
-                format=fmt, labels_as=labels_as, file_path=relative, file_size=size,
+                format=fmt, labels_as=labels_as, options={"on_error": on_error, "domain": domain},
+                file_path=relative, file_size=size,
                 file_name=str(getattr(upload, "name", "") or "")[:255],
             )
             from annotation.tasks import run_import
@@ -615,8 +692,9 @@ def run_import_job(job_id: int) -> ImportJob | None:
 
     try:
         with open(upload_path(job), "rb") as file:
-            import_jsonl(job.project, file, fmt=job.format, labels_as=job.labels_as, on_progress=on_progress,
-                         before_commit=finish)
+            import_jsonl(job.project, file, fmt=job.format, labels_as=job.labels_as,
+                         on_error=job.options.get("on_error", "refuse"), domain=job.options.get("domain", ""),
+                         on_progress=on_progress, before_commit=finish)
     except _JobEnded:
         pass
     except ImportFailed as exc:

@@ -138,13 +138,14 @@ def update_project(*, project: Project, changed_by, **changes) -> Project:
 @transaction.atomic
 def create_project(*, name: str, kind: str, created_by=None, annotators_per_item: int = 2, guidelines: str = "",
                    pipeline_settings: dict | None = None, third_rater: str = ThirdRater.ESCALATION) -> Project:
-    get_kind(kind)  # refuse kinds that are not built yet
+    spec = get_kind(kind)  # refuses kinds that are not built yet
     project = Project.objects.create(
         name=name,
         kind=kind,
         annotators_per_item=annotators_per_item,
         third_rater=third_rater,
-        guidelines=guidelines,
+        # Left empty, the kind's template: annotators then start with the paper's label definitions.
+        guidelines=guidelines if guidelines.strip() else spec.guidelines_template(),
         pipeline_settings=_without_masked_key(pipeline_settings or {}),
         created_by=created_by,
     )
@@ -174,6 +175,8 @@ def remove_member(*, project: Project, user, role: str) -> int:
     """Take a role from a member. An annotator's open assignments (not submitted) go back to
     the pool and on to the other annotators, balanced; their submitted work stays. A project
     keeps at least one admin."""
+    # Locked so that two admins taking each other's role at once cannot leave none.
+    Project.objects.select_for_update().filter(pk=project.pk).first()
     if role == Role.ADMIN and not Membership.objects.filter(project=project, role=Role.ADMIN).exclude(user=user).exists():
         from annotation.exceptions import DomainError
 
@@ -184,12 +187,47 @@ def remove_member(*, project: Project, user, role: str) -> int:
 
         from .assignments import assign_open_stages
 
-        Assignment.objects.filter(item_stage__item__project=project, user=user).exclude(
-            status=AssignmentStatus.SUBMITTED).delete()
+        # Locked first, in a save's order: a submission that lands while we wait is seen (the lock
+        # re-reads the row) and kept; only then are the open ones deleted.
+        open_ids = list(Assignment.objects.select_for_update().filter(item_stage__item__project=project, user=user)
+                        .exclude(status=AssignmentStatus.SUBMITTED).values_list("id", flat=True))
+        Assignment.objects.filter(id__in=open_ids).delete()
         assign_open_stages(project)
     return deleted
 
 
-def create_user(*, username: str, password: str, email: str = "", is_staff: bool = False):
-    validate_password(password)
-    return User.objects.create_user(username=username, password=password, email=email, is_staff=is_staff)
+@transaction.atomic
+def change_member_role(*, project: Project, membership: Membership, role: str) -> Membership:
+    """Move a member from one role to another, as removing the old role and adding the new one
+    would: an annotator's open assignments go back to the pool, the project keeps an admin.
+    A member who already holds ``role`` just loses the old one."""
+    if role not in Role.values:
+        raise ValidationError(f"role must be one of {', '.join(Role.values)}, not {role!r}")
+    if membership.project_id != project.pk:
+        raise ValueError("the membership belongs to another project")
+    if role == membership.role:
+        return membership
+    user = membership.user
+    remove_member(project=project, user=user, role=membership.role)
+    return add_member(project=project, user=user, role=role)
+
+
+@transaction.atomic
+def create_user(*, username: str, password: str, email: str = "", is_staff: bool = False,
+                project: Project | None = None, role: str | None = None):
+    """A new account, optionally added to ``project`` with ``role`` in the same transaction.
+
+    The password is checked by the configured validators, including its likeness to the
+    username and email; a ValidationError names the field (``username`` or ``password``)."""
+    username = User.normalize_username(username)
+    # Case-insensitive: "Alice" beside "alice" is a second account nobody meant to make.
+    if User.objects.filter(username__iexact=username).exists():
+        raise ValidationError({"username": "a user with this username exists"})
+    try:
+        validate_password(password, user=User(username=username, email=email))
+    except ValidationError as exc:
+        raise ValidationError({"password": exc.messages}) from exc
+    user = User.objects.create_user(username=username, password=password, email=email, is_staff=is_staff)
+    if project is not None and role:
+        add_member(project=project, user=user, role=role)
+    return user

@@ -3,7 +3,7 @@ from django.db import transaction
 
 from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
-from annotation.models import Annotation, ItemStage, Project, StageStatus
+from annotation.models import Annotation, Assignment, ItemStage, Project, StageStatus
 
 MAX_UNITS = 500
 
@@ -48,6 +48,9 @@ def correct_split(*, stage: ItemStage, units: list[str]) -> ItemStage:
     if len(units) > MAX_UNITS:
         raise DomainError(f"at most {MAX_UNITS} sentences, not {len(units)}")
     with transaction.atomic():
+        # The assignments first, in a save's order: an annotator's first save either lands before
+        # the check below (which then refuses) or finds its assignment gone — never deleted with it.
+        list(Assignment.objects.select_for_update().filter(item_stage_id=stage.pk).values_list("id", flat=True))
         stage = ItemStage.objects.select_for_update().select_related("item__project").get(pk=stage.pk)
         field = get_kind(stage.item.project.kind).split_field(stage.stage)
         if field is None:

@@ -69,7 +69,7 @@ const Workbench = (() => {
     let errorsShown = false; // clearing them re-renders the editor: only when some are shown
 
     function showConflict() {
-      onStatus(`Newer work was saved elsewhere (version ${conflict}). This tab's latest edits are not saved: ` +
+      onStatus("Newer work on this item was saved in another tab or window. This tab's latest edits are not saved: " +
         "reload the page to continue from the saved work.", "conflict");
     }
 
@@ -113,7 +113,7 @@ const Workbench = (() => {
           current = stored.version;
           if (stored.submitted) {
             finished = true;
-            onStatus(`Submitted (version ${current}).`, "saved");
+            onStatus("Submitted", "saved");
             return {ok: true, status: 200, data: stored};
           }
           unsaved = true;
@@ -145,8 +145,8 @@ const Workbench = (() => {
       if (errorsShown) { errorsShown = false; onErrors([]); }
       if (submit) { submitFailed = false; finished = result.data.submitted !== false; }
       if (unsaved) onStatus("Unsaved changes…", "dirty");
-      else if (submitFailed) onStatus(`Saved as a draft (version ${current}), not submitted yet: submit again.`, "dirty");
-      else onStatus(`Saved (version ${current})`, "saved");
+      else if (submitFailed) onStatus("Saved as a draft, not submitted yet: submit again.", "dirty");
+      else onStatus(submit && finished ? "Submitted" : "Saved", "saved");
       onSaved(result.data);
       return result;
     }

@@ -6,10 +6,63 @@ const FelmAnnotate = (() => {
   const ERROR_TYPES = [
     ["knowledge_error", "Knowledge error"],
     ["reasoning_error", "Reasoning error"],
-    ["irrelevant", "Irrelevant"],
+    ["irrelevant_with_qst", "Irrelevant to the question"],
     ["fooled", "Fooled"],
   ];
   const TYPE_LABEL = Object.fromEntries(ERROR_TYPES);
+  const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+  /* Where a segment is in the response, at ``from`` or later: whitespace and case aside, and
+   * with up to three words dropped at either end (released segments are sometimes trimmed,
+   * e.g. "It's worth noting that the merger…" became "The merger…"). */
+  function findSegment(text, segment, from) {
+    const words = segment.split(/\s+/).filter(Boolean).map(escapeRegExp);
+    const tries = [[0, words.length]];
+    for (let k = 1; k <= 3 && words.length - k >= 4; k += 1) tries.push([k, words.length], [0, words.length - k]);
+    for (const [first, end] of tries) {
+      const pattern = new RegExp(words.slice(first, end).join("\\s+"), "giu");
+      pattern.lastIndex = from;
+      const match = pattern.exec(text);
+      if (match) return match;
+    }
+    return null;
+  }
+
+  /*
+   * The response on the left with each segment wrapped in a span, so the current one can be
+   * highlighted there. Segments are looked for in order; one not found (an LLM segmenter may
+   * reword) is left unmarked. Returns the spans by segment index.
+   */
+  function markSegments(box, response, texts) {
+    if (!box || typeof response !== "string") return [];
+    const text = response.replace(/\r\n?/g, "\n");  // as linebreaksbr showed it
+    const spans = [];
+    const parts = [];
+    let at = 0;
+    texts.forEach((segment, i) => {
+      const match = segment.trim() ? findSegment(text, segment, at) : null;
+      if (!match) return;
+      parts.push(text.slice(at, match.index));
+      spans[i] = el("span", {className: "response-segment", "data-index": i, "data-number": i + 1}, match[0]);
+      parts.push(spans[i]);
+      at = match.index + match[0].length;
+    });
+    if (!parts.length) return spans;
+    parts.push(text.slice(at));
+    box.replaceChildren(...parts);
+    box.classList.add("segmented");
+    return spans;
+  }
+
+  /* Scroll the sticky source panel (not the page) so the highlighted segment is in it. */
+  function revealInSource(span) {
+    const box = span?.closest(".source");
+    if (!box || box.scrollHeight <= box.clientHeight) return;
+    const outer = box.getBoundingClientRect();
+    const inner = span.getBoundingClientRect();
+    if (inner.top < outer.top + 8) box.scrollTop -= outer.top + 8 - inner.top;
+    else if (inner.bottom > outer.bottom - 8) box.scrollTop += Math.min(inner.bottom - outer.bottom + 8, inner.top - outer.top - 8);
+  }
 
   function start(state, options = {}) {
     const consolidation = Boolean(options.consolidation);
@@ -22,6 +75,10 @@ const FelmAnnotate = (() => {
     const submitButton = document.getElementById("submit");
     const clock = Workbench.activityClock();
     let currentIndex = 0;
+    // Note and references folded to a small button until wanted (r / l, a click) or filled.
+    const unfolded = segments.map(() => ({note: false, refs: false}));
+    let listingIncomplete = false;  // after a refused submit, the list shrinks as segments get done
+    const responseSpans = markSegments(document.querySelector(".source .response"), state.response, state.content.segments);
     // Where the suggestions came from (the provenance the import or the pipeline recorded).
     const SOURCE = (state.provenance || {}).suggestion === "import:labels" ? "the imported labels" : "the machine";
 
@@ -41,25 +98,53 @@ const FelmAnnotate = (() => {
     }
 
     function showErrors(errors) {
-      errorsEl.replaceChildren(...errors.map((e) => el("li", {}, e.field ? `${readableField(e.field)}: ${e.message}` : e.message)));
+      errorsEl.replaceChildren(...errors.map((e) => {
+        const match = /^segments\[(\d+)\]/.exec(e.field || "");
+        if (!match) return el("li", {}, e.field ? `${readableField(e.field)}: ${e.message}` : e.message);
+        return el("li", {}, el("button", {type: "button", className: "link", onclick: () => goTo(Number(match[1]))},
+          readableField(e.field)), `: ${e.message}`);
+      }));
       list.querySelectorAll(".invalid").forEach((n) => n.classList.remove("invalid"));
       for (const e of errors) {
         const match = /^segments\[(\d+)\]/.exec(e.field || "");
         if (match) list.children[Number(match[1])]?.classList.add("invalid");
       }
+      fitFoot();
     }
 
+    /* Keyboard scrolling keeps the current segment clear of the save bar and the errors above it. */
+    function fitFoot() {
+      const foot = errorsEl.closest(".panel-foot");
+      if (foot) list.style.setProperty("--foot-height", `${foot.offsetHeight + 8}px`);
+    }
+
+    /* What a segment still lacks before a submit, e.g. ["error type", "reason"]. */
     function missing(segment) {
-      if (segment.label === null) return "label";
-      if (segment.label === false && !segment.error_type) return "error type";
-      if (segment.label === false && !segment.comment.trim()) return "reason";
-      return null;
+      if (segment.label === null) return ["label"];
+      if (segment.label !== false) return [];
+      return [!segment.error_type && "error type", !segment.comment.trim() && "reason"].filter(Boolean);
+    }
+
+    function listIncomplete() {
+      const lacking = segments.map((s, i) => [i, missing(s)]).filter(([, what]) => what.length);
+      if (!lacking.length) listingIncomplete = false;
+      showErrors(lacking.map(([i, what]) => ({field: `segments[${i}]`,
+        message: `${what.join(" and ")} ${what.length > 1 ? "are" : "is"} missing`})));
+      // Above the list, not in the save status, which the next autosave overwrites.
+      if (lacking.length) {
+        errorsEl.prepend(el("li", {className: "summary"},
+          `${consolidation ? "Gold record not saved" : "Not submitted"}: ${lacking.length} segment${lacking.length === 1 ? " is" : "s are"} not done.`));
+        fitFoot();
+      }
+      return lacking;
     }
 
     function updateCompleteness() {
-      const done = segments.filter((s) => !missing(s)).length;
+      const done = segments.filter((s) => !missing(s).length).length;
       completenessEl.textContent = `${done}/${segments.length} segments complete`;
-      Array.from(list.children).forEach((node, i) => node.classList.toggle("complete", !missing(segments[i])));
+      Array.from(list.children).forEach((node, i) => node.classList.toggle("complete", !missing(segments[i]).length));
+      responseSpans.forEach((span, i) => span?.classList.toggle("has-error", segments[i].label === false));
+      if (listingIncomplete) listIncomplete();
     }
 
     function change(index, patch) {
@@ -76,6 +161,24 @@ const FelmAnnotate = (() => {
       currentIndex = Math.max(0, Math.min(segments.length - 1, index));
       Array.from(list.children).forEach((node, i) => node.classList.toggle("current", i === currentIndex));
       list.children[currentIndex]?.scrollIntoView({block: "nearest"});
+      responseSpans.forEach((span, i) => span?.classList.toggle("current", i === currentIndex));
+      revealInSource(responseSpans[currentIndex]);
+    }
+
+    /* From the list of incomplete segments: that segment, focus on what it lacks. */
+    function goTo(index) {
+      select(index);
+      const node = list.children[index];
+      const what = missing(segments[index])[0];
+      const target = {label: ".label-correct", "error type": ".error-type", reason: ".comment"}[what];
+      (target && node.querySelector(target) || node.querySelector("button"))?.focus();
+    }
+
+    /* r / l, or a click on the folded control: unfold the note or the references and type there. */
+    function unfold(index, part) {
+      unfolded[index][part] = true;
+      renderSegment(index);
+      list.children[index].querySelector(part === "note" ? ".comment" : ".ref-input")?.focus();
     }
 
     function comparison(index) {
@@ -100,14 +203,19 @@ const FelmAnnotate = (() => {
       const what = suggested.label ? "Correct" : `Contains an error${suggested.error_type ? ` (${TYPE_LABEL[suggested.error_type] || suggested.error_type})` : ""}`;
       return el("div", {className: "felm-hint"},
         Workbench.suggested(what, (v) => v, `suggested by ${SOURCE}: not selected for you`),
-        suggested.comment ? el("span", {className: "felm-hint-reason"}, ` reason: ${suggested.comment}`) : null);
+        suggested.comment?.trim() ? el("span", {className: "felm-hint-reason"}, ` reason: ${suggested.comment}`) : null);
     }
 
     function renderSegment(index) {
       const segment = segments[index];
       const field = (name) => (disagreed.has(`segments[${index}].${name}`) ? "disagree" : "");
       const readOnly = state.read_only;
-      const refInput = el("input", {type: "url", className: "ref-input", placeholder: "https://… (Enter to add)", disabled: readOnly});
+      // Unfolded when asked for, or when hiding it would hide something: text, a required
+      // reason (error label), a disagreement to settle.
+      const noteOpen = unfolded[index].note || segment.label === false || segment.comment !== "" || Boolean(field("comment"));
+      const refsOpen = unfolded[index].refs || segment.refs.length > 0 || Boolean(field("refs"));
+      const refInput = el("input", {type: "url", className: "ref-input", placeholder: "https://… (Enter to add)",
+        "aria-label": "Reference link", disabled: readOnly});
       const addRef = () => {
         const value = refInput.value.trim();
         if (!value) return;
@@ -118,31 +226,37 @@ const FelmAnnotate = (() => {
         list.children[index].querySelector(".ref-input").focus();
       };
       refInput.addEventListener("keydown", (event) => { if (event.key === "Enter") { event.preventDefault(); addRef(); } });
+      const folded = (part, text, key) => el("button", {type: "button", className: "small unfold", "data-part": part,
+        title: `key ${key}`, onclick: (event) => { event.stopPropagation(); unfold(index, part); }}, text, " ", el("kbd", {}, key));
 
-      const node = el("li", {className: "segment", "data-index": index, onclick: () => select(index)},
+      const node = el("li", {className: "segment", "data-index": index, onclick: () => select(index),
+        onfocusin: () => { if (index !== currentIndex) select(index); }},
         el("p", {className: "segment-text"}, state.content.segments[index]),
-        hint(index),
         comparison(index),
-        el("div", {className: `choice ${field("label")}`},
-          el("button", {type: "button", className: "label-correct", "aria-pressed": segment.label === true ? "true" : "false", disabled: readOnly,
-            onclick: () => change(index, {label: true})}, "Correct (c)"),
-          el("button", {type: "button", className: "label-error", "aria-pressed": segment.label === false ? "true" : "false", disabled: readOnly,
-            onclick: () => change(index, {label: false})}, "Contains an error (x)")),
-        el("div", {className: "error-details"},
-          segment.label === false ? el("label", {className: field("error_type")}, "Error type ",
+        el("div", {className: "segment-controls"},
+          el("div", {className: `choice ${field("label")}`},
+            el("button", {type: "button", className: "label-correct", "aria-pressed": segment.label === true ? "true" : "false", disabled: readOnly,
+              onclick: () => change(index, {label: true})}, "Correct ", el("kbd", {}, "c")),
+            el("button", {type: "button", className: "label-error", "aria-pressed": segment.label === false ? "true" : "false", disabled: readOnly,
+              onclick: () => change(index, {label: false})}, "Contains an error ", el("kbd", {}, "x"))),
+          segment.label === false ? el("label", {className: `error-type-field ${field("error_type")}`}, "Error type ",
             el("select", {className: "error-type", disabled: readOnly, onchange: (e) => change(index, {error_type: e.target.value || null})},
               el("option", {value: ""}, "— choose (1–4) —"),
               ERROR_TYPES.map(([value, text], i) => el("option", {value, selected: segment.error_type === value}, `${i + 1}. ${text}`)))) : null,
-          // The reason stays visible whatever the label, so no text is ever saved unseen.
-          el("label", {className: field("comment")}, segment.label === false ? "Reason " : "Note (optional) ",
-            el("textarea", {className: "comment", rows: segment.label === false ? 2 : 1, disabled: readOnly, value: segment.comment,
-              oninput: (e) => { segment.comment = e.target.value; updateCompleteness(); saver.schedule(); }}))),
-        el("div", {className: `refs ${field("refs")}`}, "References: ",
+          noteOpen || readOnly ? null : folded("note", "Add a note", "r"),
+          refsOpen || readOnly ? null : folded("refs", "Add a link", "l"),
+          hint(index)),
+        // The reason stays visible whatever the label, so no text is ever saved unseen.
+        noteOpen ? el("label", {className: `note ${field("comment")}`}, segment.label === false ? "Reason " : "Note (optional) ",
+          el("textarea", {className: "comment", rows: 1, disabled: readOnly, value: segment.comment,
+            oninput: (e) => { segment.comment = e.target.value; updateCompleteness(); saver.schedule(); }})) : null,
+        refsOpen ? el("div", {className: `refs ${field("refs")}`}, el("span", {className: "refs-title"}, "References"),
           el("ul", {className: "ref-list"}, segment.refs.map((ref, r) => el("li", {},
             el("a", {href: ref, target: "_blank", rel: "noopener noreferrer"}, ref),
-            readOnly ? null : el("button", {type: "button", className: "small", title: "remove",
+            readOnly ? null : el("button", {type: "button", className: "small", title: "remove", "aria-label": "remove this link",
               onclick: () => change(index, {refs: segment.refs.filter((_, k) => k !== r)})}, "×")))),
-          readOnly ? null : refInput, readOnly ? null : el("button", {type: "button", className: "small", onclick: addRef}, "Add")));
+          readOnly ? null : el("div", {className: "ref-add"}, refInput,
+            el("button", {type: "button", className: "small", onclick: addRef}, "Add"))) : null);
       const old = list.children[index];
       if (old) {
         node.classList.toggle("current", index === currentIndex);
@@ -151,10 +265,10 @@ const FelmAnnotate = (() => {
     }
 
     async function submit() {
-      const incomplete = segments.findIndex((s) => missing(s));
-      if (incomplete >= 0) {
-        select(incomplete);
-        showErrors([{field: `segments[${incomplete}]`, message: `${missing(segments[incomplete])} is missing`}]);
+      listingIncomplete = true;
+      const lacking = listIncomplete();
+      if (lacking.length) {
+        select(lacking[0][0]);
         return;
       }
       await Workbench.submitAndContinue(saver, submitButton, state.next_url);
@@ -162,14 +276,13 @@ const FelmAnnotate = (() => {
 
     function onKey(event) {
       if (state.read_only || event.ctrlKey || event.metaKey || event.altKey) return;
-      const node = list.children[currentIndex];
       const actions = {
         c: () => change(currentIndex, {label: true}),
         x: () => change(currentIndex, {label: false}),
         j: () => select(currentIndex + 1), ArrowDown: () => select(currentIndex + 1),
         k: () => select(currentIndex - 1), ArrowUp: () => select(currentIndex - 1),
-        r: () => node.querySelector(".comment")?.focus(),
-        l: () => node.querySelector(".ref-input")?.focus(),
+        r: () => unfold(currentIndex, "note"),
+        l: () => unfold(currentIndex, "refs"),
       };
       if (consolidation) {
         // Shift+A, Shift+B: take that annotator's whole answer for the segment
@@ -186,6 +299,7 @@ const FelmAnnotate = (() => {
     }
 
     segments.forEach((_, i) => renderSegment(i));
+    responseSpans.forEach((span, i) => span?.addEventListener("click", () => select(i)));
     // A consolidator starts at the first disagreement, an annotator at the top.
     select(Workbench.firstDisagreement(disagreed, "segments"));
     updateCompleteness();

@@ -30,14 +30,28 @@
     if (result.precomputing) parts.push(`${result.precomputing} being pre-annotated; their assignments follow when that is done`);
     if (result.assignments || !result.precomputing) parts.push(`${result.assignments} assignments`);
     if (result.duplicates_skipped) parts.push(`${result.duplicates_skipped} exact duplicates skipped`);
+    if (result.skipped_lines) parts.push(`${result.skipped_lines} bad ${result.skipped_lines === 1 ? "line" : "lines"} skipped`);
     return `Imported ${result.items} ${result.items === 1 ? "item" : "items"} (${parts.join(", ")}).`;
   }
 
+  const errorText = (e) => `line ${e.line}, field ${e.field}: ${e.message}`;
+
+  /* The counts, what the admin must do (warnings), and each line on_error=skip left out. */
+  function done(result) {
+    const skipped = result.skipped || [];
+    return [
+      summary(result),
+      ...(result.warnings || []).map((w) => el("p", {className: "warning"}, w)),
+      skipped.length ? el("details", {className: "skipped-lines", open: true}, el("summary", {}, "Skipped lines"),
+        el("ul", {}, skipped.map((e) => el("li", {}, errorText(e))))) : null,
+    ].filter((part) => part !== null);
+  }
+
   function outcome(job) {
-    if (job.state === "done" && job.result) return summary(job.result);
+    if (job.state === "done" && job.result) return done(job.result);
     if (job.state === "failed") {
       return el("span", {className: "error"}, "Nothing was imported: ",
-        job.errors.map((e) => `line ${e.line}, field ${e.field}: ${e.message}`).join("; "));
+        job.errors.map(errorText).join("; "));
     }
     return null;
   }
@@ -53,7 +67,7 @@
     bar.hidden = job.state === "done" || job.state === "failed";
     row.querySelector("[data-role=lines]").textContent = `${job.lines_read} lines read`;
     const result = outcome(job);
-    if (result) row.querySelector("[data-role=outcome]").replaceChildren(result);
+    if (result) row.querySelector("[data-role=outcome]").replaceChildren(...[result].flat());
   }
 
   function showCorpus(row, corpus) {

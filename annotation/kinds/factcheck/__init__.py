@@ -38,6 +38,7 @@ class FactcheckKind(KindSpec):
     export_later_stages = (2, 3)
     # the metadata holds the released evidence again (for retrieval), which no export writes
     export_reads_metadata = False
+    stored_export_formats = ("factcheck-bench",)
     agreement_aligns_units = True
     agreement_uses_suggestion = True
     agreement_fields = step1.AGREEMENT_FIELDS

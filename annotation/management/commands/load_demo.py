@@ -27,7 +27,7 @@ For each segment of the response decide whether it **contains a factual error**.
 * **Contains an error**: pick the error type and write the reason (what is wrong and what is right):
   * *knowledge error*: a wrong fact;
   * *reasoning error*: a wrong step of reasoning or calculation;
-  * *irrelevant*: the segment does not answer the prompt;
+  * *irrelevant to the question*: the segment does not answer the prompt;
   * *fooled*: the response accepted a false premise of the prompt.
 * Add links to the pages that prove your judgement.
 

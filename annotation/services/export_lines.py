@@ -1,0 +1,55 @@
+"""Stored export lines: each consolidated item's line of the large JSONL exports, rendered once
+when its gold records change (a Celery task after a consolidation or an import) so an export
+streams stored text. See ``ExportLine`` for why a stored line is never served stale."""
+import json
+from itertools import islice
+from typing import Iterable
+
+from django.db import connection, transaction
+
+from annotation import selectors
+from annotation.kinds import get_kind
+from annotation.models import ExportLine, Project
+
+RENDER_CHUNK = 250
+
+
+def render_lines(project: Project, fmt: str, item_ids: Iterable[int]) -> dict[int, str]:
+    """item id → its line of format ``fmt`` (a stored format: one record per item), rendered from
+    the gold records now."""
+    kind = get_kind(project.kind)
+    rows = list(selectors.gold_rows(project, later_stages=kind.export_later_stages,
+                                    metadata=kind.export_reads_metadata, item_ids=item_ids))
+    records = kind.export_lines(fmt, rows)
+    return {row["item_id"]: json.dumps(record, ensure_ascii=False) + "\n" for row, record in zip(rows, records)}
+
+
+def store_export_lines(project: Project, item_ids: Iterable[int] | None = None) -> int:
+    """Render and store the stored formats' lines of the project's consolidated items (all, or
+    ``item_ids``). Returns how many lines were stored.
+
+    Stamps are read before and after rendering, and a line is stored only when its item's stamp
+    did not move in between: then no write to its rows committed while it was rendered, so the
+    line is the one its stamp describes. (PostgreSQL only: elsewhere exports render every line.)"""
+    kind = get_kind(project.kind)
+    if connection.vendor != "postgresql" or not kind.stored_export_formats:
+        return 0
+    version = kind.export_renderer_version()
+    stored = 0
+    for fmt in kind.stored_export_formats:
+        if item_ids is None:
+            ids = iter([item_id for chunk in selectors.stored_export_lines(project, fmt, version)
+                        for item_id, line in chunk if line is None])
+        else:
+            ids = iter(list(item_ids))
+        while chunk := list(islice(ids, RENDER_CHUNK)):
+            before = selectors.export_stamps(chunk, version)
+            lines = render_lines(project, fmt, chunk)
+            after = selectors.export_stamps(chunk, version)
+            fresh = [ExportLine(item_id=i, format=fmt, stamp=before[i], line=line)
+                     for i, line in lines.items() if before.get(i) is not None and before[i] == after.get(i)]
+            with transaction.atomic():
+                ExportLine.objects.bulk_create(fresh, update_conflicts=True, unique_fields=["item", "format"],
+                                               update_fields=["stamp", "line"])
+            stored += len(fresh)
+    return stored

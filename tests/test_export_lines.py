@@ -1,0 +1,146 @@
+"""Stored export lines (ExportLine): the large JSONL export serves each item's stored line, and
+never one that is stale — whatever wrote the item's rows, and whenever."""
+import json
+import threading
+
+import pytest
+from django.db import connection
+
+from annotation.exports import export_jsonl
+from annotation.models import ExportLine, GoldRecord, Item, ItemStage, StageStatus
+from annotation.services import export_lines
+from annotation.services.imports import import_jsonl
+
+from .conftest import jsonl
+
+pytestmark = pytest.mark.django_db(transaction=True)
+FMT = "factcheck-bench"
+
+
+@pytest.fixture(autouse=True)
+def on_postgresql():
+    if connection.vendor != "postgresql":
+        pytest.skip("lines are stored on PostgreSQL only (elsewhere every export renders every line)")
+
+
+def released_line(index: int) -> dict:
+    """An item in the released Factcheck-Bench shape with all three steps."""
+    sentences = {}
+    for s in (1, 2):
+        text = f"Item {index} sentence {s} is a claim."
+        sentences[f"sentence{s}"] = {
+            "text": text, "decontext": text, "sentence_factuality_label": True, "revised_decontext": text,
+            "sentence_checkworthiness": "yes", "most_importance_sentence": "yes", "claims": [text],
+            "claim_checkworthiness": ["factual"], "if_automatic_evidence_enough_to_verify": ["yes"],
+            "human_evidence": ["NA"], "auto_evidence": [[f"Passage {index}.{s}.{p}." for p in range(2)]],
+            "auto_evidence_url": [[f"https://e.example/{index}/{s}/{p}" for p in range(2)]],
+            "stance_claim_autoEvid": [["completely-support", "irrelevant"]], "if_claim_needs_edit": ["no"],
+            "claims_factuality_label": [True], "revised_claims": [text], "usedEvidence_index_in_revision": ["-1"],
+            "if_most_important_claim": ["yes"],
+        }
+    response = " ".join(s["text"] for s in sentences.values())
+    return {"prompt": f"Question {index}?", "response": response, "revised_response": response,
+            "response_factuality": True, "sentences": sentences}
+
+
+@pytest.fixture
+def imported(factcheck_project):
+    import_jsonl(factcheck_project, jsonl([released_line(i) for i in range(6)]), fmt=FMT, labels_as="gold")
+    return factcheck_project
+
+
+def exported(project) -> list[dict]:
+    return [json.loads(line) for line in export_jsonl(project, FMT)]
+
+
+def test_an_import_of_gold_records_stores_the_lines_and_the_export_serves_them(imported):
+    assert ExportLine.objects.filter(item__project=imported, format=FMT).count() == 6
+    assert [r["prompt"] for r in exported(imported)] == [f"Question {i}?" for i in range(6)]
+    # served, not rebuilt: a stored line with a current stamp is what the export writes
+    first = Item.objects.filter(project=imported).order_by("id").first()
+    ExportLine.objects.filter(item=first).update(line='{"served": "stored"}\n')
+    assert exported(imported)[0] == {"served": "stored"}
+
+
+def test_stored_and_rendered_lines_are_the_same(imported):
+    stored = exported(imported)
+    ExportLine.objects.all().delete()
+    assert exported(imported) == stored
+
+
+@pytest.mark.parametrize("write", ["gold payload", "item row", "step status"])
+def test_a_line_is_stale_after_any_write_to_its_rows_even_one_that_bypasses_the_services(imported, write):
+    first = Item.objects.filter(project=imported).order_by("id").first()
+    ExportLine.objects.filter(item=first).update(line='{"served": "stale"}\n')
+    if write == "gold payload":
+        gold = GoldRecord.objects.get(item_stage__item=first, item_stage__stage=3)
+        GoldRecord.objects.filter(pk=gold.pk).update(payload={**gold.payload, "response": "Rewritten."})
+    elif write == "item row":
+        Item.objects.filter(pk=first.pk).update(prompt="Another question?")
+    else:
+        ItemStage.objects.filter(item=first, stage=1).update(status=StageStatus.DISCARDED)
+    records = exported(imported)
+    assert {"served": "stale"} not in records
+    if write == "gold payload":
+        assert records[0]["revised_response"] == "Rewritten."
+    elif write == "item row":
+        assert records[0]["prompt"] == "Another question?"
+    else:
+        assert len(records) == 5 and records[0]["prompt"] == "Question 1?"
+
+
+def test_lines_rendered_by_other_code_are_not_served(imported, monkeypatch):
+    ExportLine.objects.update(line='{"served": "old code"}\n')
+    monkeypatch.setattr(type(imported_kind(imported)), "export_renderer_version", lambda self: "another version")
+    assert {"served": "old code"} not in exported(imported)
+    # the export stored the lines it rendered, under the new version
+    assert ExportLine.objects.exclude(line='{"served": "old code"}\n').count() == 6
+
+
+def imported_kind(project):
+    from annotation.kinds import get_kind
+
+    return get_kind(project.kind)
+
+
+def test_a_line_rendered_while_its_rows_change_is_not_stored(imported, monkeypatch):
+    """A write that commits while a line is rendered moves the item's stamp: that line is not
+    stored (it may hold the rows before the write)."""
+    ExportLine.objects.all().delete()
+    first = Item.objects.filter(project=imported).order_by("id").first()
+    render = export_lines.render_lines
+
+    def render_while_an_admin_edits(project, fmt, item_ids):
+        lines = render(project, fmt, item_ids)
+        writer = threading.Thread(target=lambda: (Item.objects.filter(pk=first.pk).update(prompt="Edited meanwhile?"),
+                                                  connection.close()))
+        writer.start()
+        writer.join()
+        return lines
+
+    monkeypatch.setattr(export_lines, "render_lines", render_while_an_admin_edits)
+    assert export_lines.store_export_lines(imported) == 5
+    assert not ExportLine.objects.filter(item=first).exists()
+    monkeypatch.setattr(export_lines, "render_lines", render)
+    assert exported(imported)[0]["prompt"] == "Edited meanwhile?"
+
+
+def test_a_consolidation_stores_the_items_line(factcheck_project, users):
+    from annotation.services.annotations import save_annotation
+    from annotation.services.consolidation import save_consolidation
+    from annotation.models import Assignment, Consolidation
+
+    import_jsonl(factcheck_project, jsonl([{"prompt": "Q?", "response": "Paris is in France."}]), fmt="plain")
+    stage = ItemStage.objects.get(item__project=factcheck_project, stage=1)
+    payload = {"sentences": [{"decontext": "Paris is in France.", "importance": "yes", "checkworthy": "yes",
+                              "claims": [{"text": "Paris is in France.", "category": "factual", "importance": "yes"}]}]}
+    for name in ("alice", "bob"):
+        save_annotation(assignment=Assignment.objects.get(item_stage=stage, user=users[name]), payload=payload,
+                        version=0, submit=True)
+    consolidation = Consolidation.objects.get(item_stage=stage)
+    assert not ExportLine.objects.exists()
+    save_consolidation(consolidation=consolidation, user=users["carol"], payload=payload,
+                       version=consolidation.version, submit=True)
+    (line,) = ExportLine.objects.filter(item=stage.item, format=FMT)
+    assert json.loads(line.line)["sentences"]["sentence1"]["claims"] == ["Paris is in France."]
+    assert exported(factcheck_project) == [json.loads(line.line)]
