@@ -37,7 +37,8 @@ def export_jsonl(project: Project, fmt: str) -> Iterator[str]:
         records = selectors.annotation_rows(project)
     else:
         records = kind.export_lines(fmt, selectors.gold_rows(project, later_stages=kind.export_later_stages,
-                                                             metadata=kind.export_reads_metadata))
+                                                             metadata=kind.export_reads_metadata),
+                                    **kind.export_options(project.pipeline_settings))
     for record in records:
         yield json.dumps(record, ensure_ascii=False) + "\n"
 

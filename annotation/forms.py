@@ -16,6 +16,11 @@ class ProjectForm(forms.Form):
     name = forms.CharField(max_length=200)
     kind = forms.ChoiceField(choices=[(k, label) for k, label in ProjectKind.choices if k in KINDS])
     annotators_per_item = forms.IntegerField(min_value=1, max_value=10, initial=2)
+    overlap_share = forms.FloatField(
+        min_value=0, max_value=1, initial=1, required=False, label="Share of items annotated by all of them",
+        help_text="0–1: the others get one annotator, whose submission is their gold record (no consolidation; "
+                  "agreement is measured on the shared items). D-FActScore double-annotated 0.1.",
+    )
     third_rater = forms.TypedChoiceField(
         choices=ThirdRater.choices, initial=ThirdRater.ESCALATION, label="Third rater", required=False,
         empty_value=ThirdRater.ESCALATION,
@@ -25,6 +30,10 @@ class ProjectForm(forms.Form):
     guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 16}), required=False,
                                  help_text="Markdown; starts with the label definitions of the kind's paper")
 
+    def clean_overlap_share(self):
+        share = self.cleaned_data.get("overlap_share")
+        return 1.0 if share is None else share
+
 
 class ProjectEditForm(forms.Form):
     """A project's settings after creation; the pipeline settings as JSON, keys masked (a masked
@@ -32,10 +41,19 @@ class ProjectEditForm(forms.Form):
 
     name = forms.CharField(max_length=200)
     annotators_per_item = forms.IntegerField(min_value=1, max_value=10)
+    overlap_share = forms.FloatField(
+        min_value=0, max_value=1, required=False, label="Share of items annotated by all of them",
+        help_text="0–1: the others get one annotator, whose submission is their gold record (no consolidation; "
+                  "agreement is measured on the shared items). D-FActScore double-annotated 0.1.",
+    )
     third_rater = forms.ChoiceField(choices=ThirdRater.choices, label="Third rater")
     guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 10}), required=False, help_text="Markdown")
     pipeline_settings = forms.JSONField(widget=forms.Textarea(attrs={"rows": 8}), required=False,
                                         help_text="JSON: segmentation, passages, embeddings, revision; llm and web_search (staff only)")
+
+    def clean_overlap_share(self):
+        share = self.cleaned_data.get("overlap_share")
+        return self.initial.get("overlap_share", 1.0) if share is None else share
 
 
 class UploadField(forms.FileField):

@@ -3,10 +3,12 @@
 Payloads are JSON validated by the project kind (``annotation.kinds``), so one set of tables
 serves FELM, Factcheck-Bench and D-FActScore projects.
 """
+import hashlib
 import re
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 # "sentences[1].claims[2].text" -> ("sentences", "1"): the unit a disagreed field belongs to.
@@ -38,6 +40,11 @@ class Project(models.Model):
     kind = models.CharField(max_length=20, choices=ProjectKind.choices)
     guidelines = models.TextField(blank=True, help_text="Markdown shown to annotators.")
     annotators_per_item = models.PositiveSmallIntegerField(default=2)
+    overlap_share = models.FloatField(
+        default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="Share of items annotated by annotators_per_item annotators; the others get one annotator, "
+                  "whose submission is their gold record (D-FActScore double-annotated 10 %).",
+    )
     third_rater = models.CharField(max_length=20, choices=ThirdRater.choices, default=ThirdRater.ESCALATION)
     pipeline_settings = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
@@ -50,6 +57,19 @@ class Project(models.Model):
 
     def __str__(self):
         return self.name
+
+    def is_overlap_item(self, item_id: int) -> bool:
+        """Whether the item is one of the share annotated by several annotators: drawn from a hash
+        of the project and the item, so the draw is random across items yet the same every time
+        it is asked (import, reassignment, a later step of the same item)."""
+        if self.overlap_share >= 1 or self.annotators_per_item <= 1:
+            return True
+        digest = hashlib.sha256(f"overlap:{self.pk}:{item_id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.overlap_share
+
+    def annotators_for(self, item_id: int) -> int:
+        """How many annotators the item gets (see ``overlap_share``)."""
+        return self.annotators_per_item if self.is_overlap_item(item_id) else 1
 
 
 class Membership(models.Model):
@@ -224,6 +244,7 @@ class Consolidation(models.Model):
 class GoldSource(models.TextChoices):
     CONSOLIDATION = "consolidation", "Consolidation"
     IMPORT = "import", "Imported labels"
+    SINGLE = "single", "The one annotator's submission (item outside the overlap share)"
 
 
 class GoldRecord(models.Model):

@@ -306,7 +306,8 @@ def item_detail(item: Item) -> list[dict]:
                 who = f" by {consolidation.consolidator.username}" if consolidation.consolidator else ""
                 events.append((consolidation.updated_at, f"consolidation {consolidation.get_status_display().lower()}{who}"))
         if gold:
-            source = "imported" if gold.source == GoldSource.IMPORT else "saved"
+            source = {GoldSource.IMPORT: "imported", GoldSource.SINGLE: "taken from the one annotator's submission"}.get(
+                gold.source, "saved")
             who = f" by {gold.consolidated_by.username}" if gold.consolidated_by else ""
             events.append((gold.created_at, f"gold record {source}{who}"))
             if gold.updated_at and gold.updated_at > gold.created_at + timedelta(seconds=1):
@@ -422,8 +423,10 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
     ):
         payloads_by_stage[stage_id][user_id] = payload
         items_by_user[user_id] += 1
+    # A gold record taken from an item's one submission would agree with its annotator by construction.
     gold_by_stage = dict(_payloads_for_agreement(
-        GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage), kind, "item_stage_id"
+        GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage)
+        .exclude(source=GoldSource.SINGLE), kind, "item_stage_id"
     ))
 
     agreement_fields = kind.agreement_fields_for(stage)
@@ -617,6 +620,8 @@ def annotation_rows(project: Project) -> Iterator[dict]:
             "started_at": _iso(row["assignment__started_at"]),
             "submitted_at": _iso(row["assignment__submitted_at"]),
             "active_seconds": row["assignment__active_seconds"],
+            # False: one of the items outside the overlap share, whose one submission is its gold record
+            "double_annotated": project.is_overlap_item(row["assignment__item_stage__item_id"]),
         }
 
 
@@ -643,3 +648,57 @@ def corpora_for_user(user) -> QuerySet:
     if can_create_projects(user):
         return Corpus.objects.order_by("-id")
     return Corpus.objects.filter(projects__memberships__user=user, projects__memberships__role=Role.ADMIN).distinct().order_by("-id")
+
+
+# -- D-FActScore scores -----------------------------------------------------------------------
+
+def dfactscore_scores(project: Project, paragraph_limit: int = 500) -> dict:
+    """FActScore and D-FActScore of the consolidated paragraphs, per paragraph (the first
+    ``paragraph_limit``) and per source model, for the human gold records and for the machine
+    pre-annotation of the same paragraphs, with the absolute difference per model (the paper
+    reports at most 8 points)."""
+    from annotation.kinds.dfactscore import dfactscore_settings, machine_payload
+    from pipeline.dfactscore_scores import model_scores, paragraph_scores
+
+    irrelevant = dfactscore_settings(project.pipeline_settings)["irrelevant"]
+    rows = (ItemStage.objects.filter(item__project=project, stage=1, status=StageStatus.DONE, gold__isnull=False)
+            .order_by("item_id")
+            .values_list("item_id", "item__external_id", "item__source", "content", "suggestion", "gold__payload"))
+    paragraphs: list[dict] = []
+    human: dict[str, list[dict]] = defaultdict(list)
+    machine: dict[str, list[dict]] = defaultdict(list)
+    count = 0
+    for item_id, external_id, model, content, suggestion, gold in rows.iterator(chunk_size=500):
+        count += 1
+        ours = paragraph_scores(content, gold, irrelevant)
+        human[model].append(ours)
+        guess = machine_payload(suggestion, len(content.get("facts") or []))
+        theirs = paragraph_scores(content, guess, irrelevant) if guess is not None else None
+        if theirs is not None:
+            machine[model].append(theirs)
+        if len(paragraphs) < paragraph_limit:
+            paragraphs.append({"item_id": item_id, "external_id": external_id, "model": model,
+                               "human": _paragraph_numbers(ours), "machine": theirs and _paragraph_numbers(theirs)})
+    models = []
+    for model, scored in human.items():
+        ours = model_scores(scored)
+        theirs = model_scores(machine[model]) if machine.get(model) else None
+        entry = {"model": model, "paragraphs": len(scored), "machine_paragraphs": len(machine.get(model, [])),
+                 "human": _model_numbers(ours), "machine": theirs and _model_numbers(theirs), "difference": None}
+        if theirs is not None:
+            entry["difference"] = {key: abs(ours[key] - theirs[key])
+                                   if ours[key] is not None and theirs[key] is not None else None
+                                   for key in ("init_score", "init_global_score")}
+        models.append(entry)
+    return {"irrelevant": irrelevant, "paragraph_count": count, "paragraphs": paragraphs, "models": models}
+
+
+def _paragraph_numbers(scores: dict) -> dict:
+    return {key: scores[key] for key in ("facts", "factscore", "dfactscore", "num_groups", "num_supporting_topics",
+                                         "distinct_entities")}
+
+
+def _model_numbers(scores: dict) -> dict:
+    """The unpenalised means the paper reports (init_score: FActScore, init_global_score: D-FActScore)."""
+    return {key: scores.get(key) for key in ("init_score", "init_global_score", "respond_ratio", "num_facts_per_response",
+                                             "num_groups", "num_supporting_topics")}

@@ -137,7 +137,8 @@ def user_create(request):
 @login_required
 def project_edit(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN})
-    initial = {"name": project.name, "annotators_per_item": project.annotators_per_item, "third_rater": project.third_rater,
+    initial = {"name": project.name, "annotators_per_item": project.annotators_per_item,
+               "overlap_share": project.overlap_share, "third_rater": project.third_rater,
                "guidelines": project.guidelines, "pipeline_settings": selectors.masked_pipeline_settings(project)}
     form = ProjectEditForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
@@ -204,6 +205,8 @@ def project_detail(request, project_id):
             "pipeline_settings": selectors.masked_pipeline_settings(project),
             "can_change_llm_settings": selectors.can_change_llm_settings(request.user),
         })
+    if project.kind == "dfactscore" and context["can_consolidate"]:
+        context["dfactscore_scores"] = selectors.dfactscore_scores(project)
     return render(request, "annotation/project_detail.html", context)
 
 
@@ -579,6 +582,9 @@ def stage_page_state(project: Project, stage) -> dict:
         state["previous"] = selectors.previous_step(stage)
     if kind.searches_evidence:
         state["search_url"] = reverse("project-evidence-searches", args=[project.id])
+    if project.kind == "dfactscore":
+        # Which optional passes the page asks for (plain FActScore, entity attribution).
+        state["passes"] = kind.payload_content({}, lambda: project.pipeline_settings)["passes"]
     return state
 
 

@@ -105,11 +105,15 @@ class ProjectSerializer(serializers.ModelSerializer):
     serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping, models.JSONField: JSONValueField}
     kind = serializers.ChoiceField(choices=[k for k in ProjectKind.values if k in KINDS])
     annotators_per_item = serializers.IntegerField(min_value=1, max_value=10, default=2)
+    overlap_share = serializers.FloatField(
+        min_value=0, max_value=1, default=1.0,
+        help_text="share of items annotated by annotators_per_item annotators; the others get one, whose "
+                  "submission is their gold record")
     my_roles = serializers.SerializerMethodField()
 
     class Meta:
         model = Project
-        fields = ["id", "name", "kind", "guidelines", "annotators_per_item", "third_rater", "pipeline_settings", "created_at",
+        fields = ["id", "name", "kind", "guidelines", "annotators_per_item", "overlap_share", "third_rater", "pipeline_settings", "created_at",
                   "my_roles"]
         read_only_fields = ["created_at"]
 

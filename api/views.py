@@ -144,7 +144,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
             name=data["name"], kind=data["kind"], created_by=self.request.user,
             annotators_per_item=data.get("annotators_per_item", 2), guidelines=data.get("guidelines", ""),
             third_rater=data.get("third_rater", ThirdRater.ESCALATION),
-            pipeline_settings=data.get("pipeline_settings") or {},
+            pipeline_settings=data.get("pipeline_settings") or {}, overlap_share=data.get("overlap_share", 1.0),
         )
 
     def perform_update(self, serializer):

@@ -163,7 +163,8 @@ def test_payloads_are_documented_as_objects(schema):
 def test_export_and_import_formats_are_documented(schema):
     export = schema["paths"]["/api/projects/{id}/export/"]["get"]
     [fmt] = [p for p in export["parameters"] if p["name"] == "format"]
-    assert set(fmt["schema"]["enum"]) == {"felm", "factcheck-bench", "factcheck-subtasks", "annotations"}
+    assert set(fmt["schema"]["enum"]) == {"felm", "factcheck-bench", "factcheck-subtasks", "dfactscore",
+                                          "dfactscore-result", "annotations"}
     assert "400" in export["responses"]
     ref = schema["components"]["schemas"]["Import"]["properties"]["format"]["allOf"][0]["$ref"]
     assert set(schema["components"]["schemas"][ref.rsplit("/", 1)[1]]["enum"]) >= {"felm", "plain", "factcheck-bench"}

@@ -220,6 +220,10 @@ def test_demo_loader_is_idempotent_and_gives_a_working_project(db, django_captur
     claims = [claim for stage in stages for claim in stage.content["claims"]]
     assert len(claims) == 6 and all(claim["evidence"] and not claim["problems"] for claim in claims)
     assert all(p["url"].startswith("https://demo.example/") for c in claims for p in c["evidence"])
+    # D-FActScore: paragraphs about people who share a name, each with its candidate pages, pre-annotated
+    dfactscore = ItemStage.objects.filter(item__project__name="Demo D-FActScore").order_by("item_id")
+    assert [s.item.external_id for s in dfactscore] == ["mara-quell", "tobias-wrenfield", "ilse-varga-doon"]
+    assert all(s.status == "annotating" and len(s.content["candidates"]) >= 2 and s.suggestion["groups"] for s in dfactscore)
 
 
 def test_consolidation_list_filters_by_status_and_shows_the_current_filter(logged_in, felm_items):

@@ -178,6 +178,16 @@ class KindSpec:
         ``earlier`` maps each earlier step to its ``{"content", "gold"}``."""
         raise NotImplementedError
 
+    def suggestion_from_labels(self, stage: int, labels: dict) -> dict:
+        """The suggestion an import with ``labels_as=suggestion`` stores for a line's labels
+        (the labels as they are where payload and suggestion share their shape)."""
+        return labels
+
+    def payload_content(self, content: dict, settings_of: Callable[[], dict]) -> dict:
+        """The content validate_payload checks an annotator's or consolidator's payload against;
+        kinds whose rules depend on project settings fold them in (``settings_of()`` reads them)."""
+        return content
+
     def empty_payload(self, stage: int, content: dict, suggestion: dict | None) -> dict:
         raise NotImplementedError
 
@@ -212,9 +222,14 @@ class KindSpec:
         """Kind-specific agreement numbers beyond per-field label agreement (none by default)."""
         return {}
 
-    def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:
-        """Turn consolidated rows into export records of format ``fmt``."""
+    def export_lines(self, fmt: str, rows: Iterable[dict], **options) -> Iterable[dict]:
+        """Turn consolidated rows into export records of format ``fmt`` (``options``: export_options)."""
         raise NotImplementedError
+
+    def export_options(self, settings: dict) -> dict:
+        """Keyword arguments export_lines takes from the project's pipeline settings (none by
+        default; a stored export format must not depend on any, see ExportLine)."""
+        return {}
 
     # export formats that are several JSONL files in a zip archive
     archive_formats: tuple[str, ...] = ()

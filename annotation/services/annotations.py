@@ -57,7 +57,8 @@ def save_annotation(*, assignment: Assignment, payload, version: int, submit: bo
             raise DomainError("this annotation was submitted and is read-only")
 
         kind = get_kind(assignment.project_kind)
-        normalised = kind.validate_payload(stage.stage, stage.content, payload, complete=submit)
+        content = kind.payload_content(stage.content, lambda: stage.item.project.pipeline_settings)
+        normalised = kind.validate_payload(stage.stage, content, payload, complete=submit)
         now = timezone.now()
         if annotation is None:
             annotation = Annotation(assignment=assignment, payload=normalised, version=1, submitted=submit)

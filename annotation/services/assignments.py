@@ -47,7 +47,11 @@ def assign_new_stages(project: Project, stage_ids: list[int], annotators: list[i
     batches counts the project's assignments once rather than once per batch."""
     if not annotators or not stage_ids:
         return 0
-    needs = [(stage_id, set(), project.annotators_per_item) for stage_id in stage_ids]
+    if project.overlap_share >= 1:
+        needs = [(stage_id, set(), project.annotators_per_item) for stage_id in stage_ids]
+    else:
+        items = dict(ItemStage.objects.filter(id__in=stage_ids).values_list("id", "item_id"))
+        needs = [(stage_id, set(), project.annotators_for(items[stage_id])) for stage_id in stage_ids]
     planned = _plan(needs, annotators, current_load(project, annotators) if load is None else load)
     _insert(planned)
     return len(planned)
@@ -91,15 +95,17 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     stages = stages.annotate(assigned=Count("assignments", filter=Q(assignments__role=AssignmentRole.ANNOTATOR))).filter(
         assigned__lt=project.annotators_per_item
     )
-    needy = list(stages.order_by("id").values_list("id", "assigned"))
+    needy = [(stage_id, assigned, project.annotators_for(item_id) - assigned)
+             for stage_id, assigned, item_id in stages.order_by("id").values_list("id", "assigned", "item_id")]
+    needy = [row for row in needy if row[2] > 0]
     if not needy:
         return _assign_third_raters(project)
     taken: dict[int, set[int]] = {}
-    for stage_id, user_id in Assignment.objects.filter(item_stage_id__in=[s for s, _ in needy]).values_list(
+    for stage_id, user_id in Assignment.objects.filter(item_stage_id__in=[s for s, _, _ in needy]).values_list(
         "item_stage_id", "user_id"
     ):
         taken.setdefault(stage_id, set()).add(user_id)
-    needs = [(stage_id, taken.get(stage_id, set()), project.annotators_per_item - assigned) for stage_id, assigned in needy]
+    needs = [(stage_id, taken.get(stage_id, set()), missing) for stage_id, _, missing in needy]
     planned = _plan(needs, annotators, current_load(project, annotators))
     _insert(planned)
     ItemStage.objects.filter(id__in={stage_id for stage_id, _ in planned}, status=StageStatus.READY).update(

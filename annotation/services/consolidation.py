@@ -33,9 +33,13 @@ def open_consolidation_if_complete(stage: ItemStage) -> Consolidation | None:
     assignments = list(stage.assignments.all())
     annotators = [a for a in assignments if a.role == AssignmentRole.ANNOTATOR]
     project = stage.item.project
-    if len(annotators) < project.annotators_per_item:
+    wanted = project.annotators_for(stage.item_id)
+    if len(annotators) < wanted:
         return None
     if any(a.status != AssignmentStatus.SUBMITTED for a in assignments):
+        return None
+    if wanted == 1 and len(assignments) == 1:
+        _gold_from_the_one_submission(stage, assignments[0])
         return None
     existing = Consolidation.objects.filter(item_stage=stage).first()
     has_third = len(assignments) > len(annotators)
@@ -56,6 +60,23 @@ def open_consolidation_if_complete(stage: ItemStage) -> Consolidation | None:
     consolidation.version += 1 if existing else 0
     consolidation.save()
     return consolidation
+
+
+def _gold_from_the_one_submission(stage: ItemStage, assignment: Assignment) -> None:
+    """An item outside the project's overlap share has one annotator: there is nothing to
+    consolidate, and the submission is the gold record (marked so: pages, history and the raw
+    export say which gold records no second annotator checked)."""
+    payload = Annotation.objects.filter(assignment=assignment).values_list("payload", flat=True).get()
+    GoldRecord.objects.update_or_create(item_stage=stage, defaults={
+        "payload": payload, "source": GoldSource.SINGLE, "consolidated_by": None, "disagreed_fields": []})
+    stage.status = StageStatus.DONE
+    stage.save(update_fields=["status", "updated_at"])
+    from annotation.tasks import enqueue_store_export_lines
+
+    from .stages import open_next_stages
+
+    open_next_stages(stage.item.project, [stage.id])
+    enqueue_store_export_lines(stage.item.project_id, [stage.item_id])
 
 
 def check_not_annotator(consolidation: Consolidation, user) -> None:
@@ -106,7 +127,8 @@ def save_consolidation(*, consolidation: Consolidation, user, payload, version: 
         consolidation = lock_open_consolidation(consolidation, version)
         stage = consolidation.item_stage
         kind = get_kind(stage.item.project.kind)
-        normalised = kind.validate_payload(stage.stage, stage.content, payload, complete=submit)
+        content = kind.payload_content(stage.content, lambda: stage.item.project.pipeline_settings)
+        normalised = kind.validate_payload(stage.stage, content, payload, complete=submit)
         _check_draft_rows(draft_rows, consolidation.alignment)
         consolidation.draft = normalised
         if draft_rows is not None:

@@ -449,7 +449,8 @@ class _Writer:
         content = p.content.get(self.stage) or {}
         suggestion, provenance = p.suggestions.get(self.stage), {"suggestion": "import"} if p.suggestions else {}
         if self.labels_as == "suggestion" and self.stage in p.labels:
-            suggestion, provenance = p.labels[self.stage], {"suggestion": "import:labels"}
+            suggestion = self.kind.suggestion_from_labels(self.stage, p.labels[self.stage])
+            provenance = {"suggestion": "import:labels"}
         if self.labels_as == "gold":
             status = StageStatus.DONE
         elif self.kind.needs_precompute(self.stage, content, suggestion):

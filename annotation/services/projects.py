@@ -6,6 +6,7 @@ from django.db import transaction
 
 from annotation import selectors
 from annotation.kinds import get_kind
+from annotation.kinds.dfactscore import settings_error as dfactscore_settings_error
 from annotation.models import Membership, Project, Role, ThirdRater
 
 User = get_user_model()
@@ -54,7 +55,7 @@ def validate_pipeline_settings(settings: dict) -> dict:
     """Check a project's pipeline settings; raise ValidationError naming the bad key."""
     if not isinstance(settings, dict):
         raise ValidationError("must be an object")
-    unknown = set(settings) - {"segmentation", "passages", "embeddings", "revision", *ENDPOINT_SECTIONS}
+    unknown = set(settings) - {"segmentation", "passages", "embeddings", "revision", "dfactscore", *ENDPOINT_SECTIONS}
     if unknown:
         raise ValidationError(f"unknown settings: {', '.join(sorted(unknown))}")
     if settings.get("segmentation", "auto") not in SEGMENTATION_METHODS:
@@ -74,6 +75,8 @@ def validate_pipeline_settings(settings: dict) -> dict:
             or not isinstance(revision.get("with_question", False), bool):
         raise ValidationError("revision must be an object with with_question true or false "
                               "(step 3: show the model the user's question when it revises a sentence)")
+    if "dfactscore" in settings and (message := dfactscore_settings_error(settings["dfactscore"])):
+        raise ValidationError(message)
     return settings
 
 
@@ -123,7 +126,8 @@ def update_project(*, project: Project, changed_by, **changes) -> Project:
             if changed and not selectors.can_change_llm_settings(changed_by):
                 raise PermissionDenied(STAFF_ONLY.format(section=name))
         changes["pipeline_settings"] = new_settings
-    more_annotators = changes.get("annotators_per_item", project.annotators_per_item) > project.annotators_per_item
+    more_annotators = (changes.get("annotators_per_item", project.annotators_per_item) > project.annotators_per_item
+                       or changes.get("overlap_share", project.overlap_share) > project.overlap_share)
     for field, value in changes.items():
         setattr(project, field, value)
     if changes:
@@ -137,12 +141,14 @@ def update_project(*, project: Project, changed_by, **changes) -> Project:
 
 @transaction.atomic
 def create_project(*, name: str, kind: str, created_by=None, annotators_per_item: int = 2, guidelines: str = "",
-                   pipeline_settings: dict | None = None, third_rater: str = ThirdRater.ESCALATION) -> Project:
+                   pipeline_settings: dict | None = None, third_rater: str = ThirdRater.ESCALATION,
+                   overlap_share: float = 1.0) -> Project:
     spec = get_kind(kind)  # refuses kinds that are not built yet
     project = Project.objects.create(
         name=name,
         kind=kind,
         annotators_per_item=annotators_per_item,
+        overlap_share=overlap_share,
         third_rater=third_rater,
         # Left empty, the kind's template: annotators then start with the paper's label definitions.
         guidelines=guidelines if guidelines.strip() else spec.guidelines_template(),

@@ -64,6 +64,19 @@ DEMO_PROJECTS = (
     ("Demo FELM", "felm", FELM_GUIDELINES, "felm_demo.jsonl"),
     ("Demo Factcheck-Bench", "factcheck", FACTCHECK_GUIDELINES, "factcheck_demo.jsonl"),
 )
+DFACTSCORE_GUIDELINES = """# D-FActScore: who is the paragraph about?
+
+Each paragraph is an LLM biography of an ambiguous name; the candidate pages are the people who share it.
+
+**Step A (from the paragraph alone, no outside knowledge):** how many individuals would a reader see? Put each
+fact into one of them, then link each individual to the candidate page it describes, or *none of these*.
+
+**Step B:** label each fact against its individual's linked page: *supported*, *not supported*, or
+*irrelevant* (the fact is not about the target name).
+
+**Plain FActScore pass:** is the fact supported by *any* candidate page, whatever the grouping?
+"""
+DFACTSCORE_PROJECT = ("Demo D-FActScore", "dfactscore_demo.jsonl")
 # Items whose step 1 is imported as gold, so step 2 (evidence from the demo corpus) opens at once.
 STEP2_PROJECT = ("Demo Factcheck-Bench step 2", "factcheck_step2_demo.jsonl", "evidence_corpus_demo.jsonl")
 
@@ -90,6 +103,7 @@ class Command(BaseCommand):
             with open(DEMO_DIR / filename, "rb") as handle:
                 import_jsonl(project, handle, fmt="plain")
         self.step2_project(users)
+        self.dfactscore_project(users)
         self.stdout.write("Demo logins (password %s):" % DEMO_PASSWORD)
         self.stdout.write("  (the step-2 demo retrieves evidence when the command ends; the embedding model loads once)")
         for username, _, what in DEMO_USERS:
@@ -109,3 +123,14 @@ class Command(BaseCommand):
             create_corpus(name="Demo evidence", user=users["admin"], upload=handle, projects=[project])
         with open(DEMO_DIR / items_file, "rb") as handle:
             import_jsonl(project, handle, fmt="factcheck-bench", labels_as="gold")
+
+    def dfactscore_project(self, users):
+        name, items_file = DFACTSCORE_PROJECT
+        if Project.objects.filter(name=name).exists():
+            return
+        project = create_project(name=name, kind="dfactscore", created_by=users["admin"], guidelines=DFACTSCORE_GUIDELINES,
+                                 pipeline_settings={"dfactscore": {"factscore_pass": True}})
+        for username, role in (("alice", Role.ANNOTATOR), ("bob", Role.ANNOTATOR), ("carol", Role.CONSOLIDATOR)):
+            add_member(project=project, user=users[username], role=role)
+        with open(DEMO_DIR / items_file, "rb") as handle:
+            import_jsonl(project, handle, fmt="dfactscore")

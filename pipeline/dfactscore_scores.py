@@ -1,0 +1,185 @@
+"""FActScore and D-FActScore from annotations, per paragraph and per model, in the released shape.
+
+Plain data in, plain data out. Per paragraph, ``paragraph_scores`` turns a gold payload into the
+released per-generation lists (``decisions``: plain FActScore, a fact supported by any page;
+``global_decisions``: each fact against its group's linked page) and scores both lists the same
+way, so a result file imported as gold (``gold["released"]``) gives its numbers back exactly.
+
+How a human payload becomes the lists:
+
+* ``global_decisions``: a fact is supported iff ``label == "supported"`` (against the linked page;
+  a group linked to ``"none"`` has no page, so its facts are unsupported); its
+  ``supporting_topic`` is the linked page's title when supported;
+* ``decisions``: the fact's ``any_page`` label when the optional pass gave one, else its
+  ``label`` — a lower bound, since a fact its own page does not support may be on another; the
+  topic is the ``entity`` pass's page when given, else the linked page;
+* ``irrelevant`` facts: left out of both lists (``"exclude"``, the default) or counted as not
+  supported (``"not_supported"``); facts without a label yet are left out.
+
+Per model, ``model_scores`` follows the release (see ``../shared/data/dfactscore/README.md``):
+``init_score`` / ``init_global_score`` are means over paragraphs with facts, with no length
+penalty (the numbers the paper reports); ``score`` / ``global_score`` apply FActScore's penalty
+exp(1 - 10/n) to a paragraph of n ≤ 10 facts. ``num_supporting_topics`` counts the distinct pages
+in ``decisions`` (the release's definition: its example file gives 1.5 only that way).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+GAMMA = 10  # FActScore's length penalty: paragraphs of at most this many facts are penalised
+IRRELEVANT_MODES = ("exclude", "not_supported")
+
+
+def _share(entries: list[dict] | None) -> float | None:
+    if not entries:
+        return None
+    return sum(bool(e["is_supported"]) for e in entries) / len(entries)
+
+
+def _topics(entries: list[dict] | None) -> int:
+    return len({e.get("supporting_topic") for e in entries or [] if e.get("is_supported") and e.get("supporting_topic")})
+
+
+def released_lists(content: dict, gold: dict, irrelevant: str = "exclude") -> tuple[list[dict] | None, list[dict] | None]:
+    """(decisions, global_decisions) of one paragraph: the released ones when the gold keeps them,
+    else built from the payload (see the module docstring); None for a list without facts."""
+    if irrelevant not in IRRELEVANT_MODES:
+        raise ValueError(f"irrelevant must be one of {IRRELEVANT_MODES}, got {irrelevant!r}")
+    released = gold.get("released")
+    if released is not None:
+        return released.get("decisions") or None, released.get("global_decisions") or None
+    texts = [f.get("text", "") for f in content.get("facts") or []]
+    titles = {c: candidate.get("title") or None for c, candidate in enumerate(content.get("candidates") or [])}
+    links = [titles.get(g.get("link")) if type(g.get("link")) is int else None for g in gold.get("groups") or []]
+    decisions, global_decisions = [], []
+    for index, fact in enumerate(gold.get("facts") or []):
+        label = fact.get("label")
+        if label is None or (label == "irrelevant" and irrelevant == "exclude"):
+            continue
+        atom = texts[index] if index < len(texts) else ""
+        group = fact.get("group")
+        linked = links[group] if type(group) is int and 0 <= group < len(links) else None
+        supported = label == "supported" and linked is not None
+        global_decisions.append({"atom": atom, "is_supported": supported,
+                                 "supporting_topic": linked if supported else None})
+        any_page = fact.get("any_page")
+        if any_page is not None and label != "irrelevant":
+            supported = any_page == "supported"
+        entity = fact.get("entity")
+        topic = (titles.get(entity) if type(entity) is int else None) or (linked if label == "supported" else None)
+        decisions.append({"atom": atom, "is_supported": supported, "supporting_topic": topic if supported else None})
+    return decisions or None, global_decisions or None
+
+
+def paragraph_scores(content: dict, gold: dict, irrelevant: str = "exclude") -> dict:
+    """FActScore, D-FActScore and counts of one paragraph's gold (scores None without counted facts)."""
+    decisions, global_decisions = released_lists(content, gold, irrelevant)
+    individuals = gold.get("individuals")
+    entities = [f.get("entity") for f in gold.get("facts") or [] if f.get("entity") is not None]
+    if entities:
+        distinct = len(set(entities))
+    else:
+        distinct = len({g.get("link") for g in gold.get("groups") or [] if g.get("link") not in (None, "none")})
+    return {
+        "facts": len(decisions or []),
+        "factscore": _share(decisions),
+        "dfactscore": _share(global_decisions),
+        "num_groups": individuals if isinstance(individuals, int) else None,
+        "num_supporting_topics": _topics(decisions),
+        "distinct_entities": distinct,
+        "decisions": decisions,
+        "global_decisions": global_decisions,
+    }
+
+
+def length_penalty(facts: int) -> float:
+    return 1.0 if facts > GAMMA else math.exp(1 - GAMMA / facts)
+
+
+def _mean(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def model_scores(paragraphs: list[dict]) -> dict:
+    """One model's numbers in the released result shape (``paragraphs``: ``paragraph_scores`` results,
+    in prompt order). Means are over the paragraphs with facts; None where there are none."""
+    responding = [p for p in paragraphs if p["decisions"]]
+    plain = [p for p in responding if p["factscore"] is not None]
+    grouped = [p for p in responding if p["dfactscore"] is not None]
+    groups = [p["num_groups"] for p in responding if p.get("num_groups") is not None]
+    return {
+        "score": _mean([length_penalty(len(p["decisions"])) * p["factscore"] for p in plain]),
+        "init_score": _mean([p["factscore"] for p in plain]),
+        "global_score": _mean([length_penalty(len(p["global_decisions"])) * p["dfactscore"] for p in grouped]),
+        "init_global_score": _mean([p["dfactscore"] for p in grouped]),
+        "respond_ratio": len(responding) / len(paragraphs) if paragraphs else None,
+        "num_facts_per_response": _mean([len(p["decisions"]) for p in responding]),
+        "num_groups": _mean(groups),
+        "num_supporting_topics": _mean([p["num_supporting_topics"] for p in responding]),
+        "nan": sum(p["factscore"] is None or p["dfactscore"] is None for p in responding),
+        "decisions": [p["decisions"] for p in paragraphs],
+        "global_decisions": [p["global_decisions"] for p in paragraphs],
+    }
+
+
+def _assigned(groups_a: Sequence[int | None], groups_b: Sequence[int | None]) -> tuple[list[int], list[int]]:
+    if len(groups_a) != len(groups_b):
+        raise ValueError(f"the two assignments cover {len(groups_a)} and {len(groups_b)} facts")
+    pairs = [(a, b) for a, b in zip(groups_a, groups_b) if a is not None and b is not None]
+    return [a for a, _ in pairs], [b for _, b in pairs]
+
+
+def partition_agreement(groups_a: Sequence[int | None], groups_b: Sequence[int | None]) -> float | None:
+    """Adjusted Rand index of two annotators' fact → group assignments (facts either left
+    ungrouped are left out; None when no fact is grouped by both)."""
+    from sklearn.metrics import adjusted_rand_score
+
+    a, b = _assigned(groups_a, groups_b)
+    return float(adjusted_rand_score(a, b)) if a else None
+
+
+def partition_agreements(pairs: Sequence[tuple[Sequence[int | None], Sequence[int | None]]]) -> list[float | None]:
+    """``partition_agreement`` of many paragraphs at once, vectorised (scikit-learn's validation
+    costs ~1 ms a call, 10 s for 10,000 paragraphs). The same pair-counting formula as
+    ``sklearn.metrics.adjusted_rand_score``, from each paragraph's contingency table."""
+    rows, la, lb = [], [], []
+    for number, (groups_a, groups_b) in enumerate(pairs):
+        a, b = _assigned(groups_a, groups_b)
+        rows.extend([number] * len(a))
+        la.extend(a)
+        lb.extend(b)
+    count = len(pairs)
+    if not rows:
+        return [None] * count
+    row, a, b = np.asarray(rows, dtype=np.int64), np.asarray(la, dtype=np.int64), np.asarray(lb, dtype=np.int64)
+    a -= a.min()
+    b -= b.min()
+    width_a, width_b = int(a.max()) + 1, int(b.max()) + 1
+
+    def squares(keys: np.ndarray, per_row: int) -> np.ndarray:
+        """Σ over a paragraph's cells of (cell count)²."""
+        cells, sizes = np.unique(keys, return_counts=True)
+        return np.bincount(cells // per_row, weights=sizes.astype(np.float64) ** 2, minlength=count).astype(np.int64)
+
+    n = np.bincount(row, minlength=count).astype(np.int64)
+    cells = squares((row * width_a + a) * width_b + b, width_a * width_b)
+    sum_a = squares(row * width_a + a, width_a)
+    sum_b = squares(row * width_b + b, width_b)
+    tp = cells - n
+    fp = sum_b - cells
+    fn = sum_a - cells
+    tn = n * n - fp - fn - cells
+    results: list[float | None] = []
+    for k in range(count):
+        if n[k] == 0:
+            results.append(None)
+        elif fn[k] == 0 and fp[k] == 0:
+            results.append(1.0)
+        else:
+            t_p, t_n, f_p, f_n = int(tp[k]), int(tn[k]), int(fp[k]), int(fn[k])
+            results.append(2.0 * (t_p * t_n - f_n * f_p) / ((t_p + f_n) * (f_n + t_n) + (t_p + f_p) * (f_p + t_n)))
+    return results
