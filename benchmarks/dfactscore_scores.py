@@ -47,9 +47,14 @@ def make_paragraph(rng: random.Random, facts: int) -> tuple[dict, dict, dict]:
         return {
             "individuals": individuals,
             "groups": [{"link": rng.choice([0, 1, 2, 3, "none"])} for _ in range(individuals)],
-            "facts": [{"group": g, "label": rng.choice(LABELS), "any_page": rng.choice(("supported", "not_supported")),
-                       "entity": rng.choice([0, 1, 2, 3, "none"])} for g in groups],
+            "facts": [fact(g) for g in groups],
         }
+
+    def fact(group: int) -> dict:
+        label = rng.choice(LABELS)
+        # a fact its individual's page supports is supported by some page (FActScore ≥ D-FActScore)
+        any_page = "supported" if label == "supported" else rng.choice(("supported", "not_supported"))
+        return {"group": group, "label": label, "any_page": any_page, "entity": rng.choice([0, 1, 2, 3, "none"])}
 
     first = payload(None)
     return content, first, payload([f["group"] for f in first["facts"]])
