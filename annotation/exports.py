@@ -16,13 +16,37 @@ from django.http import StreamingHttpResponse
 
 from annotation import selectors
 from annotation.kinds import get_kind
+from annotation.kinds.base import GOLD_RATER
 from annotation.models import Project
 
 RAW_ANNOTATIONS = "annotations"
+AGREEMENT_UNITS = "agreement-units"
+# formats every kind has, after its own
+COMMON_FORMATS = (AGREEMENT_UNITS, RAW_ANNOTATIONS)
 
 
 def export_formats(project: Project) -> tuple[str, ...]:
-    return (*get_kind(project.kind).export_formats, RAW_ANNOTATIONS)
+    return (*get_kind(project.kind).export_formats, *COMMON_FORMATS)
+
+
+def agreement_unit_lines(project: Project) -> Iterator[dict]:
+    """One record per unit of every annotated item-stage: the unit's ids as the kind's exports
+    name them, each annotator's value (null where they gave none), the gold value and whether
+    the annotators who answered agree (null with fewer than two answers)."""
+    kind = get_kind(project.kind)
+    for row in selectors.agreement_unit_rows(project):
+        annotators = row["payloads"]
+        raters = annotators if row["gold"] is None else {GOLD_RATER: row["gold"], **annotators}
+        for ids, field, values in kind.agreement_unit_values(row["stage"], row["content"], raters):
+            answers = [values[name] for name in annotators if values.get(name) is not None]
+            yield {
+                "item": row["external_id"] or str(row["item_id"]), "item_id": row["item_id"], "step": row["stage"],
+                **ids, "field": field,
+                "annotators": {name: values.get(name) for name in annotators},
+                "third_rater": row["third_rater"],
+                "gold": values.get(GOLD_RATER),
+                "agreed": all(answer == answers[0] for answer in answers) if len(answers) >= 2 else None,
+            }
 
 
 def export_jsonl(project: Project, fmt: str) -> Iterator[str]:
@@ -35,6 +59,8 @@ def export_jsonl(project: Project, fmt: str) -> Iterator[str]:
         return
     if fmt == RAW_ANNOTATIONS:
         records = selectors.annotation_rows(project)
+    elif fmt == AGREEMENT_UNITS:
+        records = agreement_unit_lines(project)
     else:
         records = kind.export_lines(fmt, selectors.gold_rows(project, later_stages=kind.export_later_stages,
                                                              metadata=kind.export_reads_metadata),

@@ -459,3 +459,61 @@ class StageEvent(models.Model):
 
     def __str__(self):
         return f"{self.item_stage}: {self.action}"
+
+
+class SystemRunSource(models.TextChoices):
+    UPLOAD = "upload", "Uploaded predictions"
+    LLM_RATER = "llm_rater", "LLM rater"
+
+
+class SystemRunState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class SystemRun(models.Model):
+    """One automatic fact-checker's predictions on a project's units and their scores.
+
+    Kept per system and version so a leaderboard can compare systems and a lab can see a
+    system improve; uploaded predictions and the LLM rater's answers are the same thing once
+    made. Validation and scoring run in Celery (a file of 10,000 items takes seconds), so the
+    row carries its state and progress like an ImportJob. ``predictions`` is
+    ``{task: [[*unit key, label], ...]}`` with unit keys as the exports write them; ``scores``
+    is ``{task: scores}`` as annotation.scoring computes them.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="system_runs")
+    system = models.CharField(max_length=100)
+    version = models.CharField(max_length=50, blank=True)
+    source = models.CharField(max_length=20, choices=SystemRunSource.choices, default=SystemRunSource.UPLOAD)
+    state = models.CharField(max_length=10, choices=SystemRunState.choices, default=SystemRunState.QUEUED)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    options = models.JSONField(default=dict, blank=True, help_text="Upload or LLM-rater settings (never secrets).")
+    file_path = models.CharField(max_length=300, blank=True, help_text="The stored upload, relative to DATA_DIR.")
+    file_name = models.CharField(max_length=255, blank=True)
+    units_total = models.PositiveIntegerField(default=0)
+    units_done = models.PositiveIntegerField(default=0)
+    predictions = models.JSONField(default=dict, blank=True)
+    scores = models.JSONField(null=True, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "system", "version"], name="system_run_unique_version"),
+        ]
+
+    def __str__(self):
+        label = f"{self.system} {self.version}".strip()
+        return f"{label} on {self.project_id} ({self.state})"
+
+    @property
+    def ended(self) -> bool:
+        return self.state in (SystemRunState.DONE, SystemRunState.FAILED)

@@ -2,7 +2,7 @@
 from collections import defaultdict
 from datetime import timedelta
 from statistics import median
-from itertools import islice
+from itertools import groupby, islice
 from typing import Iterable, Iterator
 
 from django.contrib.auth import get_user_model
@@ -406,8 +406,27 @@ def annotated_stage(project: Project, raw: str | None) -> int | None:
     return stage if stage in stages else None
 
 
-def project_agreement(project: Project, stage: int = 1) -> dict:
+MAX_RESAMPLES = 10_000
+DEFAULT_RESAMPLES = 1000
+
+
+def bootstrap_options(raw_resamples: str | None, raw_seed: str | None) -> tuple[int, int]:
+    """``?resamples=`` (default 1000, 0 = no intervals, at most 10,000) and ``?seed=`` (default 0)
+    of the agreement page and API; ValueError({parameter: message}) for anything else."""
+    resamples = DEFAULT_RESAMPLES if raw_resamples in (None, "") else parse_natural(raw_resamples)
+    if resamples is None or resamples > MAX_RESAMPLES:
+        raise ValueError({"resamples": f"must be a whole number from 0 to {MAX_RESAMPLES:,}, not {raw_resamples!r}"})
+    seed = 0 if raw_seed in (None, "") else parse_natural(raw_seed)
+    if seed is None:
+        raise ValueError({"seed": f"must be a whole number of at most 18 digits, not {raw_seed!r}"})
+    return resamples, seed
+
+
+def project_agreement(project: Project, stage: int = 1, resamples: int = 0, seed: int = 0) -> dict:
     """Agreement per field between annotators, and of each annotator with the gold records.
+
+    With ``resamples``, each number gets a 95 % bootstrap interval (``ci``) over resampled
+    items (item-stages): units of one item are not independent.
 
     Third raters are left out: they answer only some items (those escalated), picked because
     the first two disagreed, so counting them would bias the numbers towards disagreement."""
@@ -461,7 +480,8 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
     fields = {}
     for name, label in agreement_fields.items():
         order = kind.ordinal_fields.get(name)
-        result = agreement.field_agreement(per_field[name], labels=list(order) if order else None, ordinal=bool(order))
+        result = agreement.field_agreement(per_field[name], labels=list(order) if order else None, ordinal=bool(order),
+                                           resamples=resamples, seed=seed, item_of=lambda key: key[0])
         for pair in result["pairs"]:
             pair["raters"] = [usernames.get(r, str(r)) for r in pair["raters"]]
         result["label"] = label
@@ -482,6 +502,7 @@ def project_agreement(project: Project, stage: int = 1) -> dict:
     )
     return {
         "stage": stage,
+        "bootstrap": {"resamples": resamples, "seed": seed, "level": agreement.CI_LEVEL, "resampled": "items"},
         "fields": fields,
         **extra,
         "annotators": [
@@ -702,3 +723,34 @@ def _model_numbers(scores: dict) -> dict:
     """The unpenalised means the paper reports (init_score: FActScore, init_global_score: D-FActScore)."""
     return {key: scores.get(key) for key in ("init_score", "init_global_score", "respond_ratio", "num_facts_per_response",
                                              "num_groups", "num_supporting_topics")}
+
+
+UNIT_ROWS_CHUNK = 250
+
+
+def agreement_unit_rows(project: Project) -> Iterator[dict]:
+    """Each item-stage with submitted annotations, in item and step order: its content, each
+    annotator's payload by username (assignment order, so a third rater comes last), the third
+    rater's username, and the gold record's payload (None until the step is consolidated).
+    Contents and gold records are fetched per chunk of item-stages (a step-2 content is large)."""
+    annotations = (
+        Annotation.objects.filter(submitted=True, assignment__item_stage__item__project=project)
+        .order_by("assignment__item_stage__item_id", "assignment__item_stage__stage", "assignment_id")
+        .values_list("assignment__item_stage_id", "assignment__user__username", "assignment__role", "payload")
+        .iterator(chunk_size=2000)
+    )
+    groups = ((stage_id, list(rows)) for stage_id, rows in groupby(annotations, key=lambda row: row[0]))
+    while chunk := list(islice(groups, UNIT_ROWS_CHUNK)):
+        ids = [stage_id for stage_id, _ in chunk]
+        stages = {row[0]: row[1:] for row in ItemStage.objects.filter(id__in=ids).values_list(
+            "id", "stage", "content", "item_id", "item__external_id")}
+        gold = dict(GoldRecord.objects.filter(item_stage_id__in=ids, item_stage__status=StageStatus.DONE)
+                    .values_list("item_stage_id", "payload"))
+        for stage_id, rows in chunk:
+            stage, content, item_id, external_id = stages[stage_id]
+            yield {
+                "item_id": item_id, "external_id": external_id, "stage": stage, "content": content,
+                "payloads": {username: payload for _, username, _, payload in rows},
+                "third_rater": next((username for _, username, role, _ in rows if role == AssignmentRole.THIRD_RATER), None),
+                "gold": gold.get(stage_id),
+            }

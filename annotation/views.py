@@ -200,7 +200,7 @@ def project_detail(request, project_id):
             "can_create_users": selectors.can_create_users(request.user),
             "export_summary": selectors.export_summary(project),
             "export_formats": [(fmt, "zip" if fmt in get_kind(project.kind).archive_formats else "JSONL",
-                                fmt == exports.RAW_ANNOTATIONS) for fmt in exports.export_formats(project)],
+                                fmt if fmt in exports.COMMON_FORMATS else "") for fmt in exports.export_formats(project)],
             # Read-only here for everyone: only staff change them, through the API.
             "pipeline_settings": selectors.masked_pipeline_settings(project),
             "can_change_llm_settings": selectors.can_change_llm_settings(request.user),
@@ -440,7 +440,11 @@ def agreement_page(request, project_id):
         annotatable = get_kind(project.kind).annotatable_stages
         raise Http404(f"{project.get_kind_display()} projects are annotated in stage "
                       f"{', '.join(map(str, annotatable))} only, not {request.GET['stage']!r}")
-    result = selectors.project_agreement(project, stage)
+    try:
+        resamples, seed = selectors.bootstrap_options(request.GET.get("resamples"), request.GET.get("seed"))
+    except ValueError as error:
+        raise BadRequest("; ".join(f"{name}: {message}" for name, message in error.args[0].items()))
+    result = selectors.project_agreement(project, stage, resamples=resamples, seed=seed)
     kind = get_kind(project.kind)
     for field in result["fields"].values():
         matrix = field["confusion_matrix"]

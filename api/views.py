@@ -39,12 +39,12 @@ from .permissions import CanConsolidate, IsProjectAdmin, IsProjectMember, IsStaf
 
 User = get_user_model()
 STAGES = sorted({stage for kind in KINDS.values() for stage in kind.annotatable_stages})
-EXPORT_FORMATS = sorted({fmt for kind in KINDS.values() for fmt in kind.export_formats} | {exports.RAW_ANNOTATIONS})
+EXPORT_FORMATS = sorted({fmt for kind in KINDS.values() for fmt in kind.export_formats} | set(exports.COMMON_FORMATS))
 ERROR_400 = OpenApiResponse(serializers.ErrorSerializer, description="invalid input, or a change the item's state refuses")
 ERROR_409 = OpenApiResponse(serializers.VersionConflictSerializer,
                             description="stale version: another save came first (stored_version)")
 EXPORT_FORMATS_BY_KIND = "; ".join(
-    f"{name}: {', '.join([*kind.export_formats, exports.RAW_ANNOTATIONS])}" for name, kind in sorted(KINDS.items())
+    f"{name}: {', '.join([*kind.export_formats, *exports.COMMON_FORMATS])}" for name, kind in sorted(KINDS.items())
 )
 UPLOAD_FRAMING_BYTES = 64 * 1024
 TRUE_VALUES, FALSE_VALUES = ("true", "1", "yes"), ("false", "0", "no")
@@ -399,7 +399,10 @@ class ProjectViewSet(viewsets.ModelViewSet):
         return self.get_paginated_response(serializers.ConsolidationSerializer(page, many=True).data)
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, 400: ERROR_400},
-                   parameters=[OpenApiParameter("stage", int, enum=STAGES, description="one of the project kind's stages")])
+                   parameters=[OpenApiParameter("stage", int, enum=STAGES, description="one of the project kind's stages"),
+                               OpenApiParameter("resamples", int, description="bootstrap resamples of the 95 % intervals "
+                                                f"(default {selectors.DEFAULT_RESAMPLES}, 0 = none, at most {selectors.MAX_RESAMPLES})"),
+                               OpenApiParameter("seed", int, description="seed of the bootstrap (default 0)")])
     @action(detail=True, methods=["get"])
     def agreement(self, request, pk=None):
         project = self.get_object()
@@ -407,7 +410,11 @@ class ProjectViewSet(viewsets.ModelViewSet):
         if stage is None:
             stages = get_kind(project.kind).annotatable_stages
             raise ValidationError({"stage": f"must be one of {', '.join(map(str, stages))}"})
-        return Response(selectors.project_agreement(project, stage))
+        try:
+            resamples, seed = selectors.bootstrap_options(request.query_params.get("resamples"), request.query_params.get("seed"))
+        except ValueError as error:
+            raise ValidationError(error.args[0])
+        return Response(selectors.project_agreement(project, stage, resamples=resamples, seed=seed))
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"])

@@ -314,6 +314,7 @@ def test_gold_count_includes_imported_records_and_export_says_what_it_leaves_out
     assert "<b>2</b> gold records (2 imported)" in page
     assert "Exports 2 items; left out: 2 not consolidated yet, 1 discarded." in page
     assert "Exports 2 submitted annotations (every annotator's)." in page
+    assert "One line per unit (segment, sentence, claim, passage, fact) of the 2 submitted annotations" in page
     # the counts are what the downloads hold
     lines = b"".join(client.get(f"/projects/{felm_project.id}/export/felm/").streaming_content).splitlines()
     raw = b"".join(client.get(f"/projects/{felm_project.id}/export/annotations/").streaming_content).splitlines()

@@ -164,7 +164,7 @@ def test_export_and_import_formats_are_documented(schema):
     export = schema["paths"]["/api/projects/{id}/export/"]["get"]
     [fmt] = [p for p in export["parameters"] if p["name"] == "format"]
     assert set(fmt["schema"]["enum"]) == {"felm", "factcheck-bench", "factcheck-subtasks", "dfactscore",
-                                          "dfactscore-result", "annotations"}
+                                          "dfactscore-result", "agreement-units", "annotations"}
     assert "400" in export["responses"]
     ref = schema["components"]["schemas"]["Import"]["properties"]["format"]["allOf"][0]["$ref"]
     assert set(schema["components"]["schemas"][ref.rsplit("/", 1)[1]]["enum"]) >= {"felm", "plain", "factcheck-bench"}

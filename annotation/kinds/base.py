@@ -66,6 +66,9 @@ class AgreementItem:
     suggestion: dict | None = None
 
 
+# The gold record's key among the raters handed to agreement_unit_values (never a username).
+GOLD_RATER = object()
+
 GUIDELINES_DIR = Path(__file__).parent / "guidelines"
 
 _url_validator = URLValidator(schemes=["http", "https"])
@@ -217,6 +220,15 @@ class KindSpec:
         ``payloads`` maps each rater (annotator, or the gold record) to its payload; the first
         rater is the pivot when units have to be aligned (e.g. claims by text similarity)."""
         raise NotImplementedError
+
+    def agreement_unit_values(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> Iterable[tuple[dict, str, dict]]:
+        """(unit ids, field, {rater → value}) for every unit of one item-stage, for the per-unit
+        agreement export; ``payloads`` as for agreement_units, the gold record first (under
+        GOLD_RATER) when there is one, so aligned units are the gold record's. The ids name the
+        unit as the kind's exports do; by default the agreement unit itself."""
+        for name, units in self.agreement_units(stage, payloads).items():
+            for unit, values in units.items():
+                yield {"unit": list(unit) if isinstance(unit, tuple) else unit}, name, values
 
     def extra_agreement(self, stage: int, items: Iterable["AgreementItem"]) -> dict:
         """Kind-specific agreement numbers beyond per-field label agreement (none by default)."""

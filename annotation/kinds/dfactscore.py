@@ -275,6 +275,12 @@ class DfactscoreKind(KindSpec):
                         units[key].setdefault(index, {})[rater] = str(value)
         return units
 
+    def agreement_unit_values(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> Iterable[tuple[dict, str, dict]]:
+        """Per fact (its index in the export's ``facts``); the number of individuals per paragraph."""
+        for name, units in self.agreement_units(stage, payloads).items():
+            for unit, values in units.items():
+                yield ({} if unit == "paragraph" else {"fact": unit}), name, values
+
     def extra_agreement(self, stage: int, items: Iterable[AgreementItem]) -> dict:
         """Grouping agreement: the mean adjusted Rand index between the first two annotators'
         partitions of each item's facts, and between each annotator and the machine's grouping."""

@@ -229,6 +229,11 @@ class FelmKind(KindSpec):
                     error_types.setdefault(index, {})[rater] = error_type
         return {"label": labels, "error_type": error_types}
 
+    def agreement_unit_values(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> Iterable[tuple[dict, str, dict]]:
+        for name, units in self.agreement_units(stage, payloads).items():
+            for index, values in units.items():
+                yield {"segment": index}, name, values
+
     # -- export -----------------------------------------------------------------------------
 
     def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:

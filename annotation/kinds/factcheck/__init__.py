@@ -114,6 +114,9 @@ class FactcheckKind(KindSpec):
     def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
         return self._steps[stage].agreement_units(payloads)
 
+    def agreement_unit_values(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> Iterable[tuple[dict, str, dict]]:
+        return self._steps[stage].unit_values(content, payloads)
+
     def extra_agreement(self, stage: int, items: Iterable[AgreementItem]) -> dict:
         return self._steps[stage].extra_agreement(items)
 

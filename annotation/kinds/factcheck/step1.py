@@ -5,10 +5,10 @@ The payload is ``{"sentences": [{"decontext", "importance", "checkworthy", "clai
 "category", "importance"}]}]}``, one sentence per sentence of the content.
 """
 from statistics import mean
-from typing import Any, Hashable, Iterable
+from typing import Any, Hashable, Iterable, Iterator
 
 from .. import claims as claim_text
-from ..base import AgreementItem, ImportLineError, MergeResult, ParsedItem, PayloadError, field_error, optional_str, require_str
+from ..base import GOLD_RATER, AgreementItem, ImportLineError, MergeResult, ParsedItem, PayloadError, field_error, optional_str, require_str
 
 SENTENCE_IMPORTANCE = ("yes", "intermediate", "no")
 # The released data uses the claim categories for sentences that are not checkworthy.
@@ -198,6 +198,23 @@ def agreement_units(payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]
                     if claim.get(key):
                         units[field].setdefault((index, row_index), {})[rater] = claim[key]
     return units
+
+
+def unit_values(content: dict, payloads: dict[Hashable, dict]) -> Iterator[tuple[dict, str, dict]]:
+    """agreement_units' units, named as the export names them: the sentence key and the claim's
+    index in the first rater's claims where that rater is the gold record (None otherwise, and
+    for a claim the gold record does not have)."""
+    pivot_is_gold = next(iter(payloads), None) is GOLD_RATER
+    pivot_claims: dict[int, list[int | None]] = {}  # sentence → the gold claim on each aligned row
+    for field, units in agreement_units(payloads).items():
+        for unit, values in units.items():
+            index, row = unit if isinstance(unit, tuple) else (unit, None)
+            ids = {"sentence": f"sentence{index + 1}"}
+            if row is not None:
+                if pivot_is_gold and index not in pivot_claims:
+                    pivot_claims[index] = [r[0] for r in align_claims([p["sentences"][index]["claims"] for p in payloads.values()])]
+                ids["claim"] = pivot_claims[index][row] if pivot_is_gold else None
+            yield ids, field, values
 
 
 def extra_agreement(items: Iterable[AgreementItem]) -> dict:

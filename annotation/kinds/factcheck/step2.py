@@ -39,7 +39,7 @@ that this schema cannot hold (see ``benchmark.py``), given back by the export. I
 of an annotator's or consolidator's payload: validation drops it.
 """
 from statistics import mean
-from typing import Any, Hashable, Iterable
+from typing import Any, Hashable, Iterable, Iterator
 
 from .. import claims as claim_text
 from ..base import AgreementItem, MergeResult, PayloadError, field_error, is_valid_url
@@ -414,6 +414,19 @@ def agreement_units(payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]
                 if claim.get(key):
                     units[key].setdefault(index, {})[rater] = claim[key]
     return units
+
+
+def unit_values(content: dict, payloads: dict[Hashable, dict]) -> Iterator[tuple[dict, str, dict]]:
+    """agreement_units' units, named as the export names them: the step-1 sentence key, the
+    claim's index among that sentence's claims and the passage's index in its evidence."""
+    claims = content.get("claims", [])
+    for field, units in agreement_units(payloads).items():
+        for unit, values in units.items():
+            index, passage = unit if isinstance(unit, tuple) else (unit, None)
+            ids = {"sentence": f"sentence{claims[index]['sentence'] + 1}", "claim": claims[index]["claim"]}
+            if passage is not None:
+                ids["evidence"] = passage
+            yield ids, field, values
 
 
 def extra_agreement(items: Iterable[AgreementItem]) -> dict:

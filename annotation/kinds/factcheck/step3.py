@@ -19,7 +19,7 @@ consolidation draft ``None`` marks a field the annotators disagree on and the co
 not settled yet.
 """
 from statistics import mean
-from typing import Any, Hashable, Iterable
+from typing import Any, Hashable, Iterable, Iterator
 
 from .. import claims as claim_text
 from ..base import AgreementItem, MergeResult, PayloadError, field_error
@@ -152,6 +152,23 @@ AGREEMENT_FIELDS: dict[str, str] = {}  # revisions are texts: compared by extra_
 
 def agreement_units(payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
     return {}
+
+
+def unit_values(content: dict, payloads: dict[Hashable, dict]) -> Iterator[tuple[dict, str, dict]]:
+    """Each sentence's revision (sentence key as the export's) and the revised response, with
+    spacing normalised as consolidation compares them."""
+    revised: dict[int, dict] = {}
+    responses: dict = {}
+    for rater, payload in payloads.items():
+        for index, sentence in enumerate(payload.get("sentences") or []):
+            if sentence.get("revised") is not None:
+                revised.setdefault(index, {})[rater] = claim_text.normalise(sentence["revised"])
+        if payload.get("response") is not None:
+            responses[rater] = claim_text.normalise(payload["response"])
+    for index, values in sorted(revised.items()):
+        yield {"sentence": f"sentence{index + 1}"}, "revised", values
+    if responses:
+        yield {}, "revised_response", responses
 
 
 def _compare(pairs: list[tuple[str, str]]) -> dict:

@@ -1,0 +1,214 @@
+"""Scoring a system's labels against gold labels, with 95 % bootstrap confidence intervals.
+
+Plain Python + numpy (no Django). The metrics are scikit-learn's, computed here from confusion
+matrices so that every bootstrap resample costs one matrix product instead of a loop:
+
+- ``accuracy``; ``balanced_accuracy`` (mean recall over the labels the gold holds, as
+  ``balanced_accuracy_score``);
+- per label precision, recall, F1 and support, and their macro means, as
+  ``precision_recall_fscore_support(..., zero_division=0)``. The labels are, as in scikit-learn,
+  the sorted union of gold and predicted labels unless given; a given ``labels`` restricts the
+  per-label and macro figures (not accuracy), like scikit-learn's ``labels=``.
+
+Confidence intervals resample *items*, not units: the units of one item (its sentences, claims,
+passages) are not independent. Each resample draws ``n_items`` items with replacement from a
+seeded numpy Generator; per-item confusion counts weighted by how often each item was drawn
+give every resample's confusion matrix at once. Percentile intervals (2.5 %, 97.5 %). In a
+resample the label set stays the one of the whole data (a label no resampled unit holds scores
+0, as scikit-learn with ``labels=`` does).
+"""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+DEFAULT_RESAMPLES = 1000
+CONFIDENCE = 0.95
+# Resamples whose weights are built at a time: bounds memory (chunk × items counts).
+CHUNK = 250
+
+
+class Scored(NamedTuple):
+    """One unit: the item it belongs to (the resampling unit), its gold and predicted label."""
+    item: Hashable
+    gold: str
+    predicted: str
+
+
+def score(units: Sequence[Scored], labels: Sequence[str] | None = None, resamples: int = DEFAULT_RESAMPLES,
+          seed: int = 0) -> dict:
+    """Accuracy, balanced accuracy, macro and per-label P/R/F1 of ``units``, each as
+    ``{"value", "low", "high"}`` (``low``/``high`` None when ``resamples`` is 0)."""
+    if resamples < 0:
+        raise ValueError("resamples must be 0 or more")
+    if not units:
+        raise ValueError("no units to score")
+    labels, per_item, size = _confusions(units, labels)
+    point = _metrics(per_item.sum(axis=0)[None, :], size, len(labels))
+    low = high = None
+    if resamples:
+        draws = [_metrics(weights @ per_item, size, len(labels))
+                 for weights in resample_weights(per_item.shape[0], resamples, seed)]
+        stacked = {key: np.concatenate([d[key] for d in draws]) for key in point}
+        tail = (1 - CONFIDENCE) / 2 * 100
+        low = {key: np.nanpercentile(values, tail, axis=0) for key, values in stacked.items()}
+        high = {key: np.nanpercentile(values, 100 - tail, axis=0) for key, values in stacked.items()}
+
+    def estimate(key: str, column: int | None = None) -> dict:
+        pick = (lambda a: a[0]) if column is None else (lambda a: a[0][column])
+        value = {"value": float(pick(point[key]))}
+        if low is None:
+            return {**value, "low": None, "high": None}
+        return {**value, "low": float(low[key] if column is None else low[key][column]),
+                "high": float(high[key] if column is None else high[key][column])}
+
+    support = point["support"][0]
+    return {
+        "units": len(units),
+        "items": per_item.shape[0],
+        "labels": labels,
+        "resamples": resamples,
+        "seed": seed,
+        "accuracy": estimate("accuracy"),
+        "balanced_accuracy": estimate("balanced_accuracy"),
+        "macro": {m: estimate(f"macro_{m}") for m in ("precision", "recall", "f1")},
+        "per_label": {
+            label: {**{m: estimate(m, i) for m in ("precision", "recall", "f1")}, "support": int(support[i])}
+            for i, label in enumerate(labels)
+        },
+    }
+
+
+def _confusions(units: Sequence[Scored], labels: Sequence[str] | None) -> tuple[list[str], np.ndarray, int]:
+    """The scored labels and per-item confusion counts, flattened (true × predicted), with the
+    scored labels first and any other label present after them."""
+    present = sorted({u.gold for u in units} | {u.predicted for u in units})
+    if labels is None:
+        labels = present
+    else:
+        labels = list(labels)
+        if len(set(labels)) != len(labels):
+            raise ValueError("labels must not repeat")
+    every = labels + [label for label in present if label not in labels]
+    index = {label: i for i, label in enumerate(every)}
+    items: dict = {}
+    item_of = np.fromiter((items.setdefault(u.item, len(items)) for u in units), dtype=np.int64, count=len(units))
+    gold = np.fromiter((index[u.gold] for u in units), dtype=np.int64, count=len(units))
+    predicted = np.fromiter((index[u.predicted] for u in units), dtype=np.int64, count=len(units))
+    size = len(every)
+    per_item = np.zeros((len(items), size * size))
+    np.add.at(per_item, (item_of, gold * size + predicted), 1)
+    return labels, per_item, size
+
+
+DIFFERENCE_METRICS = ("accuracy", "balanced_accuracy", "macro_precision", "macro_recall", "macro_f1")
+
+
+def difference(first: Sequence[Scored], second: Sequence[Scored], labels: Sequence[str] | None = None,
+               resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict:
+    """``first`` minus ``second`` on each of DIFFERENCE_METRICS, with a paired bootstrap CI:
+    both systems are scored on the same resampled items in every resample, so the interval is
+    that of the difference, not of two independent scores. Both must hold the same units (same
+    items and gold, in the same order); the label set is the union of both systems' labels."""
+    if len(first) != len(second) or any(a.item != b.item or a.gold != b.gold for a, b in zip(first, second)):
+        raise ValueError("the two systems must be scored on the same units in the same order")
+    if not first:
+        raise ValueError("no units to score")
+    if labels is None:
+        labels = sorted({u.gold for u in first} | {u.predicted for u in first} | {u.predicted for u in second})
+    labels, per_item_first, size = _confusions(first, labels)
+    _, per_item_second, _ = _confusions(second, labels)
+    kept = len(labels)
+    # both use the scored labels and then any other; a label only one system predicts is in labels
+    point = {key: float(_metrics(per_item_first.sum(axis=0)[None, :], size, kept)[key][0]
+                        - _metrics(per_item_second.sum(axis=0)[None, :], size, kept)[key][0])
+             for key in DIFFERENCE_METRICS}
+    result = {key: {"value": value, "low": None, "high": None} for key, value in point.items()}
+    if resamples:
+        draws = {key: [] for key in DIFFERENCE_METRICS}
+        for weights in resample_weights(len(per_item_first), resamples, seed):
+            a, b = _metrics(weights @ per_item_first, size, kept), _metrics(weights @ per_item_second, size, kept)
+            for key in DIFFERENCE_METRICS:
+                draws[key].append(a[key] - b[key])
+        tail = (1 - CONFIDENCE) / 2 * 100
+        for key, values in draws.items():
+            stacked = np.concatenate(values)
+            result[key]["low"] = float(np.nanpercentile(stacked, tail))
+            result[key]["high"] = float(np.nanpercentile(stacked, 100 - tail))
+    return {"units": len(first), "labels": list(labels), "resamples": resamples, "seed": seed, **result}
+
+
+def resample_weights(n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK) -> Iterable[np.ndarray]:
+    """How often each item is drawn in each resample, ``chunk`` resamples at a time
+    (arrays of shape (≤ chunk, n_items)). The draws are those of ``bootstrap_indices``."""
+    rng = np.random.default_rng(seed)
+    done = 0
+    while done < resamples:
+        count = min(chunk, resamples - done)
+        drawn = rng.integers(0, n_items, size=(count, n_items))
+        offsets = np.arange(count)[:, None] * n_items
+        yield np.bincount((drawn + offsets).ravel(), minlength=count * n_items).reshape(count, n_items).astype(float)
+        done += count
+
+
+def bootstrap_indices(n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK) -> list[np.ndarray]:
+    """The items each resample draws (the same draws as ``resample_weights``): for tests and
+    for statistics that need the resampled data itself."""
+    rng = np.random.default_rng(seed)
+    result: list[np.ndarray] = []
+    while len(result) < resamples:
+        count = min(chunk, resamples - len(result))
+        result.extend(rng.integers(0, n_items, size=(count, n_items)))
+    return result
+
+
+def _metrics(confusion: np.ndarray, size: int, kept: int) -> dict[str, np.ndarray]:
+    """Metrics of a stack of flattened confusion matrices (rows: resamples); the first ``kept``
+    labels are the ones scored per label and in the macro means."""
+    matrix = confusion.reshape(-1, size, size)
+    true_count = matrix.sum(axis=2)
+    predicted_count = matrix.sum(axis=1)
+    hits = np.diagonal(matrix, axis1=1, axis2=2)
+    total = true_count.sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(predicted_count > 0, hits / predicted_count, 0.0)[:, :kept]
+        recall_all = np.where(true_count > 0, hits / true_count, np.nan)
+        recall = np.nan_to_num(recall_all[:, :kept], nan=0.0)
+        denominator = (true_count + predicted_count)[:, :kept]
+        f1 = np.where(denominator > 0, 2 * hits[:, :kept] / denominator, 0.0)
+        return {
+            "accuracy": hits.sum(axis=1) / total,
+            # recall averaged over the labels the gold holds (NaN for the others)
+            "balanced_accuracy": np.nansum(recall_all, axis=1) / (true_count > 0).sum(axis=1),
+            "precision": precision, "recall": recall, "f1": f1, "support": true_count[:, :kept],
+            "macro_precision": precision.mean(axis=1), "macro_recall": recall.mean(axis=1), "macro_f1": f1.mean(axis=1),
+        }
+
+
+# -- baselines ------------------------------------------------------------------------------------
+
+def majority_label(gold: Iterable[str]) -> str:
+    """The most frequent gold label (ties: the first in sorted order)."""
+    counts = Counter(gold)
+    if not counts:
+        raise ValueError("no gold labels")
+    return min(counts, key=lambda label: (-counts[label], label))
+
+
+def constant_predictions(gold: Sequence[str], label: str) -> list[str]:
+    """Always ``label`` ("always checkworthy", "always true")."""
+    return [label] * len(gold)
+
+
+def random_predictions(gold: Sequence[str], seed: int = 0) -> list[str]:
+    """Labels drawn independently with the gold's label frequencies (seeded)."""
+    counts = Counter(gold)
+    labels = sorted(counts)
+    if not labels:
+        return []
+    frequencies = np.array([counts[label] for label in labels], dtype=float) / len(gold)
+    drawn = np.random.default_rng(seed).choice(len(labels), size=len(gold), p=frequencies)
+    return [labels[i] for i in drawn]

@@ -1,0 +1,164 @@
+"""pipeline.scoring: metrics equal scikit-learn's, bootstrap CIs equal a plain bootstrap, baselines."""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.metrics import (
+    accuracy_score,
+    balanced_accuracy_score,
+    classification_report,
+    precision_recall_fscore_support,
+)
+
+from pipeline.scoring import (
+    Scored,
+    bootstrap_indices,
+    constant_predictions,
+    difference,
+    majority_label,
+    random_predictions,
+    resample_weights,
+    score,
+)
+
+LABELS = ("false", "not_enough_evidence", "true", "other")
+
+
+def random_units(seed, units=400, items=80, gold_p=(0.5, 0.3, 0.15, 0.05), predicted=LABELS[:3]):
+    rng = np.random.default_rng(seed)
+    gold = rng.choice(LABELS, units, p=gold_p)
+    pred = rng.choice(predicted, units)
+    item = rng.integers(0, items, units)
+    return [Scored(int(i), str(g), str(p)) for i, g, p in zip(item, gold, pred)], list(gold), list(pred)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_point_scores_equal_scikit_learn_on_random_data(seed):
+    # a gold label never predicted ("other") and, in some seeds, one rare: zero_division matters
+    units, gold, pred = random_units(seed, units=50 + 70 * seed)
+    result = score(units, resamples=0)
+    labels = sorted(set(gold) | set(pred))
+    assert result["labels"] == labels
+    assert result["accuracy"]["value"] == pytest.approx(accuracy_score(gold, pred))
+    assert result["balanced_accuracy"]["value"] == pytest.approx(balanced_accuracy_score(gold, pred))
+    macro = precision_recall_fscore_support(gold, pred, average="macro", zero_division=0)
+    assert [result["macro"][m]["value"] for m in ("precision", "recall", "f1")] == pytest.approx(macro[:3])
+    per_label = precision_recall_fscore_support(gold, pred, labels=labels, zero_division=0)
+    report = classification_report(gold, pred, labels=labels, zero_division=0, output_dict=True)
+    for i, label in enumerate(labels):
+        ours = result["per_label"][label]
+        assert [ours["precision"]["value"], ours["recall"]["value"], ours["f1"]["value"], ours["support"]] == \
+            pytest.approx([per_label[0][i], per_label[1][i], per_label[2][i], per_label[3][i]])
+        assert [ours["precision"]["value"], ours["recall"]["value"], ours["f1"]["value"]] == \
+            pytest.approx([report[label]["precision"], report[label]["recall"], report[label]["f1-score"]])
+    assert result["macro"]["f1"]["value"] == pytest.approx(report["macro avg"]["f1-score"])
+    assert result["accuracy"]["low"] is None and result["accuracy"]["high"] is None
+
+
+def test_given_labels_restrict_per_label_and_macro_like_scikit_learn():
+    units, gold, pred = random_units(7)
+    result = score(units, labels=["true", "false"], resamples=0)
+    assert list(result["per_label"]) == ["true", "false"]
+    macro = precision_recall_fscore_support(gold, pred, labels=["true", "false"], average="macro", zero_division=0)
+    assert [result["macro"][m]["value"] for m in ("precision", "recall", "f1")] == pytest.approx(macro[:3])
+    # accuracy and balanced accuracy are over every unit, as scikit-learn's (they take no labels)
+    assert result["accuracy"]["value"] == pytest.approx(accuracy_score(gold, pred))
+    assert result["balanced_accuracy"]["value"] == pytest.approx(balanced_accuracy_score(gold, pred))
+    with pytest.raises(ValueError, match="repeat"):
+        score(units, labels=["true", "true"])
+
+
+def test_bootstrap_intervals_equal_a_plain_bootstrap_over_items():
+    """Resample items (all units of a drawn item, as often as it is drawn), recompute with
+    scikit-learn, take the percentiles: the same as the vectorised intervals."""
+    units, _, _ = random_units(3, units=300, items=40)
+    resamples, seed = 200, 11
+    result = score(units, resamples=resamples, seed=seed)
+    labels = result["labels"]
+    items = list(dict.fromkeys(u.item for u in units))
+    by_item = {item: [u for u in units if u.item == item] for item in items}
+    draws = {"accuracy": [], "balanced": [], "macro_f1": [], "f1_true": [], "precision_false": []}
+    for drawn in bootstrap_indices(len(items), resamples, seed):
+        sample = [u for i in drawn for u in by_item[items[i]]]
+        gold, pred = [u.gold for u in sample], [u.predicted for u in sample]
+        draws["accuracy"].append(accuracy_score(gold, pred))
+        with warnings.catch_warnings():  # a resample without some gold label: scikit-learn warns
+            warnings.simplefilter("ignore")
+            draws["balanced"].append(balanced_accuracy_score(gold, pred))
+        draws["macro_f1"].append(precision_recall_fscore_support(gold, pred, labels=labels, average="macro", zero_division=0)[2])
+        p, _, f, _ = precision_recall_fscore_support(gold, pred, labels=labels, zero_division=0)
+        draws["f1_true"].append(f[labels.index("true")])
+        draws["precision_false"].append(p[labels.index("false")])
+    expected = {key: np.percentile(values, [2.5, 97.5]) for key, values in draws.items()}
+    got = {
+        "accuracy": result["accuracy"], "balanced": result["balanced_accuracy"], "macro_f1": result["macro"]["f1"],
+        "f1_true": result["per_label"]["true"]["f1"], "precision_false": result["per_label"]["false"]["precision"],
+    }
+    for key, estimate in got.items():
+        assert [estimate["low"], estimate["high"]] == pytest.approx(list(expected[key])), key
+        assert estimate["low"] <= estimate["value"] <= estimate["high"]
+
+
+def test_bootstrap_is_seeded_and_resamples_is_a_parameter():
+    units, _, _ = random_units(4)
+    first = score(units, resamples=100, seed=1)
+    assert score(units, resamples=100, seed=1) == first
+    assert score(units, resamples=100, seed=2)["accuracy"] != first["accuracy"]
+    assert first["resamples"] == 100
+    none = score(units, resamples=0)
+    assert none["accuracy"]["low"] is None and none["accuracy"]["value"] == first["accuracy"]["value"]
+    with pytest.raises(ValueError):
+        score(units, resamples=-1)
+    with pytest.raises(ValueError, match="no units"):
+        score([])
+
+
+def test_resample_weights_count_the_drawn_items_in_chunks():
+    weights = np.concatenate(list(resample_weights(7, 10, seed=5, chunk=3)))
+    drawn = bootstrap_indices(7, 10, seed=5, chunk=3)
+    assert weights.shape == (10, 7) and (weights.sum(axis=1) == 7).all()
+    for row, indices in zip(weights, drawn):
+        assert list(row) == list(np.bincount(indices, minlength=7))
+
+
+def test_baselines():
+    gold = ["yes"] * 5 + ["no"] * 3 + ["maybe"] * 3
+    assert majority_label(gold) == "yes"
+    assert majority_label(["b", "a", "a", "b"]) == "a"  # a tie: the first in sorted order
+    assert constant_predictions(gold, "yes") == ["yes"] * 11
+    many = ["true"] * 700 + ["false"] * 300
+    drawn = random_predictions(many, seed=3)
+    assert drawn == random_predictions(many, seed=3) and drawn != random_predictions(many, seed=4)
+    assert set(drawn) == {"true", "false"} and 0.65 < drawn.count("true") / len(drawn) < 0.75
+    with pytest.raises(ValueError):
+        majority_label([])
+
+
+def test_difference_is_a_paired_bootstrap_over_the_same_items():
+    """The CI of system A minus system B equals a direct bootstrap that scores both systems on
+    the same drawn items; the point value is the difference of the two scores."""
+    rng = np.random.default_rng(5)
+    items = [i // 3 for i in range(300)]
+    gold = rng.choice(["a", "b", "c"], 300)
+    noise = rng.choice(["a", "b", "c"], 300)
+    first_pred = np.where(rng.random(300) < 0.7, gold, noise)
+    second_pred = np.where(rng.random(300) < 0.5, gold, noise)
+    first = [Scored(i, g, p) for i, g, p in zip(items, gold, first_pred)]
+    second = [Scored(i, g, p) for i, g, p in zip(items, gold, second_pred)]
+    result = difference(first, second, resamples=200, seed=3)
+    assert result["accuracy"]["value"] == pytest.approx(
+        accuracy_score(gold, first_pred) - accuracy_score(gold, second_pred))
+    units_of: dict[int, list[int]] = {}
+    for k, item in enumerate(items):
+        units_of.setdefault(item, []).append(k)
+    draws = []
+    for drawn in bootstrap_indices(100, 200, seed=3):
+        ks = [k for item in drawn for k in units_of[item]]
+        macro = [precision_recall_fscore_support(gold[ks], pred[ks], labels=["a", "b", "c"], average="macro",
+                                                 zero_division=0)[2] for pred in (first_pred, second_pred)]
+        draws.append(macro[0] - macro[1])
+    low, high = np.percentile(draws, [2.5, 97.5])
+    assert result["macro_f1"]["low"] == pytest.approx(low) and result["macro_f1"]["high"] == pytest.approx(high)
+    assert result["macro_f1"]["low"] > 0  # A is clearly better here
+    with pytest.raises(ValueError):
+        difference(first, second[:-1], resamples=0)
