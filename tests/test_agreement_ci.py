@@ -10,6 +10,7 @@ from annotation import agreement
 from annotation.models import Assignment, AssignmentRole
 
 from .conftest import felm_line, jsonl, segment
+from .test_agreement import reliability_matrix
 
 ORDER = ["yes", "intermediate", "no"]
 
@@ -24,15 +25,6 @@ def clustered_ratings(seed, items=40, raters=4, missing=0.25):
             values = {r: truth if rng.random() < 0.7 else rng.choice(ORDER) for r in range(raters) if rng.random() > missing}
             ratings[(item, unit)] = values
     return ratings
-
-
-def reliability(ratings, raters):
-    code = {label: i for i, label in enumerate(ORDER)}
-    matrix = np.full((raters, len(ratings)), np.nan)
-    for column, values in enumerate(ratings.values()):
-        for rater, value in values.items():
-            matrix[rater, column] = code[value]
-    return matrix
 
 
 def interval(samples):
@@ -57,7 +49,7 @@ def direct_bootstrap(ratings, raters, resamples, seed):
         stats["observed"].append(agreement.observed_agreement(sample))
         stats["cohen"].append(cohen_kappa_score(first, second) if len(set(first) | set(second)) > 1 else None)
         stats["fleiss"].append(agreement.fleiss_kappa(sample))
-        data = reliability(sample, raters)
+        data = reliability_matrix(sample, raters, ORDER)
         single = len({v for values in sample.values() for v in values.values()}) == 1
         stats["alpha"].append(None if single else krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
         stats["alpha_ordinal"].append(None if single else krippendorff.alpha(
