@@ -6,7 +6,10 @@ reference implementations (scikit-learn's ``cohen_kappa_score``, the ``krippendo
 A metric that is undefined on the data (e.g. κ when both annotators only ever used one
 label) is reported as ``None`` rather than a made-up number.
 """
+import csv
+import io
 from collections import defaultdict
+from datetime import date, timedelta
 from itertools import combinations
 from typing import Any, Callable, Hashable, Iterable
 
@@ -139,7 +142,8 @@ def confusion_matrix(first: list, second: list, labels: list[str]) -> np.ndarray
 
 
 def field_agreement(ratings: Ratings, labels: list[str] | None = None, ordinal: bool = False,
-                    resamples: int = 0, seed: int = 0, item_of: Callable[[Unit], Hashable] | None = None) -> dict:
+                    resamples: int = 0, seed: int = 0, item_of: Callable[[Unit], Hashable] | None = None,
+                    per_pair: bool = True) -> dict:
     """All agreement numbers for one field, from one pass over the ratings. ``labels`` fixes
     the labels' order (matrices, and the scale of an ``ordinal`` field, which adds α with the
     ordinal metric).
@@ -150,7 +154,8 @@ def field_agreement(ratings: Ratings, labels: list[str] | None = None, ordinal: 
 
     With ``resamples`` > 0, ``ci`` holds a 95 % percentile bootstrap interval of every number
     (see ``bootstrap_intervals``), resampling the items ``item_of`` maps units to (each unit is
-    its own item by default); otherwise ``ci`` is None.
+    its own item by default); otherwise ``ci`` is None. ``per_pair=False`` leaves out the numbers
+    per rater pair (``pairs`` is empty), which callers that only need the totals skip for speed.
     """
     keys = [unit for unit, values in ratings.items() if len(values) >= 2]
     units = [ratings[unit] for unit in keys]
@@ -175,7 +180,7 @@ def field_agreement(ratings: Ratings, labels: list[str] | None = None, ordinal: 
         "krippendorff_alpha": _alpha_from_counts(counts),
         **({"krippendorff_alpha_ordinal": _alpha_ordinal_from_counts(counts)} if ordinal and labels else {}),
         "confusion_matrix": {"labels": categories, "rows_annotator_a_columns_annotator_b": matrix.tolist()},
-        "pairs": pair_agreement(units),
+        "pairs": pair_agreement(units) if per_pair else [],
     }
     result["ci"] = None
     if resamples > 0:
@@ -300,7 +305,7 @@ def bootstrap_intervals(counts: np.ndarray, first: np.ndarray, second: np.ndarra
     per_item = np.asarray(to_items @ features)
 
     collected: dict[str, list[np.ndarray]] = defaultdict(list)
-    pair_features, pair_columns = _pair_item_sums(units, item_index, n_items, pairs)
+    pair_features, pair_columns = _pair_item_sums(units, item_index, n_items, pairs) if pairs else (None, [])
     for draws in bootstrap_draws(n_items, resamples, seed):
         weights = _weights(draws, n_items)
         sums = weights @ per_item
@@ -331,7 +336,7 @@ def bootstrap_intervals(counts: np.ndarray, first: np.ndarray, second: np.ndarra
             p_bar = agreement_sum / np.where(n_units_r == 0, 1, n_units_r)
             kappas.append(_ratio(p_bar - p_e, 1 - p_e, (n_units_r == 0) | (p_e == 1)))
         collected["fleiss_kappa"].append(np.column_stack(kappas)[np.arange(len(chosen)), chosen])
-        pair_sums = np.asarray((pair_features.T @ weights.T).T)
+        pair_sums = np.asarray((pair_features.T @ weights.T).T) if pair_columns else None
         for index, (offset, n_labels) in enumerate(pair_columns):
             agree_sum, total_sum = pair_sums[:, offset], pair_sums[:, offset + 1]
             collected[f"pair_observed_{index}"].append(_ratio(agree_sum, total_sum, total_sum == 0))
@@ -381,3 +386,183 @@ def _pair_item_sums(units: list[dict], item_index: np.ndarray, n_items: int, pai
     matrix = sparse.coo_matrix((np.concatenate(data), (np.concatenate(rows), np.concatenate(columns))),
                                shape=(n_items, offset)).tocsr()
     return matrix, layout
+
+
+# -- agreement over time and against a reference ----------------------------------------------
+
+def iso_week(moment: date) -> str:
+    """``2024-W03``: the ISO year and week of a date (sorts in time order as text)."""
+    year, week, _ = moment.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def iso_weeks_between(first: str, last: str) -> list[str]:
+    """Every ISO week from ``first`` to ``last`` (``2024-W03`` labels), so a plot over time has
+    the weeks without submissions as gaps rather than leaving them out."""
+    start, end = (date.fromisocalendar(int(w[:4]), int(w[6:]), 1) for w in (first, last))
+    return [iso_week(start + timedelta(weeks=n)) for n in range((end - start).days // 7 + 1)]
+
+
+_WEEK_NUMBERS = ("units", "observed_agreement", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha",
+                 "krippendorff_alpha_ordinal")
+
+
+def agreement_over_time(ratings: Ratings, submitted: dict[Hashable, date | None], labels: list[str] | None = None,
+                        ordinal: bool = False, resamples: int = 0, seed: int = 0,
+                        item_of: Callable[[Unit], Hashable] | None = None) -> list[dict]:
+    """``field_agreement``'s numbers per ISO week, oldest first, for publishing how agreement
+    moved as annotators learnt the guidelines.
+
+    A unit counts in the week of its item's ``submitted`` date (the caller gives the later of the
+    compared annotators' submissions: the item's agreement is known only once both are in).
+    Items without a date are left out. Each week's intervals resample that week's items.
+    Returns [{"week", "items", "units", observed agreement, κ, Fleiss' κ, α…, "ci"}]; only weeks
+    with pairable units appear."""
+    item_of = item_of or (lambda unit: unit)
+    by_week: dict[str, Ratings] = defaultdict(dict)
+    for unit, values in ratings.items():
+        moment = submitted.get(item_of(unit))
+        if moment is not None and len(values) >= 2:
+            by_week[iso_week(moment)][unit] = values
+    weeks = []
+    for week in sorted(by_week):
+        units = by_week[week]
+        result = field_agreement(units, labels=labels, ordinal=ordinal, resamples=resamples, seed=seed, item_of=item_of,
+                                 per_pair=False)
+        weeks.append({
+            "week": week,
+            "items": len({item_of(unit) for unit in units}),
+            **{name: result[name] for name in _WEEK_NUMBERS if name in result},
+            "ci": result["ci"],
+        })
+    return weeks
+
+
+def agreement_with_reference(pairs: dict[Unit, tuple[Any, Any]], labels: list[str] | None = None, resamples: int = 0,
+                             seed: int = 0, item_of: Callable[[Unit], Hashable] | None = None) -> dict:
+    """Observed agreement and Cohen's κ of one rater's values against reference values (the gold
+    record) on the same units, ``pairs`` mapping a unit to (value, reference); intervals resample
+    items as ``field_agreement`` does. The confusion matrix has the rater's values as rows."""
+    ratings = {unit: {"rater": value, "reference": reference} for unit, (value, reference) in pairs.items()}
+    result = field_agreement(ratings, labels=labels, resamples=resamples, seed=seed, item_of=item_of, per_pair=False)
+    ci = result["ci"]
+    return {
+        "units": result["units"],
+        "observed_agreement": result["observed_agreement"],
+        "cohen_kappa": result["cohen_kappa"],
+        "confusion_matrix": {"labels": result["confusion_matrix"]["labels"],
+                             "rows_rater_columns_reference": result["confusion_matrix"]["rows_annotator_a_columns_annotator_b"]},
+        "ci": {"observed_agreement": ci["observed_agreement"], "cohen_kappa": ci["cohen_kappa"]} if ci else None,
+    }
+
+
+# -- the agreement page's tables, for download ------------------------------------------------
+# One flat table per kind of number the page shows, built from project_agreement's result, so
+# a CSV / JSON download holds the same numbers as the page (and the API), interval bounds in
+# their own columns. Label values are the codes the API and the exports use.
+
+_FIELD_NUMBERS = ("observed_agreement", "cohen_kappa", "krippendorff_alpha", "krippendorff_alpha_ordinal", "fleiss_kappa")
+
+
+def _with_ci(names: Iterable[str]) -> list[str]:
+    return [column for name in names for column in (name, f"{name}_ci_low", f"{name}_ci_high")]
+
+
+def _numbers_with_ci(row: dict, names: Iterable[str]) -> list:
+    ci = row.get("ci") or {}
+    cells = []
+    for name in names:
+        interval = ci.get(name) or (None, None)
+        cells += [row.get(name), interval[0], interval[1]]
+    return cells
+
+
+def _compared(extra: dict, numbers: Callable[[dict], list]) -> list[list]:
+    rows = [["annotator A vs B", *numbers(extra["between_annotators"])]] if extra.get("between_annotators") else []
+    return rows + [[f"{name} vs machine suggestion", *numbers(values)]
+                   for name, values in (extra.get("annotator_vs_machine") or {}).items()]
+
+
+def _gold_cells(gold: dict | None) -> list:
+    return [gold["agreement"], gold["units"]] if gold else [None, None]
+
+
+def agreement_tables(result: dict, rater: dict | None = None) -> dict[str, dict]:
+    """name → {"title", "columns", "rows", "per_field"} for every table of the agreement page
+    (those of kind-specific numbers only when the result has them; the LLM rater's when
+    ``rater``, annotation.rater_agreement's result, is given). ``per_field`` tables start with
+    the field's name, so one field's rows can be picked out."""
+    fields = result["fields"]
+    tables = {
+        "fields": {"title": "Agreement per field", "per_field": True,
+                   "columns": ["field", "label", "units", *_with_ci(_FIELD_NUMBERS)],
+                   "rows": [[name, f["label"], f["units"], *_numbers_with_ci(f, _FIELD_NUMBERS)] for name, f in fields.items()]},
+        "matrix": {"title": "Confusion matrices (annotator A × annotator B)", "per_field": True,
+                   "columns": ["field", "annotator_a", "annotator_b", "count"],
+                   "rows": [[name, a, b, count]
+                            for name, f in fields.items()
+                            for a, row in zip(f["confusion_matrix"]["labels"], f["confusion_matrix"]["rows_annotator_a_columns_annotator_b"])
+                            for b, count in zip(f["confusion_matrix"]["labels"], row)]},
+        "pairs": {"title": "Agreement per annotator pair", "per_field": True,
+                  "columns": ["field", "annotator_1", "annotator_2", "units", *_with_ci(("observed_agreement", "cohen_kappa"))],
+                  "rows": [[name, *pair["raters"], pair["units"], *_numbers_with_ci(pair, ("observed_agreement", "cohen_kappa"))]
+                           for name, f in fields.items() for pair in f["pairs"]]},
+        "over_time": {"title": "Agreement per week of submission", "per_field": True,
+                      "columns": ["field", "week", "items", "units", *_with_ci(("observed_agreement", "cohen_kappa", "krippendorff_alpha"))],
+                      "rows": [[name, week["week"], week["items"], week["units"],
+                                *_numbers_with_ci(week, ("observed_agreement", "cohen_kappa", "krippendorff_alpha"))]
+                               for name, f in fields.items() for week in f.get("over_time", ())]},
+        "versus_gold": {"title": "Each annotator against the gold records", "per_field": True,
+                        "columns": ["field", "annotator", "units", *_with_ci(("observed_agreement", "cohen_kappa"))],
+                        "rows": [[name, row["annotator"], row["units"], *_numbers_with_ci(row, ("observed_agreement", "cohen_kappa"))]
+                                 for name, f in fields.items() for row in f.get("versus_gold", ())]},
+        "annotators": {"title": "Annotators", "per_field": False,
+                       "columns": ["annotator", "items_submitted",
+                                   *(f"{column}_{name}" for name in fields for column in ("agreement_with_gold", "units_with_gold"))],
+                       "rows": [[a["username"], a["items_submitted"],
+                                 *(value for name in fields for value in _gold_cells(a["agreement_with_gold"].get(name)))]
+                                for a in result.get("annotators", ())]},
+    }
+    if result.get("decomposition"):
+        names = ("sentences", "same_claim_count", "same_claim_count_share", "paired_claims",
+                 "mean_normalised_edit_distance", "mean_word_overlap")
+        tables["decomposition"] = {"title": "Decomposition into claims", "per_field": False, "columns": ["compared", *names],
+                                   "rows": _compared(result["decomposition"], lambda d: [d.get(n) for n in names])}
+    if result.get("grouping"):
+        tables["grouping"] = {"title": "Grouping of facts into individuals", "per_field": False,
+                              "columns": ["compared", "items", "mean_adjusted_rand_index"],
+                              "rows": _compared(result["grouping"], lambda g: [g.get("items"), g.get("mean")])}
+    if result.get("corrections"):
+        names = ("claims", "both_corrected", "both_corrected_share", "mean_normalised_edit_distance")
+        tables["corrections"] = {"title": "Corrections", "per_field": False, "columns": list(names),
+                                 "rows": [[result["corrections"].get(n) for n in names]]}
+    if rater and rater.get("fields"):
+        tables["llm_rater"] = {"title": "LLM rater beside the annotators", "per_field": True,
+                               "columns": ["field", "compared_1", "compared_2", "machine", "units",
+                                           *_with_ci(("observed_agreement", "cohen_kappa"))],
+                               "rows": [[f["name"], *row["compared"], row.get("machine"), row["units"],
+                                         *_numbers_with_ci(row, ("observed_agreement", "cohen_kappa"))]
+                                        for f in rater["fields"] for row in f["rows"]]}
+    return tables
+
+
+# A spreadsheet runs a cell starting with one of these as a formula (CSV injection).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """Text that a spreadsheet would run as a formula, quoted with a leading apostrophe; numbers
+    (a negative κ too) and everything else unchanged, None as an empty cell."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def table_csv(columns: list[str], rows: Iterable[list]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(columns)
+    writer.writerows([spreadsheet_safe(cell) for cell in row] for row in rows)
+    return out.getvalue()

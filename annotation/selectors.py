@@ -1,9 +1,9 @@
 """Reads of the annotation domain: who may see what, queues, progress, agreement, export rows."""
 from collections import defaultdict
-from datetime import timedelta
+from datetime import date, timedelta
 from statistics import median
 from itertools import groupby, islice
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -422,11 +422,13 @@ def bootstrap_options(raw_resamples: str | None, raw_seed: str | None) -> tuple[
     return resamples, seed
 
 
-def project_agreement(project: Project, stage: int = 1, resamples: int = 0, seed: int = 0) -> dict:
+def project_agreement(project: Project, stage: int = 1, resamples: int = 0, seed: int = 0,
+                      progress: Callable[[int, int, str], None] | None = None) -> dict:
     """Agreement per field between annotators, and of each annotator with the gold records.
 
     With ``resamples``, each number gets a 95 % bootstrap interval (``ci``) over resampled
-    items (item-stages): units of one item are not independent.
+    items (item-stages): units of one item are not independent. ``progress(fields done, fields,
+    label of the next field)`` is called before each field (the Celery task shows it).
 
     Third raters are left out: they answer only some items (those escalated), picked because
     the first two disagreed, so counting them would bias the numbers towards disagreement."""
@@ -437,11 +439,16 @@ def project_agreement(project: Project, stage: int = 1, resamples: int = 0, seed
     ).order_by("assignment__item_stage_id", "assignment_id")
     payloads_by_stage: dict[int, dict[int, dict]] = defaultdict(dict)
     items_by_user: dict[int, int] = defaultdict(int)
-    for stage_id, user_id, payload in _payloads_for_agreement(
-        annotations, kind, "assignment__item_stage_id", "assignment__user_id"
+    # item-stage → local date of its later submission (agreement over time goes by it)
+    submitted_by_stage: dict[int, date | None] = {}
+    for stage_id, user_id, submitted_at, payload in _payloads_for_agreement(
+        annotations, kind, "assignment__item_stage_id", "assignment__user_id", "assignment__submitted_at"
     ):
         payloads_by_stage[stage_id][user_id] = payload
         items_by_user[user_id] += 1
+        day = timezone.localdate(submitted_at) if submitted_at else None
+        earlier = submitted_by_stage.get(stage_id, day)
+        submitted_by_stage[stage_id] = max(day, earlier) if day and earlier else None
     # A gold record taken from an item's one submission would agree with its annotator by construction.
     gold_by_stage = dict(_payloads_for_agreement(
         GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage)
@@ -450,8 +457,8 @@ def project_agreement(project: Project, stage: int = 1, resamples: int = 0, seed
 
     agreement_fields = kind.agreement_fields_for(stage)
     per_field: dict[str, dict] = {name: {} for name in agreement_fields}
-    # field → rater → [units agreeing with gold, units compared with gold]
-    with_gold: dict[str, dict] = {name: defaultdict(lambda: [0, 0]) for name in agreement_fields}
+    # field → rater → {(item-stage, unit) → (the rater's value, the gold value)}
+    with_gold: dict[str, dict] = {name: defaultdict(dict) for name in agreement_fields}
     for stage_id, payloads in payloads_by_stage.items():
         gold = gold_by_stage.get(stage_id)
         together = gold is not None and not kind.agreement_aligns_units
@@ -463,32 +470,42 @@ def project_agreement(project: Project, stage: int = 1, resamples: int = 0, seed
                 target[(stage_id, unit)] = values
                 if reference is not None:
                     for rater, value in values.items():
-                        counts = tally[rater]
-                        counts[0] += value == reference
-                        counts[1] += 1
+                        tally[rater][(stage_id, unit)] = (value, reference)
         if gold is None or together:
             continue
         for user_id, payload in payloads.items():
             for name, units in kind.agreement_units(stage, {GOLD: gold, user_id: payload}).items():
-                counts = with_gold[name][user_id]
-                for values in units.values():
+                tally = with_gold[name][user_id]
+                for unit, values in units.items():
                     if len(values) == 2:
-                        counts[0] += values[user_id] == values[GOLD]
-                        counts[1] += 1
+                        tally[(stage_id, unit)] = (values[user_id], values[GOLD])
 
     usernames = dict(User.objects.filter(id__in=items_by_user).values_list("id", "username"))
     fields = {}
-    for name, label in agreement_fields.items():
+    for number, (name, label) in enumerate(agreement_fields.items()):
+        if progress is not None:
+            progress(number, len(agreement_fields), label)
         order = kind.ordinal_fields.get(name)
         result = agreement.field_agreement(per_field[name], labels=list(order) if order else None, ordinal=bool(order),
                                            resamples=resamples, seed=seed, item_of=lambda key: key[0])
         for pair in result["pairs"]:
-            pair["raters"] = [usernames.get(r, str(r)) for r in pair["raters"]]
+            # by name, not by user id (observed agreement and κ are symmetric)
+            pair["raters"] = sorted(usernames.get(r, str(r)) for r in pair["raters"])
+        result["pairs"].sort(key=lambda pair: pair["raters"])
         result["label"] = label
         result["agreement_with_gold"] = {
-            usernames.get(rater, str(rater)): {"units": total, "agreement": same / total if total else None}
-            for rater, (same, total) in with_gold[name].items()
+            usernames.get(rater, str(rater)): {"units": len(pairs), "agreement": (
+                sum(value == reference for value, reference in pairs.values()) / len(pairs) if pairs else None)}
+            for rater, pairs in with_gold[name].items()
         }
+        result["versus_gold"] = sorted((
+            {"annotator": usernames.get(rater, str(rater)),
+             **agreement.agreement_with_reference(pairs, labels=list(order) if order else None, resamples=resamples,
+                                                  seed=seed, item_of=lambda key: key[0])}
+            for rater, pairs in with_gold[name].items() if pairs), key=lambda row: row["annotator"])
+        result["over_time"] = agreement.agreement_over_time(
+            per_field[name], submitted_by_stage, labels=list(order) if order else None, ordinal=bool(order),
+            resamples=resamples, seed=seed, item_of=lambda key: key[0])
         fields[name] = result
     suggestions = {}
     if kind.agreement_uses_suggestion:
@@ -728,13 +745,15 @@ def _model_numbers(scores: dict) -> dict:
 UNIT_ROWS_CHUNK = 250
 
 
-def agreement_unit_rows(project: Project) -> Iterator[dict]:
+def agreement_unit_rows(project: Project, stage: int | None = None) -> Iterator[dict]:
     """Each item-stage with submitted annotations, in item and step order: its content, each
     annotator's payload by username (assignment order, so a third rater comes last), the third
     rater's username, and the gold record's payload (None until the step is consolidated).
-    Contents and gold records are fetched per chunk of item-stages (a step-2 content is large)."""
+    Contents and gold records are fetched per chunk of item-stages (a step-2 content is large).
+    ``stage``: that step's item-stages only."""
     annotations = (
-        Annotation.objects.filter(submitted=True, assignment__item_stage__item__project=project)
+        Annotation.objects.filter(submitted=True, assignment__item_stage__item__project=project,
+                                  **({"assignment__item_stage__stage": stage} if stage is not None else {}))
         .order_by("assignment__item_stage__item_id", "assignment__item_stage__stage", "assignment_id")
         .values_list("assignment__item_stage_id", "assignment__user__username", "assignment__role", "payload")
         .iterator(chunk_size=2000)

@@ -79,18 +79,26 @@ def run_import(self, job_id: int) -> dict:
     Redelivery after a worker died (acks_late) is safe: an ended job is skipped, and a half-run
     one left nothing behind. A database that stays unreachable fails the job after the retries.
     """
-    from django.db import InterfaceError
-
     from annotation.services.imports import fail_import_job, run_import_job
 
+    job, failed = run_retrying_on_database_errors(self, run_import_job, fail_import_job, job_id, "imported")
+    return {"job": job_id, "state": "failed" if failed else job.state if job else None}
+
+
+def run_retrying_on_database_errors(task, run, fail, object_id: int, nothing_was: str, before_retry=None):
+    """(``run(object_id)``, False), retried with backoff while the database is unreachable;
+    after the task's last retry, ``fail(object_id, message)`` ends the job: (None, True)."""
+    from django.db import InterfaceError
+
     try:
-        job = run_import_job(job_id)
+        return run(object_id), False
     except (OperationalError, InterfaceError) as exc:
-        if self.request.retries >= self.max_retries:
-            fail_import_job(job_id, f"the database stayed unreachable ({exc}); nothing was imported")
-            return {"job": job_id, "state": "failed"}
-        raise self.retry(exc=exc, countdown=min(60, 2 ** self.request.retries))
-    return {"job": job_id, "state": job.state if job else None}
+        if task.request.retries >= task.max_retries:
+            fail(object_id, f"the database stayed unreachable ({exc}); nothing was {nothing_was}")
+            return None, True
+        if before_retry is not None:
+            before_retry(object_id)
+        raise task.retry(exc=exc, countdown=min(60, 2 ** task.request.retries))
 
 
 @shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
@@ -152,3 +160,26 @@ def store_export_lines(project_id: int, item_ids: list[int] | None = None) -> in
 
     project = Project.objects.filter(pk=project_id).first()
     return store(project, item_ids) if project else 0
+
+
+@shared_task(bind=True, max_retries=5)
+def score_system_run(self, run_id: int) -> dict:
+    """Check, store and score a system's predictions (a SystemRun); see
+    services.predictions.run_system_run. Safe to redeliver; a database that stays unreachable
+    fails the run after the retries."""
+    from annotation.services.predictions import fail_system_run, run_system_run
+
+    run, failed = run_retrying_on_database_errors(self, run_system_run, fail_system_run, run_id, "stored")
+    return {"run": run_id, "state": "failed" if failed else run.state if run else None}
+
+
+@shared_task(bind=True, max_retries=3)
+def run_llm_rater(self, run_id: int) -> dict:
+    """Rate a project's items with an LLM, then score the answers (services.llm_rater.execute).
+    A redelivery while the run is under way elsewhere does nothing; a database that stays
+    unreachable fails the run after the retries."""
+    from annotation.services.llm_rater import execute, fail_run, requeue_run
+
+    run, failed = run_retrying_on_database_errors(self, execute, fail_run, run_id, "stored", before_retry=requeue_run)
+    return {"run": run_id, "state": "failed" if failed else run.state if run else None}
+

@@ -10,13 +10,14 @@ from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
 from django.db import IntegrityError
-from django.http import Http404
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation import exports, selectors
+from annotation import agreement, exports, plots, selectors
 from annotation import guidelines as guideline_text
+from annotation.rater_agreement import rater_agreement
 from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
 from annotation.forms import (
     CorpusForm,
@@ -440,22 +441,81 @@ def agreement_page(request, project_id):
         annotatable = get_kind(project.kind).annotatable_stages
         raise Http404(f"{project.get_kind_display()} projects are annotated in stage "
                       f"{', '.join(map(str, annotatable))} only, not {request.GET['stage']!r}")
+    download = request.GET.get("download")
     try:
         resamples, seed = selectors.bootstrap_options(request.GET.get("resamples"), request.GET.get("seed"))
     except ValueError as error:
-        raise BadRequest("; ".join(f"{name}: {message}" for name, message in error.args[0].items()))
+        message = "; ".join(f"{name}: {message}" for name, message in error.args[0].items())
+        if download is not None:
+            return _bad_download(message)
+        raise BadRequest(message)
+    if download is not None and download not in AGREEMENT_DOWNLOADS:
+        return _bad_download(f"download: must be one of {', '.join(AGREEMENT_DOWNLOADS)}, not {download[:40]!r}")
     result = selectors.project_agreement(project, stage, resamples=resamples, seed=seed)
+    if download is not None:
+        rater = rater_agreement(project, stage, resamples, seed) if request.GET.get("table") == "llm_rater" else None
+        return _agreement_download(request, project, result, download, rater)
+    rater = rater_agreement(project, stage, resamples, seed)
     kind = get_kind(project.kind)
-    for field in result["fields"].values():
+    # the download links keep the page's step and bootstrap options
+    keep = request.GET.copy()
+    for name in ("download", "table", "field"):
+        keep.pop(name, None)
+
+    def links(table, field=None):
+        query = keep.copy()
+        query["table"] = table
+        if field is not None:
+            query["field"] = field
+        return {fmt: f"?{query.urlencode()}&download={fmt}" for fmt in AGREEMENT_DOWNLOADS}
+
+    for name, field in result["fields"].items():
         matrix = field["confusion_matrix"]
         peak = max((v for row in matrix["rows_annotator_a_columns_annotator_b"] for v in row), default=0) or 1
         field["matrix_columns"] = [kind.value_name(label) for label in matrix["labels"]]
         field["matrix_rows"] = [
-            {"label": name, "cells": [{"value": v, "shade": round(v / peak, 2)} for v in row]}
-            for name, row in zip(field["matrix_columns"], matrix["rows_annotator_a_columns_annotator_b"])
+            {"label": label, "cells": [{"value": v, "shade": round(v / peak, 2)} for v in row]}
+            for label, row in zip(field["matrix_columns"], matrix["rows_annotator_a_columns_annotator_b"])
         ]
-    return render(request, "annotation/agreement.html", {"project": project, "agreement": result,
-                                                         "several_steps": len(kind.annotatable_stages) > 1})
+        field["plots"] = plots.agreement_figures(field, kind.value_name)
+        field["downloads"] = {table: links(table, name) for table in ("matrix", "pairs", "over_time", "versus_gold")}
+    downloads = {table: links(table) for table in agreement.agreement_tables(result, rater)}
+    return render(request, "annotation/agreement.html", {"project": project, "agreement": result, "downloads": downloads,
+                                                         "several_steps": len(kind.annotatable_stages) > 1,
+                                                         "rater_agreement": rater})
+
+
+AGREEMENT_DOWNLOADS = ("csv", "json")
+
+
+def _bad_download(message: str) -> HttpResponse:
+    """A 400 that says what is wrong (Django's 400 page cannot: it never sees the exception)."""
+    return HttpResponse(f"Bad request: {message}\n", status=400, content_type="text/plain; charset=utf-8")
+
+
+def _agreement_download(request, project, result: dict, fmt: str, rater: dict | None) -> HttpResponse:
+    """One table of the agreement page (``?table=``, optionally one field's rows: ``?field=``) as
+    a CSV or JSON file named after the project, step and table."""
+    tables = agreement.agreement_tables(result, rater)
+    name, field = request.GET.get("table", ""), request.GET.get("field")
+    if name not in tables:
+        return _bad_download(f"table: must be one of {', '.join(tables)}, not {name[:40]!r}")
+    table, rows = tables[name], tables[name]["rows"]
+    if field is not None:
+        if not table["per_field"] or field not in result["fields"]:
+            return _bad_download(f"field: the {name} table has no field {field[:40]!r}"
+                                 + (f" (fields: {', '.join(result['fields'])})" if table["per_field"] else ""))
+        rows = [row for row in rows if row[0] == field]
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in project.name).strip("-") or "project"
+    filename = f"{safe}-step{result['stage']}-agreement-{name}{f'-{field}' if field else ''}.{fmt}"
+    if fmt == "csv":
+        response = HttpResponse(agreement.table_csv(table["columns"], rows), content_type="text/csv; charset=utf-8")
+    else:
+        response = JsonResponse({"project": project.name, "step": result["stage"], "table": name, "title": table["title"],
+                                 "field": field, "bootstrap": result["bootstrap"], "columns": table["columns"],
+                                 "rows": [dict(zip(table["columns"], row)) for row in rows]})
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
 
 
 def after_param(request) -> int | None:
@@ -628,3 +688,75 @@ def consolidation_discard(request, consolidation_id):
     return _consolidation_form_action(
         request, consolidation_id, DiscardForm, consolidation_services.discard_item_stage,
         invalid="A reason is required to discard an item.", done="Item discarded.", failed="Not discarded")
+
+
+@login_required
+def llm_rater_page(request, project_id):
+    """Estimate an LLM rater run (GET with the options), start it once confirmed (POST), and
+    follow its runs: admins only (a run spends the project's LLM budget)."""
+    from annotation.services import llm_rater as rater_services
+
+    project, _ = project_for(request, project_id, {Role.ADMIN})
+    if request.method == "POST":
+        try:
+            options = rater_services.parse_options(project, request.user, _rater_data(request.POST))
+            run = rater_services.start_run(project=project, user=request.user, options=options,
+                                           confirmed=request.POST.get("confirm") == "yes")
+        except DomainError as exc:
+            messages.error(request, f"The run did not start: {exc}.")
+        else:
+            run.refresh_from_db()  # without a broker the task has already run
+            messages.success(request, f"{run.system} {run.version}: "
+                                      f"{'done' if run.ended else 'started, its progress is shown below'}.")
+        return redirect("annotation:llm-rater", project_id=project.id)
+    data = _rater_data(request.GET)
+    option_errors, estimate, options = {}, None, None
+    try:
+        options = rater_services.parse_options(project, request.user, data)
+    except rater_services.RaterOptionsError as exc:
+        option_errors = exc.errors
+    if options is not None and "estimate" in request.GET:
+        estimate = rater_services.estimate(project, options)
+    shown = options or rater_services.RaterOptions(steps=rater_services.RATED_STEPS.get(project.kind, ()))
+    config = rater_services.rater_config(project, shown)
+    runs = [rater_services.run_summary(run) for run in rater_services.rater_runs(project)[:20]]
+    from pipeline.llm import usable
+    from pipeline.llm_rater import CALL_KINDS
+
+    kind = get_kind(project.kind)
+    context = {
+        "project": project, "values": shown, "option_errors": option_errors, "estimate": estimate, "runs": runs,
+        "refresh": any(not run["ended"] for run in runs),
+        "can_choose_endpoint": selectors.can_change_llm_settings(request.user),
+        "endpoint": {"configured": usable(config), "name": rater_services.endpoint_name(config.base_url),
+                     "model": config.model, "concurrency": config.concurrency},
+        "rated_steps": [{"number": step, "checked": step in shown.steps,
+                         "label": f"Step {step}" if len(kind.stages) > 1 else "All items"}
+                        for step in rater_services.RATED_STEPS.get(project.kind, ())],
+        "rated_steps_text": ", ".join(f"step {s}" for s in rater_services.RATED_STEPS.get(project.kind, ())),
+    }
+    if estimate is not None:
+        context["estimate_calls"] = [{"kind": kind_name, "label": CALL_KINDS[kind_name], "count": count}
+                                     for kind_name, count in estimate["calls"].items()]
+        context["duration"] = _duration(estimate["seconds"])
+        context["hidden_options"] = [("steps", step) for step in shown.steps] + [
+            (name, value) for name, value in data.items() if name != "steps" and value not in (None, "")]
+    return render(request, "annotation/llm_rater.html", context)
+
+
+RATER_FIELDS = ("model", "base_url", "seconds_per_call", "prompt_price_per_1k", "completion_price_per_1k")
+
+
+def _rater_data(query) -> dict:
+    """The rater options of a form's query or body (steps may repeat)."""
+    return {"steps": query.getlist("steps"), **{name: query.get(name) for name in RATER_FIELDS}}
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{round(seconds)} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"

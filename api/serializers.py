@@ -25,6 +25,7 @@ from annotation.models import (
     Project,
     ProjectKind,
     Role,
+    SystemRun,
 )
 
 User = get_user_model()
@@ -372,3 +373,45 @@ class CorpusCreateSerializer(serializers.Serializer):
 
 class CorpusProjectsSerializer(serializers.Serializer):
     projects = serializers.PrimaryKeyRelatedField(queryset=Project.objects.all(), many=True)
+
+
+class SystemRunCreateSerializer(serializers.Serializer):
+    """An upload of a system's predictions (services.predictions)."""
+
+    file = serializers.FileField(help_text="JSONL, one line per unit or per group of fields of a unit, keyed like the "
+                                           'exports: e.g. {"item": "q7", "sentence": "sentence1", "claim": 0, '
+                                           '"evidence": 2, "stance": "refute"} or {"item": "12", "segment": 3, "label": "error"}')
+    system = serializers.CharField(max_length=100, help_text="the fact-checker's name")
+    version = serializers.CharField(max_length=50, required=False, default="", allow_blank=True,
+                                    help_text="optional; each version of a system is scored and listed on its own")
+    resamples = serializers.IntegerField(default=1000, min_value=0, max_value=10_000,
+                                         help_text="bootstrap resamples of the 95 % intervals (0: no intervals)")
+    seed = serializers.IntegerField(default=0, min_value=0, max_value=2**32 - 1, help_text="seed of the bootstrap")
+    replace = serializers.BooleanField(default=False, help_text="replace the run of this system and version if there "
+                                                                "is one (otherwise such an upload is refused)")
+
+
+class SystemRunSerializer(serializers.ModelSerializer):
+    """A system's predictions being checked and scored, or scored: poll ``url`` until ``state``
+    is done or failed."""
+
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    errors = ImportErrorSerializer(many=True, read_only=True,
+                                   help_text="why the run failed (each bad line with its field); nothing was stored")
+    scores = serializers.JSONField(read_only=True, allow_null=True, help_text=(
+        "{task: scores}: score_task's numbers on every gold unit (accuracy, balanced_accuracy, macro, per_label, each "
+        "{value, low, high}; revisions: against_original/against_gold), with title, fingerprint (of the gold units), "
+        "baselines {name: {title, scores}}, differences {\"run:<id>\" | \"baseline:<name>\": this run minus that one, "
+        "paired bootstrap} and agreed (the same on the units all annotators agreed on, or null)"))
+    url = serializers.SerializerMethodField()
+    units_done = serializers.IntegerField(read_only=True, help_text="work done: lines checked, then scores computed")
+    units_total = serializers.IntegerField(read_only=True, help_text="work to do, as units_done counts it")
+
+    class Meta:
+        model = SystemRun
+        fields = ["id", "url", "system", "version", "source", "state", "options", "file_name", "units_done", "units_total",
+                  "errors", "scores", "created_by", "created_at", "started_at", "finished_at"]
+        read_only_fields = fields
+
+    def get_url(self, run) -> str:
+        return reverse("project-system-run", args=[run.project_id, run.id])

@@ -4,7 +4,7 @@ from rest_framework.routers import DefaultRouter
 
 from annotation.params import NATURAL
 
-from . import corpora, views
+from . import corpora, llm_rater, views
 
 
 class Router(DefaultRouter):
@@ -28,6 +28,11 @@ urlpatterns = [
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    re_path(rf"^projects/(?P<project_id>{NATURAL.pattern})/llm-rater/$", llm_rater.RaterRunsView.as_view(), name="api-llm-rater"),
+    re_path(rf"^projects/(?P<project_id>{NATURAL.pattern})/llm-rater/estimate/$", llm_rater.RaterEstimateView.as_view(),
+            name="api-llm-rater-estimate"),
+    re_path(rf"^projects/(?P<project_id>{NATURAL.pattern})/llm-rater/(?P<run_id>{NATURAL.pattern})/$",
+            llm_rater.RaterRunView.as_view(), name="api-llm-rater-run"),
     path("", include(router.urls)),
     # Last: what no pattern above takes is a JSON 404 (without the slash, Django still redirects).
     re_path(r"^.*/$", views.not_found),

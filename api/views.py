@@ -18,8 +18,10 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
 from annotation import exports, selectors
+from annotation import leaderboard as leaderboard_selectors
 from annotation.exceptions import UploadTooLarge
 from annotation.kinds import KINDS, get_kind
+from annotation.params import parse_natural
 from annotation.models import Assignment, Consolidation, ConsolidationStatus, Item, ItemStage, Project, StageStatus, ThirdRater
 from annotation.services import annotations as annotation_services
 from annotation.services import assignments as assignment_services
@@ -28,6 +30,7 @@ from annotation.services import evidence as evidence_services
 from annotation.services import evidence_search as evidence_search_services
 from annotation.services import third_rater as third_rater_services
 from annotation.services import imports as import_services
+from annotation.services import predictions as prediction_services
 from annotation.services import projects as project_services
 from annotation.services import stages as stage_services
 
@@ -48,6 +51,16 @@ EXPORT_FORMATS_BY_KIND = "; ".join(
 )
 UPLOAD_FRAMING_BYTES = 64 * 1024
 TRUE_VALUES, FALSE_VALUES = ("true", "1", "yes"), ("false", "0", "no")
+
+
+def refuse_oversized_upload(request) -> None:
+    """413 before the body is read (multipart framing adds a little to the file's size)."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if length > settings.IMPORT_MAX_UPLOAD_BYTES + UPLOAD_FRAMING_BYTES:
+        raise UploadTooLarge(length, settings.IMPORT_MAX_UPLOAD_BYTES)
 
 
 def choice_param(request, name: str, choices) -> str | None:
@@ -118,7 +131,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         if self.action in {"partial_update", "destroy", "members", "member", "import_items", "imports", "import_job", "items", "export",
                            "progress", "retrieve_claim", "reopen_stage", "split_stage", "reassign"}:
             return [IsAuthenticated(), IsProjectAdmin()]
-        if self.action in {"consolidations", "agreement"}:
+        if self.action in {"consolidations", "agreement", "system_runs", "system_run", "leaderboard"}:
             return [IsAuthenticated(), CanConsolidate()]
         # evidence_searches, evidence_search: any member (annotators, consolidators, admins)
         return [IsAuthenticated(), IsProjectMember()]
@@ -214,12 +227,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         counted in ``result.duplicates_skipped``.
         """
         project = self.get_object()
-        try:  # refused before the body is read; multipart framing adds a little to the file's size
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        if length > settings.IMPORT_MAX_UPLOAD_BYTES + UPLOAD_FRAMING_BYTES:
-            raise UploadTooLarge(length, settings.IMPORT_MAX_UPLOAD_BYTES)
+        refuse_oversized_upload(request)
         data = serializers.ImportSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         job = import_services.create_import_job(
@@ -415,6 +423,96 @@ class ProjectViewSet(viewsets.ModelViewSet):
         except ValueError as error:
             raise ValidationError(error.args[0])
         return Response(selectors.project_agreement(project, stage, resamples=resamples, seed=seed))
+
+    @extend_schema(methods=["GET"], responses=serializers.SystemRunSerializer(many=True))
+    @extend_schema(
+        methods=["POST"],
+        request={"multipart/form-data": serializers.SystemRunCreateSerializer},
+        responses={
+            202: OpenApiResponse(serializers.SystemRunSerializer,
+                                 description="stored and queued: poll the run's url until its state is done or failed"),
+            400: OpenApiResponse(serializers.ErrorSerializer, description=(
+                "no file or system, a bad option, or this system and version uploaded already (errors names version)")),
+            404: OpenApiResponse(serializers.ErrorSerializer, description="no such project, or not a member of it"),
+            413: OpenApiResponse(serializers.ErrorSerializer,
+                                 description="the file is larger than IMPORT_MAX_UPLOAD_BYTES (max_bytes says how large)"),
+        },
+    )
+    @action(detail=True, methods=["get", "post"], url_path="system-runs", url_name="system-runs")
+    def system_runs(self, request, pk=None):
+        """Automatic fact-checkers' predictions and their scores (project admins and consolidators).
+
+        POST a JSONL file of predictions keyed like the exports, with a system name (and
+        version): 202 with the run, which a Celery task checks and scores. A line that is not
+        JSON, has missing or extra key fields, an id that matches no unit, a label outside the
+        task's vocabulary or a second prediction of a unit fails the run with every such line
+        (line, field, message), and nothing is stored. Every task with predictions is scored
+        (bootstrap CIs), also on the units all annotators agreed on, with the baselines and the
+        paired differences to the other runs. GET lists the runs, newest first."""
+        project = self.get_object()
+        if request.method == "GET":
+            page = self.paginate_queryset(leaderboard_selectors.system_runs(project))
+            return self.get_paginated_response(serializers.SystemRunSerializer(page, many=True).data)
+        refuse_oversized_upload(request)
+        data = serializers.SystemRunCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        run = prediction_services.create_system_run(project=project, user=request.user, upload=data.validated_data["file"],
+                                                    **{k: v for k, v in data.validated_data.items() if k != "file"})
+        run.refresh_from_db()  # without a broker the task has already run
+        body = serializers.SystemRunSerializer(run).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+    @extend_schema(
+        methods=["GET"],
+        parameters=[OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="the run's id")],
+        responses={200: serializers.SystemRunSerializer,
+                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such run in this project")},
+    )
+    @extend_schema(
+        methods=["DELETE"],
+        parameters=[OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="the run's id")],
+        responses={204: None, 404: OpenApiResponse(serializers.ErrorSerializer, description="no such run in this project")},
+    )
+    @action(detail=True, methods=["get", "delete"], url_path=r"system-runs/(?P<run_id>[0-9]{1,18})", url_name="system-run")
+    def system_run(self, request, pk=None, run_id=None):
+        """One run: state (queued, running, done, failed), progress, errors and scores; DELETE
+        removes it with its predictions and scores."""
+        run = leaderboard_selectors.system_runs(self.get_object()).filter(pk=int(run_id)).first()
+        if run is None:
+            raise NotFound("no such run in this project")
+        if request.method == "DELETE":
+            prediction_services.delete_system_run(run)
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(serializers.SystemRunSerializer(run).data)
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 400: ERROR_400},
+                   parameters=[OpenApiParameter("task", str, description="a task of the project with scores (default: "
+                                                                         "the first), e.g. checkworthiness, segment"),
+                               OpenApiParameter("reference", int, description="the run the differences are to (default: "
+                                                                              "the best system on the current gold)"),
+                               OpenApiParameter("agreed", bool, description=(
+                                   "scores on the units all annotators agreed on: "
+                                   f"{', '.join(TRUE_VALUES)} (or {', '.join(FALSE_VALUES)})"))])
+    @action(detail=True, methods=["get"])
+    def leaderboard(self, request, pk=None):
+        """The leaderboard of one task: ``tasks``, ``metrics``, ``differences`` (the columns),
+        ``reference`` (a run id) and ``rows``: each system version and baseline with its
+        ``metrics`` ({value, low, high}), ``per_label`` scores, ``stale`` (scored on other gold)
+        and ``difference`` to the reference (paired bootstrap; null for the reference and for
+        runs not scored on the same gold)."""
+        project = self.get_object()
+        raw = request.query_params.get("reference")
+        reference = None
+        if raw:
+            reference = parse_natural(raw)
+            if reference is None:
+                raise ValidationError({"reference": "must be a run id in digits 0-9"})
+        try:
+            board = leaderboard_selectors.leaderboard(project, request.query_params.get("task") or None, reference,
+                                                      bool_param(request, "agreed"))
+        except ValueError as error:
+            raise ValidationError(error.args[0])
+        return Response(board)
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"])

@@ -201,6 +201,8 @@ SPECTACULAR_SETTINGS = {
         "AssignmentStatusEnum": "annotation.models.AssignmentStatus",
         "ConsolidationStatusEnum": "annotation.models.ConsolidationStatus",
         "RoleEnum": "annotation.models.Role",
+        # imports and system runs: queued, running, done, failed
+        "JobStateEnum": "annotation.models.ImportJobState",
     },
 }
 
@@ -229,6 +231,18 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+
+# Django's cache holds results that Celery workers compute for the web processes (agreement with
+# bootstrap intervals: annotation.services.agreement_cache), so with real workers it must be one
+# they share: Redis, CACHE_URL or else the broker's server and database, under a key prefix of its
+# own (never call cache.clear() there: it would empty the broker's queues too). Without a broker,
+# tasks run in the web process and its local memory is shared with them.
+CACHE_URL = os.environ.get("CACHE_URL") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
+                "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "workbench-cache")}
+    if CACHE_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
 
 # The pipeline reads LLM_BASE_URL, LLM_API_KEY and LLM_MODEL from the environment itself;
 # a project's pipeline_settings["llm"] overrides them.

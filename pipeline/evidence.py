@@ -90,6 +90,22 @@ def parse_stance(answer: str | None) -> str:
     return parse_label(answer, STANCE_LABELS, "-")
 
 
+def verdict_from_stances(stances: Sequence[str]) -> str | None:
+    """A claim's factuality (``true`` / ``false`` / ``not_enough_evidence``) from the stances of
+    its passages, for a system that judges passages only (the machine pre-annotation, the LLM
+    rater): passages that completely support or refute are the votes, the larger side wins, a
+    tie or no vote (only partial support or irrelevant passages) is not enough evidence. None
+    when no passage has a stance. Partial support does not vote: in Factcheck-Bench a claim is
+    true only when evidence supports all of it."""
+    known = [s for s in stances if s]
+    if not known:
+        return None
+    support, refute = known.count("completely-support"), known.count("refute")
+    if support == refute:
+        return "not_enough_evidence"
+    return "true" if support > refute else "false"
+
+
 @dataclass
 class StanceRequest:
     claim: str

@@ -15,7 +15,8 @@ passages) are not independent. Each resample draws ``n_items`` items with replac
 seeded numpy Generator; per-item confusion counts weighted by how often each item was drawn
 give every resample's confusion matrix at once. Percentile intervals (2.5 %, 97.5 %). In a
 resample the label set stays the one of the whole data (a label no resampled unit holds scores
-0, as scikit-learn with ``labels=`` does).
+0, as scikit-learn with ``labels=`` does). ``mean_with_ci`` gives the same intervals for a
+mean of per-unit numbers (e.g. a revision's edit distance to the gold one).
 """
 from __future__ import annotations
 
@@ -82,10 +83,12 @@ def score(units: Sequence[Scored], labels: Sequence[str] | None = None, resample
     }
 
 
-def _confusions(units: Sequence[Scored], labels: Sequence[str] | None) -> tuple[list[str], np.ndarray, int]:
+def _confusions(units: Sequence[Scored], labels: Sequence[str] | None,
+                also: Sequence[Scored] = ()) -> tuple[list[str], np.ndarray, int]:
     """The scored labels and per-item confusion counts, flattened (true × predicted), with the
-    scored labels first and any other label present after them."""
-    present = sorted({u.gold for u in units} | {u.predicted for u in units})
+    scored labels first and any other label present after them (in ``units`` or in ``also``: a
+    paired comparison needs both systems' matrices over the same labels)."""
+    present = sorted({u.gold for u in units} | {u.predicted for u in units} | {u.predicted for u in also})
     if labels is None:
         labels = present
     else:
@@ -119,8 +122,8 @@ def difference(first: Sequence[Scored], second: Sequence[Scored], labels: Sequen
         raise ValueError("no units to score")
     if labels is None:
         labels = sorted({u.gold for u in first} | {u.predicted for u in first} | {u.predicted for u in second})
-    labels, per_item_first, size = _confusions(first, labels)
-    _, per_item_second, _ = _confusions(second, labels)
+    labels, per_item_first, size = _confusions(first, labels, also=second)
+    _, per_item_second, _ = _confusions(second, labels, also=first)
     kept = len(labels)
     # both use the scored labels and then any other; a label only one system predicts is in labels
     point = {key: float(_metrics(per_item_first.sum(axis=0)[None, :], size, kept)[key][0]
@@ -152,6 +155,46 @@ def resample_weights(n_items: int, resamples: int, seed: int = 0, chunk: int = C
         offsets = np.arange(count)[:, None] * n_items
         yield np.bincount((drawn + offsets).ravel(), minlength=count * n_items).reshape(count, n_items).astype(float)
         done += count
+
+
+def mean_with_ci(values: Sequence[float], resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                 items: Sequence[Hashable] | None = None) -> dict:
+    """The mean of ``values`` as ``{"value", "low", "high"}`` with a percentile bootstrap CI
+    (``low``/``high`` None when ``resamples`` is 0). Resamples items as ``score`` does (the same
+    draws for the same seed and item count): ``items`` names the item of each value (several
+    values of one item are drawn together); without it each value is its own item."""
+    return means_with_ci({"mean": values}, resamples, seed, items)["mean"]
+
+
+def means_with_ci(columns: dict[Hashable, Sequence[float]], resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
+                  items: Sequence[Hashable] | None = None) -> dict[Hashable, dict]:
+    """``mean_with_ci`` of several equally long columns of values (name → values) over the same
+    resampled items, drawn once: the intervals of one system's numbers come from the same draws."""
+    if resamples < 0:
+        raise ValueError("resamples must be 0 or more")
+    names = list(columns)
+    data = np.asarray([columns[name] for name in names], dtype=float).T  # (values, columns)
+    if data.size == 0:
+        raise ValueError("no values to average")
+    if items is None:
+        sums, counts = data, np.ones(len(data))
+    else:
+        if len(items) != len(data):
+            raise ValueError(f"{len(items)} items for {len(data)} values")
+        index: dict = {}
+        item_of = np.fromiter((index.setdefault(item, len(index)) for item in items), dtype=np.int64, count=len(items))
+        sums = np.zeros((len(index), len(names)))
+        np.add.at(sums, item_of, data)
+        counts = np.bincount(item_of, minlength=len(index)).astype(float)
+    result = {name: {"value": float(value), "low": None, "high": None} for name, value in zip(names, data.mean(axis=0))}
+    if resamples:
+        draws = np.concatenate([(weights @ sums) / (weights @ counts)[:, None]
+                                for weights in resample_weights(len(sums), resamples, seed)])
+        tail = (1 - CONFIDENCE) / 2 * 100
+        low, high = np.percentile(draws, [tail, 100 - tail], axis=0)
+        for column, name in enumerate(names):
+            result[name]["low"], result[name]["high"] = float(low[column]), float(high[column])
+    return result
 
 
 def bootstrap_indices(n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK) -> list[np.ndarray]:

@@ -344,3 +344,13 @@ def test_project_and_item_pages_say_step_not_stage(felm_project, felm_items, log
     for page in (project_page, item_page, settings_page):
         visible = re.sub(r"<[^>]+>", " ", page)  # words shown, not attribute names such as name="stage"
         assert not re.search(r"\bstage\b", visible, re.IGNORECASE), re.findall(r".{40}\bstage\b.{40}", visible, re.I)
+
+
+def test_the_project_page_links_the_research_pages_by_role(felm_project, logged_in):
+    """Leaderboard for admins and consolidators; the LLM rater (which spends the lab's tokens)
+    for admins only; neither for annotators."""
+    links = {name: logged_in(name).get(f"/projects/{felm_project.id}/").content.decode() for name in ("admin", "carol", "alice")}
+    leaderboard, rater = f"/projects/{felm_project.id}/leaderboard/", f"/projects/{felm_project.id}/llm-rater/"
+    assert leaderboard in links["admin"] and rater in links["admin"]
+    assert leaderboard in links["carol"] and rater not in links["carol"]
+    assert leaderboard not in links["alice"] and rater not in links["alice"]

@@ -163,7 +163,8 @@ def test_an_uploaded_import_is_run_by_a_worker_process_with_visible_progress(sta
     assert job["result"]["items"] == lines and job["result"]["assignments"] == 2 * lines
     assert job["lines_read"] == lines and job["bytes_read"] == job["file_size"]
     assert any(state == "running" and 0 < read < lines for state, read in seen), seen[:: max(1, len(seen) // 20)]
-    assert not list((data_dir / "imports").iterdir())  # the worker deleted the upload
+    # the job is marked done inside the import's transaction; the worker deletes the upload just after
+    wait_for(lambda: not list((data_dir / "imports").iterdir()), 10, worker)
 
 
 def test_a_corpus_is_imported_and_embedded_by_a_worker_and_step_2_retrieves_from_it(start_worker, factcheck_project,

@@ -234,6 +234,14 @@ class KindSpec:
         """Kind-specific agreement numbers beyond per-field label agreement (none by default)."""
         return {}
 
+    def suggestion_predictions(self, stage: int, content: dict, suggestion: dict | None,
+                               gold: dict | None = None) -> Iterable[tuple[str, tuple, Any]]:
+        """A machine pre-annotation of one item-stage as predictions of annotation.scoring's
+        tasks, so it can be scored as a baseline: (task name, unit key without its leading item,
+        label), keyed as the task keys its gold units. ``gold`` is the stage's gold payload, for
+        units the machine's answer must be aligned to (e.g. claims). None by default."""
+        return ()
+
     def export_lines(self, fmt: str, rows: Iterable[dict], **options) -> Iterable[dict]:
         """Turn consolidated rows into export records of format ``fmt`` (``options``: export_options)."""
         raise NotImplementedError

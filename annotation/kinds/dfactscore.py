@@ -4,7 +4,7 @@ them, link each individual to one candidate page (or none), and label each fact 
 individual's page; optional passes add plain FActScore (supported by any page) and the entity
 each fact is really about. The paper's scores come from pipeline.dfactscore_scores."""
 from collections import defaultdict
-from typing import Any, Callable, Hashable, Iterable
+from typing import Any, Callable, Hashable, Iterable, Iterator
 
 from .base import (
     AgreementItem,
@@ -310,6 +310,21 @@ class DfactscoreKind(KindSpec):
                                      for rater, values in sorted(with_machine.items(), key=lambda kv: str(kv[0]))},
         }}
 
+    # -- scoring ----------------------------------------------------------------------------
+
+    def suggestion_predictions(self, stage: int, content: dict, suggestion: dict | None,
+                               gold: dict | None = None) -> Iterable[tuple[str, tuple, Any]]:
+        """Per fact, the machine's FActScore decision (``support``: supported by any page) and its
+        D-FActScore one (``global_support``: by its group's linked page), computed from the
+        suggestion as the humans' are from their payloads (``machine_payload``). A fact the
+        machine calls irrelevant is predicted not supported."""
+        payload = machine_payload(suggestion, len(content.get("facts") or []))
+        if payload is None:
+            return
+        for index, supported, global_supported in fact_support(content, payload, "not_supported"):
+            yield "support", (index,), SUPPORT_LABELS[supported]
+            yield "global_support", (index,), SUPPORT_LABELS[global_supported]
+
     # -- export -----------------------------------------------------------------------------
 
     def export_options(self, settings: dict) -> dict:
@@ -542,6 +557,28 @@ def paragraph_record(row: dict, scores: dict) -> dict:
     }
     record.update((k, v) for k, v in metadata.items() if k != "name" and k not in record)
     return record
+
+
+SUPPORT_LABELS = {True: "supported", False: "not_supported"}
+
+
+def fact_support(content: dict, payload: dict, irrelevant: str = "exclude") -> Iterator[tuple[int, bool, bool]]:
+    """(fact index, supported by any page, supported by its group's linked page) for each fact
+    FActScore and D-FActScore count: the rules of pipeline.dfactscore_scores.released_lists,
+    fact by fact (its lists do not keep the facts' indexes, which scoring keys units by)."""
+    candidates = content.get("candidates") or []
+    titles = {c: candidate.get("title") or None for c, candidate in enumerate(candidates)}
+    links = [titles.get(g.get("link")) if type(g.get("link")) is int else None for g in payload.get("groups") or []]
+    for index, fact in enumerate(payload.get("facts") or []):
+        label = fact.get("label")
+        if label is None or (label == "irrelevant" and irrelevant == "exclude"):
+            continue
+        group = fact.get("group")
+        linked = links[group] if type(group) is int and 0 <= group < len(links) else None
+        global_supported = label == "supported" and linked is not None
+        any_page = fact.get("any_page")
+        supported = any_page == "supported" if any_page is not None and label != "irrelevant" else global_supported
+        yield index, supported, global_supported
 
 
 def machine_payload(suggestion: dict | None, count: int) -> dict | None:

@@ -234,6 +234,24 @@ class FelmKind(KindSpec):
             for index, values in units.items():
                 yield {"segment": index}, name, values
 
+    # -- scoring ----------------------------------------------------------------------------
+
+    def suggestion_predictions(self, stage: int, content: dict, suggestion: dict | None,
+                               gold: dict | None = None) -> Iterable[tuple[str, tuple, Any]]:
+        """Suggested segment labels (true/false as a payload holds them, or the task's words) for
+        the ``segment`` task, and, where every segment has one, the response's for ``response``
+        (wrong when any segment is)."""
+        suggested = (suggestion or {}).get("segments") or []
+        labels = []
+        for index in range(len(content.get("segments", []))):
+            hint = suggested[index] if index < len(suggested) and isinstance(suggested[index], dict) else {}
+            label = segment_label(hint.get("label"))
+            labels.append(label)
+            if label is not None:
+                yield "segment", (index,), label
+        if labels and None not in labels:
+            yield "response", (), "error" if "error" in labels else "correct"
+
     # -- export -----------------------------------------------------------------------------
 
     def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:
@@ -241,6 +259,13 @@ class FelmKind(KindSpec):
             raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.export_formats)}")
         for row in rows:
             yield felm_record(row)
+
+
+def segment_label(value: Any) -> str | None:
+    """A segment's label in the scoring tasks' words: true is ``correct``, false ``error``."""
+    if isinstance(value, bool):
+        return "correct" if value else "error"
+    return value if value in ("correct", "error") else None
 
 
 def felm_record(row: dict) -> dict:

@@ -93,7 +93,7 @@ class ImportResult:
 
 
 @dataclass
-class _Reading:
+class Reading:
     """How far the reader got; read by the progress callback."""
 
     lines: int = 0
@@ -114,12 +114,12 @@ def _storable(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _error(line: int, field_name: str, message: str) -> dict:
+def line_error(line: int, field_name: str, message: str) -> dict:
     return {"line": line, "field": _storable(field_name, 200), "message": _storable(message, 500)}
 
 
 def _syntax_error(exc: json.JSONDecodeError, number: int) -> dict:
-    return _error(exc.lineno if number == 0 else number, "(json)", f"is not valid JSON: {exc.msg} at column {exc.colno}")
+    return line_error(exc.lineno if number == 0 else number, "(json)", f"is not valid JSON: {exc.msg} at column {exc.colno}")
 
 
 def _loads(text: str, number: int) -> tuple[Any, dict | None]:
@@ -131,27 +131,27 @@ def _loads(text: str, number: int) -> tuple[Any, dict | None]:
     except json.JSONDecodeError as exc:
         return None, _syntax_error(exc, number)
     except RecursionError:
-        return None, _error(line, "(json)", "nests arrays or objects too deeply to be read")
+        return None, line_error(line, "(json)", "nests arrays or objects too deeply to be read")
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
-        return None, _error(line, "(json)", f"is not valid JSON: {exc}")
+        return None, line_error(line, "(json)", f"is not valid JSON: {exc}")
     # NaN, Infinity or 1e400 stopped the strict parse: read it as Python's json does to name the field.
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, _syntax_error(exc, number)
     except (RecursionError, ValueError):
-        return None, _error(line, "(json)", NON_FINITE)
-    return None, _hostile_value(data, line) or _error(line, "(json)", NON_FINITE)
+        return None, line_error(line, "(json)", NON_FINITE)
+    return None, _hostile_value(data, line) or line_error(line, "(json)", NON_FINITE)
 
 
 def _hostile_value(data: Any, number: int) -> dict | None:
     """A lone surrogate or non-finite number anywhere in the record (they are never storable)."""
     if found := bad_value(data, nul=False):
-        return _error(number, found[0], found[1])
+        return line_error(number, found[0], found[1])
     return None
 
 
-def _jsonl_records(lines: Iterable[bytes | str], reading: _Reading) -> Iterator[tuple[int, Any, dict | None]]:
+def jsonl_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tuple[int, Any, dict | None]]:
     """(line number, parsed JSON, error) for every non-blank line."""
     first_line, held = 0, None  # the first line, when it might open a multi-line JSON document
     for number, raw in enumerate(lines, start=1):
@@ -162,14 +162,14 @@ def _jsonl_records(lines: Iterable[bytes | str], reading: _Reading) -> Iterator[
             try:
                 raw = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                yield number, None, _error(number, "(line)", f"is not UTF-8: {exc.reason}")
+                yield number, None, line_error(number, "(line)", f"is not UTF-8: {exc.reason}")
                 continue
         if not raw.strip():
             continue
         data, error = _loads(raw, number)
         if held is not None:
             if error is not None:  # two lines in a row that are not JSON: a pretty-printed document
-                yield first_line, None, _error(first_line, "(file)", MULTILINE_DOCUMENT)
+                yield first_line, None, line_error(first_line, "(file)", MULTILINE_DOCUMENT)
                 return
             yield held
             held = None
@@ -181,7 +181,7 @@ def _jsonl_records(lines: Iterable[bytes | str], reading: _Reading) -> Iterator[
                 held = (number, None, error)
                 continue
             if error is None and isinstance(data, list) and any(isinstance(entry, dict) for entry in data):
-                error, data = _error(number, "(file)", "is one JSON array, not JSONL: put each item on a line of its own"), None
+                error, data = line_error(number, "(file)", "is one JSON array, not JSONL: put each item on a line of its own"), None
         if error is None and (_SURROGATE_ESCAPES[0] in raw or _SURROGATE_ESCAPES[1] in raw):
             error = _hostile_value(data, number)
         yield number, data, error
@@ -189,7 +189,7 @@ def _jsonl_records(lines: Iterable[bytes | str], reading: _Reading) -> Iterator[
         yield held
 
 
-def _document_records(lines: Iterable[bytes | str], reading: _Reading) -> Iterator[tuple[int, Any, dict | None]]:
+def _document_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tuple[int, Any, dict | None]]:
     """The items of one JSON document (an object or a list of objects), numbered from 1.
 
     A file that is JSONL after all (one object a line) is read as JSONL. The document is read
@@ -203,12 +203,12 @@ def _document_records(lines: Iterable[bytes | str], reading: _Reading) -> Iterat
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        yield 1, None, _error(1, "(file)", f"is not UTF-8: {exc.reason}")
+        yield 1, None, line_error(1, "(file)", f"is not UTF-8: {exc.reason}")
         return
     data, error = _loads(text, 0)
     if error is not None:
         if error["message"].startswith("is not valid JSON: Extra data"):
-            yield from _jsonl_records(raw.splitlines(keepends=True), _Reading())
+            yield from jsonl_records(raw.splitlines(keepends=True), Reading())
             return
         yield error["line"], None, error
         return
@@ -234,7 +234,7 @@ def _too_long(item: ParsedItem, fmt: str, data: dict) -> dict | None:
         value = getattr(item, column)
         if len(value) > limit:
             name = _external_id_field(fmt, data) if column == "external_id" else column
-            return _error(item.line, name, f"is {len(value)} characters long; at most {limit} fit")
+            return line_error(item.line, name, f"is {len(value)} characters long; at most {limit} fit")
     return None
 
 
@@ -253,14 +253,14 @@ def _label_error(kind: KindSpec, item: ParsedItem, stage: int, labels_as: str) -
     if labels_as == "ignore":
         return None
     if stage not in item.labels:
-        return _error(item.line, "labels", "is missing, but labels_as=gold") if labels_as == "gold" else None
+        return line_error(item.line, "labels", "is missing, but labels_as=gold") if labels_as == "gold" else None
     if where := nul_path(item.labels[stage], "labels"):
-        return _error(item.line, where, NUL_MESSAGE)
+        return line_error(item.line, where, NUL_MESSAGE)
     try:
         kind.validate_payload(stage, item.content.get(stage, {}), item.labels[stage], complete=False)
     except PayloadError as exc:  # the labels must at least fit the annotation schema
         first = exc.errors[0]
-        return _error(item.line, f"labels: {first['field']}", first["message"])
+        return line_error(item.line, f"labels: {first['field']}", first["message"])
     return None
 
 
@@ -274,13 +274,13 @@ def check_options(project: Project, fmt: str, labels_as: str, on_error: str = "r
     """Refuse an unknown format, labels_as or on_error, or a bad domain, before any line is read."""
     kind = get_kind(project.kind)
     if fmt not in kind.import_formats:
-        raise ImportFailed([_error(0, "format", f"must be one of {', '.join(kind.import_formats)}")])
+        raise ImportFailed([line_error(0, "format", f"must be one of {', '.join(kind.import_formats)}")])
     if labels_as not in LABELS_AS:
-        raise ImportFailed([_error(0, "labels_as", f"must be one of {', '.join(LABELS_AS)}")])
+        raise ImportFailed([line_error(0, "labels_as", f"must be one of {', '.join(LABELS_AS)}")])
     if on_error not in ON_ERROR:
-        raise ImportFailed([_error(0, "on_error", f"must be one of {', '.join(ON_ERROR)}")])
+        raise ImportFailed([line_error(0, "on_error", f"must be one of {', '.join(ON_ERROR)}")])
     if domain and (message := domain_error(kind, fmt, domain)):
-        raise ImportFailed([_error(0, "domain", message)])
+        raise ImportFailed([line_error(0, "domain", message)])
 
 
 def domain_error(kind: KindSpec, fmt: str, domain: Any) -> str | None:
@@ -296,32 +296,32 @@ def domain_error(kind: KindSpec, fmt: str, domain: Any) -> str | None:
 
 
 def parse_import_file(project: Project, lines: Iterable[bytes | str], fmt: str, labels_as: str = "ignore",
-                      reading: _Reading | None = None, domain: str = "") -> Iterator[ParsedItem | dict]:
+                      reading: Reading | None = None, domain: str = "") -> Iterator[ParsedItem | dict]:
     """Each line read and checked: a ParsedItem, or error dicts naming line and field (one or
     more per bad line). ``domain`` fills the domain of items whose line has none."""
     kind = get_kind(project.kind)
-    reading = reading or _Reading()
-    records = _document_records(lines, reading) if fmt in kind.document_formats else _jsonl_records(lines, reading)
+    reading = reading or Reading()
+    records = _document_records(lines, reading) if fmt in kind.document_formats else jsonl_records(lines, reading)
     first_stage = kind.stages[0]
     for number, data, error in records:
         if error is None and not isinstance(data, dict):
-            error = _error(number, "(line)", "must be a JSON object")
+            error = line_error(number, "(line)", "must be a JSON object")
         if error is not None:
             yield error
             continue
         try:
             item = kind.parse_import_line(fmt, data, number)
         except ImportLineError as exc:
-            yield _error(exc.line, exc.field, exc.message)
+            yield line_error(exc.line, exc.field, exc.message)
             for field_name, message in exc.more:
-                yield _error(exc.line, field_name, message)
+                yield line_error(exc.line, field_name, message)
             continue
         if domain and not item.domain:
             item.domain = domain
         if error := _too_long(item, fmt, data):
             yield error
         elif where := _nul_in_stored_fields(item):
-            yield _error(number, where, NUL_MESSAGE)
+            yield line_error(number, where, NUL_MESSAGE)
         elif error := _label_error(kind, item, first_stage, labels_as):
             yield error
         else:
@@ -465,7 +465,7 @@ def _import(project: Project, file, fmt: str, labels_as: str, on_progress, befor
             on_error: str = "refuse", domain: str = "") -> ImportResult:
     kind = get_kind(project.kind)
     annotators = annotator_ids(project) if kind.stages[0] in kind.annotatable_stages else []
-    reading = _Reading()
+    reading = Reading()
     errors: list[dict] = []
     skipped = _Skipped()
     seen: set[bytes] = set()
@@ -505,7 +505,7 @@ def _import(project: Project, file, fmt: str, labels_as: str, on_progress, befor
         result.lines = reading.lines
         result.skipped_lines, result.skipped = len(skipped.lines), skipped.reported
         if not result.items and not result.duplicates_skipped:
-            raise ImportFailed(skipped.reported or [_error(0, "(file)", "contains no items")])
+            raise ImportFailed(skipped.reported or [line_error(0, "(file)", "contains no items")])
         result.warnings = _warnings(project, kind, writer, annotators)
         if result.precomputing:
             transaction.on_commit(_enqueue_precompute_of(project, writer.stage, writer.first_item_id))
@@ -656,7 +656,7 @@ def _end_job(job_id: int, state: str, *, errors: list[dict] | None = None, resul
 
 def fail_import_job(job_id: int, message: str) -> None:
     """End a job that cannot run (e.g. the database stayed unreachable), and drop its upload."""
-    _end_job(job_id, ImportJobState.FAILED, errors=[_error(0, "(server)", message)])
+    _end_job(job_id, ImportJobState.FAILED, errors=[line_error(0, "(server)", message)])
     _delete_upload(job_id)
 
 
@@ -701,7 +701,7 @@ def run_import_job(job_id: int) -> ImportJob | None:
     except ImportFailed as exc:
         _end_job(job_id, ImportJobState.FAILED, errors=exc.errors, reading=tuple(seen))
     except FileNotFoundError:
-        _end_job(job_id, ImportJobState.FAILED, errors=[_error(0, "(file)", "the uploaded file is gone from the server "
+        _end_job(job_id, ImportJobState.FAILED, errors=[line_error(0, "(file)", "the uploaded file is gone from the server "
                                                                            "(web and worker must share DATA_DIR)")])
     except Exception as exc:
         from django.db import InterfaceError, OperationalError
@@ -709,7 +709,7 @@ def run_import_job(job_id: int) -> ImportJob | None:
         if isinstance(exc, (OperationalError, InterfaceError)):
             raise  # transient: the task retries, the upload is kept
         logger.exception("import job %s failed", job_id)
-        _end_job(job_id, ImportJobState.FAILED, errors=[_error(
+        _end_job(job_id, ImportJobState.FAILED, errors=[line_error(
             0, "(server)", f"the import stopped on an internal error ({type(exc).__name__}); nothing was imported")])
     finally:
         progress.close()

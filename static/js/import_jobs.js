@@ -56,34 +56,35 @@
     return null;
   }
 
-  function show(row, job) {
-    const state = row.querySelector("[data-role=state]");
-    state.textContent = job.state.charAt(0).toUpperCase() + job.state.slice(1);
-    state.className = `badge ${job.state}`;
-    row.dataset.state = job.state;
+  /* A job row's state badge (``label`` or the state capitalised) and progress bar
+   * (``done`` of ``total``, hidden once ``ended``). */
+  function showJobState(row, {state, label, done, total, ended}) {
+    const badge = row.querySelector("[data-role=state]");
+    badge.textContent = label || state.charAt(0).toUpperCase() + state.slice(1);
+    badge.className = `badge ${state}`;
+    row.dataset.state = state;
     const bar = row.querySelector("[data-role=progress]");
-    bar.max = job.file_size || 1;
-    bar.value = job.bytes_read;
-    bar.hidden = job.state === "done" || job.state === "failed";
+    bar.max = total || 1;
+    bar.value = done;
+    if (ended !== undefined) bar.hidden = ended;
+  }
+
+  function show(row, job) {
+    showJobState(row, {state: job.state, done: job.bytes_read, total: job.file_size,
+                       ended: job.state === "done" || job.state === "failed"});
     row.querySelector("[data-role=lines]").textContent = `${job.lines_read} lines read`;
     const result = outcome(job);
     if (result) row.querySelector("[data-role=outcome]").replaceChildren(...[result].flat());
   }
 
   function showCorpus(row, corpus) {
-    const state = row.querySelector("[data-role=state]");
-    state.textContent = corpus.state_display;
-    state.className = `badge ${corpus.state}`;
-    row.dataset.state = corpus.state;
+    showJobState(row, {state: corpus.state, label: corpus.state_display, done: corpus.embedded, total: corpus.passages});
     row.querySelector("[data-role=documents]").textContent = corpus.documents;
     row.querySelector("[data-role=passages]").textContent = corpus.passages;
-    const bar = row.querySelector("[data-role=progress]");
-    bar.max = corpus.passages || 1;
-    bar.value = corpus.embedded;
     row.querySelector("[data-role=embedded]").textContent = corpus.embedded;
     if (corpus.state === "failed") {
       row.querySelector("[data-role=outcome]").replaceChildren(...corpus.errors.slice(0, 3).map((e) =>
-        el("div", {className: "error"}, `line ${e.line}, field ${e.field}: ${e.message}`)));
+        el("div", {className: "error"}, errorText(e))));
     }
   }
 
@@ -103,6 +104,9 @@
       }
     }
   }
+
+  // The leaderboard page follows scoring runs the same way (system_runs.js).
+  Object.assign(Workbench, {follow, showJobState, errorText});
 
   document.querySelectorAll(".import-job").forEach((row) => follow(row, {
     url: row.dataset.jobUrl, running: ["queued", "running"], showAnswer: show, every: POLL_MS, what: "import"}));

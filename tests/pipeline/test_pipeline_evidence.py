@@ -2,7 +2,7 @@
 
 import pytest
 
-from pipeline.evidence import STANCE_LABELS, StanceRequest, claim_queries, parse_stance, stance_hints
+from pipeline.evidence import STANCE_LABELS, StanceRequest, claim_queries, parse_stance, stance_hints, verdict_from_stances
 from pipeline.llm import LLM, OFFLINE
 from pipeline.parsing import ParseError
 from tests.fake_llm import FakeLLMServer, FakeReply, last_user_message
@@ -75,3 +75,15 @@ def test_long_evidence_is_cut_before_it_reaches_the_model():
     with FakeLLMServer(lambda r: "irrelevant") as server:
         stance_hints([StanceRequest("claim", "word " * 5000)], server.config())
     assert len(last_user_message(server.requests[0])) < 3600
+
+
+@pytest.mark.parametrize("stances, verdict", [
+    ([], None), ([None, None], None),
+    (["completely-support", "irrelevant"], "true"),
+    (["refute", "partially-support"], "false"),
+    (["completely-support", "refute"], "not_enough_evidence"),  # a tie
+    (["completely-support", "refute", "refute"], "false"),
+    (["partially-support", "irrelevant"], "not_enough_evidence"),  # partial support does not vote
+])
+def test_a_claims_verdict_follows_from_its_passages_stances(stances, verdict):
+    assert verdict_from_stances(stances) == verdict

@@ -16,6 +16,8 @@ from pipeline.scoring import (
     constant_predictions,
     difference,
     majority_label,
+    mean_with_ci,
+    means_with_ci,
     random_predictions,
     resample_weights,
     score,
@@ -162,3 +164,33 @@ def test_difference_is_a_paired_bootstrap_over_the_same_items():
     assert result["macro_f1"]["low"] > 0  # A is clearly better here
     with pytest.raises(ValueError):
         difference(first, second[:-1], resamples=0)
+
+
+def test_mean_with_ci_equals_a_plain_bootstrap_over_items():
+    """Several values per item are drawn together; the interval is the percentiles of the means
+    of the drawn items' values, as a direct bootstrap with the same draws computes them."""
+    rng = np.random.default_rng(8)
+    items = list(rng.integers(0, 30, 200))
+    values = rng.random(200) ** 2
+    result = mean_with_ci(values, resamples=300, seed=6, items=items)
+    assert result["value"] == pytest.approx(values.mean())
+    order = list(dict.fromkeys(items))
+    by_item = {item: [v for i, v in zip(items, values) if i == item] for item in order}
+    means = [np.mean([v for k in drawn for v in by_item[order[k]]]) for drawn in bootstrap_indices(len(order), 300, seed=6)]
+    assert [result["low"], result["high"]] == pytest.approx(list(np.percentile(means, [2.5, 97.5])))
+    # one value per item without items; seeded; no interval without resamples
+    alone = mean_with_ci(values[:40], resamples=100, seed=2)
+    draws = [values[:40][drawn].mean() for drawn in bootstrap_indices(40, 100, seed=2)]
+    assert [alone["low"], alone["high"]] == pytest.approx(list(np.percentile(draws, [2.5, 97.5])))
+    assert alone == mean_with_ci(list(values[:40]), resamples=100, seed=2) != mean_with_ci(values[:40], resamples=100, seed=3)
+    # several columns over the same draws: each as mean_with_ci gives it alone
+    both = means_with_ci({"x": values, ("y", 2): values[::-1]}, resamples=300, seed=6, items=items)
+    assert both["x"] == pytest.approx(result)
+    assert both[("y", 2)] == pytest.approx(mean_with_ci(values[::-1], resamples=300, seed=6, items=items))
+    assert mean_with_ci([1.0, 3.0], resamples=0) == {"value": 2.0, "low": None, "high": None}
+    with pytest.raises(ValueError, match="no values"):
+        mean_with_ci([])
+    with pytest.raises(ValueError):
+        mean_with_ci([1.0], items=[1, 2])
+    with pytest.raises(ValueError):
+        mean_with_ci([1.0], resamples=-1)

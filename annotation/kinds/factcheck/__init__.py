@@ -120,6 +120,12 @@ class FactcheckKind(KindSpec):
     def extra_agreement(self, stage: int, items: Iterable[AgreementItem]) -> dict:
         return self._steps[stage].extra_agreement(items)
 
+    def suggestion_predictions(self, stage: int, content: dict, suggestion: dict | None,
+                               gold: dict | None = None) -> Iterable[tuple[str, tuple, Any]]:
+        if stage == 1:
+            return step1.suggestion_predictions(content, suggestion, gold)
+        return self._steps[stage].suggestion_predictions(content, suggestion) if stage in self._steps else ()
+
     # -- export -----------------------------------------------------------------------------
 
     def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:

@@ -236,6 +236,31 @@ def extra_agreement(items: Iterable[AgreementItem]) -> dict:
     }}
 
 
+def suggestion_predictions(content: dict, suggestion: dict | None, gold: dict | None = None) -> Iterator[tuple[str, tuple, str]]:
+    """The machine's sentence checkworthiness and claim categories as predictions of the
+    scoring tasks (``checkworthiness``, ``claim_category``). The machine splits sentences into
+    claims its own way: each of its claims is put on the gold claim it aligns with by text (as
+    agreement aligns claims), and gold claims it has none for get no prediction; without
+    ``gold``, its own claim indexes are used."""
+    gold_sentences = (gold or {}).get("sentences")
+    suggested = (suggestion or {}).get("sentences") or []
+    for index, hint in enumerate(suggested[:len(content.get("sentences", []))]):
+        if not isinstance(hint, dict):
+            continue
+        key = f"sentence{index + 1}"
+        if hint.get("checkworthy"):
+            yield "checkworthiness", (key,), hint["checkworthy"]
+        machine = [c if isinstance(c, dict) else {} for c in hint.get("claims") or []]
+        if gold_sentences is None:
+            rows = [(j, j) for j in range(len(machine))]
+        else:
+            gold_claims = gold_sentences[index].get("claims", []) if index < len(gold_sentences) else []
+            rows = align_claims([gold_claims, machine])
+        for gold_index, machine_index in rows:
+            if gold_index is not None and machine_index is not None and machine[machine_index].get("category"):
+                yield "claim_category", (key, gold_index), machine[machine_index]["category"]
+
+
 def align_claims(claim_lists: list[list[dict]]) -> list[list[int | None]]:
     """Rows of claim indexes, one column per annotator, aligned to the first annotator's claims."""
     texts = [[c.get("text", "") for c in claims] for claims in claim_lists]

@@ -41,6 +41,8 @@ of an annotator's or consolidator's payload: validation drops it.
 from statistics import mean
 from typing import Any, Hashable, Iterable, Iterator
 
+from pipeline.evidence import verdict_from_stances
+
 from .. import claims as claim_text
 from ..base import AgreementItem, MergeResult, PayloadError, field_error, is_valid_url
 from .step1 import validate_choice
@@ -427,6 +429,35 @@ def unit_values(content: dict, payloads: dict[Hashable, dict]) -> Iterator[tuple
             if passage is not None:
                 ids["evidence"] = passage
             yield ids, field, values
+
+
+def suggestion_predictions(content: dict, suggestion: dict | None) -> Iterator[tuple[str, tuple, str]]:
+    """Stances and factuality as predictions of the scoring tasks (``stance4``/``stance3``,
+    ``factuality``/``factuality_without_nee``). The content's claims are the gold step-1 claims
+    step 2 verifies, so no alignment is needed. A suggestion in the payload's shape
+    (``{"claims": [{"stances", "factuality"}]}``, e.g. an LLM rater's) is taken as it is; without
+    one, the stance hints pre-annotation put beside each passage (step 2 stores no suggestion).
+    Without a factuality, one follows from the stances when every passage has one
+    (pipeline.evidence.verdict_from_stances)."""
+    suggested = (suggestion or {}).get("claims") or []
+    for index, claim in enumerate(content.get("claims", [])):
+        key = (f"sentence{claim['sentence'] + 1}", claim["claim"])
+        passages = claim.get("evidence") or []
+        if suggestion is None:
+            stances = [(p.get("stance_hint") or {}).get("label") for p in passages]
+            factuality = None
+        else:
+            answer = suggested[index] if index < len(suggested) and isinstance(suggested[index], dict) else {}
+            stances, factuality = answer.get("stances") or [], answer.get("factuality")
+        if not factuality and passages and len(stances) >= len(passages) and all(stances[:len(passages)]):
+            factuality = verdict_from_stances(stances[:len(passages)])  # every passage judged: the votes decide
+        for k, stance in enumerate(stances[:len(passages)]):
+            if stance:
+                yield "stance4", (*key, k), stance
+                yield "stance3", (*key, k), stance
+        if factuality:
+            yield "factuality", key, factuality
+            yield "factuality_without_nee", key, factuality
 
 
 def extra_agreement(items: Iterable[AgreementItem]) -> dict:

@@ -205,6 +205,15 @@ def extra_agreement(items: Iterable[AgreementItem]) -> dict:
     }}
 
 
+# -- scoring ------------------------------------------------------------------------------------
+
+def suggestion_predictions(content: dict, suggestion: dict | None) -> Iterator[tuple[str, tuple, str]]:
+    """The machine's revised response as a prediction of the ``revision`` task (subtask 5)."""
+    response = (suggestion or {}).get("response")
+    if isinstance(response, str):
+        yield "revision", (), response
+
+
 # -- derived labels -----------------------------------------------------------------------------
 
 NA = "NA"

@@ -1,0 +1,233 @@
+"""Reads of scored systems (selectors): a project's runs and its leaderboard per task.
+
+Everything here reads what the scoring task stored (services.predictions): scores, baselines
+and paired differences with their bootstrap intervals. Nothing is computed on page load but a
+sort and a sign flip.
+"""
+import csv
+import io
+from collections.abc import Iterator
+
+from django.db.models import F, QuerySet
+
+from annotation import scoring
+from annotation.models import Project, SystemRun
+
+# The columns of a task's table by the task's measure (annotation.scoring): name, heading; the
+# first is the one systems are ranked by (higher is better) and the plot shows.
+METRICS = {
+    "labels": (("macro_f1", "Macro F1"), ("accuracy", "Accuracy"), ("macro_precision", "Macro P"),
+               ("macro_recall", "Macro R"), ("balanced_accuracy", "Balanced accuracy")),
+    "revision": (("against_gold.word_overlap", "Word overlap with the gold revision"),
+                 ("against_gold.normalised_edit_distance", "Edit distance to the gold revision"),
+                 ("against_original.word_overlap", "Word overlap with the original"),
+                 ("against_original.normalised_edit_distance", "Edit distance to the original")),
+}
+# JSON objects keep no order in PostgreSQL: the baselines' rows come in this one
+BASELINE_ORDER = ("majority", "random", "machine")
+# The differences to the reference a row shows (keys of services.predictions.task_difference).
+DIFFERENCES = {
+    "labels": (("macro_f1", "Δ macro F1"), ("accuracy", "Δ accuracy")),
+    "revision": (("word_overlap", "Δ word overlap with the gold revision"),
+                 ("normalised_edit_distance", "Δ edit distance to the gold revision")),
+}
+
+
+def system_runs(project: Project) -> QuerySet[SystemRun]:
+    """The project's runs, newest first, without their (large) predictions."""
+    return SystemRun.objects.filter(project=project).defer("predictions").select_related("created_by").order_by("-id")
+
+
+def metric(scores: dict, name: str) -> dict:
+    """{"value", "low", "high"} of one of METRICS in score_task's answer."""
+    if name.startswith("macro_"):
+        return scores["macro"][name.removeprefix("macro_")]
+    for part in name.split("."):
+        scores = scores[part]
+    return scores
+
+
+def measure_of(scores: dict) -> str:
+    return scores.get("measure", "labels") if scores.get("measure") in METRICS else "labels"
+
+
+def negated(diff: dict) -> dict:
+    """B − A from A − B: each value negated, its interval's bounds swapped."""
+    result = dict(diff)
+    for key, value in diff.items():
+        if isinstance(value, dict) and "value" in value:
+            result[key] = {"value": -value["value"], "low": None if value["high"] is None else -value["high"],
+                           "high": None if value["low"] is None else -value["low"]}
+    return result
+
+
+def _part(entry, subset: str) -> dict | None:
+    """A task's scores on every unit or on the agreed ones, from its entry in SystemRun.scores."""
+    if not isinstance(entry, dict):
+        return None
+    return entry if subset == "all" else entry.get("agreed")
+
+
+def _difference(first_id: int, first: dict | None, second_id: int, second: dict | None) -> dict | None:
+    if first is None or second is None or first.get("fingerprint") != second.get("fingerprint"):
+        return None
+    if found := first.get("differences", {}).get(f"run:{second_id}"):
+        return found
+    if found := second.get("differences", {}).get(f"run:{first_id}"):
+        return negated(found)
+    return None
+
+
+def run_difference(first: SystemRun, second: SystemRun, task: str, subset: str) -> dict | None:
+    """``first`` minus ``second`` (paired bootstrap), from whichever of the two was scored after
+    the other; None when they were scored on different gold units."""
+    return _difference(first.id, _part((first.scores or {}).get(task), subset),
+                       second.id, _part((second.scores or {}).get(task), subset))
+
+
+def _row(scores: dict, **fields) -> dict:
+    measure = measure_of(scores)
+    return {
+        **fields,
+        "units": scores["units"], "items": scores["items"], "missing": scores.get("missing", 0),
+        "metrics": {name: metric(scores, name) for name, _ in METRICS[measure]},
+        "per_label": scores.get("per_label", {}),
+        # D-FActScore: the system's FActScore / D-FActScore per source model against the human one
+        "models": (scores.get("paragraph_scores") or {}).get("models", []),
+    }
+
+
+def scored_tasks(project: Project) -> list[dict]:
+    """The tasks of the project's kind some run has scores of, in the kind's order."""
+    found = []
+    for name, task in scoring.task_definitions(project.kind).items():
+        if SystemRun.objects.filter(project=project, scores__has_key=name).exists():
+            found.append({"name": name, "title": task.title})
+    return found
+
+
+def leaderboard(project: Project, task: str | None = None, reference: int | None = None, agreed: bool = False) -> dict:
+    """The scored systems of one task (every version its own row) and the baselines, each with
+    its scores and, but for the reference system, its paired difference to it.
+
+    ``task`` defaults to the project's first task with scores; ``reference`` (a run id) to the
+    system ranked first (the first of the task's METRICS: macro F1 for labels) among those
+    scored on the current gold (the units and labels of the run finished last). Rows of runs
+    scored on other gold are ``stale``: their differences are unknown until they are scored
+    again. Systems are ranked by their latest version, the versions of a system newest first;
+    the baselines (those scored with the reference) come last. ``agreed``: the scores on the
+    units all annotators agreed on. Only the task's part of each run's scores is read.
+    ValueError({parameter: message}) for an unknown task or reference."""
+    tasks = scored_tasks(project)
+    board = {"tasks": tasks, "task": None, "title": "", "measure": "labels", "agreed": agreed, "agreed_available": False,
+             "reference": None, "current_fingerprint": None, "rows": [], "metrics": [], "differences": []}
+    if not tasks:
+        if task:
+            raise ValueError({"task": "no system has been scored in this project yet"})
+        return board
+    titles = {t["name"]: t["title"] for t in tasks}
+    if task and task not in titles:
+        raise ValueError({"task": f"must be one of {', '.join(titles)}"})
+    task = task or tasks[0]["name"]
+    subset = "agreed" if agreed else "all"
+    runs = list(SystemRun.objects.filter(project=project, scores__has_key=task).order_by("-created_at", "-id")
+                .values("id", "system", "version", "source", "state", "created_at", "finished_at",
+                        "created_by__username", entry=F(f"scores__{task}")))
+    for run in runs:
+        run["part"] = _part(run["entry"], subset)
+    scored = [run for run in runs if run["part"]]
+    board.update(task=task, title=titles[task], agreed_available=any(_part(run["entry"], "agreed") for run in runs))
+    if not scored:
+        if reference is not None:
+            raise ValueError({"reference": "no system is scored on these units"})
+        return board
+    measure = measure_of(scored[0]["part"])
+    primary = METRICS[measure][0][0]
+    board.update(measure=measure, metrics=[{"name": n, "title": t} for n, t in METRICS[measure]],
+                 differences=[{"name": n, "title": t} for n, t in DIFFERENCES[measure]])
+    latest = max(scored, key=lambda run: (run["finished_at"] or run["created_at"], run["id"]))
+    current = latest["part"]["fingerprint"]
+    board["current_fingerprint"] = current
+    by_id = {run["id"]: run for run in scored}
+    if reference is not None:
+        if reference not in by_id:
+            raise ValueError({"reference": "must be the id of a run scored on this task"
+                                           + (" on the agreed units" if agreed else "")})
+        ref = by_id[reference]
+    else:
+        fresh = [run for run in scored if run["part"]["fingerprint"] == current]
+        ref = max(fresh, key=lambda run: (metric(run["part"], primary)["value"], run["created_at"], run["id"]))
+    board["reference"] = ref["id"]
+
+    def picked(diff: dict | None) -> dict | None:
+        return {name: diff[name] for name, _ in DIFFERENCES[measure] if name in diff} if diff else None
+
+    latest_of: dict[str, float] = {}
+    for run in scored:  # newest first: the first seen is a system's latest version
+        latest_of.setdefault(run["system"], metric(run["part"], primary)["value"])
+    ranked = sorted(scored, key=lambda run: (-latest_of[run["system"]], run["system"], -run["created_at"].timestamp(),
+                                             -run["id"]))
+    rows = []
+    for run in ranked:
+        part, is_reference = run["part"], run["id"] == ref["id"]
+        rows.append(_row(
+            part, kind="system", run=run["id"], system=run["system"], version=run["version"], baseline=None,
+            label=f"{run['system']} {run['version']}".strip(), source=run["source"], state=run["state"],
+            created_at=run["created_at"].isoformat(), created_by=run["created_by__username"],
+            resamples=part.get("resamples"), seed=part.get("seed"), reference=is_reference,
+            stale=part["fingerprint"] != current,
+            difference=None if is_reference else picked(_difference(run["id"], part, ref["id"], ref["part"])),
+        ))
+    baselines = ref["part"].get("baselines", {})
+    for name, baseline in sorted(baselines.items(), key=lambda kv: (BASELINE_ORDER.index(kv[0]) if kv[0] in BASELINE_ORDER
+                                                                   else len(BASELINE_ORDER), kv[0])):
+        diff = ref["part"].get("differences", {}).get(f"baseline:{name}")
+        rows.append(_row(
+            baseline["scores"], kind="baseline", run=None, system=None, version="", baseline=name,
+            label=baseline["title"], source=None, state=None, created_at=None, created_by=None,
+            resamples=baseline["scores"].get("resamples"), seed=baseline["scores"].get("seed"), reference=False,
+            stale=ref["part"]["fingerprint"] != current, difference=picked(negated(diff)) if diff else None,
+        ))
+    board["rows"] = rows
+    return board
+
+
+def _number(value) -> str:
+    return "" if value is None else f"{value:.6g}"
+
+
+def _text(value: str) -> str:
+    """A cell a spreadsheet shows as text, never runs as a formula (a system named "=cmd|…")."""
+    return f"'{value}" if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+def leaderboard_csv(board: dict) -> Iterator[str]:
+    """The leaderboard table as CSV lines: one row per system version and baseline, each metric
+    and difference with its interval."""
+    header = ["kind", "system", "version", "baseline", "label", "run", "reference", "stale", "units", "items", "missing"]
+    for entry in board["metrics"]:
+        header += [entry["name"], f"{entry['name']}_low", f"{entry['name']}_high"]
+    for entry in board["differences"]:
+        header += [f"difference_{entry['name']}", f"difference_{entry['name']}_low", f"difference_{entry['name']}_high"]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+
+    def take() -> str:
+        text = buffer.getvalue()
+        buffer.seek(0)
+        buffer.truncate()
+        return text
+
+    writer.writerow(header)
+    yield take()
+    for row in board["rows"]:
+        line = [row["kind"], _text(row["system"] or ""), _text(row["version"]), row["baseline"] or "", _text(row["label"]),
+                row["run"] or "", int(row["reference"]), int(row["stale"]), row["units"], row["items"], row["missing"]]
+        for entry in board["metrics"]:
+            value = row["metrics"][entry["name"]]
+            line += [_number(value["value"]), _number(value["low"]), _number(value["high"])]
+        for entry in board["differences"]:
+            value = (row["difference"] or {}).get(entry["name"]) or {"value": None, "low": None, "high": None}
+            line += [_number(value["value"]), _number(value["low"]), _number(value["high"])]
+        writer.writerow(line)
+        yield take()

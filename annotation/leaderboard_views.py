@@ -1,0 +1,189 @@
+"""Pages for scoring automatic fact-checkers: upload a system's predictions, follow their
+scoring, and the leaderboard of each task. For the project's admins and consolidators (the
+researchers of a campaign); annotators never see them (they show how systems fare on the gold).
+Thin like annotation.views: access, selectors, services, templates.
+"""
+import json
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import BadRequest
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotation import leaderboard as boards
+from annotation import plots, scoring
+from annotation.exceptions import ImportFailed, UploadTooLarge
+from annotation.forms import PredictionsForm
+from annotation.models import Role, SystemRun, SystemRunState
+from annotation.params import parse_natural
+from annotation.services import predictions as prediction_services
+from annotation.views import import_errors_text, project_for
+
+RESEARCHERS = {Role.ADMIN, Role.CONSOLIDATOR}
+RECENT_RUNS = 10
+DOWNLOADS = ("csv", "json")
+YES, NO = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def _flag(request, name: str) -> bool:
+    raw = request.GET.get(name)
+    if raw is None or raw.lower() in NO:
+        return False
+    if raw.lower() in YES:
+        return True
+    raise BadRequest(f"{name}: must be one of {', '.join(YES + NO[1:])}, not {raw[:40]!r}")
+
+
+def _estimate(value: dict | None) -> dict:
+    """{"value", "ci"} as the templates show them (_ci.html takes the interval as a pair)."""
+    if not value:
+        return {"value": None, "ci": None}
+    low, high = value.get("low"), value.get("high")
+    return {"value": value.get("value"), "ci": (low, high) if low is not None and high is not None else None}
+
+
+@login_required
+def leaderboard_page(request, project_id):
+    """The leaderboard of one task (``?task=``), on every gold unit or on the agreed ones
+    (``?agreed=1``), with differences to a reference run (``?reference=``); ``?download=csv``
+    or ``json`` gives the table as a file."""
+    project, _ = project_for(request, project_id, RESEARCHERS)
+    raw_reference = request.GET.get("reference") or None
+    reference = parse_natural(raw_reference) if raw_reference else None
+    if raw_reference and reference is None:
+        raise BadRequest(f"reference: must be a run id in digits 0-9, not {raw_reference[:40]!r}")
+    agreed = _flag(request, "agreed")
+    download = request.GET.get("download")
+    if download is not None and download not in DOWNLOADS:
+        raise BadRequest(f"download: must be one of {', '.join(DOWNLOADS)}, not {download[:40]!r}")
+    task = request.GET.get("task") or None
+    try:
+        board = boards.leaderboard(project, task, reference, agreed)
+    except ValueError as error:
+        problems = error.args[0]
+        if set(problems) != {"reference"} or download is not None:
+            raise BadRequest("; ".join(f"{name}: {message}" for name, message in problems.items()))
+        # a reference kept from another task or subset: the page falls back to the default one
+        messages.info(request, f"Run {reference} is not scored on these units: the reference is the best system.")
+        reference = None
+        board = boards.leaderboard(project, task, None, agreed)
+    if download is not None:
+        return _download(project, board, download)
+    for row in board["rows"]:
+        row["cells"] = [_estimate(row["metrics"][m["name"]]) for m in board["metrics"]]
+        row["difference_cells"] = [_estimate((row["difference"] or {}).get(d["name"])) for d in board["differences"]]
+        row["model_cells"] = [
+            {"model": m["model"], "paragraphs": m["paragraphs"],
+             **{side: next((v for k, v in m[side].items() if k.startswith("init")), None)
+                for side in ("human", "system", "difference")}}
+            for m in row["models"]
+        ]
+        row["label_cells"] = [
+            {"label": label, "support": scores["support"],
+             **{m: _estimate(scores[m]) for m in ("precision", "recall", "f1")}}
+            for label, scores in row["per_label"].items()
+        ]
+    plot = None
+    if board["rows"]:
+        primary = board["metrics"][0]
+        plot = plots.bar_chart(
+            [{"label": row["label"] + (" (baseline)" if row["kind"] == "baseline" else ""),
+              **row["metrics"][primary["name"]]} for row in board["rows"]],
+            title=f"{primary['title']}{' (agreed units)' if agreed else ''}, 95 % CI")
+    query = {"task": board["task"] or "", "agreed": "1" if agreed else ""}
+    if reference is not None:
+        query["reference"] = str(reference)
+    return render(request, "annotation/leaderboard.html", {
+        "project": project, "board": board, "plot": plot, "query": query,
+        "downloads": {fmt: f"?{urlencode({**query, 'download': fmt})}" for fmt in DOWNLOADS},
+        "has_models": any(row["models"] for row in board["rows"]),
+        "form": PredictionsForm(), "runs": recent_runs(project),
+        "stale": any(row["stale"] for row in board["rows"]),
+        "line_shapes": line_shapes(project.kind),
+    })
+
+
+def line_shapes(kind: str) -> list[dict]:
+    """What a predictions line of each task of the kind holds: its key fields, its label field
+    and the labels it takes (none listed: free text)."""
+    return [{"title": task.title, "keys": task.key_fields, "field": task.field,
+             "labels": [json.dumps(label) for label in task.vocabulary]}
+            for task in scoring.task_definitions(kind).values()]
+
+
+def _download(project, board: dict, fmt: str):
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in project.name).strip("-") or "project"
+    filename = f"{safe}-leaderboard-{board['task'] or 'none'}{'-agreed' if board['agreed'] else ''}.{fmt}"
+    if fmt == "csv":
+        response = StreamingHttpResponse(boards.leaderboard_csv(board), content_type="text/csv; charset=utf-8")
+    else:
+        body = {"project": project.name, **board}
+        response = HttpResponse(json.dumps(body, ensure_ascii=False, indent=1), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def recent_runs(project) -> list[dict]:
+    """The last uploads with what the page says of them (the script follows running ones)."""
+    return [
+        {"run": run, "api_url": reverse("project-system-run", args=[project.id, run.id]),
+         "errors": import_errors_text(run.errors) if run.state == SystemRunState.FAILED else ""}
+        for run in boards.system_runs(project).defer("scores")[:RECENT_RUNS]
+    ]
+
+
+@login_required
+@require_POST
+def system_run_upload(request, project_id):
+    """Store the predictions and queue their checking and scoring; back to the leaderboard,
+    which follows the run until it ends."""
+    project, _ = project_for(request, project_id, RESEARCHERS)
+    form = PredictionsForm(request.POST, request.FILES)
+    back = redirect("annotation:leaderboard", project_id=project.id)
+    if not form.is_valid():
+        messages.error(request, "Predictions refused: " + "; ".join(
+            f"{field}: {message}" for field, errors in form.errors.items() for message in errors))
+        return back
+    data = form.cleaned_data
+    try:
+        run = prediction_services.create_system_run(
+            project=project, user=request.user, upload=data["file"], system=data["system"], version=data["version"],
+            resamples=data["resamples"], seed=data["seed"], replace=data["replace"])
+    except (ImportFailed, UploadTooLarge) as exc:
+        errors = getattr(exc, "errors", None)
+        messages.error(request, f"Predictions refused: {import_errors_text(errors) if errors else exc}")
+        return back
+    run.refresh_from_db()  # without a broker the task has already run
+    name = f"{run.system} {run.version}".strip()
+    if run.state == SystemRunState.DONE:
+        messages.success(request, f"{name} is scored.")
+    elif run.state == SystemRunState.FAILED:
+        messages.error(request, f"{name} was not scored, nothing was stored: {import_errors_text(run.errors)}")
+    else:
+        messages.info(request, f"{name} is being checked and scored: its progress is shown under Uploads.")
+    return back
+
+
+@login_required
+@require_POST
+def system_run_delete(request, project_id, run_id):
+    project, _ = project_for(request, project_id, RESEARCHERS)
+    run = get_object_or_404(SystemRun.objects.defer("predictions"), pk=run_id, project=project)
+    prediction_services.delete_system_run(run)
+    messages.success(request, f"{f'{run.system} {run.version}'.strip()} and its scores are deleted.")
+    return redirect("annotation:leaderboard", project_id=project.id)
+
+
+@login_required
+@require_POST
+def system_runs_rescore(request, project_id):
+    """Score every scored run again on the current gold (after more items were consolidated)."""
+    project, _ = project_for(request, project_id, RESEARCHERS)
+    count = prediction_services.rescore_system_runs(project)
+    messages.success(request, f"{count} run{'s' if count != 1 else ''} queued to be scored again on the current gold."
+                     if count else "No scored run to score again.")
+    return redirect("annotation:leaderboard", project_id=project.id)

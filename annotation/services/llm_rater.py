@@ -1,0 +1,576 @@
+"""The LLM rater: the pipeline's LLM backend answering a project's items as an automatic
+annotator, scored like an uploaded system (a SystemRun of source LLM_RATER).
+
+It rates the item-steps that have a consolidated gold record (the only ones a prediction can
+be scored on; their units are the gold record's units), with the pre-annotation functions of
+pipeline.llm_rater and the LLM forced: no offline fallback counts as the model's answer. Before
+it starts, ``estimate`` plans its calls from the items' texts; the run starts only confirmed.
+
+Endpoint and key: the project's LLM settings over the server's (``LLMConfig.from_env``), as
+pre-annotation uses them. Staff may point a run at another model or base URL; the stored key
+then goes only to the base URL it was entered for (pipeline.llm.drop_foreign_server_key), and a
+key is never taken here, stored in the run or shown: a key for another endpoint belongs in the
+project's LLM settings.
+
+The run (Celery task ``run_llm_rater``, body ``execute``) probes the endpoint first (a dead one
+fails the run at once, nothing rated), then rates item-step after item-step keeping each answer
+in the stored suggestion's shape; a failed call or an unusable answer is recorded in ``errors``
+and the run goes on, unless the endpoint stops answering (probed again after an item that got
+no answer at all), which fails the run. The answers become predictions through
+annotation.scoring.machine_predictions, and services.predictions scores them.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from annotation import selectors
+from annotation.exceptions import DomainError
+from annotation.models import ItemStage, Project, StageStatus, SystemRun, SystemRunSource, SystemRunState
+from annotation.services.imports import line_error
+
+logger = logging.getLogger(__name__)
+
+# Steps the rater answers, per kind (every step with something a model can label).
+RATED_STEPS = {"factcheck": (1, 2, 3), "felm": (1,), "dfactscore": (1,)}
+# Above this many item-steps of one step, the estimate plans an even sample of them and scales.
+ESTIMATE_SAMPLE = 200
+MAX_ERRORS = 200
+MAX_SECONDS_PER_CALL = 3600.0
+MAX_RESAMPLES = 10_000
+DEFAULT_RESAMPLES = 1000
+# A RUNNING run whose worker has not reported for this long is taken over by a redelivery.
+STALE_AFTER = timedelta(minutes=15)
+HEARTBEAT_SECONDS = 30
+STAFF_ONLY = {
+    "model": "only staff may choose another model: the LLM settings, and what a run spends, are theirs",
+    "base_url": "only staff may point the rater at another endpoint: it decides where the items' texts go",
+}
+
+
+class RaterOptionsError(DomainError):
+    """Options the rater refuses: ``errors`` maps each option to what is wrong with it."""
+
+    def __init__(self, errors: dict[str, str]):
+        self.errors = errors
+        super().__init__("; ".join(f"{name}: {message}" for name, message in errors.items()))
+
+
+@dataclass(frozen=True)
+class RaterOptions:
+    steps: tuple[int, ...]
+    model: str = ""
+    base_url: str = ""
+    seconds_per_call: float = 2.0
+    prompt_price_per_1k: float | None = None
+    completion_price_per_1k: float | None = None
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = 0
+
+    def stored(self) -> dict:
+        return {**asdict(self), "steps": list(self.steps)}
+
+    @classmethod
+    def from_stored(cls, options: Mapping) -> RaterOptions:
+        known = {f.name for f in fields(cls)}
+        values = {key: value for key, value in options.items() if key in known}
+        return cls(**{**values, "steps": tuple(values.get("steps") or ())})
+
+
+# -- options ------------------------------------------------------------------------------------
+
+def _blank(value) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _number(data: Mapping, name: str, errors: dict, *, minimum: float, maximum: float, default=None, whole=False):
+    raw = data.get(name)
+    if _blank(raw):
+        return default
+    try:
+        if isinstance(raw, bool):
+            raise ValueError
+        value = int(raw) if whole else float(raw)
+        if whole and isinstance(raw, float):
+            raise ValueError
+    except (TypeError, ValueError):
+        errors[name] = f"must be a {'whole ' if whole else ''}number, not {str(raw)[:40]!r}"
+        return default
+    if not math.isfinite(value) or not minimum <= value <= maximum:
+        errors[name] = f"must be from {minimum:g} to {maximum:g}, not {value:g}"
+        return default
+    return value
+
+
+def _steps(project: Project, raw, errors: dict) -> tuple[int, ...]:
+    rated = RATED_STEPS.get(project.kind, ())
+    if _blank(raw) or raw == []:
+        return rated
+    values = raw if isinstance(raw, (list, tuple)) else str(raw).replace(",", " ").split()
+    steps = []
+    for value in values:
+        step = value if isinstance(value, int) and not isinstance(value, bool) else (
+            int(value) if isinstance(value, str) and value.strip().isdigit() and value.isascii() else None)
+        if step not in rated:
+            errors["steps"] = f"must be among {', '.join(map(str, rated))} (the steps a model rates in this project), " \
+                              f"not {str(value)[:20]!r}"
+            return rated
+        if step not in steps:
+            steps.append(step)
+    return tuple(sorted(steps))
+
+
+def parse_options(project: Project, user, data: Mapping) -> RaterOptions:
+    """The rater options a form or API request gives (strings or JSON values), checked: a
+    RaterOptionsError names each bad option; PermissionDenied when a project admin who is not
+    staff picks another model or endpoint."""
+    errors: dict[str, str] = {}
+    steps = _steps(project, data.get("steps"), errors)
+    text = {}
+    for name in ("model", "base_url"):
+        raw = data.get(name)
+        if _blank(raw):
+            text[name] = ""
+            continue
+        if not isinstance(raw, str) or len(raw) > 300 or not raw.strip().isprintable():
+            errors[name] = "must be one line of text of at most 300 characters"
+            continue
+        text[name] = raw.strip()
+        if not selectors.can_change_llm_settings(user):
+            raise PermissionDenied(STAFF_ONLY[name])
+    if text.get("base_url"):
+        try:
+            parts = urlsplit(text["base_url"])
+            parts.port  # noqa: B018 (a port that is no number raises here)
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            errors["base_url"] = "must be an http(s) URL such as https://llm.example.org/v1"
+        elif parts.username or parts.password:
+            errors["base_url"] = "must not hold a user or key: keys go in the project's LLM settings (staff)"
+    options = RaterOptions(
+        steps=steps, model=text.get("model", ""), base_url=text.get("base_url", ""),
+        seconds_per_call=_number(data, "seconds_per_call", errors, minimum=0.001, maximum=MAX_SECONDS_PER_CALL, default=2.0),
+        prompt_price_per_1k=_number(data, "prompt_price_per_1k", errors, minimum=0, maximum=1e6),
+        completion_price_per_1k=_number(data, "completion_price_per_1k", errors, minimum=0, maximum=1e6),
+        resamples=_number(data, "resamples", errors, minimum=0, maximum=MAX_RESAMPLES, default=DEFAULT_RESAMPLES, whole=True),
+        seed=_number(data, "seed", errors, minimum=0, maximum=2**32 - 1, default=0, whole=True),
+    )
+    if errors:
+        raise RaterOptionsError(errors)
+    return options
+
+
+def rater_config(project: Project, options: RaterOptions):
+    """The LLMConfig of a run: the project's LLM settings over the server's, then the run's model
+    and base URL; the stored key stays with the base URL it belongs to."""
+    from pipeline.llm import LLMConfig, drop_foreign_server_key, same_base_url
+
+    section = dict((project.pipeline_settings or {}).get("llm") or {})
+    base = LLMConfig.from_env(section)
+    if options.base_url and not same_base_url(options.base_url, base.base_url):
+        values = asdict(base)
+        drop_foreign_server_key(values, {"base_url": options.base_url})
+        values["base_url"] = options.base_url
+        base = LLMConfig(**values)
+    if options.model:
+        base = LLMConfig(**{**asdict(base), "model": options.model})
+    return base
+
+
+def endpoint_name(base_url: str | None) -> str:
+    """A base URL as pages show it: scheme, host, port and path, never a user or key in it."""
+    if not base_url:
+        return ""
+    try:
+        parts = urlsplit(base_url)
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(an unreadable URL)"
+    return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
+
+
+# -- what is rated ------------------------------------------------------------------------------
+
+def stages_to_rate(project: Project, steps):
+    """The item-steps of ``steps`` with a consolidated gold record, in step and item order."""
+    return (ItemStage.objects.filter(item__project=project, stage__in=list(steps), status=StageStatus.DONE,
+                                     gold__isnull=False)
+            .order_by("stage", "item_id"))
+
+
+def _with_inputs(queryset, project: Project):
+    """The rows the rater reads: an item's metadata (e.g. the released evidence, tens of KB)
+    only where D-FActScore may take the paragraph's name from it."""
+    queryset = queryset.select_related("item", "gold")
+    return queryset if project.kind == "dfactscore" else queryset.defer("item__metadata")
+
+
+def _item_key(stage: ItemStage) -> str:
+    return stage.item.external_id or str(stage.item_id)
+
+
+def _step1_inputs(stage: ItemStage) -> tuple[list[str], list[list[str]]]:
+    sentences = list(stage.content.get("sentences") or [])
+    gold = stage.gold.payload.get("sentences") or []
+    return sentences, [[c.get("text", "") for c in (gold[i].get("claims") or [])] if i < len(gold) else []
+                       for i in range(len(sentences))]
+
+
+def _step3_sentences(stage: ItemStage):
+    from pipeline.revision import ClaimOutcome, SentenceToRevise
+
+    return [SentenceToRevise(s["decontext"], s["checkworthy"], [ClaimOutcome(**c) for c in s["claims"]])
+            for s in stage.content.get("sentences") or []]
+
+
+def _dfactscore_inputs(stage: ItemStage) -> tuple[str, list[str], list[dict]]:
+    content = stage.content
+    name = content.get("name") or (stage.item.metadata or {}).get("name", "")
+    return (name, [fact["text"] for fact in content.get("facts") or []],
+            [{key: c.get(key) or "" for key in ("title", "url", "text")} for c in content.get("candidates") or []])
+
+
+def _with_question(project: Project) -> bool:
+    return bool(((project.pipeline_settings or {}).get("revision") or {}).get("with_question"))
+
+
+# -- the estimate -------------------------------------------------------------------------------
+
+def _sample(queryset, total: int):
+    """Every item-step, or an even spread of ESTIMATE_SAMPLE of them (ids in order)."""
+    if total <= ESTIMATE_SAMPLE:
+        return list(queryset)
+    ids = list(queryset.values_list("id", flat=True))
+    picked = [ids[int(i * total / ESTIMATE_SAMPLE)] for i in range(ESTIMATE_SAMPLE)]
+    return list(queryset.filter(id__in=picked))
+
+
+def _plan(project: Project, step: int, stages: list[ItemStage]) -> list:
+    from pipeline import llm_rater as rater
+
+    if project.kind == "felm":
+        return rater.plan_felm([(s.item.prompt, s.content.get("segments") or []) for s in stages])
+    batches = []
+    for stage in stages:
+        if project.kind == "dfactscore":
+            batches += rater.plan_dfactscore(*_dfactscore_inputs(stage)[:2], stage.content.get("candidates") or [])
+        elif step == 1:
+            sentences, gold_claims = _step1_inputs(stage)
+            suggested = (stage.suggestion or {}).get("sentences")
+            own = None
+            if isinstance(suggested, list) and len(suggested) == len(sentences):
+                own = [[c.get("text", "") for c in (s.get("claims") or []) if isinstance(c, dict)]
+                       if isinstance(s, dict) else [] for s in suggested]
+            batches += rater.plan_factcheck_step1(stage.item.response, sentences, gold_claims, own)
+        elif step == 2:
+            batches += rater.plan_factcheck_step2(stage.content.get("claims") or [])
+        else:
+            batches += rater.plan_factcheck_step3(_step3_sentences(stage), question=stage.item.prompt,
+                                                  with_question=_with_question(project))
+    return batches
+
+
+def estimate(project: Project, options: RaterOptions) -> dict:
+    """What a run with ``options`` will do: item-steps per step, LLM calls per kind, tokens,
+    time and cost (pipeline.llm_rater.estimate says how), the endpoint and model it will use.
+    Projects with more than ESTIMATE_SAMPLE item-steps in a step are planned from a sample."""
+    from pipeline import llm_rater as rater
+    from pipeline.llm import usable
+
+    config = rater_config(project, options)
+    weighted, counts, sampled = [], {}, {}
+    for step in options.steps:
+        queryset = _with_inputs(stages_to_rate(project, [step]), project)
+        total = queryset.count()
+        counts[step] = total
+        if not total:
+            continue
+        stages = _sample(queryset, total)
+        sampled[step] = len(stages)
+        weight = total / len(stages)
+        weighted += [(batch, weight) for batch in _plan(project, step, stages)]
+    numbers = rater.estimate(weighted, concurrency=config.concurrency, seconds_per_call=options.seconds_per_call,
+                             prompt_price_per_1k=options.prompt_price_per_1k,
+                             completion_price_per_1k=options.completion_price_per_1k)
+    return {
+        "steps": list(options.steps),
+        "item_steps": {str(step): count for step, count in counts.items()},
+        "item_steps_total": sum(counts.values()),
+        "sampled": {str(step): n for step, n in sampled.items() if n < counts[step]},
+        "scope": "item-steps with a consolidated gold record",
+        "configured": usable(config),
+        "endpoint": endpoint_name(config.base_url),
+        "model": config.model or "",
+        "call_kinds": {kind: rater.CALL_KINDS[kind] for kind in numbers["calls"]},
+        **numbers,
+    }
+
+
+# -- starting a run -----------------------------------------------------------------------------
+
+def active_run(project: Project) -> SystemRun | None:
+    return SystemRun.objects.filter(project=project, source=SystemRunSource.LLM_RATER,
+                                    state__in=[SystemRunState.QUEUED, SystemRunState.RUNNING]).first()
+
+
+def start_run(*, project: Project, user, options: RaterOptions, confirmed: bool) -> SystemRun:
+    """Queue a rater run (after commit). Refused (DomainError) unconfirmed, without a configured
+    endpoint, with nothing to rate, or while another rater run of the project is under way (two
+    at once would pay for the same calls twice)."""
+    if not confirmed:
+        raise RaterOptionsError({"confirm": "look at the estimate first, then confirm to start the run"})
+    summary = estimate(project, options)
+    if not summary["configured"]:
+        raise DomainError("no LLM endpoint is configured for this project: staff set its LLM settings "
+                          "(base_url, model) or the server's LLM_BASE_URL and LLM_MODEL")
+    if not summary["item_steps_total"]:
+        steps = ", ".join(map(str, options.steps))
+        raise DomainError(f"nothing to rate: no item has a consolidated gold record in step {steps}")
+    with transaction.atomic():
+        Project.objects.select_for_update().filter(pk=project.pk).first()  # one start at a time per project
+        running = active_run(project)
+        if running is not None:
+            raise DomainError(f"rater run {running.id} ({running.get_state_display().lower()}) is under way: "
+                              "wait for it to end")
+        run = _create(project, user, summary, options)
+        from annotation.tasks import run_llm_rater
+
+        transaction.on_commit(lambda: run_llm_rater.delay(run.id))
+    return run
+
+
+def _create(project: Project, user, summary: dict, options: RaterOptions) -> SystemRun:
+    system = f"LLM rater ({summary['model']})"[:SystemRun._meta.get_field("system").max_length]
+    stamp = timezone.now().strftime("%Y-%m-%d %H:%M:%S")
+    for attempt in range(1, 100):
+        version = stamp if attempt == 1 else f"{stamp} #{attempt}"
+        try:
+            with transaction.atomic():
+                return SystemRun.objects.create(
+                    project=project, system=system, version=version, source=SystemRunSource.LLM_RATER,
+                    created_by=user if getattr(user, "is_authenticated", False) else None,
+                    options={**options.stored(), "endpoint": summary["endpoint"], "estimate": summary},
+                    units_total=summary["item_steps_total"],
+                )
+        except IntegrityError:
+            continue
+    raise DomainError("could not name the run: too many runs of this model started this second")
+
+
+# -- running ------------------------------------------------------------------------------------
+
+class EndpointDead(Exception):
+    pass
+
+
+class _Run:
+    """The state of one executing run: answers so far, errors, progress written to the row."""
+
+    def __init__(self, run: SystemRun, config):
+        self.run, self.config = run, config
+        self.outputs: dict[int, dict | None] = {}
+        self.errors: list[dict] = []
+        self.more_errors = 0
+        self.done = self.calls = self.answered = 0
+        self.options = dict(run.options or {})
+        self.beat = timezone.now()
+
+    def record(self, stage: ItemStage, rating) -> None:
+        self.outputs[stage.id] = rating.suggestion
+        self.calls += rating.calls
+        self.answered += rating.answered
+        for message in rating.errors:
+            if len(self.errors) < MAX_ERRORS:
+                self.errors.append(line_error(0, f"item {_item_key(stage)}, step {stage.stage}", message))
+            else:
+                self.more_errors += 1
+        if rating.calls and not rating.answered:
+            self.check_endpoint()
+
+    def check_endpoint(self) -> None:
+        from pipeline.llm_rater import probe
+
+        problem = probe(self.config)
+        if problem:
+            raise EndpointDead(problem)
+
+    def progress(self, count: int = 1) -> None:
+        self.done += count
+        now = timezone.now()
+        values = {"units_done": self.done}
+        if (now - self.beat).total_seconds() >= HEARTBEAT_SECONDS:
+            self.beat = now
+            self.options["heartbeat"] = now.isoformat()
+            values["options"] = self.options
+        SystemRun.objects.filter(pk=self.run.pk, state=SystemRunState.RUNNING).update(**values)
+
+    def all_errors(self) -> list[dict]:
+        more = [line_error(0, "(run)", f"and {self.more_errors} more units without an answer")] if self.more_errors else []
+        return self.errors + more
+
+
+def _claim(run_id: int) -> bool:
+    """Only the delivery that moves the run to RUNNING rates it; a run left RUNNING by a worker
+    that stopped reporting STALE_AFTER ago is taken over (and rated again from the start)."""
+    now = timezone.now()
+    if SystemRun.objects.filter(pk=run_id, state=SystemRunState.QUEUED, source=SystemRunSource.LLM_RATER).update(
+            state=SystemRunState.RUNNING, started_at=now, units_done=0):
+        return True
+    run = SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING, source=SystemRunSource.LLM_RATER).first()
+    if run is None:
+        return False
+    beat = (run.options or {}).get("heartbeat")
+    last = datetime.fromisoformat(beat) if beat else run.started_at
+    if last is not None and now - last < STALE_AFTER:
+        return False
+    return bool(SystemRun.objects.filter(Q(started_at=run.started_at), pk=run_id, state=SystemRunState.RUNNING)
+                .update(started_at=now, units_done=0))
+
+
+def _fail(run_id: int, errors: list[dict]) -> None:
+    SystemRun.objects.filter(pk=run_id).exclude(state__in=[SystemRunState.DONE, SystemRunState.FAILED]).update(
+        state=SystemRunState.FAILED, finished_at=timezone.now(), errors=errors[:MAX_ERRORS + 1], predictions={},
+        scores=None)
+
+
+def fail_run(run_id: int, message: str) -> None:
+    """End a run that cannot go on (e.g. the database stayed unreachable)."""
+    _fail(run_id, [line_error(0, "(server)", message)])
+
+
+def requeue_run(run_id: int) -> None:
+    """Hand a run back to the queue before the task retries (the retry rates from the start)."""
+    from django.db import InterfaceError, OperationalError
+
+    try:
+        SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING).update(state=SystemRunState.QUEUED)
+    except (OperationalError, InterfaceError):
+        pass  # still unreachable: a later delivery takes the run over once it is stale
+
+
+def execute(run_id: int) -> SystemRun | None:
+    """Rate, convert and score a queued run (the Celery task's body)."""
+    if not _claim(run_id):
+        return SystemRun.objects.filter(pk=run_id).first()
+    run = SystemRun.objects.select_related("project").get(pk=run_id)
+    project = run.project
+    options = RaterOptions.from_stored(run.options or {})
+    config = rater_config(project, options)
+    state = _Run(run, config)
+    where = f"the LLM endpoint {endpoint_name(config.base_url) or '(none configured)'} (model {config.model or 'none'})"
+    try:
+        state.check_endpoint()
+    except EndpointDead as exc:
+        _fail(run_id, [line_error(0, "(endpoint)", f"{where} did not answer: {exc}; nothing was rated")])
+        return SystemRun.objects.get(pk=run_id)
+    try:
+        _rate(project, options, config, state)
+        return _finish(run_id, project, state)
+    except EndpointDead as exc:
+        _fail(run_id, [line_error(0, "(endpoint)", f"{where} stopped answering after {state.done} item-steps: {exc}; "
+                                               "nothing was stored"), *state.all_errors()])
+    except Exception as exc:
+        from django.db import InterfaceError, OperationalError
+
+        if isinstance(exc, (OperationalError, InterfaceError)):
+            raise
+        logger.exception("LLM rater run %s failed", run_id)
+        _fail(run_id, [line_error(0, "(server)", f"the run stopped on an internal error ({type(exc).__name__}); "
+                                             "nothing was stored")])
+    return SystemRun.objects.get(pk=run_id)
+
+
+def _rate(project: Project, options: RaterOptions, config, state: _Run) -> None:
+    from pipeline import llm_rater as rater
+
+    for step in options.steps:
+        stages = _with_inputs(stages_to_rate(project, [step]), project)
+        if project.kind == "felm":
+            batch: list[ItemStage] = []
+            for stage in stages.iterator(chunk_size=rater.FELM_BATCH):
+                batch.append(stage)
+                if len(batch) == rater.FELM_BATCH:
+                    _rate_felm(batch, config, state)
+                    batch = []
+            if batch:
+                _rate_felm(batch, config, state)
+            continue
+        for stage in stages.iterator(chunk_size=50):
+            if project.kind == "dfactscore":
+                name, facts, candidates = _dfactscore_inputs(stage)
+                rating = rater.rate_dfactscore(name, stage.item.response, facts, candidates,
+                                               project.pipeline_settings or {}, config)
+            elif step == 1:
+                sentences, gold_claims = _step1_inputs(stage)
+                rating = rater.rate_factcheck_step1(stage.item.response, sentences, gold_claims, config)
+            elif step == 2:
+                rating = rater.rate_factcheck_step2(stage.content.get("claims") or [], config)
+            else:
+                rating = rater.rate_factcheck_step3(_step3_sentences(stage), config, question=stage.item.prompt,
+                                                    with_question=_with_question(project))
+            state.record(stage, rating)
+            state.progress()
+
+
+def _rate_felm(stages: list[ItemStage], config, state: _Run) -> None:
+    from pipeline.llm_rater import rate_felm_items
+
+    ratings = rate_felm_items([(s.item.prompt, s.content.get("segments") or []) for s in stages], config)
+    for stage, rating in zip(stages, ratings):
+        state.record(stage, rating)
+    state.progress(len(stages))
+
+
+def _finish(run_id: int, project: Project, state: _Run) -> SystemRun:
+    from annotation import scoring
+    from annotation.services import predictions as prediction_services
+
+    predicted = scoring.machine_predictions(project, suggestion_of=lambda stage: state.outputs.get(stage.id))
+    rated = {"item_steps": state.done, "calls": state.calls, "answered": state.answered}
+    options = {**state.options, "rated": rated}
+    errors = state.all_errors()
+    if not any(predicted.values()):
+        _fail(run_id, [line_error(0, "(run)", f"the model gave no usable answer in {state.calls} calls; nothing was stored"),
+                       *errors])
+        SystemRun.objects.filter(pk=run_id).update(options=options)
+        return SystemRun.objects.get(pk=run_id)
+    SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING).update(
+        predictions=prediction_services.stored_form(predicted), options=options, errors=errors)
+    # Scoring is services.predictions' (the same as an uploaded system's): the one call site.
+    prediction_services.run_system_run(run_id)
+    run = SystemRun.objects.get(pk=run_id)
+    # Scoring writes its own errors (none when it succeeds): the rater's unanswered units stay listed.
+    SystemRun.objects.filter(pk=run_id).update(errors=(run.errors or []) + errors if run.state == SystemRunState.FAILED
+                                               else errors)
+    run.refresh_from_db()
+    return run
+
+
+# -- reading runs -------------------------------------------------------------------------------
+
+def rater_runs(project: Project):
+    return SystemRun.objects.filter(project=project, source=SystemRunSource.LLM_RATER).defer("predictions").order_by("-id")
+
+
+def run_summary(run: SystemRun) -> dict:
+    """A run as the page and the API show it (its options hold no secret)."""
+    options = dict(run.options or {})
+    options.pop("heartbeat", None)
+    return {
+        "id": run.id, "system": run.system, "version": run.version, "state": run.state,
+        "units_done": run.units_done, "units_total": run.units_total, "ended": run.ended,
+        "options": options, "errors": run.errors or [],
+        "scored_tasks": sorted((run.scores or {}).keys()),
+        "created_at": run.created_at, "started_at": run.started_at, "finished_at": run.finished_at,
+    }
+
