@@ -156,12 +156,11 @@ def test_calls_of_one_item_run_concurrently_and_keep_order():
     with FakeLLMServer(well_behaved_responder, delay=0.2) as server:
         config = server.config(concurrency=8)
         run_chats(config, [[{"role": "user", "content": "warm up"}]])  # connection + client setup
-        started = time.perf_counter()
         results = decompose_response(sentences, config)
-        elapsed = time.perf_counter() - started
 
     assert [r.claims for r in results] == [[s] for s in sentences]
-    assert elapsed < 0.5 * 0.2 * len(sentences)  # one after the other would take 1.6 s
+    # all eight calls were in flight at once (each answer takes 0.2 s); no wall-clock assertion,
+    # which a loaded CI machine can break
     assert server.max_in_flight == len(sentences)
 
 
