@@ -183,3 +183,12 @@ def run_llm_rater(self, run_id: int) -> dict:
     run, failed = run_retrying_on_database_errors(self, execute, fail_run, run_id, "stored", before_retry=requeue_run)
     return {"run": run_id, "state": "failed" if failed else run.state if run else None}
 
+
+@shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=3)
+def compute_agreement(project_id: int, stage: int, resamples: int, seed: int, token: str) -> dict:
+    """Agreement of a step with its bootstrap intervals, stored in the cache the agreement page
+    and API read (services.agreement_cache). Safe to redeliver: a stored result is not computed
+    again."""
+    from annotation.services.agreement_cache import fill
+
+    return fill(project_id, stage, resamples, seed, token)

@@ -21,6 +21,7 @@ urlpatterns = [
          name="retrieve-claim"),
     path("projects/<int:project_id>/export/<str:fmt>/", views.project_export, name="project-export"),
     path("projects/<int:project_id>/agreement/", views.agreement_page, name="agreement"),
+    path("projects/<int:project_id>/agreement/status/", views.agreement_status, name="agreement-status"),
     path("projects/<int:project_id>/llm-rater/", views.llm_rater_page, name="llm-rater"),
     path("projects/<int:project_id>/leaderboard/", leaderboard_views.leaderboard_page, name="leaderboard"),
     path("projects/<int:project_id>/leaderboard/upload/", leaderboard_views.system_run_upload, name="system-run-upload"),

@@ -3,6 +3,8 @@
 The annotation and consolidation pages are driven by static JavaScript that talks to the
 REST API with the session cookie and CSRF token.
 """
+from datetime import datetime
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -17,7 +19,6 @@ from django.views.decorators.http import require_POST
 
 from annotation import agreement, exports, plots, selectors
 from annotation import guidelines as guideline_text
-from annotation.rater_agreement import rater_agreement
 from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
 from annotation.forms import (
     CorpusForm,
@@ -48,6 +49,7 @@ from annotation.models import (
 )
 from annotation.params import parse_natural
 from annotation.services import annotations as annotation_services
+from annotation.services import agreement_cache
 from annotation.services import assignments as assignment_services
 from annotation.services import consolidation as consolidation_services
 from annotation.services import corpora as corpus_services
@@ -435,41 +437,42 @@ def project_export(request, project_id, fmt):
 
 @login_required
 def agreement_page(request, project_id):
-    project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
-    stage = selectors.annotated_stage(project, request.GET.get("stage"))
-    if stage is None:
-        annotatable = get_kind(project.kind).annotatable_stages
-        raise Http404(f"{project.get_kind_display()} projects are annotated in stage "
-                      f"{', '.join(map(str, annotatable))} only, not {request.GET['stage']!r}")
+    """The agreement of one step, read from the cache a Celery task fills (services.agreement_cache):
+    on a miss the page shows the task's progress (and the point estimates once stored) and
+    updates itself; downloads wait for the full result (409 meanwhile)."""
+    project, stage, resamples, seed, problem = _agreement_request(request, project_id)
     download = request.GET.get("download")
-    try:
-        resamples, seed = selectors.bootstrap_options(request.GET.get("resamples"), request.GET.get("seed"))
-    except ValueError as error:
-        message = "; ".join(f"{name}: {message}" for name, message in error.args[0].items())
+    if problem is not None:
         if download is not None:
-            return _bad_download(message)
-        raise BadRequest(message)
+            return _bad_download(problem)
+        raise BadRequest(problem)
     if download is not None and download not in AGREEMENT_DOWNLOADS:
         return _bad_download(f"download: must be one of {', '.join(AGREEMENT_DOWNLOADS)}, not {download[:40]!r}")
-    result = selectors.project_agreement(project, stage, resamples=resamples, seed=seed)
+    found = agreement_cache.lookup(project, stage, resamples, seed)
     if download is not None:
-        rater = rater_agreement(project, stage, resamples, seed) if request.GET.get("table") == "llm_rater" else None
-        return _agreement_download(request, project, result, download, rater)
-    rater = rater_agreement(project, stage, resamples, seed)
+        if not found.ready:
+            return _agreement_not_ready(found, resamples)
+        rater = found.result["rater_agreement"] if request.GET.get("table") == "llm_rater" else None
+        return _agreement_download(request, project, found.result["agreement"], download, rater)
     kind = get_kind(project.kind)
+    shown = found.result or found.points
+    result = shown["agreement"] if shown else None
+    rater = shown["rater_agreement"] if shown else None
     # the download links keep the page's step and bootstrap options
     keep = request.GET.copy()
     for name in ("download", "table", "field"):
         keep.pop(name, None)
 
     def links(table, field=None):
+        if not found.ready:  # offered once the numbers they hold are all there
+            return {}
         query = keep.copy()
         query["table"] = table
         if field is not None:
             query["field"] = field
         return {fmt: f"?{query.urlencode()}&download={fmt}" for fmt in AGREEMENT_DOWNLOADS}
 
-    for name, field in result["fields"].items():
+    for name, field in (result or {}).get("fields", {}).items():
         matrix = field["confusion_matrix"]
         peak = max((v for row in matrix["rows_annotator_a_columns_annotator_b"] for v in row), default=0) or 1
         field["matrix_columns"] = [kind.value_name(label) for label in matrix["labels"]]
@@ -479,10 +482,59 @@ def agreement_page(request, project_id):
         ]
         field["plots"] = plots.agreement_figures(field, kind.value_name)
         field["downloads"] = {table: links(table, name) for table in ("matrix", "pairs", "over_time", "versus_gold")}
-    downloads = {table: links(table) for table in agreement.agreement_tables(result, rater)}
-    return render(request, "annotation/agreement.html", {"project": project, "agreement": result, "downloads": downloads,
-                                                         "several_steps": len(kind.annotatable_stages) > 1,
-                                                         "rater_agreement": rater})
+    downloads = {table: links(table) for table in agreement.agreement_tables(result, rater)} if found.ready else {}
+    status_query = keep.copy()
+    status_query.setlist("stage", [str(stage)])
+    return render(request, "annotation/agreement.html", {
+        "project": project, "stage": stage, "agreement": result, "downloads": downloads,
+        "several_steps": len(kind.annotatable_stages) > 1, "rater_agreement": rater,
+        "requested": {"resamples": resamples, "seed": seed},
+        "computed": {"at": datetime.fromisoformat(found.result["computed_at"]), "seconds": found.result["seconds"]}
+        if found.ready else None,
+        "computing": None if found.ready else found.status(),
+        "status_url": f"{reverse('annotation:agreement-status', args=[project.id])}?{status_query.urlencode()}",
+    })
+
+
+@login_required
+def agreement_status(request, project_id):
+    """How far the computation of the agreement page's numbers is (the page polls it): JSON
+    ``{"state": queued|running|ready|failed, "points", "done", "total", "step", "error"}``."""
+    project, stage, resamples, seed, problem = _agreement_request(request, project_id)
+    if problem is not None:
+        return JsonResponse({"detail": problem}, status=400)
+    return JsonResponse(agreement_cache.lookup(project, stage, resamples, seed, poll=True).status())
+
+
+def _agreement_request(request, project_id):
+    """The project (admins and consolidators), step and bootstrap options of an agreement
+    request; ``problem`` names a bad option (a step the kind does not have is a 404)."""
+    project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
+    stage = selectors.annotated_stage(project, request.GET.get("stage"))
+    if stage is None:
+        annotatable = get_kind(project.kind).annotatable_stages
+        raise Http404(f"{project.get_kind_display()} projects are annotated in stage "
+                      f"{', '.join(map(str, annotatable))} only, not {request.GET['stage']!r}")
+    try:
+        resamples, seed = selectors.bootstrap_options(request.GET.get("resamples"), request.GET.get("seed"))
+    except ValueError as error:
+        return project, stage, None, None, "; ".join(f"{name}: {message}" for name, message in error.args[0].items())
+    return project, stage, resamples, seed, None
+
+
+def _agreement_not_ready(found, resamples: int) -> HttpResponse:
+    """A download asked before its numbers are stored: 409 with what is going on, and when to
+    ask again (the computation is queued by this request if it was not already)."""
+    if found.state == "failed":
+        message = f"The agreement could not be computed: {found.error}. Try again in a few minutes."
+    else:
+        what = f"with {resamples:,}-resample bootstrap intervals " if resamples else ""
+        progress = f" ({found.progress['step']})" if found.progress and found.progress.get("step") else ""
+        message = (f"The agreement numbers {what}are being computed{progress}. "
+                   "Download again in a few seconds; the agreement page shows when they are ready.")
+    response = HttpResponse(message + "\n", status=409, content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = str(agreement_cache.FAILURE_SECONDS if found.state == "failed" else 5)
+    return response
 
 
 AGREEMENT_DOWNLOADS = ("csv", "json")

@@ -415,3 +415,18 @@ class SystemRunSerializer(serializers.ModelSerializer):
 
     def get_url(self, run) -> str:
         return reverse("project-system-run", args=[run.project_id, run.id])
+
+
+class AgreementPendingSerializer(serializers.Serializer):
+    """The 202 of the agreement while a Celery task computes it: ask ``url`` again (the same
+    address, also in the Location header) after Retry-After seconds, until it answers 200."""
+
+    state = serializers.ChoiceField(choices=["queued", "running", "failed"], help_text=(
+        "queued: waiting for a worker; running: being computed; failed: the computation failed (error says why), "
+        "it is tried again after a few minutes or as soon as the step's data change"))
+    detail = serializers.CharField(help_text="what is going on, in words")
+    step = serializers.CharField(allow_blank=True, help_text="what the task is computing now")
+    done = serializers.IntegerField(help_text="steps done (the point estimates, each field, the LLM rater)")
+    total = serializers.IntegerField(help_text="steps to do (0 until a worker starts)")
+    error = serializers.CharField(allow_null=True, help_text="why the computation failed, when state is failed")
+    url = serializers.URLField(help_text="where to ask again")

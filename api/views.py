@@ -23,6 +23,7 @@ from annotation.exceptions import UploadTooLarge
 from annotation.kinds import KINDS, get_kind
 from annotation.params import parse_natural
 from annotation.models import Assignment, Consolidation, ConsolidationStatus, Item, ItemStage, Project, StageStatus, ThirdRater
+from annotation.services import agreement_cache
 from annotation.services import annotations as annotation_services
 from annotation.services import assignments as assignment_services
 from annotation.services import consolidation as consolidation_services
@@ -406,13 +407,22 @@ class ProjectViewSet(viewsets.ModelViewSet):
         page = self.paginate_queryset(selectors.consolidations_for_project(project, consolidation_status))
         return self.get_paginated_response(serializers.ConsolidationSerializer(page, many=True).data)
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, 400: ERROR_400},
+    @extend_schema(responses={200: OpenApiTypes.OBJECT,
+                              202: OpenApiResponse(serializers.AgreementPendingSerializer, description=(
+                                  "not computed yet for the step's current data: a Celery task computes it (one "
+                                  "per project, step, resamples and seed); ask the same address again after "
+                                  "Retry-After seconds")),
+                              400: ERROR_400},
                    parameters=[OpenApiParameter("stage", int, enum=STAGES, description="one of the project kind's stages"),
                                OpenApiParameter("resamples", int, description="bootstrap resamples of the 95 % intervals "
                                                 f"(default {selectors.DEFAULT_RESAMPLES}, 0 = none, at most {selectors.MAX_RESAMPLES})"),
                                OpenApiParameter("seed", int, description="seed of the bootstrap (default 0)")])
     @action(detail=True, methods=["get"])
     def agreement(self, request, pk=None):
+        """Agreement per field of one step (admins and consolidators), with 95 % bootstrap intervals.
+
+        Read from a cache a Celery task fills, as the agreement page does: 200 with the numbers
+        when they are computed for the step's current data, else 202 while they are computed."""
         project = self.get_object()
         stage = selectors.annotated_stage(project, request.query_params.get("stage"))
         if stage is None:
@@ -422,7 +432,20 @@ class ProjectViewSet(viewsets.ModelViewSet):
             resamples, seed = selectors.bootstrap_options(request.query_params.get("resamples"), request.query_params.get("seed"))
         except ValueError as error:
             raise ValidationError(error.args[0])
-        return Response(selectors.project_agreement(project, stage, resamples=resamples, seed=seed))
+        found = agreement_cache.lookup(project, stage, resamples, seed)
+        if found.ready:
+            return Response(found.result["agreement"])
+        status_body = found.status()
+        if found.state == "failed":
+            detail = f"the agreement could not be computed: {found.error}"
+        else:
+            detail = (f"the agreement{f' with {resamples:,}-resample bootstrap intervals' if resamples else ''} is being "
+                      "computed; ask this address again in a few seconds")
+        url = request.build_absolute_uri()
+        body = {"state": found.state, "detail": detail, "step": status_body["step"], "done": status_body["done"],
+                "total": status_body["total"], "error": found.error, "url": url}
+        retry = agreement_cache.FAILURE_SECONDS if found.state == "failed" else 2
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url, "Retry-After": str(retry)})
 
     @extend_schema(methods=["GET"], responses=serializers.SystemRunSerializer(many=True))
     @extend_schema(
