@@ -21,6 +21,7 @@ from .browser_support import login
 from .conftest import PASSWORD, felm_line, jsonl, segment
 from .test_factcheck_step2 import passage
 from .test_factcheck_step3 import STEP1_CONTENT, STEP1_GOLD, STEP2_CONTENT, STEP2_GOLD
+from .test_predictions import gold, make_run, system_lines  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -208,3 +209,15 @@ def test_the_project_and_item_pages_fit_a_phone(phone, felm_project, felm_pages)
     item = felm_project.items.order_by("id").first()
     check_phone_layout(admin, f"/projects/{felm_project.id}/items/{item.id}/", "item")
     check_phone_layout(admin, f"/projects/{felm_project.id}/settings/", "settings")
+
+
+def test_the_research_pages_fit_a_phone(phone, gold):  # noqa: F811 (the fixture imported above)
+    """A researcher reads the leaderboard (table, differences, plot, upload form) and the LLM
+    rater's page on a phone too."""
+    for name, wrong_every in (("checker", 2), ("better checker", 4)):
+        make_run(gold, system_lines(wrong_every=wrong_every), system=name, resamples=50)
+    admin = phone("admin")
+    check_phone_layout(admin, f"/projects/{gold.id}/leaderboard/", "leaderboard")
+    assert admin.locator(".plot svg").count() >= 1
+    check_phone_layout(admin, f"/projects/{gold.id}/leaderboard/?task=stance3", "leaderboard_stance")
+    check_phone_layout(admin, f"/projects/{gold.id}/llm-rater/", "llm_rater")
