@@ -304,6 +304,13 @@ def test_a_project_without_gold_or_dates_says_so_instead_of_plotting(logged_in, 
     assert "No items with a submission date yet." in page
 
 
+def test_a_field_without_units_draws_no_empty_matrix(logged_in, factcheck_project):
+    """Importance has a fixed (ordinal) label order, so its matrix has rows before anyone
+    answered: an all-zero heatmap says nothing, the "0 units" does."""
+    page = logged_in("carol").get(f"/projects/{factcheck_project.id}/agreement/").content.decode()
+    assert "Sentence importance" in page and "Confusion matrix" not in page
+
+
 # -- in a browser, on a phone -------------------------------------------------------------------
 
 @pytest.mark.browser
