@@ -582,3 +582,56 @@ def test_two_uploads_of_the_same_system_and_version_at_once_exactly_one_wins(liv
         runs = SystemRun.objects.filter(project=factcheck_project, system="racer", version=str(round_))
         assert list(runs.values_list("id", flat=True)) == [winner["id"]]
         assert runs.get().state == SystemRunState.DONE
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rescores_requested_at_once_queue_each_run_once(live_server, factcheck_project, users, monkeypatch):
+    """Parallel "Score every system again" (two researchers, a double click): every scored run
+    is queued exactly once and ends scored."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the race is tested on PostgreSQL (set DATABASE_URL)")
+    import requests
+    from django.test import Client
+
+    from annotation import tasks
+
+    import_jsonl(factcheck_project, jsonl([bench_line(i) for i in range(ITEMS)]), fmt="factcheck-bench", labels_as="gold")
+    runs = [make_run(factcheck_project, system_lines(wrong_every=k), system=f"s{k}", resamples=0) for k in (2, 3, 4)]
+    queued: list[int] = []
+    lock = threading.Lock()
+
+    def counting_delay(run_id):  # the worker is not run here: the runs stay queued until the round ends
+        with lock:
+            queued.append(run_id)
+
+    monkeypatch.setattr(tasks.score_system_run, "delay", counting_delay)
+    browser = Client()
+    browser.force_login(users["admin"])
+    token = "a" * 32  # any well-formed CSRF secret, sent as cookie and header alike
+    cookies = {"sessionid": browser.cookies["sessionid"].value, "csrftoken": token}
+    url = f"{live_server.url}/projects/{factcheck_project.id}/leaderboard/rescore/"
+    clients = 4
+    for round_ in range(3):
+        queued.clear()
+        barrier = threading.Barrier(clients)
+        statuses: list = [None] * clients
+
+        def send(i: int) -> None:
+            try:
+                barrier.wait(timeout=30)
+                response = requests.post(url, cookies=cookies, headers={"X-CSRFToken": token}, allow_redirects=False,
+                                         timeout=60)
+                statuses[i] = response.status_code
+            except Exception as exc:  # reported as the status, so the assertion shows it
+                statuses[i] = repr(exc)
+
+        threads = [threading.Thread(target=send, args=(i,)) for i in range(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert statuses == [302] * clients, statuses
+        assert sorted(queued) == sorted(run.id for run in runs), (round_, queued)
+        for run_id in queued:  # the worker's part
+            prediction_services.run_system_run(run_id)
+        assert set(SystemRun.objects.filter(pk__in=[r.id for r in runs]).values_list("state", flat=True)) == {"done"}

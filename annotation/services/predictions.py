@@ -172,16 +172,18 @@ def delete_system_run(run: SystemRun) -> None:
 
 def rescore_system_runs(project: Project, run_ids: Iterable[int] | None = None) -> int:
     """Score ended runs with stored predictions again on the current gold (it changes as
-    consolidation goes on): their scores stay shown until the new ones are written."""
+    consolidation goes on): their scores stay shown until the new ones are written. Two
+    requests at once queue each run once: the rows one locks, the other skips (and finds them
+    queued, no longer done, once it may look)."""
     runs = SystemRun.objects.filter(project=project, state=SystemRunState.DONE)
     if run_ids is not None:
         runs = runs.filter(pk__in=list(run_ids))
-    ids = list(runs.values_list("id", flat=True))
-    if ids:
-        SystemRun.objects.filter(pk__in=ids, state=SystemRunState.DONE).update(
-            state=SystemRunState.QUEUED, units_done=0, finished_at=None)
-        for run_id in ids:
-            _queue_scoring(run_id)
+    with transaction.atomic():
+        ids = list(runs.select_for_update(skip_locked=True).values_list("id", flat=True))
+        if ids:
+            SystemRun.objects.filter(pk__in=ids).update(state=SystemRunState.QUEUED, units_done=0, finished_at=None)
+            for run_id in ids:
+                _queue_scoring(run_id)
     return len(ids)
 
 
