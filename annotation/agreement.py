@@ -6,8 +6,6 @@ reference implementations (scikit-learn's ``cohen_kappa_score``, the ``krippendo
 A metric that is undefined on the data (e.g. κ when both annotators only ever used one
 label) is reported as ``None`` rather than a made-up number.
 """
-import csv
-import io
 from collections import defaultdict
 from datetime import date, timedelta
 from itertools import combinations
@@ -544,25 +542,3 @@ def agreement_tables(result: dict, rater: dict | None = None) -> dict[str, dict]
                                          *_numbers_with_ci(row, ("observed_agreement", "cohen_kappa"))]
                                         for f in rater["fields"] for row in f["rows"]]}
     return tables
-
-
-# A spreadsheet runs a cell starting with one of these as a formula (CSV injection).
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(value: Any) -> Any:
-    """Text that a spreadsheet would run as a formula, quoted with a leading apostrophe; numbers
-    (a negative κ too) and everything else unchanged, None as an empty cell."""
-    if value is None:
-        return ""
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
-        return "'" + value
-    return value
-
-
-def table_csv(columns: list[str], rows: Iterable[list]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(columns)
-    writer.writerows([spreadsheet_safe(cell) for cell in row] for row in rows)
-    return out.getvalue()

@@ -15,6 +15,7 @@ from django.db import connection
 from django.http import StreamingHttpResponse
 
 from annotation import selectors
+from annotation.downloads import attachment, file_stem
 from annotation.kinds import get_kind
 from annotation.kinds.base import GOLD_RATER
 from annotation.models import Project
@@ -90,8 +91,7 @@ def _stored_lines(project: Project, fmt: str) -> Iterator[str]:
 
 
 def export_filename(project: Project, fmt: str) -> str:
-    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in project.name).strip("-") or "project"
-    return f"{safe}-{fmt}.{'zip' if fmt in get_kind(project.kind).archive_formats else 'jsonl'}"
+    return f"{file_stem(project)}-{fmt}.{'zip' if fmt in get_kind(project.kind).archive_formats else 'jsonl'}"
 
 
 @dataclass
@@ -104,9 +104,7 @@ class Export:
 def download(project: Project, fmt: str) -> StreamingHttpResponse:
     """The export as a streamed file download (pages and API)."""
     stream = export(project, fmt)
-    response = StreamingHttpResponse(stream.chunks, content_type=stream.content_type)
-    response["Content-Disposition"] = f'attachment; filename="{stream.filename}"'
-    return response
+    return attachment(StreamingHttpResponse(stream.chunks, content_type=stream.content_type), stream.filename)
 
 
 def export(project: Project, fmt: str) -> Export:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from django.db.models import F, QuerySet
 
 from annotation import scoring
+from annotation.downloads import spreadsheet_safe
 from annotation.models import Project, SystemRun
 
 # The columns of a task's table by the task's measure (annotation.scoring): name, heading; the
@@ -196,11 +197,6 @@ def _number(value) -> str:
     return "" if value is None else f"{value:.6g}"
 
 
-def _text(value: str) -> str:
-    """A cell a spreadsheet shows as text, never runs as a formula (a system named "=cmd|…")."""
-    return f"'{value}" if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
-
-
 def leaderboard_csv(board: dict) -> Iterator[str]:
     """The leaderboard table as CSV lines: one row per system version and baseline, each metric
     and difference with its interval."""
@@ -221,7 +217,8 @@ def leaderboard_csv(board: dict) -> Iterator[str]:
     writer.writerow(header)
     yield take()
     for row in board["rows"]:
-        line = [row["kind"], _text(row["system"] or ""), _text(row["version"]), row["baseline"] or "", _text(row["label"]),
+        line = [row["kind"], spreadsheet_safe(row["system"] or ""), spreadsheet_safe(row["version"]), row["baseline"] or "",
+                spreadsheet_safe(row["label"]),
                 row["run"] or "", int(row["reference"]), int(row["stale"]), row["units"], row["items"], row["missing"]]
         for entry in board["metrics"]:
             value = row["metrics"][entry["name"]]

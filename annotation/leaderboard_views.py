@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 
 from annotation import leaderboard as boards
 from annotation import plots, scoring
+from annotation.downloads import attachment, file_stem
 from annotation.exceptions import ImportFailed, UploadTooLarge
 from annotation.forms import PredictionsForm
 from annotation.models import Role, SystemRun, SystemRunState
@@ -116,15 +117,13 @@ def line_shapes(kind: str) -> list[dict]:
 
 
 def _download(project, board: dict, fmt: str):
-    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in project.name).strip("-") or "project"
-    filename = f"{safe}-leaderboard-{board['task'] or 'none'}{'-agreed' if board['agreed'] else ''}.{fmt}"
+    filename = f"{file_stem(project)}-leaderboard-{board['task'] or 'none'}{'-agreed' if board['agreed'] else ''}.{fmt}"
     if fmt == "csv":
         response = StreamingHttpResponse(boards.leaderboard_csv(board), content_type="text/csv; charset=utf-8")
     else:
         body = {"project": project.name, **board}
         response = HttpResponse(json.dumps(body, ensure_ascii=False, indent=1), content_type="application/json")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    return attachment(response, filename)
 
 
 def recent_runs(project) -> list[dict]:

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_POST
 from annotation import agreement, exports, plots, selectors
 from annotation import guidelines as guideline_text
 from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
+from annotation.downloads import attachment, file_stem, table_csv
 from annotation.forms import (
     CorpusForm,
     DiscardForm,
@@ -558,16 +559,14 @@ def _agreement_download(request, project, result: dict, fmt: str, rater: dict | 
             return _bad_download(f"field: the {name} table has no field {field[:40]!r}"
                                  + (f" (fields: {', '.join(result['fields'])})" if table["per_field"] else ""))
         rows = [row for row in rows if row[0] == field]
-    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in project.name).strip("-") or "project"
-    filename = f"{safe}-step{result['stage']}-agreement-{name}{f'-{field}' if field else ''}.{fmt}"
+    filename = f"{file_stem(project)}-step{result['stage']}-agreement-{name}{f'-{field}' if field else ''}.{fmt}"
     if fmt == "csv":
-        response = HttpResponse(agreement.table_csv(table["columns"], rows), content_type="text/csv; charset=utf-8")
+        response = HttpResponse(table_csv(table["columns"], rows), content_type="text/csv; charset=utf-8")
     else:
         response = JsonResponse({"project": project.name, "step": result["stage"], "table": name, "title": table["title"],
                                  "field": field, "bootstrap": result["bootstrap"], "columns": table["columns"],
                                  "rows": [dict(zip(table["columns"], row)) for row in rows]})
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
+    return attachment(response, filename)
 
 
 def after_param(request) -> int | None:

@@ -8,7 +8,7 @@ from html import unescape
 
 import pytest
 
-from annotation import agreement
+from annotation import agreement, downloads
 from annotation.models import Annotation, Assignment, GoldRecord, ItemStage, StageStatus
 
 from .test_agreement_plots import build_campaign, campaign  # noqa: F401 (fixture)
@@ -119,11 +119,11 @@ def test_a_cell_a_spreadsheet_would_run_is_quoted(logged_in, felm_project, users
     ("alice", "alice"), (-0.25, -0.25), (None, ""), (0, 0),
 ])
 def test_spreadsheet_safe(value, expected):
-    assert agreement.spreadsheet_safe(value) == expected
+    assert downloads.spreadsheet_safe(value) == expected
 
 
 def test_negative_numbers_stay_numbers_in_csv():
-    text = agreement.table_csv(["field", "cohen_kappa"], [["label", -0.125], ["-x", None]])
+    text = downloads.table_csv(["field", "cohen_kappa"], [["label", -0.125], ["-x", None]])
     assert text.splitlines() == ["field,cohen_kappa", "label,-0.125", "'-x,"]
 
 
