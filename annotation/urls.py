@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import leaderboard_views, views
+from . import research_views, views
 
 app_name = "annotation"
 
@@ -22,11 +22,11 @@ urlpatterns = [
     path("projects/<int:project_id>/export/<str:fmt>/", views.project_export, name="project-export"),
     path("projects/<int:project_id>/agreement/", views.agreement_page, name="agreement"),
     path("projects/<int:project_id>/agreement/status/", views.agreement_status, name="agreement-status"),
-    path("projects/<int:project_id>/llm-rater/", views.llm_rater_page, name="llm-rater"),
-    path("projects/<int:project_id>/leaderboard/", leaderboard_views.leaderboard_page, name="leaderboard"),
-    path("projects/<int:project_id>/leaderboard/upload/", leaderboard_views.system_run_upload, name="system-run-upload"),
-    path("projects/<int:project_id>/leaderboard/rescore/", leaderboard_views.system_runs_rescore, name="system-runs-rescore"),
-    path("projects/<int:project_id>/system-runs/<int:run_id>/delete/", leaderboard_views.system_run_delete,
+    path("projects/<int:project_id>/llm-rater/", research_views.llm_rater_page, name="llm-rater"),
+    path("projects/<int:project_id>/leaderboard/", research_views.leaderboard_page, name="leaderboard"),
+    path("projects/<int:project_id>/leaderboard/upload/", research_views.system_run_upload, name="system-run-upload"),
+    path("projects/<int:project_id>/leaderboard/rescore/", research_views.system_runs_rescore, name="system-runs-rescore"),
+    path("projects/<int:project_id>/system-runs/<int:run_id>/delete/", research_views.system_run_delete,
          name="system-run-delete"),
     path("projects/<int:project_id>/next/", views.next_item, name="next-item"),
     path("projects/<int:project_id>/consolidations/", views.consolidation_list, name="consolidations"),

@@ -1,6 +1,7 @@
-"""Pages for scoring automatic fact-checkers: upload a system's predictions, follow their
-scoring, and the leaderboard of each task. For the project's admins and consolidators (the
-researchers of a campaign); annotators never see them (they show how systems fare on the gold).
+"""The research pages: scoring automatic fact-checkers (upload a system's predictions, follow
+their scoring, the leaderboard of each task) for the project's admins and consolidators (the
+researchers of a campaign; annotators never see them: they show how systems fare on the gold),
+and the LLM rater for its admins (a run spends the project's LLM budget).
 Thin like annotation.views: access, selectors, services, templates.
 """
 import json
@@ -15,10 +16,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation import leaderboard as boards
-from annotation import plots, scoring
+from annotation import plots, scoring, selectors
 from annotation.downloads import attachment, file_stem
-from annotation.exceptions import ImportFailed, UploadTooLarge
+from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
 from annotation.forms import PredictionsForm
+from annotation.kinds import get_kind
 from annotation.models import Role, SystemRun, SystemRunState
 from annotation.params import parse_natural
 from annotation.services import predictions as prediction_services
@@ -186,3 +188,75 @@ def system_runs_rescore(request, project_id):
     messages.success(request, f"{count} run{'s' if count != 1 else ''} queued to be scored again on the current gold."
                      if count else "No scored run to score again.")
     return redirect("annotation:leaderboard", project_id=project.id)
+
+
+@login_required
+def llm_rater_page(request, project_id):
+    """Estimate an LLM rater run (GET with the options), start it once confirmed (POST), and
+    follow its runs: admins only (a run spends the project's LLM budget)."""
+    from annotation.services import llm_rater as rater_services
+
+    project, _ = project_for(request, project_id, {Role.ADMIN})
+    if request.method == "POST":
+        try:
+            options = rater_services.parse_options(project, request.user, _rater_data(request.POST))
+            run = rater_services.start_run(project=project, user=request.user, options=options,
+                                           confirmed=request.POST.get("confirm") == "yes")
+        except DomainError as exc:
+            messages.error(request, f"The run did not start: {exc}.")
+        else:
+            run.refresh_from_db()  # without a broker the task has already run
+            messages.success(request, f"{run.system} {run.version}: "
+                                      f"{'done' if run.ended else 'started, its progress is shown below'}.")
+        return redirect("annotation:llm-rater", project_id=project.id)
+    data = _rater_data(request.GET)
+    option_errors, estimate, options = {}, None, None
+    try:
+        options = rater_services.parse_options(project, request.user, data)
+    except rater_services.RaterOptionsError as exc:
+        option_errors = exc.errors
+    if options is not None and "estimate" in request.GET:
+        estimate = rater_services.estimate(project, options)
+    shown = options or rater_services.RaterOptions(steps=rater_services.RATED_STEPS.get(project.kind, ()))
+    config = rater_services.rater_config(project, shown)
+    runs = [rater_services.run_summary(run) for run in rater_services.rater_runs(project)[:20]]
+    from pipeline.llm import usable
+    from pipeline.llm_rater import CALL_KINDS
+
+    kind = get_kind(project.kind)
+    context = {
+        "project": project, "values": shown, "option_errors": option_errors, "estimate": estimate, "runs": runs,
+        "refresh": any(not run["ended"] for run in runs),
+        "can_choose_endpoint": selectors.can_change_llm_settings(request.user),
+        "endpoint": {"configured": usable(config), "name": rater_services.endpoint_name(config.base_url),
+                     "model": config.model, "concurrency": config.concurrency},
+        "rated_steps": [{"number": step, "checked": step in shown.steps,
+                         "label": f"Step {step}" if len(kind.stages) > 1 else "All items"}
+                        for step in rater_services.RATED_STEPS.get(project.kind, ())],
+        "rated_steps_text": ", ".join(f"step {s}" for s in rater_services.RATED_STEPS.get(project.kind, ())),
+    }
+    if estimate is not None:
+        context["estimate_calls"] = [{"kind": kind_name, "label": CALL_KINDS[kind_name], "count": count}
+                                     for kind_name, count in estimate["calls"].items()]
+        context["duration"] = _duration(estimate["seconds"])
+        context["hidden_options"] = [("steps", step) for step in shown.steps] + [
+            (name, value) for name, value in data.items() if name != "steps" and value not in (None, "")]
+    return render(request, "annotation/llm_rater.html", context)
+
+
+RATER_FIELDS = ("model", "base_url", "seconds_per_call", "prompt_price_per_1k", "completion_price_per_1k")
+
+
+def _rater_data(query) -> dict:
+    """The rater options of a form's query or body (steps may repeat)."""
+    return {"steps": query.getlist("steps"), **{name: query.get(name) for name in RATER_FIELDS}}
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{round(seconds)} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
