@@ -117,7 +117,7 @@ def test_the_api_changes_and_removes_roles_for_project_admins_only(felm_project,
 def test_two_admins_stepping_down_at_once_leave_one_admin(felm_project, users, live_server):
     from django.db import connection
 
-    from .test_races import Racer
+    from .racer import Racer
 
     if connection.vendor != "postgresql":
         pytest.skip("row-lock races are tested on PostgreSQL (set DATABASE_URL)")

@@ -638,18 +638,16 @@ def test_two_starts_at_once_exactly_one_run_is_made(live_server, felm_project, u
     """Parallel POSTs to start the rater (a double click, two admins): the project row lock lets
     exactly one make a run; the others are refused naming it, and no second run pays for the
     same calls."""
-    import threading
-
-    import requests
     from django.db import connection
-    from rest_framework.authtoken.models import Token
+
+    from .racer import Racer
 
     if connection.vendor != "postgresql":
         pytest.skip("the race is tested on PostgreSQL (set DATABASE_URL)")
     import_jsonl(felm_project, jsonl([felm_line(i, [f"Sentence {i}.{k} is a claim." for k in range(3)]) for i in range(3)]),
                  fmt="felm", labels_as="gold")
-    headers = {"Authorization": f"Token {Token.objects.get_or_create(user=users['admin'])[0].key}"}
-    url = f"{live_server.url}/api/projects/{felm_project.id}/llm-rater/"
+    racer = Racer(live_server.url)
+    path = f"/api/projects/{felm_project.id}/llm-rater/"
     clients = 4
     answer = rater_responder()
 
@@ -660,22 +658,7 @@ def test_two_starts_at_once_exactly_one_run_is_made(live_server, felm_project, u
     with FakeLLMServer(slowly) as server:
         use_llm(felm_project, server)
         for round_ in range(3):
-            barrier = threading.Barrier(clients)
-            answers: list = [None] * clients
-
-            def send(i: int) -> None:
-                try:
-                    barrier.wait(timeout=30)
-                    response = requests.post(url, json={"steps": [1], "confirm": True}, headers=headers, timeout=60)
-                    answers[i] = (response.status_code, response.json())
-                except Exception as exc:  # reported as the answer, so the assertion shows it
-                    answers[i] = (None, {"error": repr(exc)})
-
-            threads = [threading.Thread(target=send, args=(i,)) for i in range(clients)]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            answers = racer.race([(users["admin"], "POST", path, {"steps": [1], "confirm": True})] * clients)
             statuses = sorted(status for status, _ in answers)
             assert statuses == [202] + [400] * (clients - 1), answers
             winner = next(answer for status, answer in answers if status == 202)

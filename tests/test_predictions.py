@@ -27,6 +27,7 @@ from annotation.services.projects import add_member, create_project
 from pipeline.scoring import Scored, difference
 
 from .conftest import jsonl, segment
+from .racer import Racer
 from .test_agreement_units_export import submit
 from .test_scoring import bench_sentence, dfs_project  # noqa: F401 (a fixture)
 
@@ -547,34 +548,18 @@ def test_two_uploads_of_the_same_system_and_version_at_once_exactly_one_wins(liv
     if connection.vendor != "postgresql":
         pytest.skip("the race is tested on PostgreSQL (set DATABASE_URL)")
     import requests
-    from rest_framework.authtoken.models import Token
 
     import_jsonl(factcheck_project, jsonl([bench_line(i) for i in range(ITEMS)]), fmt="factcheck-bench", labels_as="gold")
-    headers = {"Authorization": f"Token {Token.objects.get_or_create(user=users['admin'])[0].key}"}
+    racer = Racer(live_server.url)
     body = upload(system_lines()).getvalue()
-    url = f"{live_server.url}/api/projects/{factcheck_project.id}/system-runs/"
+    path = f"/api/projects/{factcheck_project.id}/system-runs/"
     clients = 4
     for round_ in range(5):
-        barrier = threading.Barrier(clients)
-        answers: list = [None] * clients
-
-        def send(i: int) -> None:
-            session = requests.Session()
-            request = session.prepare_request(requests.Request(
-                "POST", url, headers=headers, data={"system": "racer", "version": str(round_), "resamples": "0"},
-                files={"file": (f"p{i}.jsonl", body)}))
-            try:
-                barrier.wait(timeout=30)
-                response = session.send(request, timeout=60)
-                answers[i] = (response.status_code, response.json())
-            except Exception as exc:  # reported as the answer, so the assertion shows it
-                answers[i] = (None, {"error": repr(exc)})
-
-        threads = [threading.Thread(target=send, args=(i,)) for i in range(clients)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        token = {"Authorization": f"Token {racer.token(users['admin'])}"}
+        prepared = [requests.Request("POST", live_server.url + path, headers=token, files={"file": (f"p{i}.jsonl", body)},
+                                     data={"system": "racer", "version": str(round_), "resamples": "0"}).prepare()
+                    for i in range(clients)]
+        answers = racer.race_raw([("POST", path, request.body, dict(request.headers)) for request in prepared])
         statuses = sorted(status for status, _ in answers)
         assert statuses == [202] + [400] * (clients - 1), answers
         winner = next(answer for status, answer in answers if status == 202)
@@ -590,7 +575,6 @@ def test_rescores_requested_at_once_queue_each_run_once(live_server, factcheck_p
     is queued exactly once and ends scored."""
     if connection.vendor != "postgresql":
         pytest.skip("the race is tested on PostgreSQL (set DATABASE_URL)")
-    import requests
     from django.test import Client
 
     from annotation import tasks
@@ -608,28 +592,13 @@ def test_rescores_requested_at_once_queue_each_run_once(live_server, factcheck_p
     browser = Client()
     browser.force_login(users["admin"])
     token = "a" * 32  # any well-formed CSRF secret, sent as cookie and header alike
-    cookies = {"sessionid": browser.cookies["sessionid"].value, "csrftoken": token}
-    url = f"{live_server.url}/projects/{factcheck_project.id}/leaderboard/rescore/"
+    headers = {"Cookie": f"sessionid={browser.cookies['sessionid'].value}; csrftoken={token}", "X-CSRFToken": token}
+    path = f"/projects/{factcheck_project.id}/leaderboard/rescore/"
+    racer = Racer(live_server.url)
     clients = 4
     for round_ in range(3):
         queued.clear()
-        barrier = threading.Barrier(clients)
-        statuses: list = [None] * clients
-
-        def send(i: int) -> None:
-            try:
-                barrier.wait(timeout=30)
-                response = requests.post(url, cookies=cookies, headers={"X-CSRFToken": token}, allow_redirects=False,
-                                         timeout=60)
-                statuses[i] = response.status_code
-            except Exception as exc:  # reported as the status, so the assertion shows it
-                statuses[i] = repr(exc)
-
-        threads = [threading.Thread(target=send, args=(i,)) for i in range(clients)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        statuses = [status for status, _ in racer.race_raw([("POST", path, b"", headers)] * clients)]
         assert statuses == [302] * clients, statuses
         assert sorted(queued) == sorted(run.id for run in runs), (round_, queued)
         for run_id in queued:  # the worker's part

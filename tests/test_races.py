@@ -6,12 +6,9 @@ own database connection, so the row locks and version checks meet for real. What
 timing, exactly one request of a round wins, the others are told why (409 with the stored
 version, or 400), and what is stored is the winner's.
 """
-import http.client
 import json
 import os
-import threading
 from collections import Counter
-from urllib.parse import urlsplit
 
 import pytest
 from django.db import connection
@@ -21,6 +18,7 @@ from annotation.services.annotations import save_annotation
 from annotation.services.imports import import_jsonl
 
 from .conftest import felm_line, jsonl, segment
+from .racer import Racer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -35,51 +33,6 @@ def on_postgresql():
         if os.environ.get("CI") == "true":
             pytest.fail("the race tests must run on PostgreSQL in CI (set DATABASE_URL)")
         pytest.skip("row-lock races are tested on PostgreSQL (set DATABASE_URL)")
-
-
-class Racer:
-    """Sends a batch of requests to the live server at the same moment."""
-
-    def __init__(self, base_url: str):
-        parts = urlsplit(base_url)
-        self.host, self.port = parts.hostname, parts.port
-        self.tokens: dict[str, str] = {}
-
-    def token(self, user) -> str:
-        if user.username not in self.tokens:
-            from rest_framework.authtoken.models import Token
-
-            self.tokens[user.username] = Token.objects.get_or_create(user=user)[0].key
-        return self.tokens[user.username]
-
-    def race(self, requests: list[tuple]) -> list[tuple[int, dict]]:
-        """``requests``: (user, method, path, body) each; answers in the same order."""
-        headers = [{"Authorization": f"Token {self.token(user)}", "Content-Type": "application/json"}
-                   for user, *_ in requests]
-        barrier = threading.Barrier(len(requests))
-        answers: list = [None] * len(requests)
-
-        def send(i: int) -> None:
-            _, method, path, body = requests[i]
-            conn = http.client.HTTPConnection(self.host, self.port, timeout=60)
-            try:
-                conn.connect()
-                barrier.wait(timeout=30)
-                conn.request(method, path, body=json.dumps(body), headers=headers[i])
-                response = conn.getresponse()
-                raw = response.read()
-                answers[i] = (response.status, json.loads(raw) if raw.startswith(b"{") else {"raw": raw[:200]})
-            except Exception as exc:  # reported as the answer, so the assertion shows it
-                answers[i] = (None, {"error": repr(exc)})
-            finally:
-                conn.close()
-
-        threads = [threading.Thread(target=send, args=(i,)) for i in range(len(requests))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        return answers
 
 
 @pytest.fixture
