@@ -7,8 +7,10 @@ repository), written from items in the released benchmark shape (``benchmark.ben
    (checkworthy sentence, factual claim) with its stance;
 4. ``subtask4_claim_factuality.jsonl``: each verified claim, ``true | false | not_enough_evidence``
    and its revision;
-5. ``subtask5_revision.jsonl``: each item whose step 3 is done: its factual state, the revised
-   claims in order, the prompt, the response and the revised response.
+5. ``subtask5_revision.jsonl``: each item whose step 3 is done and whose response has a gold
+   factuality (``true``/``false``): its factual state, the revised claims in order, the prompt,
+   the response and the revised response. As in the release (92 of 94 rows), responses whose
+   factuality is ``NA`` (no gold revision) are left out.
 
 A file holds only what the item's consolidated steps give: an item whose step 2 is not done has
 no line in files 3–5.
@@ -56,8 +58,9 @@ def lines(name: str, record: dict) -> Iterator[dict]:
                 if label:
                     yield {"claim": s["claims"][k], "label": label, "revised_claim": s["revised_claims"][k]}
     elif name == FILES[4]:
-        if record["revised_response"] or record["response_factuality"] is not None:
-            state = record["response_factuality"]
+        state = record["response_factuality"]
+        # the release lists only responses with a gold revision: factuality NA has none
+        if state in (True, False, "true", "false"):
             yield {"factual state": LABEL.get(state, state), "claim list": [c for s in sentences for c in s["revised_claims"]],
                    "prompt": record["prompt"], "response": record["response"], "revised_response": record["revised_response"]}
     else:
