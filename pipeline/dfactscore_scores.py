@@ -34,24 +34,41 @@ GAMMA = 10  # FActScore's length penalty: paragraphs of at most this many facts 
 IRRELEVANT_MODES = ("exclude", "not_supported")
 
 
+def _judged(entries: list[dict] | None) -> list[bool]:
+    """The ``is_supported`` values of a generation's entries; an entry without one (or null) was
+    not judged and is left out, as a fact without a label is."""
+    return [e["is_supported"] for e in entries or [] if isinstance(e, dict) and isinstance(e.get("is_supported"), bool)]
+
+
 def _share(entries: list[dict] | None) -> float | None:
-    if not entries:
-        return None
-    return sum(bool(e["is_supported"]) for e in entries) / len(entries)
+    judged = _judged(entries)
+    return sum(judged) / len(judged) if judged else None
+
+
+def topic_titles(topic) -> list[str]:
+    """The page titles a released ``supporting_topic`` names: the string, none for null or ``[]``
+    (the releases' "no page"), the strings of a list."""
+    if isinstance(topic, str):
+        return [topic] if topic else []
+    if isinstance(topic, list):
+        return [t for t in topic if isinstance(t, str) and t]
+    return []
 
 
 def _topics(entries: list[dict] | None) -> int:
-    return len({e.get("supporting_topic") for e in entries or [] if e.get("is_supported") and e.get("supporting_topic")})
+    return len({title for e in entries or [] if isinstance(e, dict) and e.get("is_supported") is True
+                for title in topic_titles(e.get("supporting_topic"))})
 
 
 def released_lists(content: dict, gold: dict, irrelevant: str = "exclude") -> tuple[list[dict] | None, list[dict] | None]:
-    """(decisions, global_decisions) of one paragraph: the released ones when the gold keeps them,
-    else built from the payload (see the module docstring); None for a list without facts."""
+    """(decisions, global_decisions) of one paragraph: the released ones, as given (null, ``[]``
+    or the entries), when the gold keeps them, else built from the payload (see the module
+    docstring; None for a list without facts)."""
     if irrelevant not in IRRELEVANT_MODES:
         raise ValueError(f"irrelevant must be one of {IRRELEVANT_MODES}, got {irrelevant!r}")
     released = gold.get("released")
     if released is not None:
-        return released.get("decisions") or None, released.get("global_decisions") or None
+        return released.get("decisions"), released.get("global_decisions")
     texts = [f.get("text", "") for f in content.get("facts") or []]
     titles = {c: candidate.get("title") or None for c, candidate in enumerate(content.get("candidates") or [])}
     links = [titles.get(g.get("link")) if type(g.get("link")) is int else None for g in gold.get("groups") or []]
@@ -107,17 +124,18 @@ def _mean(values: list[float]) -> float | None:
 def model_scores(paragraphs: list[dict]) -> dict:
     """One model's numbers in the released result shape (``paragraphs``: ``paragraph_scores`` results,
     in prompt order). Means are over the paragraphs with facts; None where there are none."""
-    responding = [p for p in paragraphs if p["decisions"]]
+    # a generation responded when either list has entries (null and [] both mean no facts)
+    responding = [p for p in paragraphs if p["decisions"] or p["global_decisions"]]
     plain = [p for p in responding if p["factscore"] is not None]
     grouped = [p for p in responding if p["dfactscore"] is not None]
     groups = [p["num_groups"] for p in responding if p.get("num_groups") is not None]
     return {
-        "score": _mean([length_penalty(len(p["decisions"])) * p["factscore"] for p in plain]),
+        "score": _mean([length_penalty(len(_judged(p["decisions"]))) * p["factscore"] for p in plain]),
         "init_score": _mean([p["factscore"] for p in plain]),
-        "global_score": _mean([length_penalty(len(p["global_decisions"])) * p["dfactscore"] for p in grouped]),
+        "global_score": _mean([length_penalty(len(_judged(p["global_decisions"]))) * p["dfactscore"] for p in grouped]),
         "init_global_score": _mean([p["dfactscore"] for p in grouped]),
         "respond_ratio": len(responding) / len(paragraphs) if paragraphs else None,
-        "num_facts_per_response": _mean([len(p["decisions"]) for p in responding]),
+        "num_facts_per_response": _mean([len(p["decisions"] or []) for p in responding]),
         "num_groups": _mean(groups),
         "num_supporting_topics": _mean([p["num_supporting_topics"] for p in responding]),
         "nan": sum(p["factscore"] is None or p["dfactscore"] is None for p in responding),

@@ -138,8 +138,7 @@ def test_import_without_atomic_facts_is_decomposed_by_the_pipeline(project):
     ({"decisions": {"atom": "x"}}, "decisions"),
     ({"decisions": [{"atom": "x", "is_supported": "yes"}]}, "decisions[0].is_supported"),
     ({"global_decisions": [{"is_supported": True}]}, "global_decisions[0].atom"),
-    ({"global_decisions": [entry("x", True, 7)]}, "global_decisions[0].supporting_topic"),
-    ({"global_decisions": [entry(MARA_FACTS[0], True, "Mara Quell (poet)")]}, "global_decisions[0].supporting_topic"),
+    ({"decisions": [{"atom": "x", "is_supported": 1}]}, "decisions[0].is_supported"),
 ])
 def test_bad_lines_name_line_and_field_and_write_nothing(project, change, field):
     lines = [mara_line(), {**mara_line(), **change}]
@@ -356,6 +355,61 @@ def test_importing_a_result_as_gold_gives_back_its_scores_exactly(project):
     assert lines[0]["decisions"] == DECISIONS and lines[0]["global_decisions"] == GLOBAL_DECISIONS
 
 
+def test_released_result_shapes_import_as_gold_and_come_back_unchanged(project):
+    """The shapes the released result files use (issue 19): ``supporting_topic`` as ``[]`` (no
+    page), a topic no candidate is titled, an entry without ``is_supported`` (not judged), a
+    generation whose lists are ``[]`` or null. Nothing is refused, the result export gives every
+    list back as given, and the scores are the means computed directly from the lists."""
+    lines = result_lines()
+    lines[0]["decisions"] = [entry(MARA_FACTS[0], True, ARTIST["title"]), entry(MARA_FACTS[1], True, []),
+                             entry(MARA_FACTS[2], True, "Mara Quell (poet)"), entry(MARA_FACTS[3], False, [])]
+    lines[0]["global_decisions"] = [entry(MARA_FACTS[0], True, ARTIST["title"]), entry(MARA_FACTS[1], False, []),
+                                    entry(MARA_FACTS[2], False, []),
+                                    {"atom": MARA_FACTS[3], "supporting_topic": None, "extra": "kept"}]
+    lines[1]["decisions"], lines[1]["global_decisions"] = [], None
+    lines[2]["global_decisions"] = [entry("Ivo Brandt is a cartographer.", True, "Ivo Brandt"),
+                                    entry("Ivo Brandt mapped the Faroe coast.", False, [])]
+    result = import_jsonl(project, jsonl(lines), fmt="dfactscore", labels_as="gold")
+    assert result.items == 3
+    (exported,) = [json.loads(line) for line in export_jsonl(project, "dfactscore-result")]
+    assert exported["decisions"] == [line["decisions"] for line in lines]
+    assert exported["global_decisions"] == [line["global_decisions"] for line in lines]
+    assert exported["decisions"][0][1]["supporting_topic"] == []
+
+    def direct(lists):  # FActScore's mean of shares over generations with judged facts
+        shares = []
+        for entries in lists:
+            judged = [e["is_supported"] for e in entries or [] if "is_supported" in e]
+            if judged:
+                shares.append(sum(judged) / len(judged))
+        return sum(shares) / len(shares)
+
+    assert exported["init_score"] == pytest.approx(direct(exported["decisions"]))
+    assert exported["init_global_score"] == pytest.approx(direct(exported["global_decisions"]))
+    # by hand: decisions (3/4 + 1/2) / 2; global (1/3 + 1/2) / 2, the unjudged fact left out
+    assert exported["init_score"] == pytest.approx(0.625)
+    assert exported["init_global_score"] == pytest.approx((1 / 3 + 1 / 2) / 2)
+    assert exported["respond_ratio"] == pytest.approx(2 / 3)
+    # the supported page "Ivo Brandt" counts as a topic, [] does not
+    assert exported["num_supporting_topics"] == pytest.approx((2 + 1) / 2)
+    mara = GoldRecord.objects.filter(item_stage__item__project=project).order_by("item_stage__item_id").first().payload
+    assert [f["group"] for f in mara["facts"]] == [0, None, None, None]
+    assert [f["label"] for f in mara["facts"]] == ["supported", "not_supported", "not_supported", None]
+
+
+def test_a_result_line_with_an_empty_supporting_topic_list_is_accepted_as_gold(project):
+    """The line of issue 19: decisions carrying ``"supporting_topic": []`` (refused before as
+    "must be a string or null")."""
+    line = {**GENERATIONS[2], "decisions": [entry("Ivo Brandt is a cartographer.", True, "Ivo Brandt"),
+                                            entry("Ivo Brandt mapped the Faroe coast.", False, [])],
+            "global_decisions": [entry("Ivo Brandt is a cartographer.", True, "Ivo Brandt"),
+                                 entry("Ivo Brandt mapped the Faroe coast.", False, [])]}
+    import_jsonl(project, jsonl([line]), fmt="dfactscore", labels_as="gold")
+    (exported,) = [json.loads(text) for text in export_jsonl(project, "dfactscore-result")]
+    assert exported["decisions"] == [line["decisions"]] and exported["global_decisions"] == [line["global_decisions"]]
+    assert exported["init_score"] == exported["init_global_score"] == 0.5
+
+
 def test_result_export_groups_rows_by_model_from_annotated_gold(project):
     lines = result_lines()
     lines[2]["model"] = "m2"
@@ -425,6 +479,25 @@ def test_dfactscore_lines_joins_a_result_file_and_its_generations(tmp_path, proj
         import_jsonl(project, file, fmt="dfactscore", labels_as="gold")
     exported = json.loads(next(export_jsonl(project, "dfactscore-result")))
     assert (exported["init_score"], exported["init_global_score"]) == (0.625, 0.5)
+
+
+def test_dfactscore_lines_passes_the_released_shapes_through(tmp_path, project):
+    decisions = [[entry(MARA_FACTS[0], True, []), {"atom": MARA_FACTS[1]}], [], None]
+    global_decisions = [[entry(MARA_FACTS[0], False, [])], None, []]
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps({"decisions": decisions, "global_decisions": global_decisions, "nan": 0}))
+    generations = tmp_path / "generations.jsonl"
+    generations.write_text("".join(json.dumps(g) + "\n" for g in GENERATIONS))
+    out = tmp_path / "lines.jsonl"
+    call_command("dfactscore_lines", str(result), str(generations), "-o", str(out), stderr=io.StringIO())
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["decisions"] for line in lines] == decisions
+    assert [line["global_decisions"] for line in lines] == global_decisions
+    with out.open("rb") as file:
+        import_jsonl(project, file, fmt="dfactscore", labels_as="gold")
+    exported = json.loads(next(export_jsonl(project, "dfactscore-result")))
+    assert exported["decisions"] == decisions and exported["global_decisions"] == global_decisions
+    assert (exported["init_score"], exported["init_global_score"]) == (1.0, 0.0)
 
 
 def test_dfactscore_lines_refuses_lists_that_do_not_match_the_generations(tmp_path):

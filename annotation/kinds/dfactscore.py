@@ -375,26 +375,26 @@ def _parse_candidates(data: dict, line: int) -> list[dict]:
 
 
 def _parse_decisions(data: dict, key: str, line: int) -> list[dict] | None:
-    """One generation's entry of a result file: null (no facts) or [{atom, is_supported, supporting_topic?}]."""
+    """One generation's entry of a result file: null or [] (no facts: the model abstained) or
+    [{atom, is_supported, supporting_topic}]. Kept as given, entry for entry (docs/released-files.md),
+    so the result export gives it back: ``supporting_topic`` may be a string, null or ``[]`` (no
+    page) or any other value the scores do not read; ``is_supported`` may be missing (a fact not
+    judged, left out of the shares). Only what the scores need is checked: a list of objects whose
+    ``atom`` is a string and whose ``is_supported``, when present, is true, false or null."""
     value = data[key]
     if value is None:
         return None
     if not isinstance(value, list):
         raise ImportLineError(line, key, "must be null or a list of {atom, is_supported, supporting_topic} objects")
-    entries = []
     for index, entry in enumerate(value):
         path = f"{key}[{index}]"
         if not isinstance(entry, dict):
             raise ImportLineError(line, path, "must be an object with atom and is_supported")
-        atom = require_str(entry, "atom", line, path=f"{path}.atom")
-        if not isinstance(entry.get("is_supported"), bool):
-            raise ImportLineError(line, f"{path}.is_supported", "must be true or false"
-                                  if "is_supported" in entry else "is missing")
-        topic = entry.get("supporting_topic")
-        if topic is not None and not isinstance(topic, str):
-            raise ImportLineError(line, f"{path}.supporting_topic", "must be a string or null")
-        entries.append({"atom": atom, "is_supported": entry["is_supported"], "supporting_topic": topic})
-    return entries
+        if not isinstance(entry.get("atom"), str):
+            raise ImportLineError(line, f"{path}.atom", "must be a string" if "atom" in entry else "is missing")
+        if entry.get("is_supported") is not None and not isinstance(entry["is_supported"], bool):
+            raise ImportLineError(line, f"{path}.is_supported", "must be true, false or null")
+    return value
 
 
 def build_content(name: str, response: str, facts: list[str], candidates: list[dict]) -> dict:
@@ -421,25 +421,25 @@ def gold_from_released(facts: list[str], candidates: list[dict], released: dict,
     titles = {candidate["title"]: index for candidate, index in zip(candidates, range(len(candidates)))}
     grouped = _by_atom(released.get("global_decisions"))
     plain = _by_atom(released.get("decisions"))
-    for index, entry in enumerate(released.get("global_decisions") or []):
-        topic = entry["supporting_topic"]
-        if topic is not None and topic not in titles:
-            raise ImportLineError(line, f"global_decisions[{index}].supporting_topic",
-                                  f"{topic!r} is not the title of any of the candidates")
     groups: list[dict] = []
     group_of_page: dict[int, int] = {}
     payload_facts = []
     for text in facts:
         fact = empty_fact()
-        if (entry := grouped.get(_norm(text))) is not None:
+        if (entry := grouped.get(_norm(text))) is not None and isinstance(entry.get("is_supported"), bool):
             fact["label"] = "supported" if entry["is_supported"] else "not_supported"
-            page = titles.get(entry["supporting_topic"]) if entry["is_supported"] else None
+            # a page the candidates do not hold (or no page) leaves the fact's individual open:
+            # the scores come from the kept entries, not from the grouping
+            from pipeline.dfactscore_scores import topic_titles
+
+            pages = [titles[t] for t in topic_titles(entry.get("supporting_topic")) if t in titles]
+            page = pages[0] if entry["is_supported"] and pages else None
             if page is not None:
                 if page not in group_of_page:
                     group_of_page[page] = len(groups)
                     groups.append({"link": page})
                 fact["group"] = group_of_page[page]
-        if (entry := plain.get(_norm(text))) is not None:
+        if (entry := plain.get(_norm(text))) is not None and isinstance(entry.get("is_supported"), bool):
             fact["any_page"] = "supported" if entry["is_supported"] else "not_supported"
         payload_facts.append(fact)
     return {"individuals": len(groups), "groups": groups, "facts": payload_facts,
