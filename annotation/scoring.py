@@ -220,10 +220,14 @@ def felm_tasks(project: Project) -> dict[str, Task]:
     segment, response = tasks["segment"], tasks["response"]
     for row in selectors.gold_rows(project, metadata=False):
         item = item_key(row)
+        texts = (row.get("content") or {}).get("segments") or []
         labels = [s["label"] for s in row["gold"]["segments"]]
         for index, label in enumerate(labels):
             if label is not None:
                 segment.units.append(GoldUnit((item, index), "correct" if label else "error"))
+        # an empty segment left unlabelled (nothing to decide) does not hold the response back
+        labels = [label for index, label in enumerate(labels)
+                  if not (label is None and index < len(texts) and not str(texts[index]).strip())]
         if labels and None not in labels:
             response.units.append(GoldUnit((item,), "correct" if all(labels) else "error"))
     return tasks

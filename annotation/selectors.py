@@ -320,6 +320,8 @@ def item_detail(item: Item) -> list[dict]:
             "stage": stage, "assignments": [{"assignment": a, "annotation": getattr(a, "annotation", None)} for a in assignments],
             "consolidation": consolidation, "gold": gold, "events": sorted(events, key=lambda e: e[0]),
             "split_field": field, "units": (stage.content or {}).get(field) if field else None,
+            "warnings": kind.item_warnings(stage.stage, stage.content or {}, item.metadata or {},
+                                           gold.payload if gold else None),
             "can_split": bool(field) and stage.status in (StageStatus.READY, StageStatus.ANNOTATING, StageStatus.FAILED)
                          and not any(getattr(a, "annotation", None) for a in assignments),
         })

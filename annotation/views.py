@@ -671,6 +671,8 @@ def consolidate(request, consolidation_id):
     return render(request, stage_template("consolidate", project.kind, stage.stage), {
         "project": project, "consolidation": consolidation, "item": stage.item, "stage": stage, "discard_form": DiscardForm(),
         "escalate_form": EscalateForm() if can_escalate else None,
+        "item_warnings": get_kind(project.kind).item_warnings(stage.stage, stage.content or {}, stage.item.metadata or {},
+                                                              consolidation.draft),
         "state": {
             "consolidation_id": consolidation.id, "status": consolidation.status, "content": stage.content,
             "version": consolidation.version,

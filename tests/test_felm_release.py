@@ -142,6 +142,85 @@ def test_the_released_spelling_gives_way_where_annotators_found_a_type(felm_proj
     assert record["labels"] == [False, True] and record["comment"] == ["8, not 12.", ""]
 
 
+def typed_correct_line() -> dict:
+    """A segment labelled correct (true) whose type is "reasoning_error": the release has such lines."""
+    return {
+        "index": "21", "source": "MATH", "prompt": "What is 3 * 4?", "response": "3 * 4 = 12. So it is 12.",
+        "segmented_response": ["3 * 4 = 12.", "So it is 12."], "labels": [True, True], "comment": ["", ""],
+        "type": ["reasoning_error", None], "ref": [],
+    }
+
+
+def empty_segment_line() -> dict:
+    """An empty string as a segment (four such lines in the release)."""
+    return {
+        "index": "22", "source": "quora", "prompt": "Name a planet.", "response": "Mars. ",
+        "segmented_response": ["Mars.", ""], "labels": [True, True], "comment": ["", ""], "type": [None, None],
+        "ref": [],
+    }
+
+
+def test_a_typed_correct_segment_and_an_empty_segment_come_back_as_they_came(felm_project):
+    records = [typed_correct_line(), empty_segment_line()]
+    result = import_jsonl(felm_project, lines_of(released_file(*records)), fmt="felm", labels_as="gold")
+    assert (result.items, result.skipped_lines) == (2, 0)
+    back = [line for line in export_jsonl(felm_project, "felm")]
+    assert [json.loads(line) for line in back] == records
+    assert [list(json.loads(line)) for line in back] == [list(r) for r in records]
+    empty = ItemStage.objects.get(item__external_id="22")
+    assert empty.content["segments"] == ["Mars.", ""]
+
+
+def test_the_contradiction_is_shown_on_the_item_page_and_to_the_consolidator(felm_project, logged_in, users):
+    from annotation.services.consolidation import reopen_stage
+
+    import_jsonl(felm_project, jsonl([typed_correct_line(), wk_line()]), fmt="felm", labels_as="gold")
+    item = Item.objects.get(external_id="21")
+    page = logged_in("admin").get(f"/projects/{felm_project.id}/items/{item.id}/").content.decode()
+    assert "Segment 1 is labelled correct in the imported file but has the error type &#x27;reasoning_error&#x27;" in page
+    clean = Item.objects.get(external_id="12")
+    assert "item-warning" not in logged_in("admin").get(f"/projects/{felm_project.id}/items/{clean.id}/").content.decode()
+    stage = ItemStage.objects.get(item=item)
+    consolidation = reopen_stage(stage=stage, user=users["admin"], reason="check the type")
+    page = logged_in("admin").get(f"/consolidations/{consolidation.id}/").content.decode()
+    assert "item-warning" in page and "reasoning_error" in page
+
+
+def test_the_released_type_gives_way_when_the_gold_says_wrong(felm_project):
+    import_jsonl(felm_project, jsonl([typed_correct_line()]), fmt="felm", labels_as="gold")
+    gold = GoldRecord.objects.get()
+    gold.payload["segments"][0] = segment(False, "knowledge_error", "12 is right, but say why.")
+    gold.save()
+    item = Item.objects.get()
+    assert get_kind("felm").item_warnings(1, {}, item.metadata, gold.payload) == []
+    [record] = exported(felm_project)
+    assert record["labels"] == [False, True] and record["type"] == ["knowledge_error", None]
+
+
+def test_an_empty_segment_has_nothing_to_decide_and_is_not_required():
+    kind = get_kind("felm")
+    content = {"segments": ["Mars.", "  "]}
+    payload = {"segments": [segment(True), segment(None)]}
+    assert kind.validate_payload(1, content, payload, complete=True)["segments"][1]["label"] is None
+    with pytest.raises(PayloadError) as caught:
+        kind.validate_payload(1, {"segments": ["Mars.", "Venus."]}, payload, complete=True)
+    assert caught.value.errors[0]["field"] == "segments[1].label"
+
+
+def test_an_unlabelled_empty_segment_does_not_hold_back_the_response_unit(felm_project):
+    from annotation.scoring import felm_tasks
+
+    import_jsonl(felm_project, jsonl([empty_segment_line()]), fmt="felm", labels_as="gold")
+    gold = GoldRecord.objects.get()
+    gold.payload["segments"][1] = segment(None)
+    gold.save()
+    tasks = felm_tasks(felm_project)
+    assert [u.gold for u in tasks["response"].units] == ["correct"]
+    assert len(tasks["segment"].units) == 1
+    [record] = exported(felm_project)
+    assert record["labels"] == [True, True]
+
+
 def test_irrelevant_with_qst_is_the_stored_api_and_agreement_name(felm_project):
     kind = get_kind("felm")
     content = {"segments": ["A."]}

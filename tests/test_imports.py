@@ -124,7 +124,7 @@ def test_labels_as_gold_needs_labels(felm_project):
     ("[1, 2]", "(line)", "must be a JSON object"),
     (json.dumps({"prompt": "p"}), "response", "is missing (FELM shape needs it)"),
     (json.dumps(felm_line(1, ["A."], segmented_response="A.")), "segmented_response", "must be a non-empty list of strings"),
-    (json.dumps(felm_line(1, ["A.", ""])), "segmented_response[1]", "must be a non-empty string"),
+    (json.dumps(felm_line(1, ["A.", "B."], segmented_response=["A.", 3])), "segmented_response[1]", "must be a string"),
     (json.dumps(felm_line(1, ["A."], labels=["yes"])), "labels[0]", "must be true or false"),
     (json.dumps(felm_line(1, ["A."], labels=[True, False])), "labels", "must be a list with one entry per segment (1), not 2"),
     (json.dumps(felm_line(1, ["A."], type=["typo"])), "type[0]", "must be null, \"\" or one of knowledge_error, reasoning_error, irrelevant_with_qst, fooled, not 'typo'"),

@@ -145,6 +145,11 @@ class KindSpec:
         interface, the rows it is given): a stored line rendered by other code is never served."""
         return _renderer_version(type(self).__module__)
 
+    def item_warnings(self, stage: int, content: dict, metadata: dict, gold: dict | None) -> list[str]:
+        """Contradictions in what an import brought, kept as given and shown on the item page and
+        to the consolidator (plain text; pages escape it)."""
+        return []
+
     def agreement_fields_for(self, stage: int) -> dict[str, str]:
         """The fields agreement reports for ``stage``."""
         return self.agreement_fields

@@ -58,8 +58,9 @@ class FelmKind(KindSpec):
         if not isinstance(segments, list) or not segments:
             raise ImportLineError(line, "segmented_response", "must be a non-empty list of strings")
         for index, segment in enumerate(segments):
-            if not isinstance(segment, str) or not segment.strip():
-                raise ImportLineError(line, f"segmented_response[{index}]", "must be a non-empty string")
+            # an empty segment is data (the release has some): shown with nothing to decide
+            if not isinstance(segment, str):
+                raise ImportLineError(line, f"segmented_response[{index}]", "must be a string")
         domain = optional_str(data, "domain", line)
         if domain and domain not in DOMAINS:
             raise ImportLineError(line, "domain", f"must be one of {', '.join(DOMAINS)}, not {domain!r}")
@@ -86,6 +87,9 @@ class FelmKind(KindSpec):
             for key, derived in (("comment", _comments(gold)), ("type", _types(gold))):
                 if key in data and data[key] != derived:  # a spelling of "none" the export must give back
                     metadata[key] = data[key]
+            if typed_correct_segments(data.get("labels"), data.get("type")):
+                # the release contradicts itself: kept as given (export) and shown (item_warnings)
+                metadata["labels"] = data["labels"]
         return parsed
 
     def _parse_felm_labels(self, data: dict, count: int, line: int) -> dict:
@@ -112,6 +116,18 @@ class FelmKind(KindSpec):
             segments.append({"label": label, "error_type": None if label or error_type == "" else error_type,
                              "comment": comment or "", "refs": []})
         return {"segments": segments}
+
+    def item_warnings(self, stage: int, content: dict, metadata: dict, gold: dict | None) -> list[str]:
+        """Contradictions of the imported file, kept as given: a segment labelled correct with an
+        error type (the export gives the type back while the gold says correct)."""
+        gold_segments = (gold or {}).get("segments") or []
+        warnings = []
+        for index, error_type in typed_correct_segments(metadata.get("labels"), metadata.get("type")):
+            if index < len(gold_segments) and gold_segments[index].get("label") is not True:
+                continue  # the gold record no longer says correct: nothing contradicts
+            warnings.append(f"Segment {index + 1} is labelled correct in the imported file but has the error type "
+                            f"{error_type!r}; the export gives both back as they came.")
+        return warnings
 
     def import_domain_error(self, fmt: str, domain: str) -> str | None:
         if fmt == "felm" and domain not in DOMAINS:
@@ -155,7 +171,9 @@ class FelmKind(KindSpec):
                 [field_error("segments", f"has {len(payload['segments'])} entries, the item has {expected} segments")]
             )
         errors: list[dict] = []
-        normalised = [self._validate_segment(index, raw, complete, errors) for index, raw in enumerate(payload["segments"])]
+        texts = content.get("segments", [])
+        normalised = [self._validate_segment(index, raw, complete and not is_empty_segment(texts[index]), errors)
+                      for index, raw in enumerate(payload["segments"])]
         if errors:
             raise PayloadError(errors)
         return {"segments": normalised}
@@ -261,6 +279,19 @@ class FelmKind(KindSpec):
             yield felm_record(row)
 
 
+def is_empty_segment(text: Any) -> bool:
+    """A segment with no text: nothing to decide, never required (the release has some)."""
+    return isinstance(text, str) and not text.strip()
+
+
+def typed_correct_segments(labels: Any, types: Any) -> list[tuple[int, str]]:
+    """(index, type) of the segments a released line labels correct (true) yet gives an error type."""
+    if not isinstance(labels, list) or not isinstance(types, list):
+        return []
+    return [(index, error_type) for index, (label, error_type) in enumerate(zip(labels, types))
+            if label is True and error_type in ERROR_TYPES]
+
+
 def segment_label(value: Any) -> str | None:
     """A segment's label in the scoring tasks' words: true is ``correct``, false ``error``."""
     if isinstance(value, bool):
@@ -286,7 +317,9 @@ def felm_record(row: dict) -> dict:
         "prompt": row["prompt"],
         "response": row["response"],
         "segmented_response": row["content"]["segments"],
-        "labels": [bool(s["label"]) for s in segments],
+        # an empty segment nobody labelled has no error
+        "labels": [True if s["label"] is None and is_empty_segment(text) else bool(s["label"])
+                   for s, text in zip(segments, row["content"]["segments"])],
         "comment": _as_given(metadata, "comment", _comments(segments)),
         "type": _as_given(metadata, "type", _types(segments)),
         "ref": refs,
@@ -295,6 +328,10 @@ def felm_record(row: dict) -> dict:
     for key in SCALAR_FIELDS:
         if key in metadata and _text(metadata[key]) == record[key]:
             record[key] = metadata[key]
+    # a type the file gave on a segment it labelled correct comes back while the gold says correct
+    for index, error_type in typed_correct_segments(metadata.get("labels"), metadata.get("type")):
+        if isinstance(record["type"], list) and index < len(segments) and segments[index].get("label") is True:
+            record["type"][index] = error_type
     if record["domain"] == "" and "domain" not in metadata:
         del record["domain"]
     record.update((k, v) for k, v in metadata.items() if k not in FELM_FIELDS)

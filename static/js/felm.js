@@ -119,14 +119,18 @@ const FelmAnnotate = (() => {
     }
 
     /* What a segment still lacks before a submit, e.g. ["error type", "reason"]. */
-    function missing(segment) {
+    /* A segment without text (released files have some): nothing to decide, never required. */
+    const isEmpty = (index) => !String(state.content.segments[index] ?? "").trim();
+
+    function missing(segment, index) {
+      if (isEmpty(index)) return [];
       if (segment.label === null) return ["label"];
       if (segment.label !== false) return [];
       return [!segment.error_type && "error type", !segment.comment.trim() && "reason"].filter(Boolean);
     }
 
     function listIncomplete() {
-      const lacking = segments.map((s, i) => [i, missing(s)]).filter(([, what]) => what.length);
+      const lacking = segments.map((s, i) => [i, missing(s, i)]).filter(([, what]) => what.length);
       if (!lacking.length) listingIncomplete = false;
       showErrors(lacking.map(([i, what]) => ({field: `segments[${i}]`,
         message: `${what.join(" and ")} ${what.length > 1 ? "are" : "is"} missing`})));
@@ -140,9 +144,9 @@ const FelmAnnotate = (() => {
     }
 
     function updateCompleteness() {
-      const done = segments.filter((s) => !missing(s).length).length;
+      const done = segments.filter((s, i) => !missing(s, i).length).length;
       completenessEl.textContent = `${done}/${segments.length} segments complete`;
-      Array.from(list.children).forEach((node, i) => node.classList.toggle("complete", !missing(segments[i]).length));
+      Array.from(list.children).forEach((node, i) => node.classList.toggle("complete", !missing(segments[i], i).length));
       responseSpans.forEach((span, i) => span?.classList.toggle("has-error", segments[i].label === false));
       if (listingIncomplete) listIncomplete();
     }
@@ -169,7 +173,7 @@ const FelmAnnotate = (() => {
     function goTo(index) {
       select(index);
       const node = list.children[index];
-      const what = missing(segments[index])[0];
+      const what = missing(segments[index], index)[0];
       const target = {label: ".label-correct", "error type": ".error-type", reason: ".comment"}[what];
       (target && node.querySelector(target) || node.querySelector("button"))?.focus();
     }
@@ -229,6 +233,16 @@ const FelmAnnotate = (() => {
       const folded = (part, text, key) => el("button", {type: "button", className: "small unfold", "data-part": part,
         title: `key ${key}`, onclick: (event) => { event.stopPropagation(); unfold(index, part); }}, text, " ", el("kbd", {}, key));
 
+      if (isEmpty(index)) {
+        const empty = el("li", {className: "segment empty-segment complete", "data-index": index, onclick: () => select(index)},
+          el("p", {className: "segment-text meta"}, "(empty segment: nothing to decide)"));
+        const previous = list.children[index];
+        if (previous) {
+          empty.classList.toggle("current", index === currentIndex);
+          previous.replaceWith(empty);
+        } else list.append(empty);
+        return;
+      }
       const node = el("li", {className: "segment", "data-index": index, onclick: () => select(index),
         onfocusin: () => { if (index !== currentIndex) select(index); }},
         el("p", {className: "segment-text"}, state.content.segments[index]),
@@ -277,8 +291,8 @@ const FelmAnnotate = (() => {
     function onKey(event) {
       if (state.read_only || event.ctrlKey || event.metaKey || event.altKey) return;
       const actions = {
-        c: () => change(currentIndex, {label: true}),
-        x: () => change(currentIndex, {label: false}),
+        c: () => isEmpty(currentIndex) || change(currentIndex, {label: true}),
+        x: () => isEmpty(currentIndex) || change(currentIndex, {label: false}),
         j: () => select(currentIndex + 1), ArrowDown: () => select(currentIndex + 1),
         k: () => select(currentIndex - 1), ArrowUp: () => select(currentIndex - 1),
         r: () => unfold(currentIndex, "note"),
