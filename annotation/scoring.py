@@ -56,7 +56,7 @@ from pipeline.scoring import (
 
 from . import selectors
 from .kinds import get_kind
-from .kinds.claims import normalised_edit_distance, word_overlap
+from pipeline.text_measures import normalised_edit_distance, word_overlap
 from .kinds.dfactscore import SUPPORT_LABELS, dfactscore_settings, fact_support
 from .kinds.factcheck.step2 import STANCE3, STANCES
 from .models import ItemStage, Project, StageStatus

@@ -193,10 +193,10 @@ def test_revision_against_the_original_and_the_gold_revision_by_hand(factcheck_p
                                                                   (("r2",), "a c", "a b")]
     result = score_task(task, {("r1",): "the dog sat"}, resamples=0)  # r2 missing: an empty text
     assert result["measure"] == "revision" and result["units"] == 2 and result["missing"] == 1
-    # r1: "the dog sat" vs "the cat sat": 3 edits of 11 characters, words {the, sat} of {the, cat, dog, sat};
-    # r2 (empty): distance 1, overlap 0 against both
+    # r1: "the dog sat" vs "the cat sat": 3 edits of 11 characters, "the" and "sat" of the 3 words;
+    # r2 (empty): distance 1, overlap 0 against both (the paper's measures: pipeline.text_measures)
     assert result["against_original"]["normalised_edit_distance"]["value"] == pytest.approx((3 / 11 + 1) / 2)
-    assert result["against_original"]["word_overlap"]["value"] == pytest.approx((2 / 4 + 0) / 2)
+    assert result["against_original"]["word_overlap"]["value"] == pytest.approx((2 / 3 + 0) / 2)
     assert result["against_gold"]["normalised_edit_distance"]["value"] == pytest.approx((0 + 1) / 2)
     assert result["against_gold"]["word_overlap"]["value"] == pytest.approx((1 + 0) / 2)
     assert result["against_gold"]["word_overlap"]["low"] is None
@@ -206,9 +206,34 @@ def test_revision_against_the_original_and_the_gold_revision_by_hand(factcheck_p
     scores = unchanged["majority"]["scores"]
     assert scores["against_original"]["normalised_edit_distance"]["value"] == 0.0
     assert scores["against_original"]["word_overlap"]["value"] == 1.0
-    # r1 as above; r2 "a b" vs "a c": 1 edit of 3 characters, words {a} of {a, b, c}
+    # r1 as above; r2 "a b" vs "a c": 1 edit of 3 characters, "a" of the 2 words
     assert scores["against_gold"]["normalised_edit_distance"]["value"] == pytest.approx((3 / 11 + 1 / 3) / 2)
-    assert scores["against_gold"]["word_overlap"]["value"] == pytest.approx((1 / 2 + 1 / 3) / 2)
+    assert scores["against_gold"]["word_overlap"]["value"] == pytest.approx((2 / 3 + 1 / 2) / 2)
+
+
+def test_the_gold_revisions_of_the_false_responses_score_the_papers_figures(factcheck_project,
+                                                                            django_capture_on_commit_callbacks):
+    """Issue 19: the released file imported as gold, its gold revisions scored as a system on the
+    61 responses the paper counts as false: against the original, the paper's normalised edit
+    distance 0.354 and word overlap 0.715 (Wang et al.)."""
+    from annotation.kinds.factcheck.step3 import derived_labels  # the paper's rule for a false response
+
+    path = shared_data_path("factcheck-bench", "factcheck-GPT-benchmark.jsonl")
+    with open(path, "rb") as handle, django_capture_on_commit_callbacks(execute=True):
+        import_jsonl(factcheck_project, handle, fmt="factcheck-bench", labels_as="gold")
+    task = project_tasks(factcheck_project)["revision"]
+    false_items = set()
+    for stage in ItemStage.objects.filter(item__project=factcheck_project, stage=3).select_related("item"):
+        stages = {s.stage: s for s in stage.item.stages.select_related("gold")}
+        labels = derived_labels(stages[1].gold.payload, stages[2].content, stages[2].gold.payload)
+        if labels["response"] is False:
+            false_items.add(stage.item.external_id or str(stage.item_id))
+    assert len(false_items) == 61
+    result = score_task(task, {u.key: u.gold for u in task.units}, resamples=0, only=[(key,) for key in false_items])
+    assert result["units"] == 61
+    against = result["against_original"]
+    assert round(against["normalised_edit_distance"]["value"], 3) == 0.354
+    assert round(against["word_overlap"]["value"], 3) == 0.715
 
 
 def test_revision_intervals_resample_items_and_are_seeded(factcheck_project):

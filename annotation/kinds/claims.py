@@ -1,17 +1,16 @@
 """Comparing two lists of claims: alignment by text similarity, edit distance, word overlap.
 
 Used to line up two annotators' decompositions of a sentence for consolidation and agreement.
+The two measures are the paper's (pipeline.text_measures), re-exported here for the kinds.
 """
-import re
-
 from rapidfuzz import fuzz
-from rapidfuzz.distance import Levenshtein
+
+from pipeline.text_measures import normalised_edit_distance, word_overlap  # noqa: F401 (the kinds' names)
 
 # Claims of one sentence about the same subject share many characters: at 0.5, "Marie Curie was
 # a chemist." paired with "Marie Curie was born in Poland." (0.56). Rewordings of one claim
 # score higher ("won two Nobel Prizes" / "was awarded the Nobel Prize twice": 0.63).
 MIN_SIMILARITY = 0.6
-_WORD = re.compile(r"\w+")
 
 
 def normalise(text: str) -> str:
@@ -21,19 +20,6 @@ def normalise(text: str) -> str:
 def similarity(a: str, b: str) -> float:
     """0..1, insensitive to word order and case (token-sort ratio)."""
     return fuzz.token_sort_ratio(normalise(a).lower(), normalise(b).lower()) / 100
-
-
-def normalised_edit_distance(a: str, b: str) -> float:
-    """Levenshtein distance over the longer length: 0 for equal texts, 1 for nothing in common."""
-    return Levenshtein.normalized_distance(normalise(a), normalise(b))
-
-
-def word_overlap(a: str, b: str) -> float:
-    """Jaccard overlap of the lower-cased word sets (1 when both are empty)."""
-    words_a, words_b = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
-    if not words_a and not words_b:
-        return 1.0
-    return len(words_a & words_b) / len(words_a | words_b)
 
 
 def align(pivot: list[str], other: list[str], min_similarity: float = MIN_SIMILARITY) -> list[tuple[int | None, int | None]]:

@@ -27,9 +27,11 @@ const FactcheckStep3 = (() => {
   const normalise = (text) => (text || "").split(/\s+/).filter(Boolean).join(" ");
   const joinRevised = (sentences) => sentences.map((s) => normalise(s.revised)).filter(Boolean).join(" ");
 
-  /* Levenshtein distance over the longer length, on characters (as the agreement page reports). */
+  /* The paper's two measures, as pipeline/text_measures.py computes them (docs/measures.md). */
+  /* Normalised edit distance: character Levenshtein of the texts as given over the longer length. */
   function editDistance(a, b) {
-    if (a === b) return 0;
+    a = Array.from(a || "");  // characters (code points), as Python counts them
+    b = Array.from(b || "");
     const longer = Math.max(a.length, b.length);
     if (!longer) return 0;
     if (a.length * b.length > 4e6) return 1;  // too long to compare while typing
@@ -44,11 +46,14 @@ const FactcheckStep3 = (() => {
     return previous[b.length] / longer;
   }
 
+  /* Word overlap: whitespace tokens, case and punctuation kept; the share of the longer list's
+   * tokens (the first text's at equal length) that occur in the shorter list, each occurrence counted. */
   function wordOverlap(a, b) {
-    const left = new Set(WordDiff.words(a.toLowerCase())), right = new Set(WordDiff.words(b.toLowerCase()));
-    if (!left.size && !right.size) return 1;
-    const shared = [...left].filter((w) => right.has(w)).length;
-    return shared / (left.size + right.size - shared);
+    const left = (a || "").split(/\s+/).filter(Boolean), right = (b || "").split(/\s+/).filter(Boolean);
+    const [longer, shorter] = left.length >= right.length ? [left, right] : [right, left];
+    if (!longer.length) return 1;
+    const present = new Set(shorter);
+    return longer.filter((token) => present.has(token)).length / longer.length;
   }
 
   function start(state, options = {}) {
@@ -139,7 +144,7 @@ const FactcheckStep3 = (() => {
       const figures = editorEl.querySelector(".fc3-figures");
       if (figures) {
         figures.textContent = `Against the original response: word overlap ${wordOverlap(original, response || "").toFixed(2)}, ` +
-          `normalised edit distance ${editDistance(normalise(original), normalise(response || "")).toFixed(2)}`;
+          `normalised edit distance ${editDistance(original, response || "").toFixed(2)}`;
       }
     }
 
