@@ -181,6 +181,8 @@ class ImportErrorSerializer(serializers.Serializer):
     line = serializers.IntegerField(help_text="line of the file (0: the file or the request as a whole)")
     field = serializers.CharField(help_text='e.g. "response", "labels[2]", "(json)", "(file)"')
     message = serializers.CharField()
+    column = serializers.IntegerField(required=False,
+                                      help_text="where in the line (1-based), for text that is not JSON or not UTF-8")
 
 
 class ImportResultSerializer(serializers.Serializer):

@@ -66,8 +66,8 @@ def test_hostile_values_through_the_api_fail_the_job_not_the_server(clients, fel
 def test_a_non_finite_number_on_a_line_that_is_not_json_anyway_is_a_json_error(felm_project):
     with pytest.raises(ImportFailed) as failed:
         import_jsonl(felm_project, _file('{"response": "x", "n": NaN, "m": }'), fmt="plain")
-    assert failed.value.errors == [{"line": 2, "field": "(json)",
-                                    "message": "is not valid JSON: Expecting value at column 34"}]
+    assert failed.value.errors == [{"line": 2, "field": "(json)", "column": 34, "message":
+                                    'is not valid JSON: Expecting value at column 34, near «…e": "x", "n": NaN, "m": ⟨here⟩}»'}]
 
 
 def test_an_integer_too_long_to_read_is_a_line_error(felm_project):

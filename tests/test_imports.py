@@ -120,7 +120,8 @@ def test_labels_as_gold_needs_labels(felm_project):
 
 
 @pytest.mark.parametrize("bad_line, field, message", [
-    ("{not json", "(json)", "is not valid JSON: Expecting property name enclosed in double quotes at column 2"),
+    ("{not json", "(json)", 'is not valid JSON: Expecting property name enclosed in double quotes at column 2, '
+                            'near «{⟨here⟩not json»'),
     ("[1, 2]", "(line)", "must be a JSON object"),
     (json.dumps({"prompt": "p"}), "response", "is missing (FELM shape needs it)"),
     (json.dumps(felm_line(1, ["A."], segmented_response="A.")), "segmented_response", "must be a non-empty list of strings"),
@@ -136,7 +137,7 @@ def test_a_bad_line_fails_the_whole_file_naming_line_and_field(felm_project, bad
     content = f"{good}\n\n{good}\n{bad_line}\n{good}\n".encode()
     with pytest.raises(ImportFailed) as error:
         import_jsonl(felm_project, [line for line in content.splitlines(keepends=True)], fmt="felm")
-    assert error.value.errors[0] == {"line": 4, "field": field, "message": message}
+    assert {k: v for k, v in error.value.errors[0].items() if k != "column"} == {"line": 4, "field": field, "message": message}
     assert Item.objects.count() == 0 and ItemStage.objects.count() == 0
 
 

@@ -379,7 +379,8 @@ def test_differences_of_revisions_are_paired_means_of_the_distances_to_the_gold(
     exact = {u.key: "the dog sat" for u in task.units}
     unchanged = {u.key: "the cat sat" for u in task.units}
     result = task_difference(task, exact, unchanged, None, 0, 0)
-    assert result["word_overlap"]["value"] == pytest.approx(1 - 2 / 4)
+    # the paper's word overlap: "the" and "sat" of the three words of the longer text
+    assert result["word_overlap"]["value"] == pytest.approx(1 - 2 / 3)
     assert result["normalised_edit_distance"]["value"] == pytest.approx(0 - 3 / 11)
 
 
@@ -495,7 +496,7 @@ def test_the_command_exits_with_every_bad_line(gold, tmp_path):
     assert str(caught.value).splitlines() == [
         "nothing stored:",
         "  line 2, field claim: item 'q0' sentence 'sentence1' claim 9 matches no claim of the project",
-        "  line 3, field (json): is not valid JSON: Expecting value at column 1"]
+        "  line 3, field (json): is not valid JSON: Expecting value at column 1, near «⟨here⟩x»"]
     assert SystemRun.objects.get().state == SystemRunState.FAILED
     with pytest.raises(CommandError, match="refused:\n  system: is required"):
         call_command("import_predictions", gold.name, str(path), "--system", " ")

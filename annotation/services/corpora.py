@@ -11,7 +11,6 @@ earlier run wrote, an embedding batch only takes passages that still have no vec
 embedding backend or model changed, ``clear_embeddings`` (``manage.py reembed_corpus``) makes a
 corpus's vectors again.
 """
-import json
 import logging
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from annotation.kinds.base import is_valid_url
 from annotation.models import Corpus, CorpusState, Passage, Project
 from annotation.uploads import store_upload, stored_path
 
-from .imports import check_upload_size
+from .imports import check_upload_size, read_json_line
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +37,6 @@ MAX_REPORTED_ERRORS = 20
 MAX_PASSAGE_SENTENCES = 50
 # A lexeme in more than 1 % of a corpus's passages (and more than this many) is "frequent".
 FREQUENT_TERM_MIN_PASSAGES = 50
-_BOM = b"\xef\xbb\xbf"
 _TEXT_LIMITS = {"title": Passage._meta.get_field("title").max_length, "url": Passage._meta.get_field("url").max_length}
 
 
@@ -90,20 +88,11 @@ def _document(raw: bytes, number: int) -> tuple[dict | None, dict | None]:
     def error(field: str, message: str):
         return None, {"line": number, "field": field, "message": message}
 
-    if number == 1 and raw.startswith(_BOM):
-        raw = raw[len(_BOM):]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return error("(line)", f"is not UTF-8: {exc.reason}")
+    data, problem, text = read_json_line(raw, number)  # the items' reader: line, column, excerpt
+    if problem is not None:
+        return None, problem
     if not text.strip():
         return None, None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return error("(json)", f"is not valid JSON: {exc.msg} at column {exc.colno}")
-    except RecursionError:
-        return error("(json)", f"is nested too deeply (more than {MAX_JSON_DEPTH} levels)")
     if not isinstance(data, dict):
         return error("(line)", "must be a JSON object with title, url and text")
     if too_deep(data):

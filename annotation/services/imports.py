@@ -118,8 +118,68 @@ def line_error(line: int, field_name: str, message: str) -> dict:
     return {"line": line, "field": _storable(field_name, 200), "message": _storable(message, 500)}
 
 
+EXCERPT_CHARS = 24  # of the line on either side of an error's column
+
+
+def excerpt(line_text: str, column: int) -> str:
+    """The piece of ``line_text`` around ``column`` (1-based), the place marked, in «»: what a
+    person looks for in an editor when the line is thousands of characters long."""
+    line_text = line_text.rstrip("\r\n")
+    at = max(column - 1, 0)
+    before, after = line_text[max(0, at - EXCERPT_CHARS):at], line_text[at:at + EXCERPT_CHARS]
+    text = (("…" if at > EXCERPT_CHARS else "") + before + "⟨here⟩" + after
+            + ("…" if len(line_text) > at + EXCERPT_CHARS else ""))
+    return f"«{text}»"
+
+
+def placed_error(line: int, field_name: str, message: str, column: int, line_text: str) -> dict:
+    """An error at a place of a line: its column (1-based) in the dict and, with a short excerpt
+    around it, in the message."""
+    return {**line_error(line, field_name, f"{message} at column {column}, near {excerpt(line_text, column)}"),
+            "column": column}
+
+
 def _syntax_error(exc: json.JSONDecodeError, number: int) -> dict:
-    return line_error(exc.lineno if number == 0 else number, "(json)", f"is not valid JSON: {exc.msg} at column {exc.colno}")
+    """Where the JSON stops being JSON: the file's line (a document read whole: the document's
+    line) and column, with the text around it."""
+    if number == 0:
+        lines = exc.doc.splitlines() or [""]
+        line_text = lines[min(exc.lineno, len(lines)) - 1]
+        return placed_error(exc.lineno, "(json)", f"is not valid JSON: {exc.msg}", exc.colno, line_text)
+    # one line: an error at its end (past the newline, for json) is placed after its last character
+    line_text = exc.doc.rstrip("\r\n")
+    return placed_error(number, "(json)", f"is not valid JSON: {exc.msg}", min(exc.pos, len(line_text)) + 1, line_text)
+
+
+def decode_line(raw: bytes | str, number: int) -> tuple[str | None, dict | None]:
+    """One line of an upload as text (a first line's byte-order mark dropped), or the error
+    naming the column of the first byte that is not UTF-8."""
+    if number == 1:
+        raw = raw.removeprefix(_BOM) if isinstance(raw, bytes) else raw.removeprefix("\ufeff")
+    if not isinstance(raw, bytes):
+        return raw, None
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        before = raw[:exc.start].decode("utf-8", "replace")
+        shown = before + raw[exc.start:].decode("utf-8", "backslashreplace")
+        return None, placed_error(number, "(line)", f"is not UTF-8: {exc.reason}", len(before) + 1, shown)
+
+
+def read_json_line(raw: bytes | str, number: int) -> tuple[Any, dict | None, str]:
+    """The one reader of a JSONL line for every upload (items of every format, corpora,
+    predictions): (parsed JSON, error naming line, column and field, the line's text). A blank
+    line gives (None, None, text); NaN, Infinity and numbers too large for a float are refused
+    naming their field (PostgreSQL's JSON cannot hold them)."""
+    text, error = decode_line(raw, number)
+    if error is not None:
+        return None, error, ""
+    if not text.strip():
+        return None, None, text
+    data, error = _loads(text, number)
+    if error is None and (_SURROGATE_ESCAPES[0] in text or _SURROGATE_ESCAPES[1] in text):
+        error = _hostile_value(data, number)
+    return data, error, text
 
 
 def _loads(text: str, number: int) -> tuple[Any, dict | None]:
@@ -154,19 +214,14 @@ def _hostile_value(data: Any, number: int) -> dict | None:
 def jsonl_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tuple[int, Any, dict | None]]:
     """(line number, parsed JSON, error) for every non-blank line."""
     first_line, held = 0, None  # the first line, when it might open a multi-line JSON document
-    for number, raw in enumerate(lines, start=1):
-        reading.lines, reading.bytes = number, reading.bytes + len(raw)
-        if number == 1:
-            raw = raw.removeprefix(_BOM) if isinstance(raw, bytes) else raw.removeprefix("\ufeff")
-        if isinstance(raw, bytes):
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield number, None, line_error(number, "(line)", f"is not UTF-8: {exc.reason}")
-                continue
+    for number, line in enumerate(lines, start=1):
+        reading.lines, reading.bytes = number, reading.bytes + len(line)
+        data, error, raw = read_json_line(line, number)
+        if error is not None and error["field"] == "(line)":  # not UTF-8
+            yield number, None, error
+            continue
         if not raw.strip():
             continue
-        data, error = _loads(raw, number)
         if held is not None:
             if error is not None:  # two lines in a row that are not JSON: a pretty-printed document
                 yield first_line, None, line_error(first_line, "(file)", MULTILINE_DOCUMENT)
@@ -182,8 +237,6 @@ def jsonl_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tu
                 continue
             if error is None and isinstance(data, list) and any(isinstance(entry, dict) for entry in data):
                 error, data = line_error(number, "(file)", "is one JSON array, not JSONL: put each item on a line of its own"), None
-        if error is None and (_SURROGATE_ESCAPES[0] in raw or _SURROGATE_ESCAPES[1] in raw):
-            error = _hostile_value(data, number)
         yield number, data, error
     if held is not None:
         yield held
@@ -203,7 +256,11 @@ def _document_records(lines: Iterable[bytes | str], reading: Reading) -> Iterato
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        yield 1, None, line_error(1, "(file)", f"is not UTF-8: {exc.reason}")
+        number = raw.count(b"\n", 0, exc.start) + 1
+        start = raw.rfind(b"\n", 0, exc.start) + 1
+        before = raw[start:exc.start].decode("utf-8", "replace")
+        shown = before + raw[exc.start:raw.find(b"\n", exc.start) % (len(raw) + 1)].decode("utf-8", "backslashreplace")
+        yield number, None, placed_error(number, "(file)", f"is not UTF-8: {exc.reason}", len(before) + 1, shown)
         return
     data, error = _loads(text, 0)
     if error is not None:
