@@ -14,8 +14,9 @@ from annotation import scoring
 from annotation.downloads import spreadsheet_safe
 from annotation.models import Project, SystemRun
 
-# The columns of a task's table by the task's measure (annotation.scoring): name, heading; the
-# first is the one systems are ranked by (higher is better) and the plot shows.
+# Every figure of a measure (annotation.scoring): name, heading. A task's own headline figures
+# (scoring.Task.figures, the ones its paper reports) lead its table and rank it; the others of
+# its measure follow a click away.
 METRICS = {
     "labels": (("macro_f1", "Macro F1"), ("accuracy", "Accuracy"), ("macro_precision", "Macro P"),
                ("macro_recall", "Macro R"), ("balanced_accuracy", "Balanced accuracy")),
@@ -39,13 +40,41 @@ def system_runs(project: Project) -> QuerySet[SystemRun]:
     return SystemRun.objects.filter(project=project).defer("predictions").select_related("created_by").order_by("-id")
 
 
+NO_VALUE = {"value": None, "low": None, "high": None}
+
+
 def metric(scores: dict, name: str) -> dict:
-    """{"value", "low", "high"} of one of METRICS in score_task's answer."""
+    """{"value", "low", "high"} of a figure in score_task's answer (a path: ``macro_f1``,
+    ``per_label.error.f1``, ``against_gold.word_overlap``); no value where the answer has none
+    (a label neither the gold nor the system holds, a run scored before the figure existed)."""
     if name.startswith("macro_"):
-        return scores["macro"][name.removeprefix("macro_")]
+        name = "macro." + name.removeprefix("macro_")
     for part in name.split("."):
+        if not isinstance(scores, dict) or part not in scores:
+            return dict(NO_VALUE)
         scores = scores[part]
-    return scores
+    return scores if isinstance(scores, dict) and "value" in scores else dict(NO_VALUE)
+
+
+def task_figures(kind: str, task: str, measure: str) -> tuple[list[scoring.Figure], list[scoring.Figure]]:
+    """(headline, others) of a task's table: the figures the task defines (its paper's), then
+    the rest of its measure's."""
+    definition = scoring.task_definitions(kind).get(task)
+    headline = list(definition.figures) if definition is not None and definition.measure == measure else []
+    if not headline:
+        headline = [scoring.Figure(name, title) for name, title in METRICS[measure][:1]]
+    shown = {figure.name for figure in headline}
+    lower = {figure.name for figure in scoring.REVISION_FIGURES if not figure.higher_is_better}
+    others = [scoring.Figure(name, title, name not in lower) for name, title in METRICS[measure] if name not in shown]
+    return headline, others
+
+
+def _rank_value(scores: dict, figure: scoring.Figure) -> float:
+    """A row's primary figure as a number to sort on, higher better; no value ranks last."""
+    value = metric(scores, figure.name)["value"]
+    if value is None:
+        return float("-inf")
+    return value if figure.higher_is_better else -value
 
 
 def measure_of(scores: dict) -> str:
@@ -86,12 +115,11 @@ def run_difference(first: SystemRun, second: SystemRun, task: str, subset: str) 
                        second.id, _part((second.scores or {}).get(task), subset))
 
 
-def _row(scores: dict, **fields) -> dict:
-    measure = measure_of(scores)
+def _row(scores: dict, figures: list[scoring.Figure], **fields) -> dict:
     return {
         **fields,
         "units": scores["units"], "items": scores["items"], "missing": scores.get("missing", 0),
-        "metrics": {name: metric(scores, name) for name, _ in METRICS[measure]},
+        "metrics": {figure.name: metric(scores, figure.name) for figure in figures},
         "per_label": scores.get("per_label", {}),
         # D-FActScore: the system's FActScore / D-FActScore per source model against the human one
         "models": (scores.get("paragraph_scores") or {}).get("models", []),
@@ -112,7 +140,8 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
     its scores and, but for the reference system, its paired difference to it.
 
     ``task`` defaults to the project's first task with scores; ``reference`` (a run id) to the
-    system ranked first (the first of the task's METRICS: macro F1 for labels) among those
+    system ranked first (by the first of the task's headline figures, scoring.Task.figures:
+    the figure its paper reports first) among those
     scored on the current gold (the units and labels of the run finished last). Rows of runs
     scored on other gold are ``stale``: their differences are unknown until they are scored
     again. Systems are ranked by their latest version, the versions of a system newest first;
@@ -121,7 +150,8 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
     ValueError({parameter: message}) for an unknown task or reference."""
     tasks = scored_tasks(project)
     board = {"tasks": tasks, "task": None, "title": "", "measure": "labels", "agreed": agreed, "agreed_available": False,
-             "reference": None, "current_fingerprint": None, "rows": [], "metrics": [], "differences": []}
+             "reference": None, "current_fingerprint": None, "rows": [], "metrics": [], "other_metrics": [],
+             "differences": []}
     if not tasks:
         if task:
             raise ValueError({"task": "no system has been scored in this project yet"})
@@ -143,8 +173,14 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
             raise ValueError({"reference": "no system is scored on these units"})
         return board
     measure = measure_of(scored[0]["part"])
-    primary = METRICS[measure][0][0]
-    board.update(measure=measure, metrics=[{"name": n, "title": t} for n, t in METRICS[measure]],
+    headline, others = task_figures(project.kind, task, measure)
+    primary = headline[0]
+    figures = headline + others
+
+    def listed(found: list[scoring.Figure]) -> list[dict]:
+        return [{"name": f.name, "title": f.title, "higher_is_better": f.higher_is_better} for f in found]
+
+    board.update(measure=measure, metrics=listed(headline), other_metrics=listed(others),
                  differences=[{"name": n, "title": t} for n, t in DIFFERENCES[measure]])
     latest = max(scored, key=lambda run: (run["finished_at"] or run["created_at"], run["id"]))
     current = latest["part"]["fingerprint"]
@@ -157,7 +193,7 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
         ref = by_id[reference]
     else:
         fresh = [run for run in scored if run["part"]["fingerprint"] == current]
-        ref = max(fresh, key=lambda run: (metric(run["part"], primary)["value"], run["created_at"], run["id"]))
+        ref = max(fresh, key=lambda run: (_rank_value(run["part"], primary), run["created_at"], run["id"]))
     board["reference"] = ref["id"]
 
     def picked(diff: dict | None) -> dict | None:
@@ -165,14 +201,14 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
 
     latest_of: dict[str, float] = {}
     for run in scored:  # newest first: the first seen is a system's latest version
-        latest_of.setdefault(run["system"], metric(run["part"], primary)["value"])
+        latest_of.setdefault(run["system"], _rank_value(run["part"], primary))
     ranked = sorted(scored, key=lambda run: (-latest_of[run["system"]], run["system"], -run["created_at"].timestamp(),
                                              -run["id"]))
     rows = []
     for run in ranked:
         part, is_reference = run["part"], run["id"] == ref["id"]
         rows.append(_row(
-            part, kind="system", run=run["id"], system=run["system"], version=run["version"], baseline=None,
+            part, figures, kind="system", run=run["id"], system=run["system"], version=run["version"], baseline=None,
             label=f"{run['system']} {run['version']}".strip(), source=run["source"], state=run["state"],
             created_at=run["created_at"].isoformat(), created_by=run["created_by__username"],
             resamples=part.get("resamples"), seed=part.get("seed"), reference=is_reference,
@@ -184,7 +220,7 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
                                                                    else len(BASELINE_ORDER), kv[0])):
         diff = ref["part"].get("differences", {}).get(f"baseline:{name}")
         rows.append(_row(
-            baseline["scores"], kind="baseline", run=None, system=None, version="", baseline=name,
+            baseline["scores"], figures, kind="baseline", run=None, system=None, version="", baseline=name,
             label=baseline["title"], source=None, state=None, created_at=None, created_by=None,
             resamples=baseline["scores"].get("resamples"), seed=baseline["scores"].get("seed"), reference=False,
             stale=ref["part"]["fingerprint"] != current, difference=picked(negated(diff)) if diff else None,
@@ -201,7 +237,8 @@ def leaderboard_csv(board: dict) -> Iterator[str]:
     """The leaderboard table as CSV lines: one row per system version and baseline, each metric
     and difference with its interval."""
     header = ["kind", "system", "version", "baseline", "label", "run", "reference", "stale", "units", "items", "missing"]
-    for entry in board["metrics"]:
+    figures = board["metrics"] + board.get("other_metrics", [])
+    for entry in figures:
         header += [entry["name"], f"{entry['name']}_low", f"{entry['name']}_high"]
     for entry in board["differences"]:
         header += [f"difference_{entry['name']}", f"difference_{entry['name']}_low", f"difference_{entry['name']}_high"]
@@ -220,7 +257,7 @@ def leaderboard_csv(board: dict) -> Iterator[str]:
         line = [row["kind"], spreadsheet_safe(row["system"] or ""), spreadsheet_safe(row["version"]), row["baseline"] or "",
                 spreadsheet_safe(row["label"]),
                 row["run"] or "", int(row["reference"]), int(row["stale"]), row["units"], row["items"], row["missing"]]
-        for entry in board["metrics"]:
+        for entry in figures:
             value = row["metrics"][entry["name"]]
             line += [_number(value["value"]), _number(value["low"]), _number(value["high"])]
         for entry in board["differences"]:

@@ -78,6 +78,7 @@ def leaderboard_page(request, project_id):
         return _download(project, board, download)
     for row in board["rows"]:
         row["cells"] = [_estimate(row["metrics"][m["name"]]) for m in board["metrics"]]
+        row["other_cells"] = [_estimate(row["metrics"][m["name"]]) for m in board["other_metrics"]]
         row["difference_cells"] = [_estimate((row["difference"] or {}).get(d["name"])) for d in board["differences"]]
         row["model_cells"] = [
             {"model": m["model"], "paragraphs": m["paragraphs"],

@@ -82,6 +82,44 @@ class GoldUnit:
         return self.key[0]
 
 
+@dataclass(frozen=True)
+class Figure:
+    """A number a task's leaderboard shows: a path into score_task's answer (``accuracy``,
+    ``macro_f1``, ``per_label.error.f1``, ``against_gold.word_overlap``…), its heading, and
+    whether higher is better (the first of a task's headline figures ranks its systems)."""
+    name: str
+    title: str
+    higher_is_better: bool = True
+
+
+def class_figures(label: str, what: str) -> tuple[Figure, ...]:
+    """F1, precision and recall of one label taken as the positive class."""
+    return (Figure(f"per_label.{label}.f1", f"F1 ({what})"), Figure(f"per_label.{label}.precision", f"P ({what})"),
+            Figure(f"per_label.{label}.recall", f"R ({what})"))
+
+
+# The figures each paper reports first (docs/measures.md), the task's headline on its leaderboard.
+# Factcheck-Bench, Tables 3-4 (subtasks 1-3): accuracy and macro P/R/F1.
+ACCURACY_AND_MACRO = (Figure("accuracy", "Accuracy"), Figure("macro_precision", "Macro P"),
+                      Figure("macro_recall", "Macro R"), Figure("macro_f1", "Macro F1"))
+# Factcheck-Bench, Table 5 (claim factuality): P/R/F1 of false and of true claims, each its own
+# positive class; false first (the abstract's "best F1 = 0.53" is on false claims).
+FACTUALITY_FIGURES = (*class_figures("false", "false claims"), *class_figures("true", "true claims"))
+# FELM: F1 (P, R) of detecting errors, the error class positive, and balanced accuracy, as its
+# evaluation code computes them at segment and response level.
+FELM_FIGURES = (*class_figures("error", "errors"), Figure("balanced_accuracy", "Balanced accuracy"))
+REVISION_FIGURES = (Figure("against_gold.word_overlap", "Word overlap with the gold revision"),
+                    Figure("against_gold.normalised_edit_distance", "Edit distance to the gold revision", False),
+                    Figure("against_original.word_overlap", "Word overlap with the original"),
+                    Figure("against_original.normalised_edit_distance", "Edit distance to the original", False))
+
+
+def dfactscore_figures(score: str) -> tuple[Figure, ...]:
+    """D-FActScore (Chiang & Lee) reports FActScore and D-FActScore per source model: a system is
+    as good as its per-model score is close to the human one (``paragraph_comparison``)."""
+    return (Figure("paragraph_scores.mean_difference", f"Mean |system − human| {score} over models", False),)
+
+
 @dataclass
 class Task:
     name: str
@@ -103,6 +141,8 @@ class Task:
     # the per-unit agreement export's field that says whether the annotators agreed on this
     # task's unit ("" = the prediction field); scores on agreed units only read it
     agreement_field: str = ""
+    # the figures the task's paper reports, its leaderboard's headline (the first ranks)
+    figures: tuple[Figure, ...] = ACCURACY_AND_MACRO
 
     def accepts(self, value: Any) -> bool:
         """Whether a prediction line's value can be this task's prediction (before normalise):
@@ -146,31 +186,34 @@ def task_definitions(kind: str) -> dict[str, Task]:
                             normalise=lambda label: STANCE3.get(label, label), field="stance",
                             vocabulary=(*STANCES, "support"), agreement_field="stance3"),
             "factuality": Task("factuality", "Subtask 4: claim factuality", ("item", "sentence", "claim"),
-                               normalise=factuality, field="factuality", vocabulary=FACTUALITY),
+                               normalise=factuality, field="factuality", vocabulary=FACTUALITY,
+                               figures=FACTUALITY_FIGURES),
             "factuality_without_nee": Task("factuality_without_nee",
                                            "Subtask 4: claim factuality without not_enough_evidence",
                                            ("item", "sentence", "claim"), labels=("false", "true"), normalise=factuality,
-                                           field="factuality", vocabulary=FACTUALITY),
+                                           field="factuality", vocabulary=FACTUALITY, figures=FACTUALITY_FIGURES),
             "revision": Task("revision", "Subtask 5: revised response", ("item",), field="revised_response",
-                             measure="revision", agreement_field="revised_response"),
+                             measure="revision", agreement_field="revised_response", figures=REVISION_FIGURES),
         }
     if kind == "felm":
         return {
-            "segment": Task("segment", "FELM: segment level", ("item", "segment"), vocabulary=("correct", "error")),
+            "segment": Task("segment", "FELM: segment level", ("item", "segment"), vocabulary=("correct", "error"),
+                            figures=FELM_FIGURES),
             "response": Task("response", "FELM: response level (wrong when any segment is)", ("item",),
-                             field="response_label", vocabulary=("correct", "error"), agreement_field="label"),
+                             field="response_label", vocabulary=("correct", "error"), agreement_field="label",
+                             figures=FELM_FIGURES),
         }
     if kind == "dfactscore":
         return {
             "support": Task("support", "D-FActScore: fact supported by any page (FActScore)", ("item", "fact"),
                             labels=SUPPORT, normalise=support_label, field="supported",
                             vocabulary=(*SUPPORT, True, False), models={}, paragraph_score="factscore",
-                            agreement_field="label"),
+                            agreement_field="label", figures=dfactscore_figures("FActScore")),
             "global_support": Task("global_support",
                                    "D-FActScore: fact supported by its individual's linked page (D-FActScore)",
                                    ("item", "fact"), labels=SUPPORT, normalise=support_label, field="global_supported",
                                    vocabulary=(*SUPPORT, True, False), models={}, paragraph_score="dfactscore",
-                                   agreement_field="label"),
+                                   agreement_field="label", figures=dfactscore_figures("D-FActScore")),
         }
     return {}
 
@@ -383,7 +426,11 @@ def paragraph_comparison(task: Task, units: list[GoldUnit], predicted: list[str]
             key: abs(numbers["human"][key] - numbers["system"][key])
             if numbers["human"][key] is not None and numbers["system"][key] is not None else None
             for key in (init, penalised)}})
-    return {"score": task.paragraph_score, "models": models, "paragraphs": paragraphs}
+    differences = [m["difference"][init] for m in models if m["difference"][init] is not None]
+    return {"score": task.paragraph_score, "models": models, "paragraphs": paragraphs,
+            # the leaderboard's headline: how far the system's per-model score is from the human one
+            "mean_difference": {"value": sum(differences) / len(differences) if differences else None,
+                                "low": None, "high": None}}
 
 
 def _paragraph(supported: list[bool]) -> dict:
