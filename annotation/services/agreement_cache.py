@@ -94,7 +94,9 @@ def data_stamp(project: Project, stage: int) -> str:
         rows=Count("id"), last_id=Max("id"), changed=Max("updated_at"))
     runs = SystemRun.objects.filter(project=project, source=SystemRunSource.LLM_RATER, state=SystemRunState.DONE).aggregate(
         rows=Count("id"), last_id=Max("id"), finished=Max("finished_at"))
-    parts = [("annotations", annotations), ("gold", gold), ("stages", stages), ("rater_runs", runs)]
+    # measures: agreement cached before the paper's word overlap / edit distance (issue 19) is stale
+    parts = [("annotations", annotations), ("gold", gold), ("stages", stages), ("rater_runs", runs),
+             ("measures", {"text_measures": "factcheck-bench-paper"})]
     text = repr([(name, sorted(values.items())) for name, values in parts])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
