@@ -153,3 +153,25 @@ def test_a_refused_submit_lists_every_incomplete_segment(browser, live_server, u
     page.keyboard.press("Control+Enter")
     page.wait_for_url(lambda url: f"/assignments/{assignment.id}/" not in url)
     assert Annotation.objects.get(assignment=assignment).submitted
+
+
+def test_an_empty_segment_shows_nothing_to_decide_and_does_not_block_the_submit(browser, live_server, users,
+                                                                                felm_project, problems):
+    """Released FELM lines have empty strings as segments (issue 19): shown as such, no label asked."""
+    from playwright.sync_api import expect
+
+    page, assignment = open_item(browser, live_server, problems, felm_project, users,
+                                 ["Mars is a planet.", "", "Venus is a planet."])
+    expect(card(page, 1)).to_have_text("(empty segment: nothing to decide)")
+    expect(card(page, 1).locator("button")).to_have_count(0)
+    expect(page.locator("#completeness")).to_contain_text("1/3 segments complete")
+    page.keyboard.press("c")
+    page.keyboard.press("j")
+    page.keyboard.press("c")  # on the empty segment: nothing to label
+    page.keyboard.press("j")
+    page.keyboard.press("c")
+    expect(page.locator("#completeness")).to_contain_text("3/3 segments complete")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_url(lambda url: f"/assignments/{assignment.id}/" not in url)
+    annotation = Annotation.objects.get(assignment=assignment)
+    assert annotation.submitted and [s["label"] for s in annotation.payload["segments"]] == [True, None, True]
