@@ -486,9 +486,15 @@ def agreement_page(request, project_id):
     downloads = {table: links(table) for table in agreement.agreement_tables(result, rater)} if found.ready else {}
     status_query = keep.copy()
     status_query.setlist("stage", [str(stage)])
+    # one link per step, keeping the bootstrap options
+    steps = []
+    for number in kind.annotatable_stages:
+        step_query = keep.copy()
+        step_query.setlist("stage", [str(number)])
+        steps.append({"number": number, "url": f"?{step_query.urlencode()}", "current": number == stage})
     return render(request, "annotation/agreement.html", {
         "project": project, "stage": stage, "agreement": result, "downloads": downloads,
-        "several_steps": len(kind.annotatable_stages) > 1, "rater_agreement": rater,
+        "several_steps": len(kind.annotatable_stages) > 1, "steps": steps, "rater_agreement": rater,
         "requested": {"resamples": resamples, "seed": seed},
         "computed": {"at": datetime.fromisoformat(found.result["computed_at"]), "seconds": found.result["seconds"]}
         if found.ready else None,

@@ -77,3 +77,66 @@ def test_a_typed_felm_link_is_added_on_blur_and_a_bad_one_refuses_the_submit(
     page.locator("#submit").click()
     page.wait_for_url(lambda url: f"/assignments/{assignment.id}/" not in url)
     assert stored_refs(assignment) == [[LINK], []]
+
+
+# -- Factcheck-Bench step 3: an item whose steps 1 and 2 are consolidated, revised by alice and bob
+
+def step3_item(project, users, revisions):
+    """An item at step 3 with alice's and bob's submitted revisions ([(sentence revisions, response)]),
+    and its consolidation."""
+    from annotation.models import Consolidation, GoldRecord, ItemStage, StageStatus
+    from annotation.services.annotations import save_annotation
+    from annotation.services.consolidation import save_consolidation
+    from django.test import TestCase
+
+    from .test_factcheck_step3 import S1, S2, STEP1_CONTENT, STEP1_GOLD, STEP2_CONTENT, STEP2_GOLD
+
+    item = project.items.create(prompt="Who won which Nobel Prize?", response=f"{S1} {S2}", external_id="curie")
+    stage1 = ItemStage.objects.create(item=item, stage=1, status=StageStatus.DONE, content=STEP1_CONTENT)
+    GoldRecord.objects.create(item_stage=stage1, payload=STEP1_GOLD)
+    stage2 = ItemStage.objects.create(item=item, stage=2, status=StageStatus.CONSOLIDATING, content=STEP2_CONTENT)
+    consolidation = Consolidation.objects.create(item_stage=stage2, draft=STEP2_GOLD)
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        save_consolidation(consolidation=consolidation, user=users["carol"], payload=STEP2_GOLD, version=0, submit=True)
+    stage3 = ItemStage.objects.get(item=item, stage=3)
+    for name, (sentences, response) in zip(("alice", "bob"), revisions):
+        assignment = stage3.assignments.get(user=users[name])
+        save_annotation(assignment=assignment, payload={"sentences": [{"revised": s} for s in sentences],
+                                                        "response": response}, version=0, submit=True)
+    return Consolidation.objects.get(item_stage=stage3)
+
+
+FIXED_A = "Marie Curie won the Nobel Prize in Physics in 1903."
+FIXED_B = "Marie Curie won a Nobel Prize in Physics in 1903."
+
+
+def test_every_step_of_the_agreement_page_is_one_click_away_with_the_revision_figures(
+        browser, live_server, users, factcheck_project, problems):
+    from playwright.sync_api import expect
+
+    step3_item(factcheck_project, users, [([FIXED_A, ""], FIXED_A), ([FIXED_B, ""], FIXED_B)])
+    admin = login(browser, live_server.url, "admin", PASSWORD, problems)
+    admin.goto(f"/projects/{factcheck_project.id}/")
+    admin.get_by_role("link", name="Agreement", exact=True).click()
+    expect(admin.locator("h1")).to_contain_text("step 1")
+    shoot(admin, "agreement-step1-1280")
+    steps = admin.get_by_role("navigation", name="Step")
+    expect(steps.get_by_role("link")).to_have_text(["Step 1", "Step 2", "Step 3"])
+    steps.get_by_role("link", name="Step 2").click()
+    expect(admin.locator("h1")).to_contain_text("step 2")
+    admin.get_by_role("navigation", name="Step").get_by_role("link", name="Step 3").click()
+    expect(admin.locator("h1")).to_contain_text("step 3")
+    expect(admin.locator("[aria-current=page]")).to_have_text("Step 3")
+    revisions = admin.locator("#revisions")
+    shoot(admin, "agreement-step3-1280")
+    # computed here from the two revisions, independently of the page
+    from annotation.kinds.claims import normalised_edit_distance, word_overlap
+
+    row = revisions.locator("tr", has_text="Annotator A vs B").filter(has_text="sentences")
+    expect(row.locator(".edit-distance")).to_have_text(f"{(normalised_edit_distance(FIXED_A, FIXED_B) + 0) / 2:.3f}")
+    expect(row.locator(".word-overlap")).to_have_text(f"{(word_overlap(FIXED_A, FIXED_B) + 1) / 2:.3f}")
+    with admin.expect_download() as download:
+        revisions.locator("a[data-table=revisions]", has_text="CSV").click()
+    assert "annotator A vs B,responses,1," in Path(download.value.path()).read_text(encoding="utf-8")
+    admin.set_viewport_size({"width": 390, "height": 844})
+    shoot(admin, "agreement-step3-390")
