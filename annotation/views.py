@@ -639,12 +639,14 @@ def reopen_submission(request, assignment_id):
 @login_required
 def consolidation_list(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
-    status = request.GET.get("status") or "open"
-    filters = [("open", "open"), ("waiting", "waiting for a third rater"), ("done", "done"), ("discarded", "discarded"),
-               ("all", "all")]
+    # by default what is still to do: open, and waiting for a third rater (shown as such)
+    status = request.GET.get("status") or "todo"
+    filters = [("todo", "to do (open or waiting)"), ("open", "open"), ("waiting", "waiting for a third rater"),
+               ("done", "done"), ("discarded", "discarded"), ("all", "all")]
     if status not in dict(filters):
         raise Http404(f"no consolidation status {status!r}")
-    consolidations = selectors.consolidations_for_project(project, None if status == "all" else status)
+    chosen = {"all": None, "todo": [ConsolidationStatus.OPEN, ConsolidationStatus.WAITING]}.get(status, status)
+    consolidations = selectors.consolidations_for_project(project, chosen)
     page = Paginator(consolidations, 50).get_page(request.GET.get("page"))
     return render(request, "annotation/consolidation_list.html",
                   {"project": project, "page": page, "status": status, "status_filters": filters})

@@ -140,3 +140,38 @@ def test_every_step_of_the_agreement_page_is_one_click_away_with_the_revision_fi
     assert "annotator A vs B,responses,1," in Path(download.value.path()).read_text(encoding="utf-8")
     admin.set_viewport_size({"width": 390, "height": 844})
     shoot(admin, "agreement-step3-390")
+
+
+def test_a_consolidation_waiting_for_its_third_rater_shows_the_disagreements_and_is_listed_as_waiting(
+        browser, live_server, users, factcheck_project, make_user, problems):
+    from playwright.sync_api import expect
+
+    from annotation.models import Consolidation, ConsolidationStatus, Role, ThirdRater
+    from annotation.services.projects import add_member
+
+    from .test_factcheck_step2 import CS, IR, RE
+    from .test_third_rater import answer, step2_item, submit_all
+
+    factcheck_project.third_rater = ThirdRater.ALWAYS
+    factcheck_project.save()
+    add_member(project=factcheck_project, user=make_user("dave"), role=Role.ANNOTATOR)
+    stage = step2_item(factcheck_project)
+    submit_all(stage, [{"claims": [answer([CS, IR])]}, {"claims": [answer([CS, RE])]}])
+    consolidation = Consolidation.objects.get(item_stage=stage)
+    assert consolidation.status == ConsolidationStatus.WAITING
+
+    carol = login(browser, live_server.url, "carol", PASSWORD, problems)
+    row = carol.locator("tr", has_text=factcheck_project.name)
+    expect(row).to_contain_text("0 waiting for consolidation · 1 waiting for a third rater")
+    shoot(carol, "home-waiting-1280")
+    row.get_by_role("link", name="Consolidate").click()
+    listed = carol.locator("tbody tr", has_text="item")
+    expect(listed).to_contain_text("Waiting for the third rater")
+    expect(listed).to_contain_text("1 claim (")  # the passages the two disagree on, not "none"
+    shoot(carol, "consolidations-waiting-1280")
+    listed.get_by_role("link").click()
+    expect(carol.locator(".warning")).to_contain_text("Waiting for the third rater")
+    expect(carol.locator("#editor .disagree").first).to_be_visible()
+    shoot(carol, "consolidation-waiting-1280")
+    carol.set_viewport_size({"width": 390, "height": 844})
+    shoot(carol, "consolidation-waiting-390")
