@@ -674,11 +674,15 @@ def consolidate(request, consolidation_id):
     consolidation = consolidation_for(request, consolidation_id)
     stage = consolidation.item_stage
     project = stage.item.project
+    has_third = stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists()
     can_escalate = (consolidation.status == ConsolidationStatus.OPEN and third_rater_services.allows_third_rater(project, stage.stage)
-                    and not stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists())
+                    and not has_third)
     return render(request, stage_template("consolidate", project.kind, stage.stage), {
         "project": project, "consolidation": consolidation, "item": stage.item, "stage": stage, "discard_form": DiscardForm(),
         "escalate_form": EscalateForm() if can_escalate else None,
+        # with nobody free, an escalated item waits for the next annotator added (said before and after)
+        "no_free_third_rater": (can_escalate or consolidation.status == ConsolidationStatus.WAITING) and not has_third
+        and not third_rater_services.free_annotators(stage, {request.user.pk}),
         "state": {
             "consolidation_id": consolidation.id, "status": consolidation.status, "content": stage.content,
             "version": consolidation.version,
@@ -729,7 +733,7 @@ def _consolidation_form_action(request, consolidation_id, form_class, act, *, in
     except DomainError as exc:
         messages.error(request, f"{failed}: {exc}.")
         return redirect("annotation:consolidate", consolidation_id=consolidation.id)
-    messages.success(request, done)
+    messages.success(request, done(consolidation) if callable(done) else done)
     return redirect("annotation:next-consolidation", project_id=consolidation.item_stage.item.project_id)
 
 
@@ -738,7 +742,14 @@ def _consolidation_form_action(request, consolidation_id, form_class, act, *, in
 def consolidation_escalate(request, consolidation_id):
     return _consolidation_form_action(
         request, consolidation_id, EscalateForm, third_rater_services.escalate, invalid="Say why the item needs a third rater.",
-        done="A third rater now annotates this item; it comes back here when they submit.", failed="Not escalated")
+        done=_escalated_message, failed="Not escalated")
+
+
+def _escalated_message(consolidation) -> str:
+    if consolidation.item_stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists():
+        return "A third rater now annotates this item; it comes back here when they submit."
+    return ("No annotator of the project is free to be the third rater: the item waits until an annotator is added "
+            "to the project, who is then given it (the project page says so too).")
 
 
 @login_required
