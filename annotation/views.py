@@ -198,6 +198,7 @@ def project_detail(request, project_id):
             "import_jobs": recent_imports(project),
             "corpora": project.corpora.order_by("-id") if project.kind == "factcheck" else None,
             "corpus_form": CorpusForm(),
+            "corpus_worker": corpus_services.embedded_by_worker(),
             "import_max_bytes": settings.IMPORT_MAX_UPLOAD_BYTES,
             "member_form": MemberForm(),
             "roles": Role.choices,

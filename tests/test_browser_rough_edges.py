@@ -22,7 +22,9 @@ LINK = "https://science.nasa.gov/black-holes/"
 
 
 def shoot(page, name):
-    page.screenshot(path=str(SCREENSHOTS / f"rough-{name}.png"), full_page=True)
+    """A screenshot of the page (or of one element) to look at."""
+    options = {"full_page": True} if hasattr(page, "goto") else {}
+    page.screenshot(path=str(SCREENSHOTS / f"rough-{name}.png"), **options)
 
 
 def stored_refs(assignment):
@@ -175,3 +177,28 @@ def test_a_consolidation_waiting_for_its_third_rater_shows_the_disagreements_and
     shoot(carol, "consolidation-waiting-1280")
     carol.set_viewport_size({"width": 390, "height": 844})
     shoot(carol, "consolidation-waiting-390")
+
+
+def test_without_a_worker_the_corpus_card_says_what_happens_instead_of_embedding_forever(
+        browser, live_server, users, factcheck_project, problems, django_capture_on_commit_callbacks):
+    from playwright.sync_api import expect
+
+    from annotation.services.corpora import create_corpus
+
+    from .test_corpora import DOCUMENTS, upload
+
+    with django_capture_on_commit_callbacks(execute=True):
+        corpus = create_corpus(name="Encyclopedia", user=users["admin"], upload=upload(DOCUMENTS),
+                               projects=[factcheck_project], passage_sentences=2, passage_stride=1)
+    corpus.refresh_from_db()
+    assert corpus.state == "embedding" and corpus.embedded == 0  # the embedded default: no worker
+    admin = login(browser, live_server.url, "admin", PASSWORD, problems)
+    admin.goto(f"/projects/{factcheck_project.id}/")
+    row = admin.locator(".corpus-row")
+    expect(row.locator("[data-role=state]")).to_have_text("Searchable")
+    expect(row.locator(".no-worker")).to_be_visible()
+    expect(row.locator(".no-worker")).to_contain_text(f"of {corpus.passages}: no worker runs")
+    expect(admin.locator(".corpora")).not_to_contain_text("embedding")
+    shoot(admin.locator(".corpora"), "corpus-no-worker-1280")
+    admin.set_viewport_size({"width": 390, "height": 844})
+    shoot(admin.locator(".corpora"), "corpus-no-worker-390")
