@@ -13,7 +13,8 @@ from annotation.models import Annotation, Assignment
 
 from .browser_support import login
 from .conftest import PASSWORD
-from .test_browser_felm_cards import card, open_item, NINE
+from .test_browser_dfactscore import dfactscore_project  # noqa: F401 (a fixture of the D-FActScore test)
+from .test_browser_felm_cards import NINE, card, open_item
 
 pytestmark = pytest.mark.browser
 
@@ -202,3 +203,37 @@ def test_without_a_worker_the_corpus_card_says_what_happens_instead_of_embedding
     shoot(admin.locator(".corpora"), "corpus-no-worker-1280")
     admin.set_viewport_size({"width": 390, "height": 844})
     shoot(admin.locator(".corpora"), "corpus-no-worker-390")
+
+
+def test_dfactscore_progress_names_what_is_still_required_before_submit(browser, live_server, users, problems,
+                                                                         dfactscore_project):
+    from playwright.sync_api import expect
+
+    from .test_browser_factcheck import open_first_assignment
+
+    page = open_first_assignment(browser, live_server.url, dfactscore_project, "alice", problems)
+    progress = page.locator("#completeness")
+    expect(progress).to_have_text("0/4 facts done · 0/0 individuals linked · still required: 1 × how many individuals? (+), "
+                                  "4 × individual (1–9), 4 × label (s / n / i), 4 × supported by any page? (a / ⇧A)")
+    keys = page.keyboard
+    keys.press("+")
+    for k in range(4):  # every fact grouped, the individual linked, every fact labelled: no "any page" answer
+        keys.press("1")
+        keys.press("s")
+        if k == 0:
+            keys.press("g")
+            keys.press("1")
+        keys.press("j")
+    expect(progress).to_have_text("0/4 facts done · 1/1 individuals linked · still required: "
+                                  "4 × supported by any page? (a / ⇧A)")
+    expect(page.locator("#dfs-facts > li.current .dfs-still")).to_have_text(
+        "Still required for this fact: supported by any page? (a / ⇧A)")
+    shoot(page, "dfactscore-still-required-1280")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shoot(page, "dfactscore-still-required-390")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    for k in range(4):
+        if k:
+            keys.press("k")
+        keys.press("a")
+    expect(progress).to_have_text("4/4 facts done · 1/1 individuals linked")
