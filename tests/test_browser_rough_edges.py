@@ -5,6 +5,7 @@ consolidation starting from the revisions, the leaderboard's Δ, one rater-name 
 
 Screenshots go to /tmp (``BROWSER_SCREENSHOTS`` overrides the directory)."""
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -237,3 +238,130 @@ def test_dfactscore_progress_names_what_is_still_required_before_submit(browser,
             keys.press("k")
         keys.press("a")
     expect(progress).to_have_text("4/4 facts done · 1/1 individuals linked")
+
+
+def test_step3_consolidation_starts_from_the_revisions_with_keys_to_take_each_raters(
+        browser, live_server, users, factcheck_project, problems):
+    from playwright.sync_api import expect
+
+    from annotation.models import GoldRecord
+
+    from .browser_support import open_consolidation_as
+
+    consolidation = step3_item(factcheck_project, users, [([FIXED_A, ""], FIXED_A), ([FIXED_B, ""], FIXED_B)])
+    assert consolidation.draft["sentences"][0]["revised"] is None  # the merge leaves it undecided
+    page = open_consolidation_as(browser, live_server.url, "carol", PASSWORD, problems, factcheck_project, consolidation)
+    revised = page.locator(".fc3-revised")
+    # started from A's revision where they differ (marked), the agreed removal kept; the response joined
+    expect(revised.nth(0)).to_have_value(FIXED_A)
+    expect(page.locator(".fc3-sentence").nth(0).locator(".fc3-from-a")).to_contain_text("Started from A's revision")
+    expect(revised.nth(1)).to_have_value("")
+    expect(page.locator(".fc3-response")).to_have_value(FIXED_A)
+    expect(page.locator(".fc3-figures")).not_to_contain_text("edit distance 1.00")
+    expect(page.locator("#completeness")).to_have_text("ready to submit")
+    # one rater-name convention: the letters, who they are
+    expect(page.locator(".raters")).to_contain_text("Raters: A = alice · B = bob.")
+    expect(page.locator("#keys")).to_contain_text("⇧A / ⇧B")
+    shoot(page, "step3-consolidation-1280")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shoot(page, "step3-consolidation-390")
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+    page.keyboard.press("Shift+B")  # B's revision of the selected (first) sentence
+    expect(revised.nth(0)).to_have_value(FIXED_B)
+    expect(page.locator(".fc3-from-a")).to_have_count(0)
+    expect(page.locator(".fc3-response")).to_have_value(FIXED_B)
+    page.keyboard.press("j")
+    page.keyboard.press("o")  # the second sentence back to the original: the join takes it
+    page.locator(".fc3-join").click()
+    expect(page.locator(".fc3-join-note")).to_have_text("Joined all 2 revised sentences.")
+    page.keyboard.press("Shift+A")  # A removed it: the join says it left it out
+    page.locator(".fc3-join").click()
+    expect(page.locator(".fc3-join-note")).to_have_text("Joined; left out: sentence 2 (removed).")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_url(f"**/projects/{factcheck_project.id}/consolidations/")
+    gold = GoldRecord.objects.get(item_stage=consolidation.item_stage).payload
+    assert gold == {"sentences": [{"revised": FIXED_B}, {"revised": ""}], "response": FIXED_B}
+
+
+def test_step3_join_names_an_undecided_sentence(browser, live_server, users, factcheck_project, problems):
+    """An annotator's draft with an undecided sentence (the API allows drafts with null)."""
+    from playwright.sync_api import expect
+
+    from annotation.models import Annotation
+
+    consolidation = step3_item(factcheck_project, users, [([FIXED_A, ""], FIXED_A), ([FIXED_B, ""], FIXED_B)])
+    # a consolidation draft left with the second sentence undecided and A's revision gone
+    consolidation.draft = {"sentences": [{"revised": FIXED_A}, {"revised": None}], "response": None}
+    consolidation.save()
+    Annotation.objects.filter(assignment__item_stage=consolidation.item_stage,
+                              assignment__user=users["alice"]).update(payload={"sentences": [{"revised": FIXED_A}, {"revised": None}],
+                                                                                "response": FIXED_A})
+    from .browser_support import open_consolidation_as
+
+    page = open_consolidation_as(browser, live_server.url, "carol", PASSWORD, problems, factcheck_project, consolidation)
+    page.locator(".fc3-join").click()
+    expect(page.locator(".fc3-join-note")).to_have_text(
+        "Joined; left out: sentence 2 (undecided: no revision yet — decide it, then join again).")
+    expect(page.locator("#completeness")).to_contain_text("still to do: sentence 2")
+
+
+def test_step2_own_evidence_is_judged_with_keys_and_the_consolidation_names_the_third_rater(
+        browser, live_server, users, factcheck_project, make_user, problems):
+    from playwright.sync_api import expect
+
+    from annotation.models import Annotation, AssignmentRole, Consolidation, Role, ThirdRater
+    from annotation.services.annotations import save_annotation
+    from annotation.services.projects import add_member
+
+    from .browser_support import open_consolidation_as
+    from .test_factcheck_step2 import CS, IR, RE
+    from .test_third_rater import answer, step2_item
+
+    factcheck_project.third_rater = ThirdRater.ALWAYS
+    factcheck_project.save()
+    stage = step2_item(factcheck_project)  # alice and bob
+    add_member(project=factcheck_project, user=make_user("dave"), role=Role.ANNOTATOR)
+    alice_assignment = stage.assignments.get(user=users["alice"])
+    page = login(browser, live_server.url, "alice", PASSWORD, problems)
+    page.goto(f"/assignments/{alice_assignment.id}/")
+    keys = page.keyboard
+    expect(page.locator("#keys")).to_contain_text("your evidence is sufficient alone: yes / no")
+    for key in ("1", "r", "j", "4"):  # both retrieved passages judged
+        keys.press(key)
+    keys.press("m")  # own evidence: the text field has the focus
+    page.keyboard.type("Curie won the 1903 Nobel Prize in Physics.")
+    page.locator(".fc2-manual-url").fill("https://www.nobelprize.org/prizes/physics/1903/")
+    page.locator(".fc2-manual-url").press("Escape")
+    keys.press("r")      # reliable, on the entry under the cursor (the new one)
+    keys.press("Shift+A")  # not sufficient alone
+    entry = page.locator(".fc2-manual").first
+    expect(entry).to_have_class(re.compile(r"\bcurrent\b"))
+    expect(entry.locator(".fc2-manual-reliable button[aria-pressed=true]")).to_have_text("Yes r")
+    expect(entry.locator(".fc2-manual-sufficient button[aria-pressed=true]")).to_have_text("No ⇧A")
+    keys.press("a")
+    expect(entry.locator(".fc2-manual-sufficient button[aria-pressed=true]")).to_have_text("Yes a")
+    keys.press("k")  # back on the second passage: r there is the passage's reliability again
+    expect(page.locator(".fc2-passage").nth(1)).to_have_class(re.compile(r"\bcurrent\b"))
+    shoot(page, "step2-own-evidence-keys-1280")
+    keys.press("d")
+    keys.press("t")
+    expect(page.locator("#save-status")).to_have_text("Saved")
+    manual = Annotation.objects.get(assignment=alice_assignment).payload["claims"][0]["manual_evidence"]
+    assert [(m["reliable"], m["sufficient"]) for m in manual] == [(True, True)]
+    page.context.close()
+
+    # alice, bob and dave (the third rater) submit; carol sees who A, B and C are
+    save_annotation(assignment=alice_assignment, payload={"claims": [answer([CS, IR])]},
+                    version=Annotation.objects.get(assignment=alice_assignment).version, submit=True)
+    save_annotation(assignment=stage.assignments.get(user=users["bob"]), payload={"claims": [answer([CS, RE])]},
+                    version=0, submit=True)
+    third = stage.assignments.get(role=AssignmentRole.THIRD_RATER)
+    save_annotation(assignment=third, payload={"claims": [answer([CS, IR])]}, version=0, submit=True)
+    consolidation = Consolidation.objects.get(item_stage=stage)
+    carol = open_consolidation_as(browser, live_server.url, "carol", PASSWORD, problems, factcheck_project, consolidation)
+    expect(carol.locator(".raters")).to_contain_text(f"Raters: A = alice · B = bob · C = {third.user.username} (the third rater).")
+    expect(carol.locator(".raters")).to_contain_text("C is the third rater, who answered blind")
+    shoot(carol, "step2-consolidation-raters-1280")
+    carol.set_viewport_size({"width": 390, "height": 844})
+    shoot(carol, "step2-consolidation-raters-390")
