@@ -16,6 +16,7 @@ from .browser_support import login
 from .conftest import PASSWORD
 from .test_browser_dfactscore import dfactscore_project  # noqa: F401 (a fixture of the D-FActScore test)
 from .test_browser_felm_cards import NINE, card, open_item
+from .test_predictions import gold  # noqa: F401 (a fixture: a project with gold)
 
 pytestmark = pytest.mark.browser
 
@@ -365,3 +366,30 @@ def test_step2_own_evidence_is_judged_with_keys_and_the_consolidation_names_the_
     shoot(carol, "step2-consolidation-raters-1280")
     carol.set_viewport_size({"width": 390, "height": 844})
     shoot(carol, "step2-consolidation-raters-390")
+
+
+def test_the_leaderboards_delta_is_the_difference_of_the_values_beside_it(browser, live_server, users, gold, problems):  # noqa: F811
+    from playwright.sync_api import expect
+
+    from .test_leaderboard_delta import RESAMPLES, lines_with_an_extra_label
+    from .test_predictions import make_run
+
+    make_run(gold, lines_with_an_extra_label(), system="checker", resamples=RESAMPLES)
+    admin = login(browser, live_server.url, "admin", PASSWORD, problems)
+    admin.goto(f"/projects/{gold.id}/leaderboard/?task=stance4")
+    table = admin.locator("#leaderboard table.leaderboard")
+    expect(table).to_be_visible()
+    headers = table.locator("thead th").all_inner_texts()
+    shoot(admin, "leaderboard-1280")
+    admin.set_viewport_size({"width": 390, "height": 844})
+    shoot(admin, "leaderboard-390")
+    for metric, delta in (("Macro F1", "Δ macro F1"), ("Accuracy", "Δ accuracy")):
+        value_at, delta_at = headers.index(metric), headers.index(delta)
+        cells = [row.locator("td").all_inner_texts() for row in table.locator("tbody tr").all()]
+        first = lambda text: float(text.split()[0].replace("−", "-"))  # noqa: E731 ("0.444 [0.3, 0.6]")
+        reference = next(c for c in cells if c[delta_at].strip() == "–")
+        for c in cells:
+            if c[delta_at].strip() in ("–", "") or "not comparable" in c[delta_at]:
+                continue
+            shown = first(c[value_at]) - first(reference[value_at])
+            assert abs(first(c[delta_at]) - shown) <= 0.0015, (c[0], metric, c[delta_at], shown)
