@@ -36,4 +36,28 @@ def test_the_item_page_shows_the_gold_record_and_the_suggestion_as_json(felm_pro
     assert gold in parsed and stage.suggestion in parsed and stage.content in parsed
     assert '"label": null' in "".join(blocks) and "None" not in "".join(blocks) and "True" not in "".join(blocks)
     assert "ça va" in "".join(blocks)  # not \\u escapes
-    assert html.escape('{"suggestion": "test", "ok": true}') in page  # the provenance summary
+    summary = re.search(r"Machine suggestion — (.*?)</summary>", page).group(1)  # the provenance, one line of JSON
+    assert json.loads(html.unescape(summary)) == {"suggestion": "test", "ok": True}
+
+
+def test_factcheck_bench_lines_carry_the_item_id_and_a_reimport_keeps_it(factcheck_project, users):
+    from annotation.exports import export_jsonl
+    from annotation.services.projects import create_project
+
+    from .test_predictions import ITEMS, bench_line
+
+    lines = [bench_line(i) for i in range(ITEMS)]
+    del lines[0]["id"]  # the released file has no id: the workbench's is written
+    import_jsonl(factcheck_project, jsonl(lines), fmt="factcheck-bench", labels_as="gold")
+    exported = [json.loads(line) for line in export_jsonl(factcheck_project, "factcheck-bench")]
+    items = list(factcheck_project.items.order_by("id"))
+    assert [line["id"] for line in exported] == [item.external_id or str(item.id) for item in items]
+    assert exported[0]["id"] == str(items[0].id) and exported[1]["id"] == "q1"
+    # (the released file's round trip, exact but for the id: tests/test_factcheck.py)
+    assert [(line["prompt"], line["response"]) for line in exported] == [(line["prompt"], line["response"]) for line in lines]
+
+    again = create_project(name="Re-import", kind="factcheck", created_by=users["admin"])
+    import_jsonl(again, jsonl(exported), fmt="factcheck-bench", labels_as="gold")
+    assert [i.external_id for i in again.items.order_by("id")] == [line["id"] for line in exported]
+    assert all("id" not in i.metadata for i in again.items.all())
+    assert [json.loads(line) for line in export_jsonl(again, "factcheck-bench")] == exported  # exact round trip
