@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from annotation.models import Annotation, Assignment
+from annotation.models import Annotation
 
 from .browser_support import login
 from .conftest import PASSWORD
@@ -350,6 +350,9 @@ def test_step2_own_evidence_is_judged_with_keys_and_the_consolidation_names_the_
     expect(page.locator("#save-status")).to_have_text("Saved")
     manual = Annotation.objects.get(assignment=alice_assignment).payload["claims"][0]["manual_evidence"]
     assert [(m["reliable"], m["sufficient"]) for m in manual] == [(True, True)]
+    # typed, then Esc: kept as typed (these fields are bound as they are typed: no "add" step to miss)
+    assert [(m["text"], m["url"]) for m in manual] == [("Curie won the 1903 Nobel Prize in Physics.",
+                                                         "https://www.nobelprize.org/prizes/physics/1903/")]
     page.context.close()
 
     # alice, bob and dave (the third rater) submit; carol sees who A, B and C are
