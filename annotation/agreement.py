@@ -485,6 +485,12 @@ def _gold_cells(gold: dict | None) -> list:
     return [gold["agreement"], gold["units"]] if gold else [None, None]
 
 
+def _revision_rows(revisions: dict) -> list[tuple[str, dict]]:
+    """(compared, {"sentences": numbers, "responses": numbers}) of step 3's revisions."""
+    return [("annotator A vs B", revisions.get("between_annotators") or {}),
+            *((f"{name} vs machine suggestion", units) for name, units in (revisions.get("against_suggestion") or {}).items())]
+
+
 def agreement_tables(result: dict, rater: dict | None = None) -> dict[str, dict]:
     """name → {"title", "columns", "rows", "per_field"} for every table of the agreement page
     (those of kind-specific numbers only when the result has them; the LLM rater's when
@@ -534,6 +540,12 @@ def agreement_tables(result: dict, rater: dict | None = None) -> dict[str, dict]
         names = ("claims", "both_corrected", "both_corrected_share", "mean_normalised_edit_distance")
         tables["corrections"] = {"title": "Corrections", "per_field": False, "columns": list(names),
                                  "rows": [[result["corrections"].get(n) for n in names]]}
+    if result.get("revisions"):
+        names = ("pairs", "identical_share", "mean_normalised_edit_distance", "mean_word_overlap")
+        tables["revisions"] = {"title": "Revisions", "per_field": False, "columns": ["compared", "unit", *names],
+                               "rows": [[compared, unit, *(numbers.get(n) for n in names)]
+                                        for compared, units in _revision_rows(result["revisions"])
+                                        for unit, numbers in units.items()]}
     if rater and rater.get("fields"):
         tables["llm_rater"] = {"title": "LLM rater beside the annotators", "per_field": True,
                                "columns": ["field", "compared_1", "compared_2", "machine", "units",

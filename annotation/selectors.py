@@ -214,9 +214,11 @@ def waiting_without_third_rater(project: Project) -> QuerySet[Consolidation]:
     )
 
 
-def consolidations_for_project(project: Project, status: str | None = None) -> QuerySet[Consolidation]:
+def consolidations_for_project(project: Project, status: str | list[str] | None = None) -> QuerySet[Consolidation]:
     queryset = Consolidation.objects.filter(item_stage__item__project=project).select_related("item_stage__item", "consolidator")
-    if status:
+    if isinstance(status, list):
+        queryset = queryset.filter(status__in=status)
+    elif status:
         queryset = queryset.filter(status=status)
     return queryset.order_by("id")
 

@@ -198,6 +198,7 @@ def project_detail(request, project_id):
             "import_jobs": recent_imports(project),
             "corpora": project.corpora.order_by("-id") if project.kind == "factcheck" else None,
             "corpus_form": CorpusForm(),
+            "corpus_worker": corpus_services.embedded_by_worker(),
             "import_max_bytes": settings.IMPORT_MAX_UPLOAD_BYTES,
             "member_form": MemberForm(),
             "roles": Role.choices,
@@ -486,9 +487,15 @@ def agreement_page(request, project_id):
     downloads = {table: links(table) for table in agreement.agreement_tables(result, rater)} if found.ready else {}
     status_query = keep.copy()
     status_query.setlist("stage", [str(stage)])
+    # one link per step, keeping the bootstrap options
+    steps = []
+    for number in kind.annotatable_stages:
+        step_query = keep.copy()
+        step_query.setlist("stage", [str(number)])
+        steps.append({"number": number, "url": f"?{step_query.urlencode()}", "current": number == stage})
     return render(request, "annotation/agreement.html", {
         "project": project, "stage": stage, "agreement": result, "downloads": downloads,
-        "several_steps": len(kind.annotatable_stages) > 1, "rater_agreement": rater,
+        "several_steps": len(kind.annotatable_stages) > 1, "steps": steps, "rater_agreement": rater,
         "requested": {"resamples": resamples, "seed": seed},
         "computed": {"at": datetime.fromisoformat(found.result["computed_at"]), "seconds": found.result["seconds"]}
         if found.ready else None,
@@ -633,12 +640,14 @@ def reopen_submission(request, assignment_id):
 @login_required
 def consolidation_list(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
-    status = request.GET.get("status") or "open"
-    filters = [("open", "open"), ("waiting", "waiting for a third rater"), ("done", "done"), ("discarded", "discarded"),
-               ("all", "all")]
+    # by default what is still to do: open, and waiting for a third rater (shown as such)
+    status = request.GET.get("status") or "todo"
+    filters = [("todo", "to do (open or waiting)"), ("open", "open"), ("waiting", "waiting for a third rater"),
+               ("done", "done"), ("discarded", "discarded"), ("all", "all")]
     if status not in dict(filters):
         raise Http404(f"no consolidation status {status!r}")
-    consolidations = selectors.consolidations_for_project(project, None if status == "all" else status)
+    chosen = {"all": None, "todo": [ConsolidationStatus.OPEN, ConsolidationStatus.WAITING]}.get(status, status)
+    consolidations = selectors.consolidations_for_project(project, chosen)
     page = Paginator(consolidations, 50).get_page(request.GET.get("page"))
     return render(request, "annotation/consolidation_list.html",
                   {"project": project, "page": page, "status": status, "status_filters": filters})
@@ -666,13 +675,17 @@ def consolidate(request, consolidation_id):
     consolidation = consolidation_for(request, consolidation_id)
     stage = consolidation.item_stage
     project = stage.item.project
+    has_third = stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists()
     can_escalate = (consolidation.status == ConsolidationStatus.OPEN and third_rater_services.allows_third_rater(project, stage.stage)
-                    and not stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists())
+                    and not has_third)
     return render(request, stage_template("consolidate", project.kind, stage.stage), {
         "project": project, "consolidation": consolidation, "item": stage.item, "stage": stage, "discard_form": DiscardForm(),
         "escalate_form": EscalateForm() if can_escalate else None,
         "item_warnings": get_kind(project.kind).item_warnings(stage.stage, stage.content or {}, stage.item.metadata or {},
                                                               consolidation.draft),
+        # with nobody free, an escalated item waits for the next annotator added (said before and after)
+        "no_free_third_rater": (can_escalate or consolidation.status == ConsolidationStatus.WAITING) and not has_third
+        and not third_rater_services.free_annotators(stage, {request.user.pk}),
         "state": {
             "consolidation_id": consolidation.id, "status": consolidation.status, "content": stage.content,
             "version": consolidation.version,
@@ -723,7 +736,7 @@ def _consolidation_form_action(request, consolidation_id, form_class, act, *, in
     except DomainError as exc:
         messages.error(request, f"{failed}: {exc}.")
         return redirect("annotation:consolidate", consolidation_id=consolidation.id)
-    messages.success(request, done)
+    messages.success(request, done(consolidation) if callable(done) else done)
     return redirect("annotation:next-consolidation", project_id=consolidation.item_stage.item.project_id)
 
 
@@ -732,7 +745,14 @@ def _consolidation_form_action(request, consolidation_id, form_class, act, *, in
 def consolidation_escalate(request, consolidation_id):
     return _consolidation_form_action(
         request, consolidation_id, EscalateForm, third_rater_services.escalate, invalid="Say why the item needs a third rater.",
-        done="A third rater now annotates this item; it comes back here when they submit.", failed="Not escalated")
+        done=_escalated_message, failed="Not escalated")
+
+
+def _escalated_message(consolidation) -> str:
+    if consolidation.item_stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists():
+        return "A third rater now annotates this item; it comes back here when they submit."
+    return ("No annotator of the project is free to be the third rater: the item waits until an annotator is added "
+            "to the project, who is then given it (the project page says so too).")
 
 
 @login_required

@@ -111,29 +111,33 @@ DIFFERENCE_METRICS = ("accuracy", "balanced_accuracy", "macro_precision", "macro
 
 
 def difference(first: Sequence[Scored], second: Sequence[Scored], labels: Sequence[str] | None = None,
-               resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict:
+               resamples: int = DEFAULT_RESAMPLES, seed: int = 0, second_labels: Sequence[str] | None = None) -> dict:
     """``first`` minus ``second`` on each of DIFFERENCE_METRICS, with a paired bootstrap CI:
     both systems are scored on the same resampled items in every resample, so the interval is
     that of the difference, not of two independent scores. Both must hold the same units (same
-    items and gold, in the same order); the label set is the union of both systems' labels."""
+    items and gold, in the same order). ``labels`` scores ``first`` and ``second_labels``
+    (default: ``labels``) ``second``, so that each side's macro figures are those its own
+    ``score`` shows; with neither, both use the union of both systems' labels."""
     if len(first) != len(second) or any(a.item != b.item or a.gold != b.gold for a, b in zip(first, second)):
         raise ValueError("the two systems must be scored on the same units in the same order")
     if not first:
         raise ValueError("no units to score")
     if labels is None:
         labels = sorted({u.gold for u in first} | {u.predicted for u in first} | {u.predicted for u in second})
+    if second_labels is None:
+        second_labels = labels
     labels, per_item_first, size = _confusions(first, labels, also=second)
-    _, per_item_second, _ = _confusions(second, labels, also=first)
-    kept = len(labels)
-    # both use the scored labels and then any other; a label only one system predicts is in labels
+    second_labels, per_item_second, _ = _confusions(second, second_labels, also=first)
+    kept, kept_second = len(labels), len(second_labels)
+    # each side: its scored labels first, then any other (the matrices have the same size)
     point = {key: float(_metrics(per_item_first.sum(axis=0)[None, :], size, kept)[key][0]
-                        - _metrics(per_item_second.sum(axis=0)[None, :], size, kept)[key][0])
+                        - _metrics(per_item_second.sum(axis=0)[None, :], size, kept_second)[key][0])
              for key in DIFFERENCE_METRICS}
     result = {key: {"value": value, "low": None, "high": None} for key, value in point.items()}
     if resamples:
         draws = {key: [] for key in DIFFERENCE_METRICS}
         for weights in resample_weights(len(per_item_first), resamples, seed):
-            a, b = _metrics(weights @ per_item_first, size, kept), _metrics(weights @ per_item_second, size, kept)
+            a, b = _metrics(weights @ per_item_first, size, kept), _metrics(weights @ per_item_second, size, kept_second)
             for key in DIFFERENCE_METRICS:
                 draws[key].append(a[key] - b[key])
         tail = (1 - CONFIDENCE) / 2 * 100
@@ -141,7 +145,8 @@ def difference(first: Sequence[Scored], second: Sequence[Scored], labels: Sequen
             stacked = np.concatenate(values)
             result[key]["low"] = float(np.nanpercentile(stacked, tail))
             result[key]["high"] = float(np.nanpercentile(stacked, 100 - tail))
-    return {"units": len(first), "labels": list(labels), "resamples": resamples, "seed": seed, **result}
+    return {"units": len(first), "labels": list(labels), "second_labels": list(second_labels), "resamples": resamples,
+            "seed": seed, **result}
 
 
 def resample_weights(n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK) -> Iterable[np.ndarray]:

@@ -258,7 +258,9 @@ def test_factcheck_step2_in_the_browser(browser, live_server, users, factcheck_p
     from annotation.models import Corpus
 
     admin = login(browser, base, "admin", PASSWORD, problems)
-    admin.goto(f"/projects/{project.id}/")
+    with pytest.MonkeyPatch.context() as patch:  # as with a worker (here the test plays it)
+        patch.setattr("annotation.services.corpora.embedded_by_worker", lambda: True)
+        admin.goto(f"/projects/{project.id}/")
     corpus = Corpus.objects.get()
     row = admin.locator(".corpus-row")
     expect(row.locator("[data-role=state]")).to_have_text("Searchable, embedding")

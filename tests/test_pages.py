@@ -233,7 +233,7 @@ def test_consolidation_list_filters_by_status_and_shows_the_current_filter(logge
         save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True)
     client = logged_in("carol")
     base = f"/projects/{felm_items[0].project_id}/consolidations/"
-    assert 'aria-current="page" class="current">open<' in client.get(base).content.decode()
+    assert 'aria-current="page" class="current">to do (open or waiting)<' in client.get(base).content.decode()
     assert "Nothing here." in client.get(base + "?status=done").content.decode()
     listing = client.get(base + "?status=all").content.decode()
     assert "/consolidations/" in listing and 'class="current">all<' in listing and "Nothing here." not in listing

@@ -124,15 +124,30 @@ def test_a_consolidator_escalates_with_a_reason_and_is_not_made_the_third_rater(
         escalate(consolidation=escalated, user=users["carol"], reason="again")
 
 
-def test_escalation_is_refused_without_a_free_annotator_and_changes_nothing(factcheck_project, users):
+def test_escalation_without_a_free_annotator_waits_and_the_pages_say_so(factcheck_project, users, make_user, logged_in):
+    """The README's rule (issue 21.9): the item waits, the consolidation and project pages say
+    why, and the next annotator added is its third rater."""
     stage = step2_item(factcheck_project)
     submit_all(stage, [{"claims": [answer([CS, RE])]}, {"claims": [answer([RE, CS])]}])
     consolidation = stage.consolidation
-    with pytest.raises(DomainError, match="add an annotator"):
-        escalate(consolidation=consolidation, user=users["carol"], reason="cannot settle")
+    carol = logged_in("carol")
+    before = carol.get(f"/consolidations/{consolidation.id}/").content.decode()
+    assert "No annotator is free to be the third rater now: the item will wait" in before
+    answer_page = carol.post(f"/consolidations/{consolidation.id}/escalate/", {"reason": "cannot settle"}, follow=True)
+    assert "the item waits until an annotator is added" in answer_page.content.decode()
     consolidation.refresh_from_db()
     stage.refresh_from_db()
-    assert consolidation.status == ConsolidationStatus.OPEN and stage.status == StageStatus.CONSOLIDATING
+    assert consolidation.status == ConsolidationStatus.WAITING and stage.status == StageStatus.ANNOTATING
+    assert not stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists()
+    waiting = carol.get(f"/consolidations/{consolidation.id}/").content.decode()
+    assert "Waiting for the third rater" in waiting and "No annotator of the project is free to be the third rater yet" in waiting
+    project_page = logged_in("admin").get(f"/projects/{factcheck_project.id}/").content.decode()
+    assert "1 item waits for a third rater, but no annotator of the project is free" in project_page
+
+    add_member(project=factcheck_project, user=make_user("erin"), role=Role.ANNOTATOR)
+    third = stage.assignments.get(role=AssignmentRole.THIRD_RATER)
+    assert third.user.username == "erin"
+    assert "no annotator of the project is free" not in logged_in("admin").get(f"/projects/{factcheck_project.id}/").content.decode()
 
 
 def test_step_1_has_no_third_rater(factcheck_project, users, dave):

@@ -43,18 +43,19 @@ def open_consolidation_if_complete(stage: ItemStage) -> Consolidation | None:
         return None
     existing = Consolidation.objects.filter(item_stage=stage).first()
     has_third = len(assignments) > len(annotators)
-    if not has_third and always_third_rater(project, stage.stage):
-        return wait_for_third_rater(stage, existing)
     payloads = list(
         Annotation.objects.filter(assignment__in=assignments).order_by("assignment_id").values_list("payload", flat=True)
     )
     kind = get_kind(project.kind)
     merged = kind.merge(stage.stage, stage.content, payloads)
-    stage.status = StageStatus.CONSOLIDATING
-    stage.save(update_fields=["status", "updated_at"])
     consolidation = existing or Consolidation(item_stage=stage)
+    # merged even while it waits: the consolidation list and page show what the two disagree on
     consolidation.draft, consolidation.disagreed, consolidation.alignment = merged.draft, merged.disagreed, merged.alignment
     consolidation.draft_rows = None
+    if not has_third and always_third_rater(project, stage.stage):
+        return wait_for_third_rater(stage, consolidation)
+    stage.status = StageStatus.CONSOLIDATING
+    stage.save(update_fields=["status", "updated_at"])
     consolidation.status = ConsolidationStatus.OPEN
     # a consolidator's tab opened before the third rater answered holds a stale draft
     consolidation.version += 1 if existing else 0

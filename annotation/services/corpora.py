@@ -233,6 +233,14 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
     return Corpus.objects.get(pk=corpus_id)
 
 
+def embedded_by_worker() -> bool:
+    """Whether a worker embeds whole corpora (a broker is set); in the embedded default only
+    the passages retrieval ranks get vectors, and the corpus stays partly embedded."""
+    from config import celery_app
+
+    return not celery_app.conf.task_always_eager
+
+
 def embed_next_batch(corpus_id: int, size: int = EMBED_BATCH) -> int:
     """Embed up to ``size`` passages that have no vector yet; returns how many were embedded.
     The corpus is ready when none is left."""

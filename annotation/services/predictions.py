@@ -407,8 +407,8 @@ def predicted_labels(task: scoring.Task, units: list[scoring.GoldUnit], predicti
 def task_difference(task: scoring.Task, first: Mapping[tuple, object], second: Mapping[tuple, object],
                     only: set | None, resamples: int, seed: int) -> dict:
     """``first`` minus ``second`` on the same units with a paired bootstrap CI (both scored on the
-    same resampled items each time). Labels: pipeline.scoring.difference's metrics, over the
-    task's labels or, as score_task takes them, the gold's and those either system predicted.
+    same resampled items each time). Labels: pipeline.scoring.difference's metrics, each system
+    over the task's labels or, as its score_task takes them, the gold's and those it predicted.
     Revisions: the mean per-unit difference of the distance and overlap to the gold revision."""
     units = _units(task, only)
     if task.measure == "revision":
@@ -423,13 +423,17 @@ def task_difference(task: scoring.Task, first: Mapping[tuple, object], second: M
         return {"units": len(units), "resamples": resamples, "seed": seed,
                 **means_with_ci(columns, resamples, seed, [u.item for u in units])}
     mine, theirs = predicted_labels(task, units, first), predicted_labels(task, units, second)
-    labels = task.labels
-    if labels is None:
-        made = {p for p in mine + theirs if p != scoring.MISSING}
-        labels = sorted({u.gold for u in units} | made)
+
+    def scored_labels(predictions, predicted):
+        # each side over the labels its own score_task takes: the Δ is the difference of the shown values
+        if task.labels is not None:
+            return task.labels
+        return sorted({u.gold for u in units} | {p for p, u in zip(predicted, units) if u.key in predictions})
+
     return difference([Scored(u.item, u.gold, p) for u, p in zip(units, mine)],
                       [Scored(u.item, u.gold, p) for u, p in zip(units, theirs)],
-                      labels=labels, resamples=resamples, seed=seed)
+                      labels=scored_labels(first, mine), second_labels=scored_labels(second, theirs),
+                      resamples=resamples, seed=seed)
 
 
 def agreed_units(project: Project, tasks: Mapping[str, scoring.Task]) -> dict[str, set] | None:

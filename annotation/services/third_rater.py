@@ -33,12 +33,17 @@ def always_third_rater(project: Project, stage: int) -> bool:
     return allows_third_rater(project, stage) and project.third_rater == ThirdRater.ALWAYS
 
 
+def free_annotators(stage: ItemStage, exclude: set[int] = frozenset()) -> list[int]:
+    """The project's annotators who could be the stage's third rater."""
+    taken = set(stage.assignments.values_list("user_id", flat=True))
+    return [u for u in annotator_ids(stage.item.project) if u not in taken and u not in exclude]
+
+
 def _assign(stage: ItemStage, exclude: set[int]) -> Assignment | None:
     """The least-loaded project annotator who has not worked on the stage, nor is excluded
     (the consolidator who has seen the first two answers); None when nobody is free."""
     project = stage.item.project
-    taken = set(stage.assignments.values_list("user_id", flat=True))
-    free = [u for u in annotator_ids(project) if u not in taken and u not in exclude]
+    free = free_annotators(stage, exclude)
     if not free:
         return None
     load = current_load(project, free)
@@ -65,9 +70,11 @@ def wait_for_third_rater(stage: ItemStage, consolidation: Consolidation | None, 
 def escalate(*, consolidation: Consolidation, user, reason: str) -> Consolidation:
     """A consolidator asks for a third rater on an item the two annotators cannot settle.
 
-    Refused where the stage has no third rater, when one already answered, or when no
-    annotator is free to be one (adding an annotator first is the fix). The consolidation's
-    draft restarts from the three answers when the third rater submits."""
+    Refused where the stage has no third rater, or when one already answered. With no
+    annotator free to be one, the item waits as in the ``always`` mode: the consolidation and
+    project pages say so, and the next annotator added is given it
+    (``assign_waiting_third_raters``). The consolidation's draft restarts from the three
+    answers when the third rater submits."""
     reason = (reason or "").strip()
     if not reason:
         raise DomainError("a reason is required to ask for a third rater")
@@ -84,8 +91,6 @@ def escalate(*, consolidation: Consolidation, user, reason: str) -> Consolidatio
             raise DomainError("a third rater has already answered for this item")
         consolidation.consolidator = user
         consolidation = wait_for_third_rater(stage, consolidation, exclude={user.pk}, reason=reason)
-        if not stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists():
-            raise DomainError("no annotator of the project is free to be the third rater: add an annotator first")
     return consolidation
 
 

@@ -202,10 +202,26 @@ const DfactscoreAnnotate = (() => {
       return fields;
     }
 
+    // The key of each requirement, as the legend lists it (the requirements are the server's passes).
+    const KEY_OF = {group: "1–9", label: "s / n / i", any_page: "a / ⇧A", entity: "e, then 1–9", link: "g, then 1–9"};
+    const withKey = (name, what) => (KEY_OF[name] ? `${what} (${KEY_OF[name]})` : what);
+
+    /* What is still required, counted by kind: "9 × supported by any page? (a / ⇧A)". */
+    function stillRequired() {
+      const counts = new Map();
+      const add = (text) => counts.set(text, (counts.get(text) || 0) + 1);
+      if (data.individuals === 0 && factTexts.length) add("how many individuals? (+)");
+      data.groups.forEach((_, g) => groupLacks(g).forEach(([name, what]) => add(withKey(name, name ? what : "an individual with no facts"))));
+      data.facts.forEach((_, i) => factLacks(i).forEach(([name, what]) => add(withKey(name, what))));
+      return [...counts].map(([text, n]) => `${n} × ${text}`);
+    }
+
     function updateCompleteness() {
       const done = data.facts.filter((_, i) => !factLacks(i).length).length;
       const groupsDone = data.groups.filter((_, g) => !groupLacks(g).length).length;
-      completenessEl.textContent = `${done}/${factTexts.length} facts done · ${groupsDone}/${data.individuals} individuals linked`;
+      const required = stillRequired();
+      completenessEl.textContent = `${done}/${factTexts.length} facts done · ${groupsDone}/${data.individuals} individuals linked`
+        + (required.length ? ` · still required: ${required.join(", ")}` : "");
       if (listing) listIncomplete();
     }
 
@@ -397,6 +413,8 @@ const DfactscoreAnnotate = (() => {
         onchange: (event) => setFact(i, {entity: event.target.value === "" ? null : event.target.value === "none" ? "none" : Number(event.target.value)})},
       entityOptions)) : null,
       passes.entity_pass ? theirRow(i, "entity", (v) => pageName(v)) : null,
+      i === current && factLacks(i).length && !readOnly ? el("p", {className: "dfs-still hint"},
+        `Still required for this fact: ${factLacks(i).map(([name, what]) => withKey(name, what)).join("; ")}`) : null,
       supportHints(i));
       const old = factsEl.children[i];
       if (old) old.replaceWith(node);

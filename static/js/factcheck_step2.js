@@ -20,7 +20,9 @@ const FactcheckStep2 = (() => {
   const DECIDED = [["yes", "Yes", "d"], ["no", "No", "D"]];
   const FACTUALITY = [["true", "True", "t"], ["false", "False", "f"], ["unknown", "Unknown", "u"]];
   const NEEDS_EDIT = [["yes", "Yes", "Y"], ["no", "No", "N"], ["not_enough_evidence", "Not enough evidence", "U"]];
-  const YES_NO = [[true, "Yes"], [false, "No"]];
+  // The annotator's own evidence: the same reliability keys as a passage, and a / ⇧A for "sufficient alone".
+  const MANUAL_RELIABLE = [[true, "Yes", "r"], [false, "No", "R"]];
+  const SUFFICIENT = [[true, "Yes", "a"], [false, "No", "A"]];
   // Factuality follows the edit decision in every released claim (server rule 6): one sets the other.
   const FACTUALITY_FOR_EDIT = {yes: "false", no: "true", not_enough_evidence: "unknown"};
   const EDIT_FOR_FACTUALITY = {false: "yes", true: "no", unknown: "not_enough_evidence"};
@@ -29,10 +31,11 @@ const FactcheckStep2 = (() => {
 
   const KEY_LEGEND = [
     ["] / [", "next / previous claim"],
-    ["j / ↓, k / ↑", "next / previous passage"],
+    ["j / ↓, k / ↑", "next / previous passage (then your own evidence)"],
     ["1 / 2 / 3 / 4", "stance of the passage: completely supports / partially supports / refutes / irrelevant"],
-    ["r / ⇧R", "the passage's source is reliable / not reliable"],
-    ["g", "the correction uses this passage (or not)"],
+    ["r / ⇧R", "the passage's (or your evidence's) source is reliable / not reliable"],
+    ["a / ⇧A", "your evidence is sufficient alone: yes / no"],
+    ["g", "the correction uses this passage or evidence (or not)"],
     ["d / ⇧D", "the evidence decides the claim: yes / no"],
     ["t / f / u", "the claim is true / false / unknown"],
     ["⇧Y / ⇧N / ⇧U", "needs an edit: yes / no / not enough evidence"],
@@ -172,6 +175,7 @@ const FactcheckStep2 = (() => {
     function addManual(entry = {}, {focus = true} = {}) {
       if (readOnly) return;
       answers[current].manual_evidence.push(blankManual(entry));
+      passageCursor[current] = answers[current].stances.length + answers[current].manual_evidence.length - 1;
       changed();
       if (focus) {
         const fields = editorEl.querySelectorAll(".fc2-manual");
@@ -185,6 +189,7 @@ const FactcheckStep2 = (() => {
       const answer = answers[current];
       if (readOnly) return;
       answer.manual_evidence.splice(index, 1);
+      passageCursor[current] = Math.max(0, Math.min(passageCursor[current], answer.stances.length + answer.manual_evidence.length - 1));
       // "manual:N" references follow the entries they name
       answer.used_evidence = answer.used_evidence.flatMap((value) => {
         if (typeof value !== "string") return [value];
@@ -247,12 +252,28 @@ const FactcheckStep2 = (() => {
       if (moved) editorEl.scrollIntoView({block: "start"});
     }
 
+    /* The cursor runs over the retrieved passages, then the annotator's own evidence. */
     function selectPassage(k) {
-      const count = answers[current].stances.length;
+      const count = answers[current].stances.length + answers[current].manual_evidence.length;
       if (!count) return;
       passageCursor[current] = Math.max(0, Math.min(count - 1, k));
-      editorEl.querySelectorAll(".fc2-passage").forEach((node, r) => node.classList.toggle("current", r === passageCursor[current]));
-      editorEl.querySelectorAll(".fc2-passage")[passageCursor[current]]?.scrollIntoView({block: "nearest"});
+      const nodes = editorEl.querySelectorAll(".fc2-passages > .fc2-passage, .fc2-manuals > .fc2-manual");
+      nodes.forEach((node, r) => node.classList.toggle("current", r === passageCursor[current]));
+      nodes[passageCursor[current]]?.scrollIntoView({block: "nearest"});
+    }
+
+    /* Under the cursor: ["passage", k] or ["manual", m]. */
+    function underCursor() {
+      const k = passageCursor[current];
+      const passages = answers[current].stances.length;
+      return k < passages ? ["passage", k] : ["manual", k - passages];
+    }
+
+    function setManual(m, patch) {
+      const entry = answers[current].manual_evidence[m];
+      if (readOnly || !entry) return;
+      Object.assign(entry, patch);
+      changed();
     }
 
     function focusCorrection() {
@@ -413,7 +434,9 @@ const FactcheckStep2 = (() => {
         className: classes(attrs.className, invalid(`${path}.${key}`) && "invalid"),
         oninput: (event) => set({[key]: event.target.value}, false),
       });
-      return el("li", {className: classes("fc2-manual", isDisagreed(path) && "disagree")},
+      const at = answers[current].stances.length + m;
+      return el("li", {className: classes("fc2-manual", isDisagreed(path) && "disagree", at === passageCursor[current] && "current"),
+        onclick: () => selectPassage(at)},
         el("div", {className: "fc2-passage-head"},
           el("span", {className: "fc2-rank"}, `Your evidence ${m + 1}`),
           manualSources(m),
@@ -426,10 +449,10 @@ const FactcheckStep2 = (() => {
           el("label", {}, "Query ", input("query", {type: "text", className: "fc2-manual-query", placeholder: "what you searched for"}))),
         el("div", {className: "fc-choice-line"},
           el("span", {className: "fc-choice-label"}, "Reliable"),
-          choices(YES_NO, entry.reliable, (v) => set({reliable: v}),
+          choices(MANUAL_RELIABLE, entry.reliable, (v) => set({reliable: v}),
             {className: "fc2-manual-reliable", disagree: isDisagreed(`${path}.reliable`), invalid: invalid(`${path}.reliable`)}),
           el("span", {className: "fc-choice-label"}, "Sufficient alone"),
-          choices(YES_NO, entry.sufficient, (v) => set({sufficient: v}),
+          choices(SUFFICIENT, entry.sufficient, (v) => set({sufficient: v}),
             {className: "fc2-manual-sufficient", disagree: isDisagreed(`${path}.sufficient`), invalid: invalid(`${path}.sufficient`)}),
           el("label", {className: "fc2-used"},
             el("input", {type: "checkbox", checked: answers[current].used_evidence.includes(value), disabled: readOnly,
@@ -585,9 +608,15 @@ const FactcheckStep2 = (() => {
         k: () => selectPassage(k - 1), ArrowUp: () => selectPassage(k - 1),
         s: focusSearch,
       };
-      const edits = {g: () => toggleUsed(k), m: () => addManual(), c: focusCorrection};
-      for (const [value, , key] of STANCES) edits[key] = () => setPassage(k, "stances", value);
-      for (const [value, , key] of RELIABLE) edits[key] = () => setPassage(k, "reliable", value);
+      const [what, at] = underCursor();
+      const edits = {g: () => toggleUsed(what === "manual" ? `${MANUAL}${at}` : at), m: () => addManual(), c: focusCorrection};
+      if (what === "passage") {
+        for (const [value, , key] of STANCES) edits[key] = () => setPassage(at, "stances", value);
+        for (const [value, , key] of RELIABLE) edits[key] = () => setPassage(at, "reliable", value);
+      } else {
+        for (const [value, , key] of MANUAL_RELIABLE) edits[key] = () => setManual(at, {reliable: value});
+        for (const [value, , key] of SUFFICIENT) edits[key] = () => setManual(at, {sufficient: value});
+      }
       for (const [value, , key] of DECIDED) edits[key] = () => setAnswer({decided: value});
       for (const [value, , key] of FACTUALITY) edits[key] = () => setAnswer({factuality: value});
       for (const [value, , key] of NEEDS_EDIT) edits[key] = () => setAnswer({needs_edit: value});

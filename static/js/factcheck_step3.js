@@ -62,15 +62,26 @@ const FactcheckStep3 = (() => {
     const content = state.content.sentences || [];
     const sentences = content.map((_, i) => ({revised: (state.payload.sentences || [])[i]?.revised ?? null}));
     let response = state.payload.response ?? null;
+    const {disagreed, annotations} = Workbench.theirAnswers(state);
+    // A consolidation starts from the revisions: the agreed one, or A's where they differ (marked).
+    const startedFromA = new Set();
+    if (consolidation && !state.read_only && annotations.length) {
+      sentences.forEach((sentence, i) => {
+        if (sentence.revised !== null) return;
+        const theirs = annotations[0].payload.sentences?.[i]?.revised;
+        if (typeof theirs === "string") { sentence.revised = theirs; startedFromA.add(i); }
+      });
+    }
     const original = state.response || content.map((s) => s.text).join(" ");
     const suggestion = state.suggestion || {};
-    const {disagreed, annotations} = Workbench.theirAnswers(state);
     const listEl = document.getElementById("sentences");
     const {editorEl, statusEl, errorsEl, completenessEl, submitButton, keysEl} = Workbench.pageParts();
     const clock = Workbench.activityClock();
     let current = 0;
     let errors = [];
     let responseEdited = response !== null && response !== joinRevised(sentences);
+    if (response === null && startedFromA.size) response = joinRevised(sentences);
+    let joinNote = "";
 
     const saver = Workbench.saver({
       url: state.api_url,
@@ -96,6 +107,8 @@ const FactcheckStep3 = (() => {
     function setRevised(i, text, {rerender = true} = {}) {
       if (readOnly) return;
       sentences[i].revised = text;
+      startedFromA.delete(i);
+      joinNote = "";
       if (!responseEdited) response = joinRevised(sentences);
       if (rerender) render(); else { refreshDiffs(i); changed(); }
     }
@@ -172,6 +185,8 @@ const FactcheckStep3 = (() => {
           sentence.decontext !== sentence.text ? el("div", {className: "fc2-why"}, `as written: ${sentence.text}`) : null,
           sentence.checkworthy ? claimList(sentence) : el("div", {className: "fc2-why"}, "not checkworthy: carried over unchanged"),
           field,
+          startedFromA.has(i) ? el("p", {className: "fc3-from-a hint"},
+            `Started from ${annotations[0].slot}'s revision: the annotators differ here — check it, or take another's (⇧${annotations.map((a) => a.slot).join(" / ⇧")}).`) : null,
           el("div", {className: "fc3-diff"}, WordDiff.render(sentence.decontext, sentences[i].revised || "")),
           readOnly ? null : el("span", {className: "fc3-tools"},
             el("button", {type: "button", className: "small", onclick: () => setRevised(i, sentence.decontext)}, "Original"),
@@ -187,8 +202,9 @@ const FactcheckStep3 = (() => {
         el("textarea", {className: classes("fc3-response", disagreed.has("response") && consolidation && "disagree"), rows: 8,
           value: response ?? "", disabled: readOnly, "aria-label": "Revised response",
           oninput: (event) => setResponse(event.target.value, {rerender: false})}),
-        readOnly ? null : el("button", {type: "button", className: "small", onclick: () => { responseEdited = false; setResponse(joinRevised(sentences)); responseEdited = false; }},
+        readOnly ? null : el("button", {type: "button", className: "small fc3-join", onclick: joinAgain},
           "Join the revised sentences again"),
+        joinNote ? el("p", {className: "fc3-join-note hint", role: "status"}, joinNote) : null,
         el("p", {className: "fc3-figures hint"}),
         el("div", {className: "fc3-response-diff"}),
         theirs(null, (v) => setResponse(v)),
@@ -196,6 +212,23 @@ const FactcheckStep3 = (() => {
       refreshResponse();
       renderList();
       updateCompleteness();
+    }
+
+    /* The response from the revised sentences; what it leaves out is said, never silent. */
+    function joinAgain() {
+      const removed = [], undecided = [];
+      sentences.forEach((s, i) => {
+        if (s.revised === null) undecided.push(i + 1);
+        else if (!normalise(s.revised)) removed.push(i + 1);
+      });
+      const list = (numbers) => `sentence${numbers.length > 1 ? "s" : ""} ${numbers.join(", ")}`;
+      const parts = [removed.length && `${list(removed)} (removed)`,
+        undecided.length && `${list(undecided)} (undecided: no revision yet — decide ${undecided.length > 1 ? "them" : "it"}, then join again)`]
+        .filter(Boolean);
+      joinNote = parts.length ? `Joined; left out: ${parts.join("; ")}.` : `Joined all ${sentences.length} revised sentences.`;
+      responseEdited = false;
+      setResponse(joinRevised(sentences));
+      responseEdited = false;
     }
 
     function updateCompleteness() {
@@ -225,11 +258,22 @@ const FactcheckStep3 = (() => {
         r: focus(() => editorEl.querySelector(".fc3-response")),
         o: () => setRevised(current, content[current].decontext),
       };
+      if (consolidation) {
+        // ⇧A, ⇧B, ⇧C: take that rater's revision of the selected sentence
+        annotations.forEach((a) => {
+          actions[a.slot] = () => setRevised(current, a.payload.sentences?.[current]?.revised ?? "");
+        });
+      }
       const action = actions[event.key];
       if (action) { event.preventDefault(); action(); }
     }
 
-    if (keysEl) keysEl.replaceChildren(...KEY_LEGEND.flatMap(([keys, what]) => [el("dt", {}, keys), el("dd", {}, what)]));
+    const legend = consolidation
+      ? [...KEY_LEGEND.slice(0, 3),
+        [annotations.map((a) => `⇧${a.slot}`).join(" / "), `take ${annotations.map((a) => `${a.slot}'s`).join(" / ")} revision of the selected sentence`],
+        ...KEY_LEGEND.slice(3, -1), ["Ctrl+Enter", "save the gold record"]]
+      : KEY_LEGEND;
+    if (keysEl) keysEl.replaceChildren(...legend.flatMap(([keys, what]) => [el("dt", {}, keys), el("dd", {}, what)]));
     render();
     if (readOnly) Workbench.showReadOnly(submitButton, statusEl, state);
     submitButton.addEventListener("click", submit);

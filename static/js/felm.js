@@ -77,6 +77,7 @@ const FelmAnnotate = (() => {
     let currentIndex = 0;
     // Note and references folded to a small button until wanted (r / l, a click) or filled.
     const unfolded = segments.map(() => ({note: false, refs: false}));
+    const draftRefs = segments.map(() => "");  // typed in a reference box, not added yet
     let listingIncomplete = false;  // after a refused submit, the list shrinks as segments get done
     const responseSpans = markSegments(document.querySelector(".source .response"), state.response, state.content.segments);
     // Where the suggestions came from (the provenance the import or the pipeline recorded).
@@ -124,6 +125,8 @@ const FelmAnnotate = (() => {
 
     function missing(segment, index) {
       if (isEmpty(index)) return [];
+      const problem = badDraftRef(index);
+      if (problem) return [problem];
       if (segment.label === null) return ["label"];
       if (segment.label !== false) return [];
       return [!segment.error_type && "error type", !segment.comment.trim() && "reason"].filter(Boolean);
@@ -210,6 +213,45 @@ const FelmAnnotate = (() => {
         suggested.comment?.trim() ? el("span", {className: "felm-hint-reason"}, ` reason: ${suggested.comment}`) : null);
     }
 
+    let pointerDown = false;
+    document.addEventListener("pointerdown", () => { pointerDown = true; }, true);
+    document.addEventListener("pointerup", () => { pointerDown = false; }, true);
+    /* Run ``fn`` now, or after the click of a pressed pointer has landed. */
+    function afterPointer(fn) {
+      if (!pointerDown) { fn(); return; }
+      document.addEventListener("pointerup", () => setTimeout(fn, 0), {once: true, capture: true});
+    }
+
+    function refItem(index, ref, r) {
+      return el("li", {},
+        el("a", {href: ref, target: "_blank", rel: "noopener noreferrer"}, ref),
+        state.read_only ? null : el("button", {type: "button", className: "small", title: "remove", "aria-label": "remove this link",
+          onclick: () => change(index, {refs: segments[index].refs.filter((_, k) => k !== r)})}, "×"));
+    }
+
+    /* A link typed in a segment's box that is not an http(s) link: what to say, else null. */
+    function badDraftRef(index) {
+      const value = (draftRefs[index] || "").trim();
+      if (!value) return null;
+      try { if (/^https?:$/.test(new URL(value).protocol)) return null; } catch (e) { /* not a URL */ }
+      return `a valid link (“${value}” is not an http(s) link: fix it or clear the box)`;
+    }
+
+    /* The link typed in a segment's box and not added yet: true once added to the segment,
+     * an error message when it is not a link, null when the box is empty. */
+    function takeDraftRef(index, {report = true} = {}) {
+      const value = (draftRefs[index] || "").trim();
+      if (!value) return null;
+      if (badDraftRef(index)) {
+        const input = list.children[index]?.querySelector(".ref-input");
+        if (input) { input.setCustomValidity("Enter an http(s) link"); if (report) input.reportValidity(); }
+        return badDraftRef(index);
+      }
+      segments[index].refs = [...segments[index].refs, value];
+      draftRefs[index] = "";
+      return true;
+    }
+
     function renderSegment(index) {
       const segment = segments[index];
       const field = (name) => (disagreed.has(`segments[${index}].${name}`) ? "disagree" : "");
@@ -219,17 +261,32 @@ const FelmAnnotate = (() => {
       const noteOpen = unfolded[index].note || segment.label === false || segment.comment !== "" || Boolean(field("comment"));
       const refsOpen = unfolded[index].refs || segment.refs.length > 0 || Boolean(field("refs"));
       const refInput = el("input", {type: "url", className: "ref-input", placeholder: "https://… (Enter to add)",
-        "aria-label": "Reference link", disabled: readOnly});
-      const addRef = () => {
-        const value = refInput.value.trim();
-        if (!value) return;
-        try { const url = new URL(value); if (!/^https?:$/.test(url.protocol)) throw new Error(); }
-        catch (e) { refInput.setCustomValidity("Enter an http(s) link"); refInput.reportValidity(); return; }
+        "aria-label": "Reference link", disabled: readOnly, value: draftRefs[index]});
+      refInput.addEventListener("input", () => {
+        draftRefs[index] = refInput.value;
         refInput.setCustomValidity("");
-        change(index, {refs: [...segment.refs, value]});
-        list.children[index].querySelector(".ref-input").focus();
+        updateCompleteness();
+      });
+      const addRef = () => {
+        if (takeDraftRef(index) === true) {
+          change(index, {});
+          list.children[index].querySelector(".ref-input").focus();
+        }
       };
       refInput.addEventListener("keydown", (event) => { if (event.key === "Enter") { event.preventDefault(); addRef(); } });
+      // Leaving the field (Esc, Tab, a click elsewhere) adds the typed link: a link is never dropped.
+      // No re-render here: it would swallow the click that moved the focus.
+      refInput.addEventListener("blur", () => {
+        if (!refInput.isConnected) return;  // replaced by a re-render: the draft lives on in draftRefs
+        const before = segment.refs.length;
+        if (takeDraftRef(index, {report: false}) !== true) return;
+        refInput.value = "";
+        updateCompleteness();
+        saver.schedule();
+        // Shown once the pointer is up: a line added under a pressed button would move it away.
+        afterPointer(() => refInput.closest(".refs")?.querySelector(".ref-list")
+          ?.append(refItem(index, segment.refs[before], before)));
+      });
       const folded = (part, text, key) => el("button", {type: "button", className: "small unfold", "data-part": part,
         title: `key ${key}`, onclick: (event) => { event.stopPropagation(); unfold(index, part); }}, text, " ", el("kbd", {}, key));
 
@@ -265,10 +322,7 @@ const FelmAnnotate = (() => {
           el("textarea", {className: "comment", rows: 1, disabled: readOnly, value: segment.comment,
             oninput: (e) => { segment.comment = e.target.value; updateCompleteness(); saver.schedule(); }})) : null,
         refsOpen ? el("div", {className: `refs ${field("refs")}`}, el("span", {className: "refs-title"}, "References"),
-          el("ul", {className: "ref-list"}, segment.refs.map((ref, r) => el("li", {},
-            el("a", {href: ref, target: "_blank", rel: "noopener noreferrer"}, ref),
-            readOnly ? null : el("button", {type: "button", className: "small", title: "remove", "aria-label": "remove this link",
-              onclick: () => change(index, {refs: segment.refs.filter((_, k) => k !== r)})}, "×")))),
+          el("ul", {className: "ref-list"}, segment.refs.map((ref, r) => refItem(index, ref, r))),
           readOnly ? null : el("div", {className: "ref-add"}, refInput,
             el("button", {type: "button", className: "small", onclick: addRef}, "Add"))) : null);
       const old = list.children[index];
@@ -279,6 +333,10 @@ const FelmAnnotate = (() => {
     }
 
     async function submit() {
+      // A link still in its box is added first (Ctrl+Enter from the box, no blur before it).
+      let added = false;
+      segments.forEach((_, i) => { if (takeDraftRef(i, {report: false}) === true) { added = true; renderSegment(i); } });
+      if (added) { updateCompleteness(); saver.schedule(); }
       listingIncomplete = true;
       const lacking = listIncomplete();
       if (lacking.length) {

@@ -78,10 +78,14 @@
   }
 
   function showCorpus(row, corpus) {
-    showJobState(row, {state: corpus.state, label: corpus.state_display, done: corpus.embedded, total: corpus.passages});
+    const searchable = "noWorker" in row.dataset && corpus.state === "embedding";
+    showJobState(row, {state: corpus.state, label: searchable ? "Searchable" : corpus.state_display, done: corpus.embedded,
+                       total: corpus.passages});
     row.querySelector("[data-role=documents]").textContent = corpus.documents;
     row.querySelector("[data-role=passages]").textContent = corpus.passages;
     row.querySelector("[data-role=embedded]").textContent = corpus.embedded;
+    const noWorker = row.querySelector(".no-worker");
+    if (noWorker) noWorker.hidden = !searchable;
     if (corpus.state === "failed") {
       row.querySelector("[data-role=outcome]").replaceChildren(...corpus.errors.slice(0, 3).map((e) =>
         el("div", {className: "error"}, errorText(e))));
@@ -110,7 +114,10 @@
 
   document.querySelectorAll(".import-job").forEach((row) => follow(row, {
     url: row.dataset.jobUrl, running: ["queued", "running"], showAnswer: show, every: POLL_MS, what: "import"}));
+  // Without a worker nothing embeds a whole corpus: "embedding" is not a state that ends, so
+  // the row is followed through its import only and says so (the page's text).
   document.querySelectorAll(".corpus-row").forEach((row) => follow(row, {
-    url: row.dataset.corpusUrl, running: ["queued", "importing", "embedding"], showAnswer: showCorpus,
+    url: row.dataset.corpusUrl, running: "noWorker" in row.dataset ? ["queued", "importing"] : ["queued", "importing", "embedding"],
+    showAnswer: showCorpus,
     every: CORPUS_POLL_MS, what: "corpus import"}));
 })();

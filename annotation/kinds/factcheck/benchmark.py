@@ -86,7 +86,7 @@ def parse_benchmark_line(data: dict, line: int) -> ParsedItem:
         texts.append(require_str(sentence, "text", line, path=f"{path}.text"))
         gold.append(_released_step1(sentence, path, line))
         paths.append(path)
-    known = ("prompt", "response", "sentences", *STEP3_ITEM_FIELDS)
+    known = ("id", "prompt", "response", "sentences", *STEP3_ITEM_FIELDS)
     item = ParsedItem(
         line=line, prompt=prompt, response=response,
         external_id=optional_str(data, "id", line), source=optional_str(data, "source", line),
@@ -413,7 +413,8 @@ def _step3_fields(step1_gold: dict, stage2: dict, stage3: dict) -> dict:
 def benchmark_record(row: dict) -> dict:
     """One consolidated item in the released Factcheck-Bench shape: step-1 fields, step-2 fields
     when step 2 has a gold record (``row["stages"][2]``), step-3 fields when step 3 has one;
-    empty where a step is not consolidated yet."""
+    empty where a step is not consolidated yet. Beside the released fields: ``id``, the item's
+    id (its external id, else the workbench's), which a re-import keeps."""
     stages = row.get("stages") or {}
     stage2, stage3 = stages.get(2), stages.get(3)
     step2_fields = _step2_sentences(row["gold"], stage2) if stage2 else None
@@ -442,6 +443,9 @@ def benchmark_record(row: dict) -> dict:
             **{key: later[key] for key in EXTRA_FIELDS},
         }
     return {
+        # not a released field: the item's id (as the items API and the other exports name it),
+        # read back as the item's id by a re-import
+        "id": row.get("external_id") or str(row.get("item_id", "")),
         "prompt": row["prompt"],
         "response": row["response"],
         "revised_response": step3_fields["revised_response"] if step3_fields else "",
