@@ -49,6 +49,15 @@ def data_dir(settings, tmp_path):
 
 
 @pytest.fixture(autouse=True)
+def loopback_services_allowed(monkeypatch):
+    """The fake LLM and search servers listen on loopback: allowed as a lab allows its own
+    private LLM server (production refuses by default; tests of the guard delete this)."""
+    monkeypatch.setenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1")
+    monkeypatch.delenv("OUTBOUND_ALLOWED_NETWORKS", raising=False)
+    monkeypatch.delenv("OUTBOUND_ALLOWED_PORTS", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     # The production hasher is deliberately slow; tests create many users.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
