@@ -247,6 +247,14 @@ CACHES = {
 # The pipeline reads LLM_BASE_URL, LLM_API_KEY and LLM_MODEL from the environment itself;
 # a project's pipeline_settings["llm"] overrides them.
 
+# Outbound requests (web pages, the search API, the LLM server) pass the guard in
+# pipeline/outbound.py, which reads OUTBOUND_ALLOWED_NETWORKS, OUTBOUND_ALLOWED_PORTS and
+# OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS from the environment (docs/security.md). Read once here so
+# a wrong value stops start-up with its name instead of failing the first fetch.
+from pipeline.outbound import OutboundPolicy  # noqa: E402  (stdlib only)
+
+OutboundPolicy.from_env(service=True)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -27,9 +27,11 @@ import socket
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urljoin, urlsplit
 
-import httpx2
+if TYPE_CHECKING:
+    import httpx2
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 MAX_REDIRECTS = 5
@@ -220,13 +222,24 @@ def check_url(url: str, policy: OutboundPolicy) -> Target:
     return Target(scheme=scheme, host=host, port=port, ip=str(addresses[0]))
 
 
-class GuardedTransport(httpx2.BaseTransport):
+class GuardedTransport:
     """An httpx transport that checks every request (so every redirect hop too) and connects
-    to the checked address. ``policy`` is a callable so settings apply without a new client."""
+    to the checked address. ``policy`` is a callable so settings apply without a new client.
+    Duck-typed (httpx needs only these methods), so importing this module loads no httpx:
+    settings import it to check the OUTBOUND_* values at start-up."""
 
     def __init__(self, policy: Callable[[], OutboundPolicy], inner: httpx2.BaseTransport | None = None):
+        import httpx2
+
         self.policy = policy
         self.inner = inner or httpx2.HTTPTransport(trust_env=False)
+
+    def __enter__(self) -> GuardedTransport:
+        self.inner.__enter__()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.inner.__exit__(*exc_info)
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         target = check_url(str(request.url), self.policy())
@@ -244,6 +257,8 @@ class GuardedTransport(httpx2.BaseTransport):
 def guarded_client(policy: Callable[[], OutboundPolicy], *, timeout: float, follow_redirects: bool = False,
                    **kwargs) -> httpx2.Client:
     """An httpx client whose every request goes through the guard (no proxies from the env)."""
+    import httpx2
+
     return httpx2.Client(transport=GuardedTransport(policy), timeout=timeout, follow_redirects=follow_redirects,
                          trust_env=False, **kwargs)
 
