@@ -45,6 +45,7 @@ def eager_tasks():
 def data_dir(settings, tmp_path):
     """Stored uploads go to the test's own directory."""
     settings.DATA_DIR = tmp_path / "data"
+    settings.FILE_UPLOAD_TEMP_DIR = str(settings.DATA_DIR / "upload-tmp")
     return settings.DATA_DIR
 
 
