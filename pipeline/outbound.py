@@ -242,13 +242,17 @@ class GuardedTransport:
         self.inner.__exit__(*exc_info)
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        import httpx2
+
         target = check_url(str(request.url), self.policy())
         ip, port = dial_address(target.ip, target.port)
-        # The Host header was set from the name when the request was built; TLS checks the name.
-        request.url = request.url.copy_with(host=ip, port=port)
-        if target.scheme == "https":
-            request.extensions = {**request.extensions, "sni_hostname": target.host}
-        return self.inner.handle_request(request)
+        # A copy for the connection: the caller's request keeps the name, which httpx's own
+        # redirects resolve against. Host keeps the name (set when the request was built), and
+        # TLS sends and checks the name.
+        extensions = {**request.extensions, "sni_hostname": target.host} if target.scheme == "https" else request.extensions
+        pinned = httpx2.Request(request.method, request.url.copy_with(host=ip, port=port), headers=request.headers,
+                                stream=request.stream, extensions=extensions)
+        return self.inner.handle_request(pinned)
 
     def close(self) -> None:
         self.inner.close()
@@ -271,7 +275,7 @@ def get_following_redirects(client: httpx2.Client, url: str, *, headers: Mapping
     through the client's guard. Credentials are not carried to another host."""
     headers = dict(headers or {})
     request = client.build_request("GET", url, headers=headers, params=params)
-    url = str(request.url)  # with the query; the guard rewrites request.url to the pinned IP on send
+    url = str(request.url)  # with the query
     for _ in range(max_redirects + 1):
         response = client.send(request, stream=True)
         location = response.headers.get("Location")
@@ -282,7 +286,7 @@ def get_following_redirects(client: httpx2.Client, url: str, *, headers: Mapping
                 response.close()
             return
         response.close()
-        next_url = urljoin(url, location)  # request.url now holds the pinned IP, not the name
+        next_url = urljoin(url, location)
         if urlsplit(next_url).hostname != urlsplit(url).hostname:
             headers = {k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")}
         url = next_url

@@ -154,3 +154,26 @@ def test_redirects_are_checked_at_every_hop_and_credentials_stay_with_the_host()
                                                   headers={"Authorization": "Bearer k"}):
                 pass
     assert seen == [("public.test", "/start", "Bearer k"), ("93.184.216.34", "/next", None)]
+
+
+def test_httpx_own_redirects_resolve_against_the_name_and_are_checked_too():
+    """The LLM client lets httpx follow redirects: a relative one stays on the name (Host, TLS
+    name), one to an internal address is refused."""
+    seen = []
+
+    def answer(request):
+        seen.append((request.headers["Host"], request.url.host, request.url.path, request.extensions.get("sni_hostname")))
+        if request.url.path == "/v1/models":
+            return httpx2.Response(307, headers={"Location": "/v2/models"})
+        if request.url.path == "/v2/models":
+            return httpx2.Response(200, text="ok")
+        return httpx2.Response(302, headers={"Location": "http://[::ffff:169.254.169.254]/latest/meta-data/"})
+
+    transport = GuardedTransport(lambda: PAGES, inner=httpx2.MockTransport(answer))
+    with httpx2.Client(transport=transport, follow_redirects=True) as client:
+        assert client.get("https://public.test/v1/models").text == "ok"
+        with pytest.raises(OutboundRefused, match="169.254.169.254 is a link-local address"):
+            client.get("https://public.test/metadata")
+    assert seen[:2] == [("public.test", "93.184.216.34", "/v1/models", "public.test"),
+                        ("public.test", "93.184.216.34", "/v2/models", "public.test")]
+    assert len(seen) == 3
