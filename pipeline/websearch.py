@@ -14,6 +14,7 @@ results or redirects pointing at internal addresses are refused and reported wit
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -103,7 +104,11 @@ def search(config: WebSearchConfig, query: str) -> list[SearchHit]:
         with outbound.guarded_client(outbound.service_policy, timeout=config.timeout) as client, \
                 outbound.get_following_redirects(client, f"{config.base_url}/search", params={"q": query, "format": "json"},
                                                  headers=_headers(config)) as response:
-            response.read()
+            body = bytearray()
+            for chunk in response.iter_bytes(64 * 1024):
+                body.extend(chunk)
+                if len(body) > config.max_page_bytes:
+                    raise WebSearchError(f"the search API's answer is larger than {config.max_page_bytes} bytes")
     except outbound.OutboundRefused as exc:
         raise WebSearchError(f"the search API's address is refused: {exc.reason}") from None
     except httpx2.TimeoutException:
@@ -113,7 +118,7 @@ def search(config: WebSearchConfig, query: str) -> list[SearchHit]:
     if response.status_code >= 400:
         raise WebSearchError(f"the search API answered {response.status_code}")
     try:
-        results = response.json().get("results")
+        results = json.loads(bytes(body)).get("results")
     except (ValueError, AttributeError):
         raise WebSearchError("the search API did not answer with a JSON object") from None
     if not isinstance(results, list):

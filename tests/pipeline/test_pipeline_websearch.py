@@ -77,6 +77,8 @@ class Web(BaseHTTPRequestHandler):
                 return self.reply(200, json.dumps({"results": results}).encode(), "application/json")
             if query == "slow":
                 time.sleep(1.5)
+            if query == "huge answer":
+                return self.reply(200, json.dumps({"results": [], "pad": "x" * 200_000}).encode(), "application/json")
             if query == "broken":
                 return self.reply(503, b"busy", "text/plain")
             if query == "not json":
@@ -156,6 +158,7 @@ def test_search_reads_searxng_json_with_the_key_and_keeps_only_web_links(web):
     ("slow", "did not answer within 0.5 s"),
     ("broken", "answered 503"),
     ("not json", "did not answer with a JSON object"),
+    ("huge answer", "answer is larger than 100000 bytes"),
 ])
 def test_search_failures_say_what_went_wrong(web, query, message):
     with pytest.raises(WebSearchError, match=message):
