@@ -215,7 +215,7 @@ def check_url(url: str, policy: OutboundPolicy) -> Target:
     for ip in addresses:
         problem = address_problem(ip, policy)
         if problem:
-            named = how or (f"{host} resolves to " if str(ip) != host else "")
+            named = how or (f"{host} resolves to {ip}: " if str(ip) != host else "")
             raise OutboundRefused(url, f"{named}{problem}")
     if port != DEFAULT_PORTS[scheme] and port not in policy.allowed_ports and not policy.allow_private:
         raise OutboundRefused(url, f"port {port} is not allowed (only {DEFAULT_PORTS[scheme]} for {scheme})")

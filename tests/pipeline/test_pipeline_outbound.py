@@ -69,9 +69,9 @@ def test_each_address_class(address, problem):
     ("http://127.1/", "127.1 is 127.0.0.1: 127.0.0.1 is a loopback address"),
     ("http://999999999999/", "999999999999 is not a valid address"),
     ("http://[::ffff:7f00:1]/", "127.0.0.1 is a loopback address"),
-    ("http://loopback.test./", "loopback.test resolves to 127.0.0.1 is a loopback address"),
-    ("http://LOOPBACK.TEST/", "loopback.test resolves to 127.0.0.1 is a loopback address"),
-    ("http://rebind.test/", "rebind.test resolves to 127.0.0.1 is a loopback address"),  # any bad answer refuses
+    ("http://loopback.test./", "loopback.test resolves to 127.0.0.1: 127.0.0.1 is a loopback address"),
+    ("http://LOOPBACK.TEST/", "loopback.test resolves to 127.0.0.1: 127.0.0.1 is a loopback address"),
+    ("http://rebind.test/", "rebind.test resolves to 127.0.0.1: 127.0.0.1 is a loopback address"),  # any bad answer refuses
     ("http://unknown.test/", "unknown.test does not resolve"),
 ])
 def test_urls_refused_with_the_reason(url, reason):
@@ -149,7 +149,7 @@ def test_redirects_are_checked_at_every_hop_and_credentials_stay_with_the_host()
         return httpx2.Response(200, text="inside")
 
     with httpx2.Client(transport=GuardedTransport(lambda: PAGES, inner=httpx2.MockTransport(answer))) as client:
-        with pytest.raises(OutboundRefused, match="loopback.test resolves to 127.0.0.1 is a loopback address"):
+        with pytest.raises(OutboundRefused, match="loopback.test resolves to 127.0.0.1: 127.0.0.1 is a loopback address"):
             with outbound.get_following_redirects(client, "http://public.test/start",
                                                   headers={"Authorization": "Bearer k"}):
                 pass
