@@ -1,6 +1,8 @@
 """Django admin for staff: every table browsable, with the filters staff need to find things."""
+from django import forms
 from django.contrib import admin
 
+from . import selectors
 from .models import Annotation, Assignment, Consolidation, GoldRecord, ImportJob, Item, ItemStage, Membership, Project
 
 
@@ -10,8 +12,35 @@ class MembershipInline(admin.TabularInline):
     autocomplete_fields = ["user"]
 
 
+class ProjectAdminForm(forms.ModelForm):
+    """Pipeline settings with every endpoint's api_key masked, as everywhere else; sent back
+    masked, the key stands for the stored one while the base URL stays (resolve_secret)."""
+
+    class Meta:
+        model = Project
+        fields = "__all__"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            self.initial["pipeline_settings"] = selectors.masked_pipeline_settings(self.instance)
+
+    def clean_pipeline_settings(self):
+        from .services.projects import ENDPOINT_SECTIONS, resolve_secret
+
+        value = self.cleaned_data.get("pipeline_settings")
+        if not isinstance(value, dict):
+            return value
+        # The instance still holds the stored settings here (the form's values go in after cleaning).
+        stored = (self.instance.pipeline_settings or {}) if self.instance.pk else {}
+        return {name: resolve_secret(stored.get(name) or {}, section)
+                if name in ENDPOINT_SECTIONS and isinstance(section, dict) else section
+                for name, section in value.items()}
+
+
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
+    form = ProjectAdminForm
     list_display = ["name", "kind", "annotators_per_item", "created_at"]
     list_filter = ["kind"]
     search_fields = ["name"]

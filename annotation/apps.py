@@ -1,3 +1,5 @@
+from pathlib import Path
+
 from django.apps import AppConfig
 
 
@@ -5,3 +7,13 @@ class AnnotationConfig(AppConfig):
     name = "annotation"
     verbose_name = "Annotation"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from django.conf import settings
+
+        # Uploads spool under DATA_DIR (annotation.uploads); Django's checks want the directory
+        # to exist. Uploads make it again if it goes; a read-only DATA_DIR is the check's to report.
+        try:
+            Path(settings.FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass

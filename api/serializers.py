@@ -322,7 +322,9 @@ class EvidenceSearchRequestSerializer(serializers.Serializer):
 
 class EvidenceSearchSerializer(serializers.ModelSerializer):
     """A search from the step-2 page: poll ``url`` until ``state`` is done or failed;
-    ``results`` are ranked passages (text, url, title, source, query, rank, scores)."""
+    ``results`` are ranked passages (text, url, title, source, query, rank, scores); ``problems``
+    lists what could not be used, including pages the outbound guard refused ("<url> was not
+    fetched: refused, <reason>"), which are never fetched nor shown as passages."""
 
     url = serializers.SerializerMethodField()
 

@@ -79,6 +79,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so it runs after everything that may read an upload: removes half-written ones.
+    "annotation.uploads.UploadCleanupMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -164,6 +166,11 @@ LOGOUT_REDIRECT_URL = "login"
 
 # Uploads of large JSONL files go to a temporary file, not memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# ... in the data directory (made on first upload), not the system's temp directory; a file of
+# an upload cut off mid-body is removed (annotation.uploads).
+FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "upload-tmp")
+FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler",
+                        "annotation.uploads.DataDirUploadHandler"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 # Largest import file accepted (bytes); larger uploads answer 413. Imports are stored under
 # DATA_DIR / "imports" until their Celery task has run.
@@ -246,6 +253,14 @@ CACHES = {
 
 # The pipeline reads LLM_BASE_URL, LLM_API_KEY and LLM_MODEL from the environment itself;
 # a project's pipeline_settings["llm"] overrides them.
+
+# Outbound requests (web pages, the search API, the LLM server) pass the guard in
+# pipeline/outbound.py, which reads OUTBOUND_ALLOWED_NETWORKS, OUTBOUND_ALLOWED_PORTS and
+# OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS from the environment (docs/security.md). Read once here so
+# a wrong value stops start-up with its name instead of failing the first fetch.
+from pipeline.outbound import OutboundPolicy  # noqa: E402  (stdlib only)
+
+OutboundPolicy.from_env(service=True)
 
 LOGGING = {
     "version": 1,

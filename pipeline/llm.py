@@ -134,15 +134,37 @@ class LLMClient:
         if not config.is_configured:
             raise ValueError("LLM is not configured: set LLM_BASE_URL and LLM_MODEL")
         self.config = config
+        from pipeline import outbound  # the guard (httpx): loaded where a client is built
+
+        # Every request (redirects too) goes through the outbound guard: the base URL is set by
+        # staff or project admins, and private addresses pass only with
+        # OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS.
         self._client = openai.OpenAI(
             base_url=config.base_url,
             api_key=config.api_key or _PLACEHOLDER_API_KEY,
             timeout=config.timeout,
             max_retries=config.max_retries,
+            http_client=openai.DefaultHttpxClient(transport=outbound.GuardedTransport(outbound.service_policy)),
         )
+
+    def check_address(self) -> None:
+        """Raise ``openai.APIConnectionError`` naming the reason when the guard refuses the base
+        URL, before the client would retry a refused request."""
+        import httpx2
+
+        from pipeline import outbound
+
+        try:
+            outbound.check_url(str(self._client.base_url), outbound.service_policy())
+        except outbound.OutboundRefused as exc:
+            raise openai.APIConnectionError(
+                message=f"the LLM server's address is refused: {exc.reason}",
+                request=httpx2.Request("POST", str(self._client.base_url)),
+            ) from None
 
     def chat(self, messages: Sequence[Message]) -> str:
         """One chat completion; raises ``openai.OpenAIError`` when retries are exhausted."""
+        self.check_address()
         response = self._client.chat.completions.create(
             model=self.config.model,
             messages=[dict(m) for m in messages],

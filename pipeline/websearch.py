@@ -7,19 +7,23 @@ cleaned to its main text by trafilatura (menus, footers and scripts dropped) and
 passages like a corpus document, so web and corpus passages are ranked together.
 
 A search or page that fails is reported, never raised past :func:`web_candidates`: one dead
-page must not cost an annotator the other four.
+page must not cost an annotator the other four. Every request goes through
+:mod:`pipeline.outbound` (the search API as a staff-set service, pages as the open web), so
+results or redirects pointing at internal addresses are refused and reported with the reason.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 
-import requests
+import httpx2
 
+from pipeline import outbound
 from pipeline.llm import drop_foreign_server_key
 from pipeline.retrieval import PASSAGE_SENTENCES, PASSAGE_STRIDE, Candidate, split_passages
 
@@ -31,6 +35,15 @@ TEXT_TYPES = ("text/html", "application/xhtml+xml", "text/plain")
 
 class WebSearchError(Exception):
     """The search API or a page could not be used; the message says which and why."""
+
+
+class WebSearchRefused(WebSearchError):
+    """A page was not fetched because its address (or a redirect's) is refused by the guard."""
+
+    def __init__(self, url: str, reason: str):
+        super().__init__(f"{url} was not fetched: refused, {reason}")
+        self.url = url
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -88,16 +101,24 @@ def search(config: WebSearchConfig, query: str) -> list[SearchHit]:
     if not config.is_configured:
         raise WebSearchError("no web search API is configured")
     try:
-        response = requests.get(f"{config.base_url}/search", params={"q": query, "format": "json"},
-                                headers=_headers(config), timeout=config.timeout)
-    except requests.Timeout:
+        with outbound.guarded_client(outbound.service_policy, timeout=config.timeout) as client, \
+                outbound.get_following_redirects(client, f"{config.base_url}/search", params={"q": query, "format": "json"},
+                                                 headers=_headers(config)) as response:
+            body = bytearray()
+            for chunk in response.iter_bytes(64 * 1024):
+                body.extend(chunk)
+                if len(body) > config.max_page_bytes:
+                    raise WebSearchError(f"the search API's answer is larger than {config.max_page_bytes} bytes")
+    except outbound.OutboundRefused as exc:
+        raise WebSearchError(f"the search API's address is refused: {exc.reason}") from None
+    except httpx2.TimeoutException:
         raise WebSearchError(f"the search API did not answer within {config.timeout:g} s") from None
-    except requests.RequestException as exc:
+    except httpx2.HTTPError as exc:
         raise WebSearchError(f"the search API could not be reached: {type(exc).__name__}") from None
     if response.status_code >= 400:
         raise WebSearchError(f"the search API answered {response.status_code}")
     try:
-        results = response.json().get("results")
+        results = json.loads(bytes(body)).get("results")
     except (ValueError, AttributeError):
         raise WebSearchError("the search API did not answer with a JSON object") from None
     if not isinstance(results, list):
@@ -116,23 +137,29 @@ def fetch_text(config: WebSearchConfig, url: str) -> str:
     """The main text of the page at ``url``; raises WebSearchError for a timeout, an error
     status, a type that is not text, a page over the size limit, or a page with no text."""
     try:
-        with requests.get(url, headers={"User-Agent": "factcheck-workbench/1.0"}, timeout=config.timeout,
-                          stream=True) as response:
+        with outbound.guarded_client(outbound.pages_policy, timeout=config.timeout) as client, \
+                outbound.get_following_redirects(client, url, headers={"User-Agent": "factcheck-workbench/1.0"}) as response:
             if response.status_code >= 400:
                 raise WebSearchError(f"{url} answered {response.status_code}")
             content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if content_type not in TEXT_TYPES:
                 raise WebSearchError(f"{url} is {content_type or 'of no stated type'}, not a web page")
             body = bytearray()
-            for chunk in response.iter_content(64 * 1024):
+            for chunk in response.iter_bytes(64 * 1024):
                 body.extend(chunk)
                 if len(body) > config.max_page_bytes:
                     raise WebSearchError(f"{url} is larger than {config.max_page_bytes} bytes")
-            encoding = response.encoding or "utf-8"
-    except requests.Timeout:
+            encoding = response.charset_encoding or "utf-8"
+    except outbound.OutboundRefused as exc:
+        raise WebSearchRefused(url, exc.reason) from None
+    except httpx2.TimeoutException:
         raise WebSearchError(f"{url} did not answer within {config.timeout:g} s") from None
-    except requests.RequestException as exc:
+    except httpx2.HTTPError as exc:
         raise WebSearchError(f"{url} could not be fetched: {type(exc).__name__}") from None
+    try:
+        "".encode(encoding)
+    except LookupError:  # a charset Python does not know
+        encoding = "utf-8"
     raw = bytes(body).decode(encoding, errors="replace")
     if content_type == "text/plain":
         text = raw

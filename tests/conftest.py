@@ -45,7 +45,17 @@ def eager_tasks():
 def data_dir(settings, tmp_path):
     """Stored uploads go to the test's own directory."""
     settings.DATA_DIR = tmp_path / "data"
+    settings.FILE_UPLOAD_TEMP_DIR = str(settings.DATA_DIR / "upload-tmp")
     return settings.DATA_DIR
+
+
+@pytest.fixture(autouse=True)
+def loopback_services_allowed(monkeypatch):
+    """The fake LLM and search servers listen on loopback: allowed as a lab allows its own
+    private LLM server (production refuses by default; tests of the guard delete this)."""
+    monkeypatch.setenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1")
+    monkeypatch.delenv("OUTBOUND_ALLOWED_NETWORKS", raising=False)
+    monkeypatch.delenv("OUTBOUND_ALLOWED_PORTS", raising=False)
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ from django.utils import timezone
 from annotation.models import EvidenceSearch, EvidenceSearchState
 from annotation.services.evidence_search import run_search
 
-from .pipeline.test_pipeline_websearch import web  # noqa: F401  (the loopback search API and pages)
+from .pipeline.test_pipeline_websearch import PAGES, SECRET, SSRF_REASONS, Web, web  # noqa: F401  (the loopback search API and pages)
 from .test_corpora import corpus, data_dir  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -85,6 +85,26 @@ def test_the_web_backend_adds_passages_and_its_failures_are_listed(clients, fact
     assert polled["results"] and all(r["source"] == "web" for r in polled["results"])
     assert any("Nobel Prize in Chemistry" in r["text"] for r in polled["results"])
     assert any("pdf" in problem or "not HTML" in problem or "content type" in problem for problem in polled["problems"])
+
+
+def test_results_pointing_at_internal_addresses_are_refused_and_listed_with_the_reason(
+        clients, factcheck_project, web, django_capture_on_commit_callbacks):  # noqa: F811
+    """The search API (a loopback fake) answers with loopback, link-local, private and encoded
+    addresses and redirects to them: none is fetched, each is listed with why; the public page is."""
+    factcheck_project.pipeline_settings = {"web_search": {"base_url": web.base_url, "timeout": web.timeout,
+                                                          "results_per_query": 100}}
+    factcheck_project.save()
+    with django_capture_on_commit_callbacks(execute=True):
+        body = clients["alice"].post(url(factcheck_project), {"query": "ssrf"}, format="json").json()
+    polled = clients["alice"].get(body["url"]).json()
+    assert polled["state"] == "done"
+    assert polled["results"] and {r["url"] for r in polled["results"]} == {f"{PAGES}/redirect/public"}
+    assert SECRET not in str(polled)
+    assert "/secret" not in [path for path, _ in Web.seen]
+    refused = [p for p in polled["problems"] if "was not fetched: refused, " in p]
+    assert len(refused) == len(SSRF_REASONS)
+    for (_, reason), problem in zip(SSRF_REASONS, refused):
+        assert problem.endswith(reason)
 
 
 def test_a_failing_search_is_shown_failed_and_a_repeated_task_does_not_search_twice(factcheck_project, users, monkeypatch):

@@ -24,7 +24,7 @@ from annotation.exceptions import DomainError, ImportFailed
 from annotation.json_values import MAX_JSON_DEPTH, bad_value, too_deep
 from annotation.kinds.base import is_valid_url
 from annotation.models import Corpus, CorpusState, Passage, Project
-from annotation.uploads import store_upload, stored_path
+from annotation.uploads import store_upload, stored_path, upload_name
 
 from .imports import check_upload_size, read_json_line
 
@@ -65,7 +65,7 @@ def create_corpus(*, name: str, user, upload, projects: list[Project], passage_s
             corpus = Corpus.objects.create(
                 name=name.strip()[:200], created_by=user if getattr(user, "is_authenticated", False) else None,
                 passage_sentences=passage_sentences, passage_stride=passage_stride, file_path=relative,
-                file_size=size, file_name=str(getattr(upload, "name", "") or "")[:255],
+                file_size=size, file_name=upload_name(upload),
             )
             corpus.projects.set(projects)
             from annotation.tasks import import_corpus

@@ -29,7 +29,7 @@ from annotation.json_values import NON_FINITE, NUL, bad_value, nul_path
 from annotation.kinds import KindSpec, PayloadError, get_kind
 from annotation.kinds.base import ImportLineError, ParsedItem
 from annotation.models import GoldRecord, GoldSource, ImportJob, ImportJobState, Item, ItemStage, Project, StageStatus
-from annotation.uploads import store_upload, stored_path
+from annotation.uploads import store_upload, stored_path, upload_name
 
 from .assignments import annotator_ids, assign_new_stages, current_load
 
@@ -660,7 +660,7 @@ def create_import_job(*, project: Project, user, upload, fmt: str, labels_as: st
                 project=project, created_by=user if getattr(user, "is_authenticated", False) else None,
                 format=fmt, labels_as=labels_as, options={"on_error": on_error, "domain": domain},
                 file_path=relative, file_size=size,
-                file_name=str(getattr(upload, "name", "") or "")[:255],
+                file_name=upload_name(upload),
             )
             from annotation.tasks import run_import
 

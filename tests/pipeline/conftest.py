@@ -1,6 +1,8 @@
 """Keeps ``import pipeline`` working however pytest is started (no Django needed).
 
-The pipeline tests use no fixtures from here, so they also run with ``--noconftest``.
+The pipeline tests use no fixtures from here, so they also run with ``--noconftest``, given
+``OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS=1`` in the environment: the fake LLM servers listen on
+loopback, which the outbound guard refuses otherwise (tests/conftest.py sets it for every test).
 """
 
 import sys

@@ -200,3 +200,14 @@ def test_claim_categories_from_the_llm_with_offline_fallback():
     ]
     assert "unparseable answer" in hints[2].error
 
+
+
+def test_an_llm_server_on_a_private_address_needs_the_explicit_setting(monkeypatch):
+    monkeypatch.delenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", raising=False)
+    with FakeLLMServer(well_behaved_responder) as server:
+        [result] = run_chats(server.config(max_retries=0), [[{"role": "user", "content": "hi"}]])
+        assert result.text is None and "the LLM server's address is refused: 127.0.0.1 is a loopback address" in result.error
+        assert server.requests == []
+        monkeypatch.setenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1")  # a lab's own server, allowed by setting
+        [result] = run_chats(server.config(max_retries=0), [[{"role": "user", "content": "hi"}]])
+        assert result.error is None and len(server.requests) == 1
