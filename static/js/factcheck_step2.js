@@ -385,7 +385,7 @@ const FactcheckStep2 = (() => {
             : el("span", {className: "fc2-title"}, title),
           el("span", {className: "badge fc2-source"}, passage.source || "evidence"),
           passage.query ? el("span", {className: "fc2-query"}, `found by “${passage.query}”`) : null),
-        el("blockquote", {className: "fc2-passage-text"}, passage.text),
+        el("blockquote", {className: "fc2-passage-text", tabindex: 0}, passage.text),
         el("div", {className: "fc-choice-line"},
           el("span", {className: "fc-choice-label"}, "Stance"),
           choices(STANCES, answer.stances[k], (v) => setPassage(k, "stances", v),
@@ -459,7 +459,7 @@ const FactcheckStep2 = (() => {
               readOnly ? null : el("button", {type: "button", className: "small fc2-add-result", disabled: added,
                 onclick: () => { addManual({text: result.text, url: result.url, query: search.query}, {focus: false}); renderSearch(); }},
               added ? "Added" : "Add as evidence")),
-            el("blockquote", {className: "fc2-passage-text"}, result.text));
+            el("blockquote", {className: "fc2-passage-text", tabindex: 0}, result.text));
         })) : null,
       ].filter(Boolean));
     }
