@@ -38,7 +38,7 @@ const FactcheckStep2 = (() => {
     ["⇧Y / ⇧N / ⇧U", "needs an edit: yes / no / not enough evidence"],
     ["s", "search for evidence"],
     ["m", "add evidence by hand (paste text and URL)"],
-    ["c", "edit the correction"],
+    ["c", "edit the correction (the pre-filled claim is selected: type to replace it, ← / → to edit it)"],
     ["Esc", "leave a text field"],
     ["Ctrl+Enter", "submit"],
   ];
@@ -87,7 +87,7 @@ const FactcheckStep2 = (() => {
     if (!answer.needs_edit) out.push("whether the claim needs an edit");
     if (answer.needs_edit === "yes") {
       if (!answer.correction.trim()) out.push("the corrected claim");
-      if (!answer.used_evidence.length) out.push("the evidence the correction uses (tick “used”)");
+      if (!answer.used_evidence.length) out.push("the evidence the correction uses (tick “correction uses it”)");
     }
     return out;
   }
@@ -259,7 +259,9 @@ const FactcheckStep2 = (() => {
       const field = editorEl.querySelector(".fc2-correction");
       if (!field || field.disabled) return;
       field.focus();
-      field.setSelectionRange(field.value.length, field.value.length);
+      // Still the pre-filled claim: selected, so typing replaces it (← / → to edit it instead).
+      if (field.value === (claims[current] || {}).text) field.select();
+      else field.setSelectionRange(field.value.length, field.value.length);
     }
 
     // -- consolidation ---------------------------------------------------------------------
