@@ -57,3 +57,16 @@ def test_a_failing_load_shows_the_end_of_its_log(monkeypatch, settings, tmp_path
     with pytest.raises(RuntimeError):
         call_command("load_demo", stdout=io.StringIO(), stderr=err)
     assert "Loading the demo failed" in err.getvalue() and "the exporter's last words" in err.getvalue()
+
+
+def test_make_migrate_says_what_it_does_and_logs_the_migrations(tmp_path):
+    import subprocess
+
+    from .test_deployment import REPO, clean_env, fake_venv
+
+    venv = fake_venv(tmp_path)
+    result = subprocess.run(["make", "--no-print-directory", "migrate", f"VENV={venv}"], cwd=REPO, capture_output=True,
+                            text=True, env=clean_env(), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "Migrating the database (details in var/log/migrate.log)…"
+    assert "args=manage.py migrate --noinput" in (REPO / "var" / "log" / "migrate.log").read_text()
