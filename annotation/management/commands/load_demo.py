@@ -98,8 +98,9 @@ class Command(BaseCommand):
         first_run = not Project.objects.filter(name__in=[name for name, *_ in DEMO_PROJECTS]).exists()
         log = Path(settings.DATA_DIR) / "log" / "load_demo.log"
         if first_run:
+            shown = os.path.relpath(log) if not os.path.relpath(log).startswith("..") else log
             self.stdout.write("Loading the demo users and projects (first run: about a minute on 2 cores, the "
-                              "embedding model is prepared once; details in %s)…" % log)
+                              "embedding model is prepared once; details in %s)…" % shown)
         started = time.monotonic()
         with self.output_to(log, quiet=options["verbosity"] < 2):
             # The pipeline's tasks run when this transaction commits, inside the redirection too.
