@@ -13,12 +13,14 @@ GUNICORN_GRACEFUL_TIMEOUT ?= 30
 .PHONY: run test install install-dev migrate demo serve worker benchmark clean
 
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	@echo "Creating $(VENV)…"
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --upgrade pip
 
 $(VENV)/.installed: requirements.txt | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements.txt
-	touch $@
+	@echo "Installing the Python packages (first run: a few minutes)…"
+	@$(BIN)/pip install --quiet -r requirements.txt
+	@touch $@
 
 $(VENV)/.installed-dev: requirements.txt requirements-dev.txt $(VENV)/.installed
 	$(BIN)/pip install --quiet -r requirements-dev.txt
@@ -31,15 +33,19 @@ install-dev: $(VENV)/.installed-dev
 # fixed one; DJANGO_SECRET_KEY, when set, wins.
 run migrate demo worker: export DJANGO_SECRET_KEY_FILE ?= $(CURDIR)/var/secret_key
 
+# The migrations' messages go to var/log/migrate.log (shown when migrating fails).
 migrate: install
-	$(BIN)/python manage.py migrate --noinput
+	@mkdir -p var/log
+	@echo "Migrating the database (details in var/log/migrate.log)…"
+	@$(BIN)/python manage.py migrate --noinput > var/log/migrate.log 2>&1 || { tail -n 30 var/log/migrate.log; exit 1; }
 
+# The first run prepares the embedding model (about a minute); its messages go to var/log/load_demo.log.
 demo: migrate
-	$(BIN)/python manage.py load_demo
+	@$(BIN)/python manage.py load_demo
 
 run: demo
-	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
-	@echo "Serving on http://$(HOST):$(PORT)/  (Ctrl+C to stop)"
+	@$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	@echo "Serving on http://$(HOST):$(PORT)/  (log in with a demo login above; Ctrl+C to stop)"
 	$(BIN)/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 3 --timeout $(GUNICORN_TIMEOUT) \
 		--graceful-timeout $(GUNICORN_GRACEFUL_TIMEOUT) --access-logfile -
 

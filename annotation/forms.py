@@ -5,6 +5,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import password_validators_help_text_html
 
 from annotation.kinds import KINDS
+from annotation.kinds.felm import DOMAINS as FELM_DOMAINS
 from annotation.models import Project, ProjectKind, Role, ThirdRater
 from annotation.exceptions import UploadTooLarge, readable_size
 from annotation.services.imports import LABELS_AS, check_upload_size
@@ -77,15 +78,18 @@ class ImportForm(forms.Form):
         choices=[("refuse", "refuse the file (nothing is imported, every bad line is listed)"),
                  ("skip", "skip them (the good lines are imported, the skipped ones listed)")])
     domain = forms.CharField(required=False, max_length=50, strip=False,
-                             help_text="fills the domain of items whose line has none (FELM: wk, science, math, "
-                                       "reasoning, writing_rec — the released files are named after it)")
+                             help_text="fills the domain of items whose line has none (free text, e.g. the topic "
+                                       "of the file)")
 
     def clean_on_error(self):
         return self.cleaned_data["on_error"] or "refuse"
 
-    def __init__(self, *args, formats=(), **kwargs):
+    def __init__(self, *args, formats=(), kind: str = "", **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["format"].choices = [(f, f) for f in formats]
+        if kind == "felm":  # only FELM has a fixed list of domains (its released files are named after them)
+            self.fields["domain"].help_text = (f"fills the domain of items whose line has none ({', '.join(FELM_DOMAINS)} "
+                                               "— the released files are named after it)")
         self.fields["file"].help_text = f"JSONL, one item a line; at most {readable_size(settings.IMPORT_MAX_UPLOAD_BYTES)}"
 
 

@@ -194,7 +194,7 @@ def project_detail(request, project_id):
             "status_filter": status or "",
             "statuses": StageStatus.choices,
             "members": selectors.members(project),
-            "import_form": ImportForm(formats=get_kind(project.kind).import_formats),
+            "import_form": ImportForm(formats=get_kind(project.kind).import_formats, kind=project.kind),
             "import_jobs": recent_imports(project),
             "corpora": project.corpora.order_by("-id") if project.kind == "factcheck" else None,
             "corpus_form": CorpusForm(),
@@ -227,7 +227,7 @@ def guidelines(request, project_id):
 def project_import(request, project_id):
     """Store the upload and queue its import; the project page shows its progress and outcome."""
     project, _ = project_for(request, project_id, {Role.ADMIN})
-    form = ImportForm(request.POST, request.FILES, formats=get_kind(project.kind).import_formats)
+    form = ImportForm(request.POST, request.FILES, formats=get_kind(project.kind).import_formats, kind=project.kind)
     if not form.is_valid():
         messages.error(request, f"Import refused: {form.errors.as_text()}")
         return redirect("annotation:project", project_id=project.id)

@@ -78,3 +78,16 @@ def open_consolidation_as(browser, base_url: str, username: str, password: str, 
     page.locator(f"a[href='/consolidations/{consolidation.id}/']").click()
     page.wait_for_url(f"**/consolidations/{consolidation.id}/")
     return page
+
+
+def axe_violations(page) -> list[str]:
+    """axe-core's violations on the page as it is now, one readable line per rule and element.
+
+    axe-core's script comes from the pinned PyPI package axe-playwright-python (its axe.min.js),
+    so nothing is fetched at test time and no copy of the script lives in this repository."""
+    from axe_playwright_python.base import AXE_SCRIPT
+
+    page.evaluate(AXE_SCRIPT)
+    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    return [f"{page.url} at {page.viewport_size['width']} px: {v['id']} ({v['impact']}) {' '.join(node['target'])}: "
+            f"{v['help']}" for v in result["violations"] for node in v["nodes"]]

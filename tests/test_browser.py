@@ -115,7 +115,7 @@ def test_felm_campaign_in_the_browser(browser, live_server, users, felm_project,
     # -- alice labels item 1 with the keyboard only ------------------------------------------
     alice = login(browser, base, "alice", PASSWORD, problems)
     alice.goto(f"/projects/{project.id}/")
-    alice.get_by_role("link", name="Start annotating").click()
+    alice.get_by_role("link", name="Annotate", exact=True).click()
     alice.wait_for_url(re.compile(r"/assignments/\d+/$"))
     alice_assignment = Assignment.objects.get(user=users["alice"], item_stage=stage)
     assert alice.url.endswith(f"/assignments/{alice_assignment.id}/")
@@ -149,7 +149,7 @@ def test_felm_campaign_in_the_browser(browser, live_server, users, felm_project,
     # -- bob labels the same item, disagreeing on the last segment --------------------------
     bob = login(browser, base, "bob", PASSWORD, problems)
     bob.goto(f"/projects/{project.id}/")
-    bob.get_by_role("link", name="Start annotating").click()
+    bob.get_by_role("link", name="Annotate", exact=True).click()
     bob_assignment = Assignment.objects.get(user=users["bob"], item_stage=stage)
     bob.wait_for_url(f"**/assignments/{bob_assignment.id}/")
     expect(bob.locator("#segments > li.segment")).to_have_count(3)

@@ -93,7 +93,7 @@ def expect_saved(page):
 def open_first_assignment(browser, base, project, username, problems):
     page = login(browser, base, username, PASSWORD, problems)
     page.goto(f"/projects/{project.id}/")
-    page.get_by_role("link", name="Start annotating").click()
+    page.get_by_role("link", name="Annotate", exact=True).click()
     page.wait_for_url(re.compile(r"/assignments/\d+/$"))
     return page
 

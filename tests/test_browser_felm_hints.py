@@ -18,7 +18,7 @@ def test_felm_suggestions_are_hints_not_answers(browser, live_server, users, fel
     import_jsonl(felm_project, jsonl([line]), fmt="felm", labels_as="suggestion")
     page = login(browser, live_server.url, "alice", PASSWORD, problems)
     page.goto(f"/projects/{felm_project.id}/")
-    page.get_by_role("link", name="Start annotating").click()
+    page.get_by_role("link", name="Annotate", exact=True).click()
     hints = page.locator(".felm-hint")
     expect(hints).to_have_count(2)
     expect(hints.nth(0)).to_contain_text("suggested: Correct")

@@ -131,7 +131,7 @@ const DfactscoreAnnotate = (() => {
           el("h3", {}, `${c + 1}. `, ...marked(page.title || "", query)),
           c === linked ? el("p", {className: "dfs-linked-note"}, `linked to ${groupName(group)}: label fact ${current + 1} against this page`) : null,
           page.url ? el("a", {className: "dfs-url", href: page.url, target: "_blank", rel: "noopener noreferrer"}, page.url) : null,
-          el("div", {className: "dfs-page-text"}, ...marked(page.text || "", query)));
+          el("div", {className: "dfs-page-text", tabindex: 0}, ...marked(page.text || "", query)));
       }));
       const count = document.getElementById("dfs-search-count");
       if (count) count.textContent = query ? `${shown} of ${candidates.length} pages match` : `${candidates.length} pages`;

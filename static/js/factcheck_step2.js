@@ -41,7 +41,7 @@ const FactcheckStep2 = (() => {
     ["⇧Y / ⇧N / ⇧U", "needs an edit: yes / no / not enough evidence"],
     ["s", "search for evidence"],
     ["m", "add evidence by hand (paste text and URL)"],
-    ["c", "edit the correction"],
+    ["c", "edit the correction (the pre-filled claim is selected: type to replace it, ← / → to edit it)"],
     ["Esc", "leave a text field"],
     ["Ctrl+Enter", "submit"],
   ];
@@ -90,7 +90,7 @@ const FactcheckStep2 = (() => {
     if (!answer.needs_edit) out.push("whether the claim needs an edit");
     if (answer.needs_edit === "yes") {
       if (!answer.correction.trim()) out.push("the corrected claim");
-      if (!answer.used_evidence.length) out.push("the evidence the correction uses (tick “used”)");
+      if (!answer.used_evidence.length) out.push("the evidence the correction uses (tick “correction uses it”)");
     }
     return out;
   }
@@ -280,7 +280,9 @@ const FactcheckStep2 = (() => {
       const field = editorEl.querySelector(".fc2-correction");
       if (!field || field.disabled) return;
       field.focus();
-      field.setSelectionRange(field.value.length, field.value.length);
+      // Still the pre-filled claim: selected, so typing replaces it (← / → to edit it instead).
+      if (field.value === (claims[current] || {}).text) field.select();
+      else field.setSelectionRange(field.value.length, field.value.length);
     }
 
     // -- consolidation ---------------------------------------------------------------------
@@ -406,7 +408,7 @@ const FactcheckStep2 = (() => {
             : el("span", {className: "fc2-title"}, title),
           el("span", {className: "badge fc2-source"}, passage.source || "evidence"),
           passage.query ? el("span", {className: "fc2-query"}, `found by “${passage.query}”`) : null),
-        el("blockquote", {className: "fc2-passage-text"}, passage.text),
+        el("blockquote", {className: "fc2-passage-text", tabindex: 0}, passage.text),
         el("div", {className: "fc-choice-line"},
           el("span", {className: "fc-choice-label"}, "Stance"),
           choices(STANCES, answer.stances[k], (v) => setPassage(k, "stances", v),
@@ -482,7 +484,7 @@ const FactcheckStep2 = (() => {
               readOnly ? null : el("button", {type: "button", className: "small fc2-add-result", disabled: added,
                 onclick: () => { addManual({text: result.text, url: result.url, query: search.query}, {focus: false}); renderSearch(); }},
               added ? "Added" : "Add as evidence")),
-            el("blockquote", {className: "fc2-passage-text"}, result.text));
+            el("blockquote", {className: "fc2-passage-text", tabindex: 0}, result.text));
         })) : null,
       ].filter(Boolean));
     }

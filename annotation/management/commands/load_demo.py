@@ -1,5 +1,15 @@
-"""Create the demo users and projects of the embedded default (idempotent)."""
+"""Create the demo users and projects of the embedded default (idempotent).
+
+What the loading prints (the pipeline's tasks run in-process; the first run exports the embedding
+model to ONNX, about 150 lines of exporter messages) goes to ``DATA_DIR/log/load_demo.log``; the
+terminal gets what is happening, how long it took and the logins. ``-v 2`` prints everything."""
+import os
+import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
+
+from django.conf import settings
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
@@ -84,8 +94,59 @@ STEP2_PROJECT = ("Demo Factcheck-Bench step 2", "factcheck_step2_demo.jsonl", "e
 class Command(BaseCommand):
     help = "Create demo users (password %s) and demo FELM and Factcheck-Bench projects." % DEMO_PASSWORD
 
-    @transaction.atomic
     def handle(self, *args, **options):
+        first_run = not Project.objects.filter(name__in=[name for name, *_ in DEMO_PROJECTS]).exists()
+        log = Path(settings.DATA_DIR) / "log" / "load_demo.log"
+        if first_run:
+            shown = os.path.relpath(log) if not os.path.relpath(log).startswith("..") else log
+            self.stdout.write("Loading the demo users and projects (first run: about a minute on 2 cores, the "
+                              "embedding model is prepared once; details in %s)…" % shown)
+        started = time.monotonic()
+        with self.output_to(log, quiet=options["verbosity"] < 2):
+            # The pipeline's tasks run when this transaction commits, inside the redirection too.
+            with transaction.atomic():
+                self.load()
+        if first_run:
+            self.stdout.write("Demo loaded in %.0f s." % (time.monotonic() - started))
+        self.stdout.write("Demo logins (password %s):" % DEMO_PASSWORD)
+        for username, _, what in DEMO_USERS:
+            self.stdout.write(f"  {username:<6} {what}")
+
+    @contextmanager
+    def output_to(self, log: Path, quiet: bool):
+        """Everything written to the process's stdout and stderr (Python, C libraries, the
+        exporters' prints) goes to ``log`` while quiet; on a failure the end of the log is shown."""
+        if not quiet:
+            yield
+            return
+        log.parent.mkdir(parents=True, exist_ok=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        saved_streams = sys.stdout, sys.stderr
+        with open(log, "a", buffering=1, errors="replace") as handle:
+            os.dup2(handle.fileno(), 1)
+            os.dup2(handle.fileno(), 2)
+            sys.stdout = sys.stderr = handle  # for when sys.stdout is not fd 1 (tests, wrappers)
+            try:
+                yield
+            except BaseException:
+                failed = True
+                raise
+            else:
+                failed = False
+            finally:
+                handle.flush()
+                sys.stdout, sys.stderr = saved_streams
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+                for fd in saved:
+                    os.close(fd)
+                if failed:
+                    tail = log.read_text(errors="replace").splitlines()[-20:]
+                    self.stderr.write("Loading the demo failed; the end of %s:\n%s" % (log, "\n".join(tail)))
+
+    def load(self):
         User = get_user_model()
         users = {}
         for username, is_staff, _ in DEMO_USERS:
@@ -104,10 +165,6 @@ class Command(BaseCommand):
                 import_jsonl(project, handle, fmt="plain")
         self.step2_project(users)
         self.dfactscore_project(users)
-        self.stdout.write("Demo logins (password %s):" % DEMO_PASSWORD)
-        self.stdout.write("  (the step-2 demo retrieves evidence when the command ends; the embedding model loads once)")
-        for username, _, what in DEMO_USERS:
-            self.stdout.write(f"  {username:<6} {what}")
 
     def step2_project(self, users):
         name, items_file, corpus_file = STEP2_PROJECT

@@ -1,0 +1,46 @@
+"""The words of the pages agree with each other and with the README (issue 21, point 14)."""
+import re
+from pathlib import Path
+
+import pytest
+
+from annotation.services.projects import add_member, create_project
+from annotation.models import Role
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_every_tick_hint_names_a_box_the_script_shows():
+    """A hint "tick “X”" names the label X of a checkbox that the same script renders."""
+    checked = 0
+    for script in (REPO / "static" / "js").glob("*.js"):
+        text = script.read_text()
+        for label in re.findall(r"tick “([^”]+)”", text):
+            checked += 1
+            assert re.search(r'"\s*' + re.escape(label) + r'\s*"', text), f"{script.name}: no box reads “{label}”"
+    assert checked >= 2
+
+
+@pytest.mark.django_db
+def test_the_domain_help_lists_felm_domains_only_on_felm_projects(client, users):
+    client.force_login(users["admin"])
+    pages = {}
+    for kind in ("felm", "dfactscore", "factcheck"):
+        project = create_project(name=f"{kind} words", kind=kind, created_by=users["admin"])
+        add_member(project=project, user=users["alice"], role=Role.ANNOTATOR)
+        pages[kind] = client.get(f"/projects/{project.id}/").content.decode()
+        assert "fills the domain of items whose line has none" in pages[kind]
+    assert "writing_rec" in pages["felm"]
+    assert "writing_rec" not in pages["dfactscore"] and "writing_rec" not in pages["factcheck"]
+
+
+@pytest.mark.django_db
+def test_the_readme_names_the_buttons_as_the_pages_do(client, users, felm_project):
+    """The annotator's button reads "Annotate" on the home and project pages, and so in the docs."""
+    client.force_login(users["alice"])
+    button = re.compile(r'<a class="button[^"]*" href="/projects/\d+/next/">([^<]+)</a>')
+    assert set(button.findall(client.get("/").content.decode())) == {"Annotate"}
+    assert set(button.findall(client.get(f"/projects/{felm_project.id}/").content.decode())) == {"Annotate"}
+    docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    for doc in docs:
+        assert "Start annotating" not in doc.read_text(), doc.name
