@@ -11,6 +11,10 @@ class Router(DefaultRouter):
     """Path ids are numbers of at most 18 digits (a 64-bit id). Any other id matches no route
     and gets the JSON 404 below, instead of reaching a lookup that may raise (a 500)."""
 
+    # No format-suffix routes (``imports/1.json/``): undocumented, and every action answered
+    # them with a TypeError (an unexpected ``format`` argument: a 500).
+    include_format_suffixes = False
+
     def get_lookup_regex(self, viewset, lookup_prefix=""):
         if getattr(viewset, "lookup_value_regex", None) is None:
             viewset = type(viewset.__name__, (viewset,), {"lookup_value_regex": NATURAL.pattern})

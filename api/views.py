@@ -21,7 +21,7 @@ from annotation import exports, selectors
 from annotation import leaderboard as leaderboard_selectors
 from annotation.exceptions import UploadTooLarge
 from annotation.kinds import KINDS, get_kind
-from annotation.params import parse_natural
+from annotation.params import NATURAL, parse_natural
 from annotation.models import Assignment, Consolidation, ConsolidationStatus, Item, ItemStage, Project, StageStatus, ThirdRater
 from annotation.services import agreement_cache
 from annotation.services import annotations as annotation_services
@@ -101,6 +101,11 @@ class UserViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.Gener
         except IntegrityError:  # the same name created by a concurrent request
             raise ValidationError({"username": ["a user with this username exists"]}) from None
         return Response(serializers.UserSerializer(user).data, status=status.HTTP_201_CREATED)
+
+
+# Every id in a path: at most 18 digits (a 64-bit column), so that a longer one is a 404, never a
+# lookup the database cannot hold (OverflowError on SQLite: a 500).
+ID = NATURAL.pattern
 
 
 def _item_stage(project: Project, item_id, stage) -> ItemStage:
@@ -185,7 +190,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
                               400: OpenApiResponse(serializers.ErrorSerializer, description="unknown role, or the last admin")})
     @extend_schema(methods=["DELETE"], responses={204: None, 400: OpenApiResponse(serializers.ErrorSerializer,
                                                                                  description="the project's last admin")})
-    @action(detail=True, methods=["patch", "delete"], url_path=r"members/(?P<membership_id>[0-9]{1,18})", url_name="member")
+    @action(detail=True, methods=["patch", "delete"], url_path=rf"members/(?P<membership_id>{ID})", url_name="member")
     def member(self, request, pk=None, membership_id=None):
         """Move a member to another role (PATCH ``{"role"}``) or take the role away (DELETE).
 
@@ -252,7 +257,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         responses={200: serializers.ImportJobSerializer,
                    404: OpenApiResponse(serializers.ErrorSerializer, description="no such job in a project of the caller's")},
     )
-    @action(detail=True, methods=["get"], url_path=r"imports/(?P<job_id>[0-9]+)", url_name="import-job")
+    @action(detail=True, methods=["get"], url_path=rf"imports/(?P<job_id>{ID})", url_name="import-job")
     def import_job(self, request, pk=None, job_id=None):
         """One import: state (queued, running, done, failed), lines read, errors and result."""
         job = selectors.import_jobs(self.get_object()).filter(pk=job_id).first()
@@ -286,7 +291,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         responses={200: serializers.EvidenceSearchSerializer,
                    404: OpenApiResponse(serializers.ErrorSerializer, description="no search of the caller's with this id")},
     )
-    @action(detail=True, methods=["get"], url_path=r"evidence-searches/(?P<search_id>[0-9]+)", url_name="evidence-search")
+    @action(detail=True, methods=["get"], url_path=rf"evidence-searches/(?P<search_id>{ID})", url_name="evidence-search")
     def evidence_search(self, request, pk=None, search_id=None):
         """One of the caller's searches: state (queued, running, done, failed) and results."""
         search = selectors.evidence_search(self.get_object(), request.user, search_id)
@@ -303,7 +308,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
                    400: ERROR_400,
                    404: OpenApiResponse(serializers.ErrorSerializer, description="no such item with a step 2 in this project")},
     )
-    @action(detail=True, methods=["post"], url_path=r"items/(?P<item_id>[0-9]+)/claims/(?P<claim>[0-9]+)/retrieve",
+    @action(detail=True, methods=["post"], url_path=rf"items/(?P<item_id>{ID})/claims/(?P<claim>{ID})/retrieve",
             url_name="retrieve-claim")
     def retrieve_claim(self, request, pk=None, item_id=None, claim=None):
         """Retrieve one step-2 claim's evidence again (e.g. after its web search failed), until
@@ -322,7 +327,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         responses={200: serializers.ConsolidationSerializer, 400: ERROR_400,
                    404: OpenApiResponse(serializers.ErrorSerializer, description="no such item step in this project")},
     )
-    @action(detail=True, methods=["post"], url_path=r"items/(?P<item_id>[0-9]+)/stages/(?P<stage>[0-9]+)/reopen",
+    @action(detail=True, methods=["post"], url_path=rf"items/(?P<item_id>{ID})/stages/(?P<stage>{ID})/reopen",
             url_name="reopen-stage")
     def reopen_stage(self, request, pk=None, item_id=None, stage=None):
         """Reopen a saved gold record, or restore a discarded item, with a reason (kept in the
@@ -343,7 +348,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
                    400: ERROR_400,
                    404: OpenApiResponse(serializers.ErrorSerializer, description="no such item step in this project")},
     )
-    @action(detail=True, methods=["post"], url_path=r"items/(?P<item_id>[0-9]+)/stages/(?P<stage>[0-9]+)/split",
+    @action(detail=True, methods=["post"], url_path=rf"items/(?P<item_id>{ID})/stages/(?P<stage>{ID})/split",
             url_name="split-stage")
     def split_stage(self, request, pk=None, item_id=None, stage=None):
         """Correct an item's sentence split (FELM: segmentation) before any annotator has started it."""
@@ -360,7 +365,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         responses={200: serializers.AssignmentSerializer, 400: ERROR_400,
                    404: OpenApiResponse(serializers.ErrorSerializer, description="no such assignment in this project")},
     )
-    @action(detail=True, methods=["post"], url_path=r"assignments/(?P<assignment_id>[0-9]+)/reassign",
+    @action(detail=True, methods=["post"], url_path=rf"assignments/(?P<assignment_id>{ID})/reassign",
             url_name="reassign")
     def reassign(self, request, pk=None, assignment_id=None):
         """Give an assignment nobody started to another annotator of the project (a stalled item)."""
@@ -496,7 +501,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         parameters=[OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="the run's id")],
         responses={204: None, 404: OpenApiResponse(serializers.ErrorSerializer, description="no such run in this project")},
     )
-    @action(detail=True, methods=["get", "delete"], url_path=r"system-runs/(?P<run_id>[0-9]{1,18})", url_name="system-run")
+    @action(detail=True, methods=["get", "delete"], url_path=rf"system-runs/(?P<run_id>{ID})", url_name="system-run")
     def system_run(self, request, pk=None, run_id=None):
         """One run: state (queued, running, done, failed), progress, errors and scores; DELETE
         removes it with its predictions and scores."""
