@@ -39,5 +39,6 @@ urlpatterns = [
             llm_rater.RaterRunView.as_view(), name="api-llm-rater-run"),
     path("", include(router.urls)),
     # Last: what no pattern above takes is a JSON 404 (without the slash, Django still redirects).
-    re_path(r"^.*/$", views.not_found),
+    # [\s\S], not ".": a path with a newline (%0A in an id) too, not left to the site's HTML 404.
+    re_path(r"^[\s\S]*/$", views.not_found),
 ]

@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import page_not_found as html_page_not_found
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -687,6 +688,13 @@ class TokenView(ObtainAuthToken):
 
 
 @csrf_exempt
+def page_not_found(request, exception=None):
+    """The site's handler404: JSON under /api/, Django's page elsewhere."""
+    if request.path_info.startswith("/api/"):
+        return not_found(request)
+    return html_page_not_found(request, exception)
+
+
 def not_found(request, *args, **kwargs):
     """Any other path under /api/ (e.g. an id with a dot, which the router's patterns refuse):
     a JSON 404 like the API's own, not the site's HTML page."""
