@@ -90,10 +90,12 @@ def lock_open_consolidation(consolidation: Consolidation, version: int | None) -
     """Lock the item-stage, then the consolidation: the order the last submission of an item
     takes them in (it opens the consolidation), so neither waits for the other in a cycle."""
     lock_project_of(stage_id=consolidation.item_stage_id)  # the lock order: annotation/services/locks.py
-    ItemStage.objects.select_for_update(no_key=True).filter(pk=consolidation.item_stage_id).values_list("pk", flat=True).get()
-    consolidation = Consolidation.objects.select_for_update(of=("self",)).select_related("item_stage__item__project").get(
+    ItemStage.objects.select_for_update(no_key=True).filter(pk=consolidation.item_stage_id).values_list("pk", flat=True).first()
+    consolidation = Consolidation.objects.select_for_update(of=("self",)).select_related("item_stage__item__project").filter(
         pk=consolidation.pk
-    )
+    ).first()
+    if consolidation is None:  # deleted while this waited (its project, or the step before reopened)
+        raise DomainError("this consolidation is gone: its project was deleted or the step before was reopened")
     if consolidation.status != ConsolidationStatus.OPEN:
         raise DomainError(f"this consolidation is {consolidation.get_status_display().lower()}")
     if version is not None and version != consolidation.version:
