@@ -89,3 +89,13 @@ def test_gunicorn_answers_an_over_long_request_line_as_the_schema_says(tmp_path)
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_an_unknown_api_path_is_a_json_404_for_a_session_write_without_csrf_token(users):
+    """The catch-all writes nothing: no CSRF check (which answers the site's HTML 403)."""
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(users["alice"])
+    response = client.put("/api/assignments/202413191901483696128/annotation/", data="{}", content_type="application/json")
+    assert response.status_code == 404 and response["Content-Type"] == "application/json"
