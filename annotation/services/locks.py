@@ -10,14 +10,17 @@ of this project takes its locks in this order, and only the locks named here:
    queue behind one another here. A change of the project itself (settings, members) takes
    ``FOR NO KEY UPDATE`` (:func:`lock_project_for_change`), which waits for other changes
    only; so does handing out assignments (:func:`lock_project_for_assigning`), so that two
-   assigners take turns. Deleting the project takes ``FOR UPDATE`` (:func:`lock_project_for_delete`), before
-   it reads what to delete: it waits for the writes already under way, and a write that starts
-   later waits for the delete and then finds the project gone (:class:`ProjectDeleted`:
-   a 404, and a task stops without error) instead of adding rows under a deleted parent, which
-   failed the delete's foreign-key check at commit (a 500).
+   assigners take turns. Deleting the project takes ``FOR UPDATE``
+   (:func:`lock_project_for_delete`) before it reads what to delete: it waits for the writes
+   already under way, and a write that starts later waits for the delete and then finds the
+   project gone (``ProjectDeleted``: a 404; a task stops without an error) instead of adding
+   rows under a deleted parent, which failed the delete's foreign-key check at commit (a 500).
 2. **Assignments**, several in id order.
 3. **Item-stages**, several in id order.
 4. **The consolidation** of an item-stage.
+
+Across the steps of one item, an earlier step's rows come before a later step's (reopening
+step 1 deletes step 2's assignments, then step 2).
 
 A lock taken with ``select_for_update`` names its own table (``of=("self",)``): without it,
 PostgreSQL also locks every row joined in by ``select_related`` (the item and the project),
