@@ -3,7 +3,7 @@
 import pytest
 
 from annotation import tasks
-ProjectDeleted = LookupError  # old code
+from annotation.exceptions import ProjectDeleted
 from annotation.models import Assignment, Item, ItemStage, Project
 from annotation.services.assignments import assign_open_stages
 from annotation.services.imports import import_jsonl
