@@ -16,6 +16,14 @@ class VersionConflict(DomainError):
         )
 
 
+class ProjectDeleted(DomainError):
+    """The project was deleted while this write waited for it (the API answers 404)."""
+
+    def __init__(self, project_id: int):
+        self.project_id = project_id
+        super().__init__("this project was deleted")
+
+
 class ImportFailed(DomainError):
     """An import file with bad lines; nothing of it was written."""
 

@@ -1,6 +1,23 @@
-from django.urls import path
+from django.urls import path, register_converter
 
+from .params import NATURAL
 from . import research_views, views
+
+
+class IdConverter:
+    """Path ids of at most 18 digits (a 64-bit column): a longer one is a 404, not a lookup the
+    database cannot hold (OverflowError on SQLite: a 500)."""
+
+    regex = NATURAL.pattern
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value) -> str:
+        return str(value)
+
+
+register_converter(IdConverter, "id")
 
 app_name = "annotation"
 
@@ -8,32 +25,32 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("projects/new/", views.project_create, name="project-create"),
     path("users/new/", views.user_create, name="user-create"),
-    path("projects/<int:project_id>/", views.project_detail, name="project"),
-    path("projects/<int:project_id>/guidelines/", views.guidelines, name="guidelines"),
-    path("projects/<int:project_id>/settings/", views.project_edit, name="project-edit"),
-    path("projects/<int:project_id>/import/", views.project_import, name="project-import"),
-    path("projects/<int:project_id>/members/", views.project_members, name="project-members"),
-    path("projects/<int:project_id>/corpora/", views.project_corpus_upload, name="project-corpora"),
-    path("projects/<int:project_id>/retry/", views.project_retry_failed, name="project-retry"),
-    path("projects/<int:project_id>/items/<int:item_id>/", views.item_page, name="item"),
-    path("projects/<int:project_id>/assignments/<int:assignment_id>/reassign/", views.reassign, name="reassign"),
-    path("projects/<int:project_id>/items/<int:item_id>/claims/<int:claim>/retrieve/", views.project_retrieve_claim,
+    path("projects/<id:project_id>/", views.project_detail, name="project"),
+    path("projects/<id:project_id>/guidelines/", views.guidelines, name="guidelines"),
+    path("projects/<id:project_id>/settings/", views.project_edit, name="project-edit"),
+    path("projects/<id:project_id>/import/", views.project_import, name="project-import"),
+    path("projects/<id:project_id>/members/", views.project_members, name="project-members"),
+    path("projects/<id:project_id>/corpora/", views.project_corpus_upload, name="project-corpora"),
+    path("projects/<id:project_id>/retry/", views.project_retry_failed, name="project-retry"),
+    path("projects/<id:project_id>/items/<id:item_id>/", views.item_page, name="item"),
+    path("projects/<id:project_id>/assignments/<id:assignment_id>/reassign/", views.reassign, name="reassign"),
+    path("projects/<id:project_id>/items/<id:item_id>/claims/<id:claim>/retrieve/", views.project_retrieve_claim,
          name="retrieve-claim"),
-    path("projects/<int:project_id>/export/<str:fmt>/", views.project_export, name="project-export"),
-    path("projects/<int:project_id>/agreement/", views.agreement_page, name="agreement"),
-    path("projects/<int:project_id>/agreement/status/", views.agreement_status, name="agreement-status"),
-    path("projects/<int:project_id>/llm-rater/", research_views.llm_rater_page, name="llm-rater"),
-    path("projects/<int:project_id>/leaderboard/", research_views.leaderboard_page, name="leaderboard"),
-    path("projects/<int:project_id>/leaderboard/upload/", research_views.system_run_upload, name="system-run-upload"),
-    path("projects/<int:project_id>/leaderboard/rescore/", research_views.system_runs_rescore, name="system-runs-rescore"),
-    path("projects/<int:project_id>/system-runs/<int:run_id>/delete/", research_views.system_run_delete,
+    path("projects/<id:project_id>/export/<str:fmt>/", views.project_export, name="project-export"),
+    path("projects/<id:project_id>/agreement/", views.agreement_page, name="agreement"),
+    path("projects/<id:project_id>/agreement/status/", views.agreement_status, name="agreement-status"),
+    path("projects/<id:project_id>/llm-rater/", research_views.llm_rater_page, name="llm-rater"),
+    path("projects/<id:project_id>/leaderboard/", research_views.leaderboard_page, name="leaderboard"),
+    path("projects/<id:project_id>/leaderboard/upload/", research_views.system_run_upload, name="system-run-upload"),
+    path("projects/<id:project_id>/leaderboard/rescore/", research_views.system_runs_rescore, name="system-runs-rescore"),
+    path("projects/<id:project_id>/system-runs/<id:run_id>/delete/", research_views.system_run_delete,
          name="system-run-delete"),
-    path("projects/<int:project_id>/next/", views.next_item, name="next-item"),
-    path("projects/<int:project_id>/consolidations/", views.consolidation_list, name="consolidations"),
-    path("projects/<int:project_id>/consolidations/next/", views.next_consolidation, name="next-consolidation"),
-    path("assignments/<int:assignment_id>/", views.annotate, name="annotate"),
-    path("assignments/<int:assignment_id>/reopen/", views.reopen_submission, name="reopen"),
-    path("consolidations/<int:consolidation_id>/", views.consolidate, name="consolidate"),
-    path("consolidations/<int:consolidation_id>/discard/", views.consolidation_discard, name="consolidation-discard"),
-    path("consolidations/<int:consolidation_id>/escalate/", views.consolidation_escalate, name="consolidation-escalate"),
+    path("projects/<id:project_id>/next/", views.next_item, name="next-item"),
+    path("projects/<id:project_id>/consolidations/", views.consolidation_list, name="consolidations"),
+    path("projects/<id:project_id>/consolidations/next/", views.next_consolidation, name="next-consolidation"),
+    path("assignments/<id:assignment_id>/", views.annotate, name="annotate"),
+    path("assignments/<id:assignment_id>/reopen/", views.reopen_submission, name="reopen"),
+    path("consolidations/<id:consolidation_id>/", views.consolidate, name="consolidate"),
+    path("consolidations/<id:consolidation_id>/discard/", views.consolidation_discard, name="consolidation-discard"),
+    path("consolidations/<id:consolidation_id>/escalate/", views.consolidation_escalate, name="consolidation-escalate"),
 ]

@@ -10,6 +10,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 
 from annotation import selectors
+from annotation.params import NATURAL
 from annotation.models import Corpus
 from annotation.services import corpora as corpus_services
 
@@ -30,7 +31,7 @@ def _check_admin_of(user, projects) -> None:
 class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     serializer_class = CorpusSerializer
     queryset = Corpus.objects.none()  # the schema's path type; rows come from get_queryset()
-    lookup_value_regex = "[0-9]+"
+    lookup_value_regex = NATURAL.pattern
 
     def get_queryset(self):
         return selectors.corpora_for_user(self.request.user).prefetch_related("projects")

@@ -6,7 +6,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge, VersionConflict
+from annotation.exceptions import DomainError, ImportFailed, ProjectDeleted, UploadTooLarge, VersionConflict
 from annotation.kinds import PayloadError
 
 
@@ -28,6 +28,8 @@ def exception_handler(exc, context):
         return Response({"detail": str(exc), "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, UploadTooLarge):
         return Response({"detail": str(exc), "max_bytes": exc.limit}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    if isinstance(exc, ProjectDeleted):  # deleted while this request waited for it
+        return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
     if isinstance(exc, DomainError):
         return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
     # Django's own limits on the bodies it parses (form fields, sizes) would otherwise answer

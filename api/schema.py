@@ -15,6 +15,13 @@ ERROR_DESCRIPTIONS = {
     "413": "The request body is larger than accepted",
     "415": "The body's Content-Type is none of those the operation reads",
 }
+# Answered by gunicorn before the application sees the request, so as its HTML page, not JSON.
+REQUEST_LINE_TOO_LONG = {
+    "description": "The request line (method, path and query string) is longer than the server reads "
+                   "(gunicorn's `limit_request_line`, 4094 bytes by default): answered by the HTTP server "
+                   "as a short HTML page, before the application sees the request",
+    "content": {"text/html": {"schema": {"type": "string"}}},
+}
 # Permissions that never answer 403 to a signed-in caller (a non-member's project is a 404).
 NEVER_FORBIDDEN = (AllowAny, IsAuthenticated, IsProjectMember)
 
@@ -48,6 +55,8 @@ class AutoSchema(BaseAutoSchema):
             operation["responses"].setdefault(
                 code, {"description": ERROR_DESCRIPTIONS[code], "content": {"application/json": {"schema": error}}}
             )
+        # Any request line can be too long (a path, a query string).
+        operation["responses"].setdefault("414", REQUEST_LINE_TOO_LONG)
         operation["responses"] = dict(sorted(operation["responses"].items()))
         return operation
 

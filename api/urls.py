@@ -11,6 +11,10 @@ class Router(DefaultRouter):
     """Path ids are numbers of at most 18 digits (a 64-bit id). Any other id matches no route
     and gets the JSON 404 below, instead of reaching a lookup that may raise (a 500)."""
 
+    # No format-suffix routes (``imports/1.json/``): undocumented, and every action answered
+    # them with a TypeError (an unexpected ``format`` argument: a 500).
+    include_format_suffixes = False
+
     def get_lookup_regex(self, viewset, lookup_prefix=""):
         if getattr(viewset, "lookup_value_regex", None) is None:
             viewset = type(viewset.__name__, (viewset,), {"lookup_value_regex": NATURAL.pattern})
@@ -35,5 +39,6 @@ urlpatterns = [
             llm_rater.RaterRunView.as_view(), name="api-llm-rater-run"),
     path("", include(router.urls)),
     # Last: what no pattern above takes is a JSON 404 (without the slash, Django still redirects).
-    re_path(r"^.*/$", views.not_found),
+    # [\s\S], not ".": a path with a newline (%0A in an id) too, not left to the site's HTML 404.
+    re_path(r"^[\s\S]*/$", views.not_found),
 ]

@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import page_not_found as html_page_not_found
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -21,7 +22,7 @@ from annotation import exports, selectors
 from annotation import leaderboard as leaderboard_selectors
 from annotation.exceptions import UploadTooLarge
 from annotation.kinds import KINDS, get_kind
-from annotation.params import parse_natural
+from annotation.params import NATURAL, parse_natural
 from annotation.models import Assignment, Consolidation, ConsolidationStatus, Item, ItemStage, Project, StageStatus, ThirdRater
 from annotation.services import agreement_cache
 from annotation.services import annotations as annotation_services
@@ -103,6 +104,11 @@ class UserViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.Gener
         return Response(serializers.UserSerializer(user).data, status=status.HTTP_201_CREATED)
 
 
+# Every id in a path: at most 18 digits (a 64-bit column), so that a longer one is a 404, never a
+# lookup the database cannot hold (OverflowError on SQLite: a 500).
+ID = NATURAL.pattern
+
+
 def _item_stage(project: Project, item_id, stage) -> ItemStage:
     item_stage = ItemStage.objects.filter(item__project=project, item_id=item_id, stage=stage).first()
     if item_stage is None:
@@ -167,6 +173,12 @@ class ProjectViewSet(viewsets.ModelViewSet):
             project=serializer.instance, changed_by=self.request.user, **serializer.validated_data
         )
 
+    def perform_destroy(self, instance):
+        # Wins over the project's running pre-annotation and saves (annotation/services/locks.py);
+        # a project deleted meanwhile by someone else is a 404.
+        if not project_services.delete_project(instance):
+            raise NotFound("this project was deleted")
+
     @extend_schema(methods=["GET"], responses=serializers.MembershipSerializer(many=True))
     @extend_schema(methods=["POST"], request=serializers.MembershipSerializer, responses={201: serializers.MembershipSerializer})
     @action(detail=True, methods=["get", "post"])
@@ -185,7 +197,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
                               400: OpenApiResponse(serializers.ErrorSerializer, description="unknown role, or the last admin")})
     @extend_schema(methods=["DELETE"], responses={204: None, 400: OpenApiResponse(serializers.ErrorSerializer,
                                                                                  description="the project's last admin")})
-    @action(detail=True, methods=["patch", "delete"], url_path=r"members/(?P<membership_id>[0-9]{1,18})", url_name="member")
+    @action(detail=True, methods=["patch", "delete"], url_path=rf"members/(?P<membership_id>{ID})", url_name="member")
     def member(self, request, pk=None, membership_id=None):
         """Move a member to another role (PATCH ``{"role"}``) or take the role away (DELETE).
 
@@ -252,7 +264,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         responses={200: serializers.ImportJobSerializer,
                    404: OpenApiResponse(serializers.ErrorSerializer, description="no such job in a project of the caller's")},
     )
-    @action(detail=True, methods=["get"], url_path=r"imports/(?P<job_id>[0-9]+)", url_name="import-job")
+    @action(detail=True, methods=["get"], url_path=rf"imports/(?P<job_id>{ID})", url_name="import-job")
     def import_job(self, request, pk=None, job_id=None):
         """One import: state (queued, running, done, failed), lines read, errors and result."""
         job = selectors.import_jobs(self.get_object()).filter(pk=job_id).first()
@@ -286,7 +298,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         responses={200: serializers.EvidenceSearchSerializer,
                    404: OpenApiResponse(serializers.ErrorSerializer, description="no search of the caller's with this id")},
     )
-    @action(detail=True, methods=["get"], url_path=r"evidence-searches/(?P<search_id>[0-9]+)", url_name="evidence-search")
+    @action(detail=True, methods=["get"], url_path=rf"evidence-searches/(?P<search_id>{ID})", url_name="evidence-search")
     def evidence_search(self, request, pk=None, search_id=None):
         """One of the caller's searches: state (queued, running, done, failed) and results."""
         search = selectors.evidence_search(self.get_object(), request.user, search_id)
@@ -303,7 +315,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
                    400: ERROR_400,
                    404: OpenApiResponse(serializers.ErrorSerializer, description="no such item with a step 2 in this project")},
     )
-    @action(detail=True, methods=["post"], url_path=r"items/(?P<item_id>[0-9]+)/claims/(?P<claim>[0-9]+)/retrieve",
+    @action(detail=True, methods=["post"], url_path=rf"items/(?P<item_id>{ID})/claims/(?P<claim>{ID})/retrieve",
             url_name="retrieve-claim")
     def retrieve_claim(self, request, pk=None, item_id=None, claim=None):
         """Retrieve one step-2 claim's evidence again (e.g. after its web search failed), until
@@ -322,7 +334,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         responses={200: serializers.ConsolidationSerializer, 400: ERROR_400,
                    404: OpenApiResponse(serializers.ErrorSerializer, description="no such item step in this project")},
     )
-    @action(detail=True, methods=["post"], url_path=r"items/(?P<item_id>[0-9]+)/stages/(?P<stage>[0-9]+)/reopen",
+    @action(detail=True, methods=["post"], url_path=rf"items/(?P<item_id>{ID})/stages/(?P<stage>{ID})/reopen",
             url_name="reopen-stage")
     def reopen_stage(self, request, pk=None, item_id=None, stage=None):
         """Reopen a saved gold record, or restore a discarded item, with a reason (kept in the
@@ -343,7 +355,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
                    400: ERROR_400,
                    404: OpenApiResponse(serializers.ErrorSerializer, description="no such item step in this project")},
     )
-    @action(detail=True, methods=["post"], url_path=r"items/(?P<item_id>[0-9]+)/stages/(?P<stage>[0-9]+)/split",
+    @action(detail=True, methods=["post"], url_path=rf"items/(?P<item_id>{ID})/stages/(?P<stage>{ID})/split",
             url_name="split-stage")
     def split_stage(self, request, pk=None, item_id=None, stage=None):
         """Correct an item's sentence split (FELM: segmentation) before any annotator has started it."""
@@ -360,7 +372,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         responses={200: serializers.AssignmentSerializer, 400: ERROR_400,
                    404: OpenApiResponse(serializers.ErrorSerializer, description="no such assignment in this project")},
     )
-    @action(detail=True, methods=["post"], url_path=r"assignments/(?P<assignment_id>[0-9]+)/reassign",
+    @action(detail=True, methods=["post"], url_path=rf"assignments/(?P<assignment_id>{ID})/reassign",
             url_name="reassign")
     def reassign(self, request, pk=None, assignment_id=None):
         """Give an assignment nobody started to another annotator of the project (a stalled item)."""
@@ -496,7 +508,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
         parameters=[OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="the run's id")],
         responses={204: None, 404: OpenApiResponse(serializers.ErrorSerializer, description="no such run in this project")},
     )
-    @action(detail=True, methods=["get", "delete"], url_path=r"system-runs/(?P<run_id>[0-9]{1,18})", url_name="system-run")
+    @action(detail=True, methods=["get", "delete"], url_path=rf"system-runs/(?P<run_id>{ID})", url_name="system-run")
     def system_run(self, request, pk=None, run_id=None):
         """One run: state (queued, running, done, failed), progress, errors and scores; DELETE
         removes it with its predictions and scores."""
@@ -682,6 +694,14 @@ class TokenView(ObtainAuthToken):
 
 
 @csrf_exempt
+def page_not_found(request, exception=None):
+    """The site's handler404: JSON under /api/, Django's page elsewhere."""
+    if request.path_info.startswith("/api/"):
+        return not_found(request)
+    return html_page_not_found(request, exception)
+
+
+@csrf_exempt  # it writes nothing: a session's PUT without a token gets this 404, not the HTML 403
 def not_found(request, *args, **kwargs):
     """Any other path under /api/ (e.g. an id with a dot, which the router's patterns refuse):
     a JSON 404 like the API's own, not the site's HTML page."""

@@ -9,3 +9,6 @@ urlpatterns = [
     path("api/", include("api.urls")),
     path("", include("annotation.urls")),
 ]
+
+# A 404 raised anywhere under /api/ (e.g. a path no pattern takes) is JSON like the API's own.
+handler404 = "api.views.page_not_found"

@@ -197,3 +197,10 @@ def open_consolidation(clients, felm_items, users):
         clients[name].put(f"/api/assignments/{assignment.id}/annotation/",
                           {"payload": {"segments": [segment(True)] * 3}, "version": 0, "submit": True}, format="json")
     return item.stages.get().consolidation
+
+
+def pytest_configure(config):
+    from .stack import EMBEDDED_RUN
+
+    if EMBEDDED_RUN and (os.environ.get("DATABASE_URL") or os.environ.get("CELERY_BROKER_URL")):
+        raise pytest.UsageError("TEST_STACK=embedded is the run without DATABASE_URL and CELERY_BROKER_URL: unset them")

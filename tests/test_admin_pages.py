@@ -14,6 +14,7 @@ from annotation.services.imports import import_jsonl
 from annotation.services.projects import add_member
 
 from .conftest import PASSWORD, felm_line, jsonl
+from .stack import require_postgresql
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()
@@ -115,12 +116,9 @@ def test_the_api_changes_and_removes_roles_for_project_admins_only(felm_project,
 
 @pytest.mark.django_db(transaction=True)
 def test_two_admins_stepping_down_at_once_leave_one_admin(felm_project, users, live_server):
-    from django.db import connection
-
     from .racer import Racer
 
-    if connection.vendor != "postgresql":
-        pytest.skip("row-lock races are tested on PostgreSQL (set DATABASE_URL)")
+    require_postgresql("row-lock races are tested on PostgreSQL")
     racer = Racer(live_server.url)
     for _ in range(5):
         add_member(project=felm_project, user=users["carol"], role=Role.ADMIN)

@@ -10,6 +10,8 @@ from annotation.exceptions import DomainError
 from annotation.models import Corpus, CorpusState, Passage
 from annotation.services.corpora import create_corpus, embed_next_batch, run_corpus_import
 
+from .stack import require_postgresql
+
 pytestmark = pytest.mark.django_db
 
 DOCUMENTS = [
@@ -181,12 +183,9 @@ def test_any_query_text_is_searched_safely(corpus, query):
 
 def test_frequent_terms_are_left_out_of_candidate_queries_on_postgresql(factcheck_project, users, data_dir,
                                                                         django_capture_on_commit_callbacks, monkeypatch):
-    from django.db import connection
-
     from annotation.services import corpora
 
-    if connection.vendor != "postgresql":
-        pytest.skip("frequent terms come from PostgreSQL's ts_stat; SQLite ranks with BM25 in memory")
+    require_postgresql("frequent terms come from PostgreSQL's ts_stat; SQLite ranks with BM25 in memory")
     monkeypatch.setattr(corpora, "FREQUENT_TERM_MIN_PASSAGES", 1)
     docs = [{"title": f"Doc {i}", "text": f"The tower stands in city number {i}. It has {i} floors."} for i in range(4)]
     docs.append({"title": "Odd", "text": "A bridge crosses the river."})
@@ -226,8 +225,7 @@ def test_the_passages_are_vacuumed_after_a_corpus_was_rewritten_outside_a_transa
 
     from annotation.services.corpora import tidy_passages
 
-    if connection.vendor != "postgresql":
-        pytest.skip("VACUUM and the GIN index are PostgreSQL's")
+    require_postgresql("VACUUM and the GIN index are PostgreSQL's")
     with transaction.atomic():
         tidy_passages()  # VACUUM cannot run here: the GIN index's pending list is merged instead
     tidy_passages()
@@ -239,13 +237,10 @@ def test_the_passages_are_vacuumed_after_a_corpus_was_rewritten_outside_a_transa
 def test_a_query_of_frequent_words_only_ranks_a_bounded_number_of_matches(factcheck_project, users, data_dir,
                                                                          django_capture_on_commit_callbacks,
                                                                          monkeypatch):
-    from django.db import connection
-
     from annotation import corpus_search as corpus_search_module
     from annotation.services import corpora
 
-    if connection.vendor != "postgresql":
-        pytest.skip("frequent terms come from PostgreSQL's ts_stat")
+    require_postgresql("frequent terms come from PostgreSQL's ts_stat")
     monkeypatch.setattr(corpora, "FREQUENT_TERM_MIN_PASSAGES", 1)
     docs = [{"title": f"Doc {i}", "text": f"The tower stands in city number {i}. It has {i} floors."} for i in range(4)]
     docs.append({"title": "Odd", "text": "A bridge crosses the river near the tower."})
@@ -262,10 +257,7 @@ def test_a_query_of_frequent_words_only_ranks_a_bounded_number_of_matches(factch
 
 def test_lexemes_with_quotes_are_searched_as_themselves(factcheck_project, users, data_dir,
                                                         django_capture_on_commit_callbacks):
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        pytest.skip("PostgreSQL's parser makes the lexeme x.example/a'b of a URL")
+    require_postgresql("PostgreSQL's parser makes the lexeme x.example/a'b of a URL")
     docs = [{"title": "Link", "text": "The page http://x.example/a'b is cited."},
             {"title": "Other", "text": "The page http://x.example/ab is cited."}]
     with django_capture_on_commit_callbacks(execute=True):

@@ -12,6 +12,7 @@ from annotation.services import export_lines
 from annotation.services.imports import import_jsonl
 
 from .conftest import jsonl
+from .stack import require_postgresql
 
 pytestmark = pytest.mark.django_db(transaction=True)
 FMT = "factcheck-bench"
@@ -19,8 +20,7 @@ FMT = "factcheck-bench"
 
 @pytest.fixture(autouse=True)
 def on_postgresql():
-    if connection.vendor != "postgresql":
-        pytest.skip("lines are stored on PostgreSQL only (elsewhere every export renders every line)")
+    require_postgresql("lines are stored on PostgreSQL only (elsewhere every export renders every line)")
 
 
 def released_line(index: int) -> dict:

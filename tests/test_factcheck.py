@@ -3,6 +3,7 @@ agreement and the released export shape."""
 import json
 
 import pytest
+from django.db import connection
 from sklearn.metrics import cohen_kappa_score
 
 from annotation.exceptions import ImportFailed
@@ -46,8 +47,10 @@ def test_released_benchmark_gold_round_trip_gives_back_every_field_of_every_item
         result = import_jsonl(project, handle, fmt="factcheck-bench", labels_as="gold")
     # all three steps of every item come as gold records
     assert result.items == 94 and result.gold_records == 94 * 3
-    # the export serves the lines stored after the import (tests/test_export_lines.py: never stale ones)
-    assert ExportLine.objects.filter(item__project=project, format="factcheck-bench").count() == 94
+    # the export serves the lines stored after the import (tests/test_export_lines.py: never stale ones),
+    # on PostgreSQL: elsewhere every export renders every line
+    stored = ExportLine.objects.filter(item__project=project, format="factcheck-bench").count()
+    assert stored == (94 if connection.vendor == "postgresql" else 0)
     exported = [json.loads(line) for line in export_jsonl(project, "factcheck-bench")]
     assert len(exported) == 94
     compared = 0

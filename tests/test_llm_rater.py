@@ -23,6 +23,7 @@ from pipeline.parsing import ParseError
 from tests.fake_llm import FakeLLMServer, FakeReply, last_user_message, well_behaved_responder
 
 from .conftest import felm_line, jsonl, project_with_team, shared_data_path
+from .stack import require_postgresql
 
 SECRET = "sk-rater-secret-123"
 
@@ -638,12 +639,9 @@ def test_two_starts_at_once_exactly_one_run_is_made(live_server, felm_project, u
     """Parallel POSTs to start the rater (a double click, two admins): the project row lock lets
     exactly one make a run; the others are refused naming it, and no second run pays for the
     same calls."""
-    from django.db import connection
-
     from .racer import Racer
 
-    if connection.vendor != "postgresql":
-        pytest.skip("the race is tested on PostgreSQL (set DATABASE_URL)")
+    require_postgresql("the race is tested on PostgreSQL")
     import_jsonl(felm_project, jsonl([felm_line(i, [f"Sentence {i}.{k} is a claim." for k in range(3)]) for i in range(3)]),
                  fmt="felm", labels_as="gold")
     racer = Racer(live_server.url)

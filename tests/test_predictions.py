@@ -8,7 +8,6 @@ import threading
 
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
 from django.test import TestCase
 
 from annotation import scoring
@@ -28,6 +27,7 @@ from pipeline.scoring import Scored, difference
 
 from .conftest import jsonl, segment
 from .racer import Racer
+from .stack import require_postgresql
 from .test_agreement_units_export import submit
 from .test_scoring import bench_sentence, dfs_project  # noqa: F401 (a fixture)
 
@@ -546,8 +546,7 @@ def test_a_consolidator_of_another_project_may_not_read_it(clients, scored, user
 
 @pytest.mark.django_db(transaction=True)
 def test_two_uploads_of_the_same_system_and_version_at_once_exactly_one_wins(live_server, factcheck_project, users):
-    if connection.vendor != "postgresql":
-        pytest.skip("the race is tested on PostgreSQL (set DATABASE_URL)")
+    require_postgresql("the race is tested on PostgreSQL")
     import requests
 
     import_jsonl(factcheck_project, jsonl([bench_line(i) for i in range(ITEMS)]), fmt="factcheck-bench", labels_as="gold")
@@ -574,8 +573,7 @@ def test_two_uploads_of_the_same_system_and_version_at_once_exactly_one_wins(liv
 def test_rescores_requested_at_once_queue_each_run_once(live_server, factcheck_project, users, monkeypatch):
     """Parallel "Score every system again" (two researchers, a double click): every scored run
     is queued exactly once and ends scored."""
-    if connection.vendor != "postgresql":
-        pytest.skip("the race is tested on PostgreSQL (set DATABASE_URL)")
+    require_postgresql("the race is tested on PostgreSQL")
     from django.test import Client
 
     from annotation import tasks

@@ -7,7 +7,6 @@ timing, exactly one request of a round wins, the others are told why (409 with t
 version, or 400), and what is stored is the winner's.
 """
 import json
-import os
 from collections import Counter
 
 import pytest
@@ -19,6 +18,7 @@ from annotation.services.imports import import_jsonl
 
 from .conftest import felm_line, jsonl, segment
 from .racer import Racer
+from .stack import require_postgresql
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -29,10 +29,7 @@ ALL_CORRECT = {"segments": [segment(True)] * 3}
 
 @pytest.fixture(autouse=True)
 def on_postgresql():
-    if connection.vendor != "postgresql":
-        if os.environ.get("CI") == "true":
-            pytest.fail("the race tests must run on PostgreSQL in CI (set DATABASE_URL)")
-        pytest.skip("row-lock races are tested on PostgreSQL (set DATABASE_URL)")
+    require_postgresql("row-lock races are tested on PostgreSQL")
 
 
 @pytest.fixture

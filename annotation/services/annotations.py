@@ -7,6 +7,8 @@ from annotation.exceptions import DomainError, VersionConflict
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Assignment, AssignmentStatus, ItemStage, StageStatus
 
+from .locks import lock_project_of
+
 MAX_ACTIVE_SECONDS_PER_SAVE = 3600
 
 
@@ -46,6 +48,7 @@ def save_annotation(*, assignment: Assignment, payload, version: int, submit: bo
             # Submissions keep the full durability guarantee.
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
+        lock_project_of(assignment_id=assignment.pk)  # the lock order: annotation/services/locks.py
         assignment, annotation = _lock_assignment(assignment, user)
         stage = assignment.item_stage
         if stage.status != StageStatus.ANNOTATING:
@@ -78,7 +81,7 @@ def save_annotation(*, assignment: Assignment, payload, version: int, submit: bo
             from .consolidation import open_consolidation_if_complete
 
             # Serialise the submissions of one item-stage, so the last one sees all the others.
-            ItemStage.objects.select_for_update().filter(pk=stage.pk).values_list("pk", flat=True).get()
+            ItemStage.objects.select_for_update(no_key=True).filter(pk=stage.pk).values_list("pk", flat=True).get()
             open_consolidation_if_complete(stage)
     return annotation
 
@@ -91,9 +94,10 @@ def reopen_annotation(*, assignment: Assignment, user=None) -> Annotation:
     Assignment.DoesNotExist.
     """
     with transaction.atomic():
+        lock_project_of(assignment_id=assignment.pk)
         assignment, annotation = _lock_assignment(assignment, user)
         # The lock the last submission of the item-stage takes before it opens the consolidation.
-        stage = ItemStage.objects.select_for_update().get(pk=assignment.item_stage_id)
+        stage = ItemStage.objects.select_for_update(no_key=True).get(pk=assignment.item_stage_id)
         if stage.status != StageStatus.ANNOTATING:
             raise DomainError(f"this item is {stage.get_status_display().lower()}; the submission is final")
         if annotation is None or not annotation.submitted:

@@ -9,6 +9,8 @@ from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
 from annotation.models import Assignment, AssignmentRole, AssignmentStatus, ItemStage, Membership, Project, Role, StageStatus
 
+from .locks import lock_project_for_assigning, lock_project_of
+
 OPEN_FOR_ASSIGNMENT = (StageStatus.READY, StageStatus.ANNOTATING)
 BATCH_SIZE = 2000
 
@@ -84,6 +86,8 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     Each stage goes to the annotators with the fewest assignments in the project so far, so
     work stays balanced when annotators join later. Returns the number of new assignments.
     """
+    if not lock_project_for_assigning(project.pk):  # deleted while a task was about to assign its items
+        return 0
     annotators = annotator_ids(project)
     if not annotators:
         return 0
@@ -124,7 +128,11 @@ def _assign_third_raters(project: Project) -> int:
 def reassign(assignment: Assignment) -> Assignment:
     """Give an assignment nobody started to the least-loaded other annotator of the project who
     has not worked on the item-stage (the admin's fix for a stalled item)."""
-    assignment = Assignment.objects.select_for_update().select_related("item_stage__item__project").get(pk=assignment.pk)
+    lock_project_of(assignment_id=assignment.pk)  # then the assignment alone (annotation/services/locks.py)
+    assignment = Assignment.objects.select_for_update(of=("self",)).select_related("item_stage__item__project").filter(
+        pk=assignment.pk).first()
+    if assignment is None:  # deleted while this waited for its lock (a split, a member removed)
+        raise DomainError("this assignment is gone: its item was split again or its annotator removed")
     if assignment.status != AssignmentStatus.ASSIGNED or hasattr(assignment, "annotation"):
         raise DomainError("this assignment was started: its annotator's work would be lost")
     stage = assignment.item_stage

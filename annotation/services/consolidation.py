@@ -18,6 +18,7 @@ from annotation.models import (
     StageStatus,
 )
 
+from .locks import lock_project_of
 from .third_rater import always_third_rater, wait_for_third_rater
 
 
@@ -89,10 +90,13 @@ def check_not_annotator(consolidation: Consolidation, user) -> None:
 def lock_open_consolidation(consolidation: Consolidation, version: int | None) -> Consolidation:
     """Lock the item-stage, then the consolidation: the order the last submission of an item
     takes them in (it opens the consolidation), so neither waits for the other in a cycle."""
-    ItemStage.objects.select_for_update().filter(pk=consolidation.item_stage_id).values_list("pk", flat=True).get()
-    consolidation = Consolidation.objects.select_for_update(of=("self",)).select_related("item_stage__item__project").get(
+    lock_project_of(stage_id=consolidation.item_stage_id)  # the lock order: annotation/services/locks.py
+    ItemStage.objects.select_for_update(no_key=True).filter(pk=consolidation.item_stage_id).values_list("pk", flat=True).first()
+    consolidation = Consolidation.objects.select_for_update(of=("self",)).select_related("item_stage__item__project").filter(
         pk=consolidation.pk
-    )
+    ).first()
+    if consolidation is None:  # deleted while this waited (its project, or the step before reopened)
+        raise DomainError("this consolidation is gone: its project was deleted or the step before was reopened")
     if consolidation.status != ConsolidationStatus.OPEN:
         raise DomainError(f"this consolidation is {consolidation.get_status_display().lower()}")
     if version is not None and version != consolidation.version:
@@ -189,7 +193,8 @@ def reopen_stage(*, stage: ItemStage, user, reason: str) -> Consolidation:
     if not reason:
         raise DomainError("a reason is required: the item's history keeps it")
     with transaction.atomic():
-        stage = ItemStage.objects.select_for_update().select_related("item__project").get(pk=stage.pk)
+        lock_project_of(stage_id=stage.pk)  # then the stage alone (annotation/services/locks.py)
+        stage = ItemStage.objects.select_for_update(of=("self",), no_key=True).select_related("item__project").get(pk=stage.pk)
         if stage.status not in (StageStatus.DONE, StageStatus.DISCARDED):
             raise DomainError(f"this step is {stage.get_status_display().lower()}: only a gold record or a discard is reopened")
         later = ItemStage.objects.filter(item_id=stage.item_id, stage__gt=stage.stage)
@@ -197,7 +202,7 @@ def reopen_stage(*, stage: ItemStage, user, reason: str) -> Consolidation:
             raise DomainError("the next step already has annotations resting on this gold record")
         restoring = stage.status == StageStatus.DISCARDED
         gold = GoldRecord.objects.filter(item_stage=stage).first()
-        consolidation = Consolidation.objects.select_for_update().filter(item_stage=stage).first()
+        consolidation = Consolidation.objects.select_for_update(no_key=True).filter(item_stage=stage).first()
         if consolidation is None:  # an imported gold record: its consolidation starts from it
             consolidation = Consolidation(item_stage=stage, draft=gold.payload if gold else {}, disagreed=[])
         elif gold is not None:

@@ -14,6 +14,8 @@ from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Assignment, ItemStage, StageStatus
 
+from .locks import project_still_there
+
 OPEN = (StageStatus.READY, StageStatus.ANNOTATING)
 
 
@@ -42,7 +44,9 @@ def request_retrieval(*, stage: ItemStage, index: int) -> None:
 def retrieve_again(stage_id: int, index: int) -> bool:
     """The task's body: retrieve (slow, no lock held), then store under the locks a submission
     takes, in its order (assignments, then the item-stage). False when the item moved on."""
-    stage = ItemStage.objects.select_related("item__project").get(pk=stage_id)
+    stage = ItemStage.objects.select_related("item__project").filter(pk=stage_id).first()
+    if stage is None:  # its project was deleted
+        return False
     project = stage.item.project
     kind = get_kind(project.kind)
     try:
@@ -51,8 +55,14 @@ def retrieve_again(stage_id: int, index: int) -> bool:
         return False
     unit = kind.retrieve_unit(stage.stage, stage.content, index, project.pipeline_settings, partial(corpus_search, project))
     with transaction.atomic():
-        list(Assignment.objects.select_for_update().filter(item_stage_id=stage_id).values_list("id", flat=True))
-        stage = ItemStage.objects.select_for_update().select_related("item__project").get(pk=stage_id)
+        if not project_still_there(project.pk):  # the lock order: annotation/services/locks.py
+            return False
+        list(Assignment.objects.select_for_update(of=("self",)).filter(item_stage_id=stage_id).order_by("id")
+             .values_list("id", flat=True))
+        stage = ItemStage.objects.select_for_update(of=("self",), no_key=True).select_related("item__project").filter(
+            pk=stage_id).first()
+        if stage is None:
+            return False
         try:
             _check(stage, index)
         except DomainError:

@@ -11,6 +11,8 @@ from annotation import selectors
 from annotation.kinds import get_kind
 from annotation.models import ExportLine, Project
 
+from .locks import project_still_there
+
 RENDER_CHUNK = 250
 
 
@@ -49,6 +51,8 @@ def store_export_lines(project: Project, item_ids: Iterable[int] | None = None) 
             fresh = [ExportLine(item_id=i, format=fmt, stamp=before[i], line=line)
                      for i, line in lines.items() if before.get(i) is not None and before[i] == after.get(i)]
             with transaction.atomic():
+                if not project_still_there(project.pk):  # deleted meanwhile: its items' lines with it
+                    return stored
                 ExportLine.objects.bulk_create(fresh, update_conflicts=True, unique_fields=["item", "format"],
                                                update_fields=["stamp", "line"])
             stored += len(fresh)

@@ -37,6 +37,7 @@ from annotation import selectors
 from annotation.exceptions import DomainError
 from annotation.models import ItemStage, Project, StageStatus, SystemRun, SystemRunSource, SystemRunState
 from annotation.services.imports import line_error
+from annotation.services.locks import lock_project_for_change
 
 logger = logging.getLogger(__name__)
 
@@ -337,7 +338,7 @@ def start_run(*, project: Project, user, options: RaterOptions, confirmed: bool)
         steps = ", ".join(map(str, options.steps))
         raise DomainError(f"nothing to rate: no item has a consolidated gold record in step {steps}")
     with transaction.atomic():
-        Project.objects.select_for_update().filter(pk=project.pk).first()  # one start at a time per project
+        lock_project_for_change(project.pk)  # one start at a time per project
         running = active_run(project)
         if running is not None:
             raise DomainError(f"rater run {running.id} ({running.get_state_display().lower()}) is under way: "

@@ -5,9 +5,12 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from annotation import selectors
+from annotation.exceptions import ProjectDeleted
 from annotation.kinds import get_kind
 from annotation.kinds.dfactscore import settings_error as dfactscore_settings_error
 from annotation.models import Membership, Project, Role, ThirdRater
+
+from .locks import lock_project_for_change, lock_project_for_delete, lock_project_for_write
 
 User = get_user_model()
 
@@ -115,7 +118,11 @@ def update_project(*, project: Project, changed_by, **changes) -> Project:
     An endpoint decides where item texts and the stored key are sent, so project admins, who
     are not server operators, see those sections read-only.
     """
-    project = Project.objects.select_for_update().get(pk=project.pk)
+    # NO KEY UPDATE: saves under the project (KEY SHARE) do not wait (annotation/services/locks.py)
+    project_id = project.pk
+    project = Project.objects.select_for_update(no_key=True).filter(pk=project_id).first()
+    if project is None:
+        raise ProjectDeleted(project_id)
     if "pipeline_settings" in changes:
         new_settings = dict(validate_pipeline_settings(changes["pipeline_settings"] or {}))
         for name in ENDPOINT_SECTIONS:
@@ -168,6 +175,7 @@ def _without_masked_key(settings: dict) -> dict:
 
 @transaction.atomic
 def add_member(*, project: Project, user, role: str) -> Membership:
+    lock_project_for_write(project.pk)
     membership, _ = Membership.objects.get_or_create(project=project, user=user, role=role)
     if role == Role.ANNOTATOR:
         from .assignments import assign_open_stages
@@ -177,12 +185,24 @@ def add_member(*, project: Project, user, role: str) -> Membership:
 
 
 @transaction.atomic
+def delete_project(project: Project) -> bool:
+    """Delete a project and everything under it, also while its items are pre-annotated or
+    annotated: the project row is locked first (annotation/services/locks.py), so the writes
+    under way end before the rows to delete are read, and the writes that come later find the
+    project gone instead of adding rows under it. False if it was already deleted."""
+    if not lock_project_for_delete(project.pk):
+        return False
+    Project.objects.get(pk=project.pk).delete()
+    return True
+
+
+@transaction.atomic
 def remove_member(*, project: Project, user, role: str) -> int:
     """Take a role from a member. An annotator's open assignments (not submitted) go back to
     the pool and on to the other annotators, balanced; their submitted work stays. A project
     keeps at least one admin."""
     # Locked so that two admins taking each other's role at once cannot leave none.
-    Project.objects.select_for_update().filter(pk=project.pk).first()
+    lock_project_for_change(project.pk)
     if role == Role.ADMIN and not Membership.objects.filter(project=project, role=Role.ADMIN).exclude(user=user).exists():
         from annotation.exceptions import DomainError
 
@@ -195,8 +215,11 @@ def remove_member(*, project: Project, user, role: str) -> int:
 
         # Locked first, in a save's order: a submission that lands while we wait is seen (the lock
         # re-reads the row) and kept; only then are the open ones deleted.
-        open_ids = list(Assignment.objects.select_for_update().filter(item_stage__item__project=project, user=user)
-                        .exclude(status=AssignmentStatus.SUBMITTED).values_list("id", flat=True))
+        # Only the assignment rows, in id order: through the join their stages and items were locked
+        # too, out of the order of annotation/services/locks.py.
+        open_ids = list(Assignment.objects.select_for_update(of=("self",))
+                        .filter(item_stage__item__project=project, user=user)
+                        .exclude(status=AssignmentStatus.SUBMITTED).order_by("id").values_list("id", flat=True))
         Assignment.objects.filter(id__in=open_ids).delete()
         assign_open_stages(project)
     return deleted

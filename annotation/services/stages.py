@@ -5,6 +5,8 @@ from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Assignment, ItemStage, Project, StageStatus
 
+from .locks import lock_project_of
+
 MAX_UNITS = 500
 
 
@@ -48,10 +50,14 @@ def correct_split(*, stage: ItemStage, units: list[str]) -> ItemStage:
     if len(units) > MAX_UNITS:
         raise DomainError(f"at most {MAX_UNITS} sentences, not {len(units)}")
     with transaction.atomic():
-        # The assignments first, in a save's order: an annotator's first save either lands before
-        # the check below (which then refuses) or finds its assignment gone — never deleted with it.
-        list(Assignment.objects.select_for_update().filter(item_stage_id=stage.pk).values_list("id", flat=True))
-        stage = ItemStage.objects.select_for_update().select_related("item__project").get(pk=stage.pk)
+        # The lock order of annotation/services/locks.py: the project, the stage's assignments (in
+        # a save's order: an annotator's first save either lands before the check below, which then
+        # refuses, or finds its assignment gone, never deleted with it), then the stage alone: the
+        # item and the project locked FOR UPDATE through the join deadlocked with adding an annotator.
+        lock_project_of(stage_id=stage.pk)
+        list(Assignment.objects.select_for_update(of=("self",)).filter(item_stage_id=stage.pk).order_by("id")
+             .values_list("id", flat=True))
+        stage = ItemStage.objects.select_for_update(of=("self",), no_key=True).select_related("item__project").get(pk=stage.pk)
         field = get_kind(stage.item.project.kind).split_field(stage.stage)
         if field is None:
             raise DomainError(f"step {stage.stage} takes its units from the step before: nothing to split")

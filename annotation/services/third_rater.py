@@ -97,8 +97,11 @@ def escalate(*, consolidation: Consolidation, user, reason: str) -> Consolidatio
 def assign_waiting_third_raters(project: Project) -> int:
     """Give a third rater to the waiting consolidations that have none (an annotator joined)."""
     assigned = 0
-    for consolidation in waiting_without_third_rater(project).select_related("item_stage__item__project"):
-        stage = ItemStage.objects.select_for_update().select_related("item__project").get(pk=consolidation.item_stage_id)
+    waiting = waiting_without_third_rater(project).select_related("item_stage__item__project").order_by("item_stage_id")
+    for consolidation in waiting:
+        # the stage alone, in stage-id order (annotation/services/locks.py)
+        stage = ItemStage.objects.select_for_update(of=("self",), no_key=True).select_related("item__project").get(
+            pk=consolidation.item_stage_id)
         if stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists():
             continue
         exclude = {consolidation.consolidator_id} if consolidation.consolidator_id else set()
