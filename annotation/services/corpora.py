@@ -13,6 +13,7 @@ corpus's vectors again.
 """
 import json
 import logging
+import re
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +86,43 @@ def share_corpus(corpus: Corpus, projects: list[Project]) -> Corpus:
     return corpus
 
 
+# Python reads integers of at most this many digits (sys.get_int_max_str_digits); json.loads
+# raises ValueError beyond it. Corpora only read strings: a longer number is kept as its digit
+# count, so that the line's error can name its field.
+MAX_INT_DIGITS = 4300
+_DIGITS = re.compile(r"-?\d{%d,}" % (MAX_INT_DIGITS + 1))
+
+
+class _HugeNumber(int):
+    pass
+
+
+def _bounded_int(digits: str) -> int:
+    return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else _HugeNumber(len(digits.lstrip("-")))
+
+
+def _huge_number(value, path: str = "") -> tuple[str, int] | None:
+    """(path, digits) of the first integer too long to read (the value is nested at most
+    MAX_JSON_DEPTH levels: too_deep checked it)."""
+    if isinstance(value, _HugeNumber):
+        return path or "(value)", int(value)
+    if isinstance(value, dict):
+        items = ((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for where, item in items:
+        if found := _huge_number(item, where):
+            return found
+    return None
+
+
+def _huge_number_column(text: str) -> int:
+    match = _DIGITS.search(text)
+    return match.start() + 1 if match else 0
+
+
 def _document(raw: bytes, number: int) -> tuple[dict | None, dict | None]:
     """(document, None) or (None, error naming the line and field)."""
     def error(field: str, message: str):
@@ -99,15 +137,21 @@ def _document(raw: bytes, number: int) -> tuple[dict | None, dict | None]:
     if not text.strip():
         return None, None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
         return error("(json)", f"is not valid JSON: {exc.msg} at column {exc.colno}")
     except RecursionError:
         return error("(json)", f"is nested too deeply (more than {MAX_JSON_DEPTH} levels)")
+    except ValueError as exc:  # anything else json refuses: a line error, never a stuck import
+        return error("(json)", f"is not valid JSON: {exc}")
     if not isinstance(data, dict):
         return error("(line)", "must be a JSON object with title, url and text")
     if too_deep(data):
         return error("(json)", f"is nested too deeply (more than {MAX_JSON_DEPTH} levels)")
+    if found := _huge_number(data):
+        path, digits = found
+        return error(path, f"is a number of {digits:,} digits at column {_huge_number_column(text)}: "
+                           f"at most {MAX_INT_DIGITS:,} digits can be read")
     document = {}
     for key in ("title", "url", "text"):
         value = data.get(key, "")
@@ -119,6 +163,10 @@ def _document(raw: bytes, number: int) -> tuple[dict | None, dict | None]:
             return error(*found)
         if key in _TEXT_LIMITS and len(value) > _TEXT_LIMITS[key]:
             return error(key, f"is longer than {_TEXT_LIMITS[key]} characters")
+        if key == "text" and len(value) > settings.CORPUS_MAX_DOCUMENT_CHARS:
+            return error(key, f"is {len(value):,} characters long: a document may have at most "
+                              f"{settings.CORPUS_MAX_DOCUMENT_CHARS:,} (CORPUS_MAX_DOCUMENT_CHARS); split it into "
+                              "several lines")
         document[key] = value.strip()
     if not document["text"]:
         return error("text", "is missing or empty")
@@ -196,8 +244,12 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
     """The import task's body: check, write passages, make them searchable; safe to run again."""
     from pipeline.retrieval import split_passages
 
-    claimed = Corpus.objects.filter(pk=corpus_id, state__in=[CorpusState.QUEUED, CorpusState.IMPORTING]).update(
-        state=CorpusState.IMPORTING, errors=[], lines_read=0, documents=0, passages=0)
+    from annotation.services.jobs import KINDS, claimable
+
+    # Queued, or importing with no progress for JOB_STALLED_AFTER_SECONDS (its worker died): a
+    # run beside a live one would delete and rewrite the same passages.
+    claimed = Corpus.objects.filter(claimable(KINDS["corpus"]), pk=corpus_id).update(
+        state=CorpusState.IMPORTING, errors=[], lines_read=0, documents=0, passages=0, progress_at=timezone.now())
     corpus = Corpus.objects.filter(pk=corpus_id).first()
     if not claimed or corpus is None:
         return corpus
@@ -218,7 +270,8 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
 
     def flush():
         Passage.objects.bulk_create(batch)
-        Corpus.objects.filter(pk=corpus_id).update(lines_read=number, documents=documents, passages=passages)
+        Corpus.objects.filter(pk=corpus_id).update(lines_read=number, documents=documents, passages=passages,
+                                                   progress_at=timezone.now())
         batch.clear()
 
     number = 0
@@ -244,6 +297,27 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
     return Corpus.objects.get(pk=corpus_id)
 
 
+def fail_corpus(corpus_id: int, message: str) -> None:
+    """End an import that cannot go on (an unexpected error, a database that stayed
+    unreachable): failed with the reason, without the passages written so far, upload dropped."""
+    failed = Corpus.objects.filter(pk=corpus_id, state__in=[CorpusState.QUEUED, CorpusState.IMPORTING]).update(
+        state=CorpusState.FAILED, errors=[{"line": 0, "field": "(server)", "message": message[:500]}],
+        passages=0, progress_at=timezone.now())
+    if failed:
+        Passage.objects.filter(corpus_id=corpus_id).delete()
+        corpus = Corpus.objects.filter(pk=corpus_id).only("file_path").first()
+        if corpus is not None and corpus.file_path:
+            upload_path(corpus).unlink(missing_ok=True)
+
+
+def requeue_corpus(corpus_id: int) -> None:
+    """Before the task retries after a database error: the retry may take the import again."""
+    try:
+        Corpus.objects.filter(pk=corpus_id, state=CorpusState.IMPORTING).update(state=CorpusState.QUEUED)
+    except Exception:  # still unreachable: the retry takes it once it is stalled
+        logger.warning("could not hand corpus %s back to the queue", corpus_id, exc_info=True)
+
+
 def embed_next_batch(corpus_id: int, size: int = EMBED_BATCH) -> int:
     """Embed up to ``size`` passages that have no vector yet; returns how many were embedded.
     The corpus is ready when none is left."""
@@ -264,7 +338,7 @@ def embed_next_batch(corpus_id: int, size: int = EMBED_BATCH) -> int:
         through = Passage.objects.filter(corpus_id=corpus_id).order_by("-id").values_list("id", flat=True).first() or 0
     else:
         through = next_missing - 1
-    changes = {"embedded": embedded, "embedded_through": through}
+    changes = {"embedded": embedded, "embedded_through": through, "progress_at": timezone.now()}
     if next_missing is None:
         changes.update(state=CorpusState.READY, embedded_at=timezone.now())
     Corpus.objects.filter(Q(pk=corpus_id), ~Q(state=CorpusState.FAILED)).update(**changes)

@@ -627,14 +627,14 @@ class _ProgressWriter:
         self.job_id = job_id
         self.connection = connections.create_connection(DEFAULT_DB_ALIAS) if connection.vendor == "postgresql" else None
         table = connection.ops.quote_name(ImportJob._meta.db_table)
-        self.sql = f"UPDATE {table} SET lines_read = %s, bytes_read = %s WHERE id = %s AND state = %s"
+        self.sql = f"UPDATE {table} SET lines_read = %s, bytes_read = %s, progress_at = %s WHERE id = %s AND state = %s"
 
     def __call__(self, lines: int, size: int) -> None:
         if self.connection is None:
             return
         try:
             with self.connection.cursor() as cursor:
-                cursor.execute(self.sql, [lines, size, self.job_id, ImportJobState.RUNNING])
+                cursor.execute(self.sql, [lines, size, timezone.now(), self.job_id, ImportJobState.RUNNING])
         except Exception:  # progress is a courtesy: it must never fail the import
             logger.warning("could not record the progress of import job %s", self.job_id, exc_info=True)
 
@@ -675,8 +675,8 @@ def run_import_job(job_id: int) -> ImportJob | None:
     retry; the upload is deleted once the job has ended.
     """
     claimed = ImportJob.objects.filter(pk=job_id, state__in=[ImportJobState.QUEUED, ImportJobState.RUNNING]).update(
-        state=ImportJobState.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, lines_read=0, bytes_read=0
-    )
+        state=ImportJobState.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, lines_read=0, bytes_read=0,
+        progress_at=timezone.now())
     if not claimed:
         return ImportJob.objects.filter(pk=job_id).first()
     job = ImportJob.objects.select_related("project").get(pk=job_id)
