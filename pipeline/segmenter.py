@@ -106,22 +106,28 @@ _LEAD_IN = re.compile(r"^(?:Here(?:'s| is| are)|Below (?:is|are))\b[^:]{0,150}:(
 
 
 # Punkt's work grows faster than a block's length (1 MB of prose: 6.5 s, and past 5 s a regular
-# expression of NLTK's times out): longer blocks are cut into pieces of at most this many
-# characters, after a sentence end where there is one, so a document's cost stays linear.
+# expression of NLTK's times out): it reads a long block through a window of at most this many
+# characters, so a document's cost stays linear.
 MAX_PUNKT_CHARS = 20_000
 
 
-def _pieces(block: str, limit: int = MAX_PUNKT_CHARS):
+def _punkt(tokenizer: PunktSentenceTokenizer, block: str, limit: int = MAX_PUNKT_CHARS) -> list[str]:
+    """Punkt's sentences of ``block``, read ``limit`` characters at a time: the window's last
+    sentence may be cut off, so the next window starts where it starts."""
+    sentences: list[str] = []
     while len(block) > limit:
-        window = block[:limit]
-        cut = max(window.rfind(". "), window.rfind("! "), window.rfind("? "))
-        if cut < limit // 2:
-            cut = window.rfind(" ")
-        if cut < limit // 2:
-            cut = limit - 1
-        yield block[:cut + 1]
-        block = block[cut + 1:]
-    yield block
+        spans = list(tokenizer.span_tokenize(block[:limit]))
+        last_start = spans[-1][0] if spans else 0
+        if last_start < limit // 2:  # no sentence end in the window's second half: cut at a space
+            cut = block.rfind(" ", limit // 2, limit)
+            cut = cut if cut > 0 else limit
+            sentences.extend(tokenizer.tokenize(block[:cut]))
+            block = block[cut:]
+        else:
+            sentences.extend(block[start:end] for start, end in spans[:-1])
+            block = block[last_start:]
+    sentences.extend(tokenizer.tokenize(block))
+    return sentences
 
 
 @lru_cache(maxsize=1)
@@ -202,9 +208,8 @@ def split_sentences(text: str) -> list[str]:
     sentences: list[str] = []
     for block in _layout_blocks(text):
         block_sentences: list[str] = []
-        for piece in _pieces(block):
-            for sentence in tokenizer.tokenize(piece):
-                block_sentences.extend(_split_lead_in(sentence.strip()))
+        for sentence in _punkt(tokenizer, block):
+            block_sentences.extend(_split_lead_in(sentence.strip()))
         sentences.extend(_attach_list_markers(block_sentences))
     return [s for s in sentences if s]
 

@@ -135,7 +135,9 @@ def status(job) -> dict:
     stalled = False
     if job.state == kind.queued:
         detail = f"queued: waiting for a worker on queue '{task_queue(kind.task)}'"
-        if settings.CELERY_TASK_ALWAYS_EAGER:
+        from celery import current_app
+
+        if current_app.conf.task_always_eager:  # no broker: the web process runs it at once
             detail = "queued"
         elif last and timezone.now() - last > stalled_after():
             stalled = True
