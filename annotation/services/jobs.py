@@ -124,8 +124,11 @@ def run_job(task, run, fail, job_id: int, nothing_was: str, before_retry=None, l
 # -- what the pages and the API show ---------------------------------------------------------------
 
 def task_queue(task_name: str) -> str:
-    route = settings.CELERY_TASK_ROUTES.get(task_name) or {}
-    return route.get("queue") or settings.CELERY_TASK_DEFAULT_QUEUE
+    """The queue a task is sent to (settings.CELERY_TASK_ROUTES, else the default queue)."""
+    from celery import current_app
+
+    route = (current_app.conf.task_routes or {}).get(task_name) or {}
+    return route.get("queue") or current_app.conf.task_default_queue
 
 
 def status(job) -> dict:
