@@ -263,3 +263,20 @@ def test_who_may_restart_a_stalled_corpus_system_run_and_llm_rater_run(factcheck
         assert answer.status_code == code, (kind, answer.content)
     # a run is restarted under its own kind only
     assert api_client(users["admin"]).post(f"/api/jobs/llm-rater/{upload_run.id}/restart/").status_code == 404
+
+
+def test_make_worker_consumes_every_queue(tmp_path):
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+
+    def command(**env):
+        result = subprocess.run(["make", "--no-print-directory", "-n", "worker", f"VENV={tmp_path}"], cwd=repo,
+                                capture_output=True, text=True, timeout=60,
+                                env={"PATH": "/usr/bin:/bin", **env})
+        return next(line for line in result.stdout.splitlines() if " worker " in line)
+
+    assert "-Q interactive,celery " in command()
+    assert "-Q interactive,celery,embedding " in command(EMBEDDING_QUEUE="embedding")
+    assert "-Q interactive " in command(WORKER_QUEUES="interactive")
