@@ -112,14 +112,20 @@ def embed_corpus(corpus_id: int) -> dict:
     work, such as retrieval for annotators, run in between. The task's queue is
     ``EMBEDDING_QUEUE``, so GPU workers can serve embedding alone.
     """
-    from annotation.services.corpora import embed_next_batch
+    from annotation.services.corpora import embed_next_batch, stop_embedding
 
     deadline, embedded = time.monotonic() + EMBED_TASK_SECONDS, 0
-    while batch := embed_next_batch(corpus_id):
-        embedded += batch
-        if time.monotonic() > deadline:
-            embed_corpus.delay(corpus_id)
-            break
+    try:
+        while batch := embed_next_batch(corpus_id):
+            embedded += batch
+            if time.monotonic() > deadline:
+                embed_corpus.delay(corpus_id)
+                break
+    except OperationalError:
+        raise  # retried
+    except Exception as exc:  # the corpus must not say "embedding" forever
+        logger.exception("embedding corpus %s stopped", corpus_id)
+        stop_embedding(corpus_id, exc)
     return {"corpus": corpus_id, "embedded": embedded}
 
 

@@ -280,3 +280,16 @@ def test_make_worker_consumes_every_queue(tmp_path):
     assert "-Q interactive,celery " in command()
     assert "-Q interactive,celery,embedding " in command(EMBEDDING_QUEUE="embedding")
     assert "-Q interactive " in command(WORKER_QUEUES="interactive")
+
+
+def test_an_unexpected_error_while_embedding_leaves_the_corpus_searchable_with_the_reason(
+        factcheck_project, users, monkeypatch, django_capture_on_commit_callbacks):
+    from annotation.tasks import embed_corpus
+
+    corpus = corpus_of(DOCUMENTS, factcheck_project, users["admin"], django_capture_on_commit_callbacks)
+    assert corpus.state == CorpusState.EMBEDDING  # without a broker, retrieval embeds as it goes
+    monkeypatch.setattr("pipeline.retrieval.embed", _boom)
+    embed_corpus.apply(args=[corpus.pk])
+    corpus.refresh_from_db()
+    assert corpus.state == CorpusState.READY and corpus.searchable
+    assert corpus.errors[0]["field"] == "(embedding)" and "RuntimeError: boom" in corpus.errors[0]["message"]

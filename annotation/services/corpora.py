@@ -310,6 +310,18 @@ def fail_corpus(corpus_id: int, message: str) -> None:
             upload_path(corpus).unlink(missing_ok=True)
 
 
+def stop_embedding(corpus_id: int, exc: BaseException) -> None:
+    """The embedding task failed: the corpus stays searchable (lexically, and by the vectors made
+    so far; retrieval embeds the candidates it ranks), with the reason among its errors."""
+    from annotation.services.jobs import reason
+
+    Corpus.objects.filter(pk=corpus_id, state=CorpusState.EMBEDDING).update(
+        state=CorpusState.READY, embedded_at=timezone.now(), progress_at=timezone.now(),
+        errors=[{"line": 0, "field": "(embedding)",
+                 "message": f"embedding stopped on an unexpected error ({reason(exc)}); the corpus is searchable, "
+                            "passages without a vector are embedded when retrieval ranks them"}])
+
+
 def requeue_corpus(corpus_id: int) -> None:
     """Before the task retries after a database error: the retry may take the import again."""
     try:
