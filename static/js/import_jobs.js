@@ -105,9 +105,8 @@
       button.addEventListener("click", async () => {
         button.disabled = true;
         const answer = await api(job.restart_url, "POST");
-        if (answer.ok) {
-          row.dataset.state = answer.data.state;
-          box.replaceChildren(el("span", {className: "hint"}, answer.data.state_detail || "restarted"));
+        if (answer.ok) {  // the row's polling goes on and shows how the job ends
+          box.replaceChildren(el("span", {className: "hint"}, "Restarted: queued again."));
         } else {
           button.disabled = false;
           box.append(el("span", {className: "error"}, ` ${(answer.data && answer.data.detail) || "could not restart"}`));
