@@ -293,3 +293,16 @@ def test_an_unexpected_error_while_embedding_leaves_the_corpus_searchable_with_t
     corpus.refresh_from_db()
     assert corpus.state == CorpusState.READY and corpus.searchable
     assert corpus.errors[0]["field"] == "(embedding)" and "RuntimeError: boom" in corpus.errors[0]["message"]
+
+
+def test_the_llm_rater_page_shows_a_stalled_run_with_its_restart_button(factcheck_project, users, client):
+    run = SystemRun.objects.create(project=factcheck_project, system="LLM rater <m>", source=SystemRunSource.LLM_RATER,
+                                   state=SystemRunState.RUNNING, options={"steps": [1]},
+                                   progress_at=timezone.now() - timedelta(minutes=7))
+    client.force_login(users["admin"])
+    page = client.get(f"/projects/{factcheck_project.id}/llm-rater/").content.decode()
+    assert "stalled: no progress for 7 min" in page
+    assert f'data-restart-url="/api/jobs/llm-rater/{run.id}/restart/"' in page and "LLM rater &lt;m&gt;" in page
+    SystemRun.objects.filter(pk=run.pk).update(progress_at=timezone.now())
+    page = client.get(f"/projects/{factcheck_project.id}/llm-rater/").content.decode()
+    assert "restart-job" not in page and ">running</span>" in page
