@@ -172,7 +172,7 @@ def test_the_api_says_what_a_queued_job_waits_for_and_that_a_running_one_stalled
         body = api_client(users["admin"]).get(f"/api/projects/{felm_project.id}/imports/{job.id}/").json()
     finally:
         current_app.conf.task_always_eager = True
-    assert body["state_detail"] == "queued: waiting for a worker on queue 'interactive'" and not body["stalled"]
+    assert body["state_detail"].startswith("queued: waiting for a worker on queue 'interactive'") and not body["stalled"]
     assert body["restart_url"] == f"/api/jobs/import/{job.id}/restart/"
     job = stalled_import(felm_project, users["admin"])
     body = api_client(users["admin"]).get(f"/api/projects/{felm_project.id}/imports/{job.id}/").json()
@@ -306,3 +306,40 @@ def test_the_llm_rater_page_shows_a_stalled_run_with_its_restart_button(factchec
     SystemRun.objects.filter(pk=run.pk).update(progress_at=timezone.now())
     page = client.get(f"/projects/{factcheck_project.id}/llm-rater/").content.decode()
     assert "restart-job" not in page and ">running</span>" in page
+
+
+def test_a_queued_job_says_how_many_tasks_wait_on_its_queue(felm_project, users, monkeypatch):
+    from celery import current_app
+
+    job = create_import_job(project=felm_project, user=users["admin"], upload=jsonl([felm_line(1, ["A."])]), fmt="felm")
+    lengths = {"interactive": 3}
+    monkeypatch.setattr(jobs, "queue_length", lengths.get)
+    current_app.conf.task_always_eager = False  # as with a broker
+    try:
+        assert jobs.status(job)["detail"] == "queued: waiting for a worker on queue 'interactive' (3 tasks waiting there)"
+        ImportJob.objects.filter(pk=job.pk).update(progress_at=timezone.now() - timedelta(minutes=9))
+        job.refresh_from_db()
+        found = jobs.status(job)
+    finally:
+        current_app.conf.task_always_eager = True
+    assert found["stalled"] and found["detail"] == (
+        "queued: waiting for a worker on queue 'interactive' for 9 min (3 tasks waiting there): is a worker running for "
+        "that queue? (a restart sends the job again)")
+
+
+def test_the_length_of_a_redis_queue_is_read_from_the_broker(settings):
+    import os
+
+    import redis
+    from celery import current_app
+
+    url = os.environ.get("CELERY_BROKER_URL", "")
+    if not url.startswith("redis://"):
+        pytest.skip("needs the Redis broker (set CELERY_BROKER_URL)")
+    client, queue = redis.Redis.from_url(url), "test-jobs-queue-length"
+    client.delete(queue)
+    client.rpush(queue, "a", "b")
+    try:
+        assert current_app.conf.broker_url == url and jobs.queue_length(queue) == 2
+    finally:
+        client.delete(queue)

@@ -131,21 +131,40 @@ def task_queue(task_name: str) -> str:
     return route.get("queue") or current_app.conf.task_default_queue
 
 
+def queue_length(queue: str) -> int | None:
+    """Tasks waiting on a queue of the Redis broker; None with another broker or when it cannot
+    be asked (a status must never fail on it)."""
+    from celery import current_app
+
+    if not str(current_app.conf.broker_url or "").startswith(("redis://", "rediss://")):
+        return None
+    try:
+        with current_app.pool.acquire(block=True, timeout=1) as connection:
+            return int(connection.default_channel.client.llen(queue))
+    except Exception:  # the broker is down or slow: say less, not fail
+        logger.warning("could not read the length of queue %s", queue, exc_info=True)
+        return None
+
+
 def status(job) -> dict:
     """``{"stalled", "progress_at", "detail"}``: what a job that has not ended waits for or does."""
     kind = kind_of(job)
     last = job.progress_at or getattr(job, "started_at", None) or job.created_at
     stalled = False
     if job.state == kind.queued:
-        detail = f"queued: waiting for a worker on queue '{task_queue(kind.task)}'"
         from celery import current_app
 
         if current_app.conf.task_always_eager:  # no broker: the web process runs it at once
-            detail = "queued"
-        elif last and timezone.now() - last > stalled_after():
+            return {"stalled": False, "progress_at": job.progress_at, "detail": "queued"}
+        queue, waited = task_queue(kind.task), timezone.now() - last if last else timedelta(0)
+        detail = f"queued: waiting for a worker on queue '{queue}'"
+        if waited > stalled_after():
             stalled = True
-            detail += (f" for {_duration(timezone.now() - last)}: is a worker running for that queue? "
-                       "(a restart sends the job again)")
+            detail += f" for {_duration(waited)}"
+        if (waiting := queue_length(queue)) is not None:
+            detail += f" ({waiting:,} task{'s' if waiting != 1 else ''} waiting there)"
+        if stalled:
+            detail += ": is a worker running for that queue? (a restart sends the job again)"
     elif job.state in kind.running:
         if last and timezone.now() - last > stalled_after():
             stalled = True
