@@ -1,8 +1,8 @@
 """Restarting a stalled background job (services.jobs): one action for every kind of job.
 
 Who may: the job's owner (who uploaded the file or typed the search) and the admins of its
-project (for a corpus: of one of its projects); staff for every job. Others who can see the job
-get 403; those who cannot, 404.
+project (for a corpus: of one of its projects); staff for every job. Consolidators, who see system
+runs on the leaderboard, get 403 for those; everyone else 404, as for a job that does not exist.
 """
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers as drf_serializers
@@ -28,23 +28,24 @@ class JobStatusSerializer(drf_serializers.Serializer):
 
 
 def _visible_job(user, kind: jobs.JobKind, job_id: int):
-    """(job, may_restart), or NotFound for a job the user cannot see."""
+    """(job, may_restart), or NotFound for a job the user cannot see where the API shows it:
+    their own jobs, and their projects' jobs if they administer the project (system runs: also
+    its consolidators, who see the leaderboard but may not restart them)."""
     job = kind.model.objects.filter(kind.where, pk=job_id).first()
     if job is None:
         raise NotFound(f"no such {kind.label}")
-    staff = selectors.can_create_projects(user)
     owner_id = getattr(job, "created_by_id", None) or getattr(job, "user_id", None)
-    if kind.name == "corpus":
-        projects = list(job.projects.all())
-        sees = staff or owner_id == user.id or any(selectors.user_roles(user, p) for p in projects)
-        admin = staff or any(selectors.is_project_admin(user, p) for p in projects)
+    owner = owner_id is not None and owner_id == user.id
+    if selectors.can_create_projects(user):
+        admin = True
+    elif kind.name == "corpus":
+        admin = any(selectors.is_project_admin(user, p) for p in job.projects.all())
     else:
-        roles = selectors.user_roles(user, job.project)
-        sees = staff or bool(roles)
-        admin = staff or selectors.is_project_admin(user, job.project)
+        admin = selectors.is_project_admin(user, job.project)
+    sees = admin or owner or (kind.name == "system-run" and selectors.can_consolidate(user, job.project))
     if not sees:
         raise NotFound(f"no such {kind.label}")
-    return job, admin or (owner_id is not None and owner_id == user.id)
+    return job, admin or owner
 
 
 class JobRestartView(APIView):
