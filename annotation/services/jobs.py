@@ -21,7 +21,6 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from annotation.exceptions import DomainError
 from annotation.models import (Corpus, CorpusState, EvidenceSearch, EvidenceSearchState, ImportJob, ImportJobState,
@@ -42,26 +41,21 @@ class JobKind:
     running: tuple[str, ...]
     ended: tuple[str, ...]
     task: str            # the Celery task that runs it, by name (services never import tasks.py)
-    fail: str            # "module.function"(job_id, message): ends the job failed with the message
     where: Q = Q()       # which rows of ``model`` are of this kind
 
 
 KINDS = {kind.name: kind for kind in (
     JobKind("import", "import", ImportJob, ImportJobState.QUEUED, (ImportJobState.RUNNING,),
-            (ImportJobState.DONE, ImportJobState.FAILED), "annotation.tasks.run_import",
-            "annotation.services.imports.fail_import_job"),
+            (ImportJobState.DONE, ImportJobState.FAILED), "annotation.tasks.run_import"),
     JobKind("corpus", "corpus import", Corpus, CorpusState.QUEUED, (CorpusState.IMPORTING,),
-            (CorpusState.EMBEDDING, CorpusState.READY, CorpusState.FAILED), "annotation.tasks.import_corpus",
-            "annotation.services.corpora.fail_corpus"),
+            (CorpusState.EMBEDDING, CorpusState.READY, CorpusState.FAILED), "annotation.tasks.import_corpus"),
     JobKind("system-run", "system run", SystemRun, SystemRunState.QUEUED, (SystemRunState.RUNNING,),
-            (SystemRunState.DONE, SystemRunState.FAILED), "annotation.tasks.score_system_run",
-            "annotation.services.predictions.fail_system_run", Q(source=SystemRunSource.UPLOAD)),
+            (SystemRunState.DONE, SystemRunState.FAILED), "annotation.tasks.score_system_run", Q(source=SystemRunSource.UPLOAD)),
     JobKind("llm-rater", "LLM rater run", SystemRun, SystemRunState.QUEUED, (SystemRunState.RUNNING,),
-            (SystemRunState.DONE, SystemRunState.FAILED), "annotation.tasks.run_llm_rater",
-            "annotation.services.llm_rater.fail_run", Q(source=SystemRunSource.LLM_RATER)),
+            (SystemRunState.DONE, SystemRunState.FAILED), "annotation.tasks.run_llm_rater", Q(source=SystemRunSource.LLM_RATER)),
     JobKind("evidence-search", "evidence search", EvidenceSearch, EvidenceSearchState.QUEUED,
             (EvidenceSearchState.RUNNING,), (EvidenceSearchState.DONE, EvidenceSearchState.FAILED),
-            "annotation.tasks.run_evidence_search", "annotation.services.evidence_search.fail_search"),
+            "annotation.tasks.run_evidence_search"),
 )}
 
 
@@ -211,7 +205,3 @@ def restart(job):
     job.refresh_from_db()
     return job
 
-
-def fail_reason_of(kind_name: str):
-    """The kind's ``fail(job_id, message)``."""
-    return import_string(KINDS[kind_name].fail)
