@@ -4,9 +4,9 @@ evidence searches.
 - ``run_job``: the task's body runs inside one catch-all. Database outages are retried; anything
   else is logged with its traceback and ends the job failed with the reason, so no job stays
   queued or running because its task raised.
-- ``progress_at``: the task's last sign of life (``claimable`` and ``beat``). A running job silent
-  for ``JOB_STALLED_AFTER_SECONDS`` is *stalled*: its worker died (``kill -9``, out of memory).
-  A redelivered task takes such a job over, a live one's redelivery does nothing.
+- ``progress_at``: the task's last sign of life, written when it claims the job and as it makes
+  progress. A running job silent for ``JOB_STALLED_AFTER_SECONDS`` is *stalled*: its worker died
+  (``kill -9``, out of memory). A redelivered task takes such a job over (``claimable``).
 - ``status``: what the API and pages show of a job that has not ended: running, stalled, or
   waiting for a worker on its queue.
 - ``restart``: put a stalled job back in its queue (API action and button; admins and owners).
@@ -79,11 +79,6 @@ def claimable(kind: JobKind) -> Q:
     worker died). A redelivery while another worker is still at it finds nothing to take (for
     jobs where two runs at once would clash: corpora, evidence searches)."""
     return Q(state=kind.queued) | Q(state__in=kind.running) & _silent_since(timezone.now() - stalled_after())
-
-
-def beat(model, job_id: int, **values) -> int:
-    """Record progress (and ``values``) of a running job: it is alive."""
-    return model.objects.filter(pk=job_id).update(progress_at=timezone.now(), **values)
 
 
 # -- the catch-all --------------------------------------------------------------------------------
