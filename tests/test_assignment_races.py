@@ -80,3 +80,4 @@ def test_parallel_assigners_of_one_project_neither_fail_nor_duplicate_nor_leave_
     assert len(pairs) == len(set(pairs)) == total * felm_project.annotators_per_item
     loads = Counter(Assignment.objects.values_list("user_id", flat=True))
     assert max(loads.values()) - min(loads.values()) <= 1  # still balanced
+

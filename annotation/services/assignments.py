@@ -90,9 +90,11 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     Idempotent under concurrency: pre-annotation tasks of one project end at the same moment and
     each assigns the project's open stages. Without a lock they plan from the same snapshot and
     collide on the (stage, user) uniqueness, or give a stage more annotators than it needs; with
-    the project row locked, each caller reads what the one before it wrote.
+    the project row locked, each caller reads what the one before it wrote. NO KEY UPDATE, the
+    weakest lock that serializes them: the foreign-key checks of rows inserted into the project
+    (FOR KEY SHARE on its row, when an import commits) do not wait for it, nor it for them.
     """
-    Project.objects.select_for_update().filter(pk=project.pk).first()
+    Project.objects.select_for_update(no_key=True).filter(pk=project.pk).first()
     annotators = annotator_ids(project)
     if not annotators:
         return 0
