@@ -49,8 +49,15 @@ run: demo
 	$(BIN)/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 3 --timeout $(GUNICORN_TIMEOUT) \
 		--graceful-timeout $(GUNICORN_GRACEFUL_TIMEOUT) --access-logfile -
 
+# One worker for every queue (docs/operations.md): interactive work (imports, corpora, searches,
+# agreement, system runs, the LLM rater), bulk pre-annotation and export lines, and embedding when
+# EMBEDDING_QUEUE names a queue of its own. WORKER_QUEUES=interactive serves one of them only.
+WORKER_QUEUES ?= $(or $(INTERACTIVE_QUEUE),interactive),$(or $(CELERY_TASK_DEFAULT_QUEUE),celery)$(if $(EMBEDDING_QUEUE),$(comma)$(EMBEDDING_QUEUE))
+WORKER_CONCURRENCY ?= 2
+comma := ,
+
 worker: install
-	$(BIN)/celery -A config worker --loglevel=INFO
+	$(BIN)/celery -A config worker --loglevel=INFO -Q $(WORKER_QUEUES) --concurrency $(WORKER_CONCURRENCY)
 
 test: install-dev
 	$(BIN)/python -m pytest

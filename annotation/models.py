@@ -316,6 +316,9 @@ class ImportJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The task's last sign of life (claim, progress): a running job silent for
+    # JOB_STALLED_AFTER_SECONDS is stalled (its worker died) and may be restarted (services.jobs).
+    progress_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
@@ -370,6 +373,9 @@ class Corpus(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     imported_at = models.DateTimeField(null=True, blank=True)
     embedded_at = models.DateTimeField(null=True, blank=True)
+    # The task's last sign of life (claim, progress): a running job silent for
+    # JOB_STALLED_AFTER_SECONDS is stalled (its worker died) and may be restarted (services.jobs).
+    progress_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
@@ -429,6 +435,9 @@ class EvidenceSearch(models.Model):
     problems = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The task's last sign of life (claim, progress): a running job silent for
+    # JOB_STALLED_AFTER_SECONDS is stalled (its worker died) and may be restarted (services.jobs).
+    progress_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
@@ -503,6 +512,9 @@ class SystemRun(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The task's last sign of life (claim, progress): a running job silent for
+    # JOB_STALLED_AFTER_SECONDS is stalled (its worker died) and may be restarted (services.jobs).
+    progress_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]

@@ -220,7 +220,12 @@ def llm_rater_page(request, project_id):
         estimate = rater_services.estimate(project, options)
     shown = options or rater_services.RaterOptions(steps=rater_services.RATED_STEPS.get(project.kind, ()))
     config = rater_services.rater_config(project, shown)
-    runs = [rater_services.run_summary(run) for run in rater_services.rater_runs(project)[:20]]
+    from annotation.services import jobs
+
+    # With the run's status: running, waiting for a worker, or stalled (with its restart address).
+    runs = [{**rater_services.run_summary(run), **jobs.status(run),
+             "restart_url": reverse("api-job-restart", args=["llm-rater", run.id])}
+            for run in rater_services.rater_runs(project)[:20]]
     from pipeline.llm import usable
     from pipeline.llm_rater import CALL_KINDS
 

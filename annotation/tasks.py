@@ -86,28 +86,22 @@ def run_import(self, job_id: int) -> dict:
 
 
 def run_retrying_on_database_errors(task, run, fail, object_id: int, nothing_was: str, before_retry=None):
-    """(``run(object_id)``, False), retried with backoff while the database is unreachable;
-    after the task's last retry, ``fail(object_id, message)`` ends the job: (None, True)."""
-    from django.db import InterfaceError
+    """(``run(object_id)``, False), retried with backoff while the database is unreachable; after
+    the task's last retry, or on any other exception, ``fail(object_id, message)`` ends the job:
+    (None, True). The one catch-all of every job (services.jobs.run_job)."""
+    from annotation.services.jobs import run_job
 
-    try:
-        return run(object_id), False
-    except (OperationalError, InterfaceError) as exc:
-        if task.request.retries >= task.max_retries:
-            fail(object_id, f"the database stayed unreachable ({exc}); nothing was {nothing_was}")
-            return None, True
-        if before_retry is not None:
-            before_retry(object_id)
-        raise task.retry(exc=exc, countdown=min(60, 2 ** task.request.retries))
+    return run_job(task, run, fail, object_id, nothing_was, before_retry=before_retry, label=task.name)
 
 
-@shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
-def import_corpus(corpus_id: int) -> dict:
+@shared_task(bind=True, max_retries=5)
+def import_corpus(self, corpus_id: int) -> dict:
     """Cut an uploaded corpus into passages (services.corpora.run_corpus_import)."""
-    from annotation.services.corpora import run_corpus_import
+    from annotation.services.corpora import fail_corpus, requeue_corpus, run_corpus_import
 
-    corpus = run_corpus_import(corpus_id)
-    return {"corpus": corpus_id, "state": corpus.state if corpus else None}
+    corpus, failed = run_retrying_on_database_errors(self, run_corpus_import, fail_corpus, corpus_id, "imported",
+                                                     before_retry=requeue_corpus)
+    return {"corpus": corpus_id, "state": "failed" if failed else corpus.state if corpus else None}
 
 
 @shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
@@ -118,24 +112,31 @@ def embed_corpus(corpus_id: int) -> dict:
     work, such as retrieval for annotators, run in between. The task's queue is
     ``EMBEDDING_QUEUE``, so GPU workers can serve embedding alone.
     """
-    from annotation.services.corpora import embed_next_batch
+    from annotation.services.corpora import embed_next_batch, stop_embedding
 
     deadline, embedded = time.monotonic() + EMBED_TASK_SECONDS, 0
-    while batch := embed_next_batch(corpus_id):
-        embedded += batch
-        if time.monotonic() > deadline:
-            embed_corpus.delay(corpus_id)
-            break
+    try:
+        while batch := embed_next_batch(corpus_id):
+            embedded += batch
+            if time.monotonic() > deadline:
+                embed_corpus.delay(corpus_id)
+                break
+    except OperationalError:
+        raise  # retried
+    except Exception as exc:  # the corpus must not say "embedding" forever
+        logger.exception("embedding corpus %s stopped", corpus_id)
+        stop_embedding(corpus_id, exc)
     return {"corpus": corpus_id, "embedded": embedded}
 
 
-@shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=3)
-def run_evidence_search(search_id: int) -> str | None:
+@shared_task(bind=True, max_retries=3)
+def run_evidence_search(self, search_id: int) -> str | None:
     """Answer a search an annotator typed on the step-2 page (services.evidence_search)."""
-    from annotation.services.evidence_search import run_search
+    from annotation.services.evidence_search import fail_search, requeue_search, run_search
 
-    search = run_search(search_id)
-    return search.state if search else None
+    search, failed = run_retrying_on_database_errors(self, run_search, fail_search, search_id, "found",
+                                                     before_retry=requeue_search)
+    return "failed" if failed else search.state if search else None
 
 
 @shared_task(autoretry_for=(OperationalError, ConnectionError, TimeoutError), retry_backoff=True, max_retries=5)

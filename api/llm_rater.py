@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from annotation import selectors
 from annotation.services import llm_rater as rater_services
 
-from .serializers import ErrorSerializer
+from .serializers import ErrorSerializer, job_fields
 
 
 class RaterOptionsSerializer(serializers.Serializer):
@@ -68,6 +68,10 @@ class RaterRunSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+    progress_at = serializers.DateTimeField(allow_null=True, help_text="the task's last sign of life")
+    stalled = serializers.BooleanField(help_text="no progress for JOB_STALLED_AFTER_SECONDS: restart_url queues it again")
+    state_detail = serializers.CharField(help_text="what the run does or waits for (e.g. the queue); empty once ended")
+    restart_url = serializers.CharField()
 
 
 ERRORS = {400: OpenApiResponse(ErrorSerializer, description="bad options (each named), or nothing to rate"),
@@ -97,6 +101,7 @@ def options_of(request, project):
 def run_data(request, run) -> dict:
     summary = rater_services.run_summary(run)
     summary["url"] = reverse("api-llm-rater-run", args=[run.project_id, run.id], request=request)
+    summary.update(job_fields(run))
     return summary
 
 

@@ -199,7 +199,39 @@ class ImportResultSerializer(serializers.Serializer):
                                      help_text="what keeps the imported items from moving on (e.g. too few annotators)")
 
 
-class ImportJobSerializer(serializers.ModelSerializer):
+def job_fields(job) -> dict:
+    """What every background job's answer says besides its own fields (services.jobs)."""
+    from annotation.services import jobs
+
+    found = jobs.status(job)
+    return {"stalled": found["stalled"], "state_detail": found["detail"], "progress_at": found["progress_at"],
+            "restart_url": reverse("api-job-restart", args=[jobs.kind_of(job).name, job.pk])}
+
+
+class JobStatusMixin(serializers.Serializer):
+    """Stalled or not, what the job waits for, and where to restart it (admins and owners)."""
+
+    stalled = serializers.SerializerMethodField(
+        help_text="no progress for JOB_STALLED_AFTER_SECONDS (its worker may have died): restart_url queues it again")
+    state_detail = serializers.SerializerMethodField(
+        help_text="what a job that has not ended does or waits for, e.g. \"queued: waiting for a worker on queue "
+                  "'interactive'\"; empty once it has ended")
+    restart_url = serializers.SerializerMethodField(help_text="POST here to restart the job once it is stalled")
+
+    def get_stalled(self, job) -> bool:
+        return job_fields(job)["stalled"]
+
+    def get_state_detail(self, job) -> str:
+        return job_fields(job)["state_detail"]
+
+    def get_restart_url(self, job) -> str:
+        return job_fields(job)["restart_url"]
+
+
+JOB_FIELDS = ["progress_at", "stalled", "state_detail", "restart_url"]
+
+
+class ImportJobSerializer(JobStatusMixin, serializers.ModelSerializer):
     """An import running in the background: poll ``url`` until ``state`` is done or failed."""
 
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
@@ -210,7 +242,7 @@ class ImportJobSerializer(serializers.ModelSerializer):
     class Meta:
         model = ImportJob
         fields = ["id", "url", "state", "format", "labels_as", "options", "file_name", "file_size", "lines_read",
-                  "bytes_read", "errors", "result", "created_by", "created_at", "started_at", "finished_at"]
+                  "bytes_read", "errors", "result", "created_by", "created_at", "started_at", "finished_at", *JOB_FIELDS]
         read_only_fields = fields
 
     def get_url(self, job) -> str:
@@ -320,7 +352,7 @@ class EvidenceSearchRequestSerializer(serializers.Serializer):
                                   help_text="the claim being checked (kept with the search)")
 
 
-class EvidenceSearchSerializer(serializers.ModelSerializer):
+class EvidenceSearchSerializer(JobStatusMixin, serializers.ModelSerializer):
     """A search from the step-2 page: poll ``url`` until ``state`` is done or failed;
     ``results`` are ranked passages (text, url, title, source, query, rank, scores); ``problems``
     lists what could not be used, including pages the outbound guard refused ("<url> was not
@@ -330,7 +362,7 @@ class EvidenceSearchSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = EvidenceSearch
-        fields = ["id", "url", "query", "state", "results", "problems", "created_at", "finished_at"]
+        fields = ["id", "url", "query", "state", "results", "problems", "created_at", "finished_at", *JOB_FIELDS]
         read_only_fields = fields
 
     def get_url(self, search) -> str:
@@ -353,7 +385,7 @@ class VersionConflictSerializer(serializers.Serializer):
     given_version = serializers.IntegerField()
 
 
-class CorpusSerializer(serializers.ModelSerializer):
+class CorpusSerializer(JobStatusMixin, serializers.ModelSerializer):
     projects = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
     state_display = serializers.CharField(source="get_state_display", read_only=True)
     errors = ImportErrorSerializer(many=True, read_only=True, help_text="why the import failed; nothing was imported")
@@ -362,7 +394,7 @@ class CorpusSerializer(serializers.ModelSerializer):
         model = Corpus
         fields = ["id", "name", "projects", "state", "state_display", "passage_sentences", "passage_stride",
                   "file_name", "file_size", "lines_read", "documents", "passages", "embedded", "errors",
-                  "created_at", "imported_at", "embedded_at"]
+                  "created_at", "imported_at", "embedded_at", *JOB_FIELDS]
         read_only_fields = fields
 
 
@@ -395,7 +427,7 @@ class SystemRunCreateSerializer(serializers.Serializer):
                                                                 "is one (otherwise such an upload is refused)")
 
 
-class SystemRunSerializer(serializers.ModelSerializer):
+class SystemRunSerializer(JobStatusMixin, serializers.ModelSerializer):
     """A system's predictions being checked and scored, or scored: poll ``url`` until ``state``
     is done or failed."""
 
@@ -414,7 +446,7 @@ class SystemRunSerializer(serializers.ModelSerializer):
     class Meta:
         model = SystemRun
         fields = ["id", "url", "system", "version", "source", "state", "options", "file_name", "units_done", "units_total",
-                  "errors", "scores", "created_by", "created_at", "started_at", "finished_at"]
+                  "errors", "scores", "created_by", "created_at", "started_at", "finished_at", *JOB_FIELDS]
         read_only_fields = fields
 
     def get_url(self, run) -> str:

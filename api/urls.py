@@ -4,7 +4,7 @@ from rest_framework.routers import DefaultRouter
 
 from annotation.params import NATURAL
 
-from . import corpora, llm_rater, views
+from . import corpora, jobs, llm_rater, views
 
 
 class Router(DefaultRouter):
@@ -37,6 +37,8 @@ urlpatterns = [
             name="api-llm-rater-estimate"),
     re_path(rf"^projects/(?P<project_id>{NATURAL.pattern})/llm-rater/(?P<run_id>{NATURAL.pattern})/$",
             llm_rater.RaterRunView.as_view(), name="api-llm-rater-run"),
+    re_path(rf"^jobs/(?P<kind>[a-z-]{{1,20}})/(?P<job_id>{NATURAL.pattern})/restart/$", jobs.JobRestartView.as_view(),
+            name="api-job-restart"),
     path("", include(router.urls)),
     # Last: what no pattern above takes is a JSON 404 (without the slash, Django still redirects).
     # [\s\S], not ".": a path with a newline (%0A in an id) too, not left to the site's HTML 404.

@@ -175,6 +175,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 # Largest import file accepted (bytes); larger uploads answer 413. Imports are stored under
 # DATA_DIR / "imports" until their Celery task has run.
 IMPORT_MAX_UPLOAD_BYTES = int(os.environ.get("IMPORT_MAX_UPLOAD_BYTES", str(200 * 1024 * 1024)))
+# Longest document of a corpus (characters): the sentence splitter takes about 3 s per million
+# characters of prose, 10 s of the worst text seen; a longer line fails the corpus with its number.
+CORPUS_MAX_DOCUMENT_CHARS = env_int("CORPUS_MAX_DOCUMENT_CHARS", 1_000_000)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -216,24 +219,39 @@ SPECTACULAR_SETTINGS = {
 # Unset: tasks run in-process; the in-memory transport keeps kombu from looking for a broker.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL") or "memory://"
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL == "memory://"
+# Bulk work (pre-annotation chunks, export lines) goes to the default queue; what a person waits
+# for goes to INTERACTIVE_QUEUE, so that it never waits behind thousands of bulk tasks left by a
+# large import; corpus embedding, the one CPU-heavy task, to EMBEDDING_QUEUE when set (e.g. GPU
+# workers: `celery worker -Q embedding`). `make worker` consumes all of them; docs/operations.md.
 CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery")
-# Corpus embedding is the one CPU-heavy task: a deployment can route it to workers of its own
-# (e.g. on a GPU machine: EMBEDDING_QUEUE=embedding, and there `celery worker -Q embedding`).
-CELERY_TASK_ROUTES = (
-    {"annotation.tasks.embed_corpus": {"queue": os.environ["EMBEDDING_QUEUE"]}} if os.environ.get("EMBEDDING_QUEUE") else {}
-)
+INTERACTIVE_QUEUE = os.environ.get("INTERACTIVE_QUEUE", "interactive")
+EMBEDDING_QUEUE = os.environ.get("EMBEDDING_QUEUE", "")
+CELERY_TASK_ROUTES = {
+    f"annotation.tasks.{name}": {"queue": INTERACTIVE_QUEUE}
+    for name in ("run_import", "import_corpus", "run_evidence_search", "retrieve_unit_again", "compute_agreement",
+                 "score_system_run", "run_llm_rater")
+}
+if EMBEDDING_QUEUE:
+    CELERY_TASK_ROUTES["annotation.tasks.embed_corpus"] = {"queue": EMBEDDING_QUEUE}
 CELERY_TASK_EAGER_PROPAGATES = False
-# A task is acknowledged when it ends, so one whose worker died is delivered again: on Redis
-# once it has been unacknowledged for the visibility timeout (seconds). Keep that above the
-# longest pre-annotation chunk, or a slow task runs twice (harmless, but it repeats LLM calls).
+# A task is acknowledged when it ends, so one whose worker died (kill -9, out of memory) is
+# delivered again: on Redis once it has been unacknowledged for the visibility timeout (seconds).
+# It must exceed the longest task that a second delivery would repeat: a pre-annotation chunk of
+# tasks.CHUNK_SIZE (200) stages, 95 s against an LLM answering in 200 ms (2.1 items/s,
+# benchmarks/README.md), so 1,800 s leaves room for an LLM 20 times slower. Jobs (imports, corpora,
+# runs, searches) may run longer: a second delivery of a live one does nothing or is rolled back.
+# A job silent for JOB_STALLED_AFTER_SECONDS (no progress recorded) shows as stalled and can be
+# restarted at once (services.jobs).
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 1800)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600")),
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
     # How often a worker looks for such tasks: a sixth of the timeout, at most every minute.
-    "unacked_restore_interval": max(1, min(60, int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600")) // 6)),
+    "unacked_restore_interval": max(1, min(60, CELERY_VISIBILITY_TIMEOUT // 6)),
     "unacked_restore_throttle": 1,
 }
+JOB_STALLED_AFTER_SECONDS = env_int("JOB_STALLED_AFTER_SECONDS", 300)
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_SERIALIZER = "json"

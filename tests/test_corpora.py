@@ -1,9 +1,11 @@
 """Passage corpora: upload → passages → lexical and dense search → step-2 evidence."""
 import io
 import json
+from datetime import timedelta
 
 import numpy as np
 import pytest
+from django.utils import timezone
 
 from annotation.corpus_search import corpus_search, lexical_hits
 from annotation.exceptions import DomainError
@@ -150,8 +152,12 @@ def test_an_import_run_again_after_a_dead_worker_writes_each_passage_once(factch
     run_corpus_import(corpus.id)
     count = Passage.objects.filter(corpus=corpus).count()
     # The worker died after writing: the task is redelivered while the corpus still says importing.
-    Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.IMPORTING)
+    Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.IMPORTING, progress_at=timezone.now())
     path.write_bytes(saved)
+    # ... a delivery while the import makes progress (another worker is on it) does nothing,
+    assert run_corpus_import(corpus.id).state == CorpusState.IMPORTING
+    # once it has been silent for JOB_STALLED_AFTER_SECONDS, it is taken over.
+    Corpus.objects.filter(pk=corpus.pk).update(progress_at=timezone.now() - timedelta(seconds=301))
     run_corpus_import(corpus.id)
     assert Passage.objects.filter(corpus=corpus).count() == count
     # A finished import is not run again.

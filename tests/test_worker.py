@@ -48,7 +48,7 @@ def start_worker():
 
     def start(name: str = "worker", **extra_env: str) -> subprocess.Popen:
         env = {**os.environ, "DATABASE_URL": database_url_of_test_database(), "CELERY_TASK_DEFAULT_QUEUE": queue,
-               "DATABASE_CONN_MAX_AGE": "0", **extra_env}
+               "INTERACTIVE_QUEUE": queue, "DATABASE_CONN_MAX_AGE": "0", **extra_env}
         process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=INFO", "-Q", queue,
              "--hostname", f"{name}-{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
@@ -57,13 +57,14 @@ def start_worker():
         processes.append(process)
         return process
 
-    previous_queue = celery_app.conf.task_default_queue
+    previous_queue, previous_routes = celery_app.conf.task_default_queue, celery_app.conf.task_routes
     celery_app.conf.task_always_eager = False
     celery_app.conf.task_default_queue = queue
+    celery_app.conf.task_routes = {}  # interactive work too goes to this test's queue
     try:
         yield start
     finally:
-        celery_app.conf.task_default_queue = previous_queue
+        celery_app.conf.task_default_queue, celery_app.conf.task_routes = previous_queue, previous_routes
         celery_app.conf.task_always_eager = True
         for process in processes:
             process.terminate()

@@ -59,12 +59,15 @@ def assign_new_stages(project: Project, stage_ids: list[int], annotators: list[i
     return len(planned)
 
 
-def _insert(planned: list[tuple[int, int]]) -> None:
+def _insert(planned: list[tuple[int, int]], ignore_conflicts: bool = False) -> None:
     """Write new (stage, user) assignments; on PostgreSQL with COPY, which is several times
-    faster than building an INSERT (and a model object) for each of tens of thousands of rows."""
-    if connection.vendor != "postgresql":
+    faster than building an INSERT (and a model object) for each of tens of thousands of rows.
+    ``ignore_conflicts``: an assignment that exists already is left as it is (ON CONFLICT DO
+    NOTHING; COPY cannot), for stages other writers may be assigning too."""
+    if connection.vendor != "postgresql" or ignore_conflicts:
         Assignment.objects.bulk_create(
-            [Assignment(item_stage_id=stage_id, user_id=user_id) for stage_id, user_id in planned], batch_size=BATCH_SIZE
+            [Assignment(item_stage_id=stage_id, user_id=user_id) for stage_id, user_id in planned], batch_size=BATCH_SIZE,
+            ignore_conflicts=ignore_conflicts,
         )
         return
     meta = Assignment._meta
@@ -85,6 +88,13 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
 
     Each stage goes to the annotators with the fewest assignments in the project so far, so
     work stays balanced when annotators join later. Returns the number of new assignments.
+
+    Idempotent under concurrency: pre-annotation tasks of one project end at the same moment and
+    each assigns the project's open stages. Without a lock they plan from the same snapshot and
+    collide on the (stage, user) uniqueness, or give a stage more annotators than it needs; with
+    the project row locked, each caller reads what the one before it wrote. NO KEY UPDATE, the
+    weakest lock that serializes them: the foreign-key checks of rows inserted into the project
+    (FOR KEY SHARE on its row, when an import commits) do not wait for it, nor it for them.
     """
     if not lock_project_for_assigning(project.pk):  # deleted while a task was about to assign its items
         return 0
@@ -111,7 +121,7 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
         taken.setdefault(stage_id, set()).add(user_id)
     needs = [(stage_id, taken.get(stage_id, set()), missing) for stage_id, _, missing in needy]
     planned = _plan(needs, annotators, current_load(project, annotators))
-    _insert(planned)
+    _insert(planned, ignore_conflicts=True)
     ItemStage.objects.filter(id__in={stage_id for stage_id, _ in planned}, status=StageStatus.READY).update(
         status=StageStatus.ANNOTATING
     )

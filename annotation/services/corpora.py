@@ -108,6 +108,10 @@ def _document(raw: bytes, number: int) -> tuple[dict | None, dict | None]:
             return error(*found)
         if key in _TEXT_LIMITS and len(value) > _TEXT_LIMITS[key]:
             return error(key, f"is longer than {_TEXT_LIMITS[key]} characters")
+        if key == "text" and len(value) > settings.CORPUS_MAX_DOCUMENT_CHARS:
+            return error(key, f"is {len(value):,} characters long: a document may have at most "
+                              f"{settings.CORPUS_MAX_DOCUMENT_CHARS:,} (CORPUS_MAX_DOCUMENT_CHARS); split it into "
+                              "several lines")
         document[key] = value.strip()
     if not document["text"]:
         return error("text", "is missing or empty")
@@ -185,8 +189,12 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
     """The import task's body: check, write passages, make them searchable; safe to run again."""
     from pipeline.retrieval import split_passages
 
-    claimed = Corpus.objects.filter(pk=corpus_id, state__in=[CorpusState.QUEUED, CorpusState.IMPORTING]).update(
-        state=CorpusState.IMPORTING, errors=[], lines_read=0, documents=0, passages=0)
+    from annotation.services.jobs import KINDS, claimable
+
+    # Queued, or importing with no progress for JOB_STALLED_AFTER_SECONDS (its worker died): a
+    # run beside a live one would delete and rewrite the same passages.
+    claimed = Corpus.objects.filter(claimable(KINDS["corpus"]), pk=corpus_id).update(
+        state=CorpusState.IMPORTING, errors=[], lines_read=0, documents=0, passages=0, progress_at=timezone.now())
     corpus = Corpus.objects.filter(pk=corpus_id).first()
     if not claimed or corpus is None:
         return corpus
@@ -207,7 +215,8 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
 
     def flush():
         Passage.objects.bulk_create(batch)
-        Corpus.objects.filter(pk=corpus_id).update(lines_read=number, documents=documents, passages=passages)
+        Corpus.objects.filter(pk=corpus_id).update(lines_read=number, documents=documents, passages=passages,
+                                                   progress_at=timezone.now())
         batch.clear()
 
     number = 0
@@ -241,6 +250,39 @@ def embedded_by_worker() -> bool:
     return not celery_app.conf.task_always_eager
 
 
+def fail_corpus(corpus_id: int, message: str) -> None:
+    """End an import that cannot go on (an unexpected error, a database that stayed
+    unreachable): failed with the reason, without the passages written so far, upload dropped."""
+    failed = Corpus.objects.filter(pk=corpus_id, state__in=[CorpusState.QUEUED, CorpusState.IMPORTING]).update(
+        state=CorpusState.FAILED, errors=[{"line": 0, "field": "(server)", "message": message[:500]}],
+        passages=0, progress_at=timezone.now())
+    if failed:
+        Passage.objects.filter(corpus_id=corpus_id).delete()
+        corpus = Corpus.objects.filter(pk=corpus_id).only("file_path").first()
+        if corpus is not None and corpus.file_path:
+            upload_path(corpus).unlink(missing_ok=True)
+
+
+def stop_embedding(corpus_id: int, exc: BaseException) -> None:
+    """The embedding task failed: the corpus stays searchable (lexically, and by the vectors made
+    so far; retrieval embeds the candidates it ranks), with the reason among its errors."""
+    from annotation.services.jobs import reason
+
+    Corpus.objects.filter(pk=corpus_id, state=CorpusState.EMBEDDING).update(
+        state=CorpusState.READY, embedded_at=timezone.now(), progress_at=timezone.now(),
+        errors=[{"line": 0, "field": "(embedding)",
+                 "message": f"embedding stopped on an unexpected error ({reason(exc)}); the corpus is searchable, "
+                            "passages without a vector are embedded when retrieval ranks them"}])
+
+
+def requeue_corpus(corpus_id: int) -> None:
+    """Before the task retries after a database error: the retry may take the import again."""
+    try:
+        Corpus.objects.filter(pk=corpus_id, state=CorpusState.IMPORTING).update(state=CorpusState.QUEUED)
+    except Exception:  # still unreachable: the retry takes it once it is stalled
+        logger.warning("could not hand corpus %s back to the queue", corpus_id, exc_info=True)
+
+
 def embed_next_batch(corpus_id: int, size: int = EMBED_BATCH) -> int:
     """Embed up to ``size`` passages that have no vector yet; returns how many were embedded.
     The corpus is ready when none is left."""
@@ -261,7 +303,7 @@ def embed_next_batch(corpus_id: int, size: int = EMBED_BATCH) -> int:
         through = Passage.objects.filter(corpus_id=corpus_id).order_by("-id").values_list("id", flat=True).first() or 0
     else:
         through = next_missing - 1
-    changes = {"embedded": embedded, "embedded_through": through}
+    changes = {"embedded": embedded, "embedded_through": through, "progress_at": timezone.now()}
     if next_missing is None:
         changes.update(state=CorpusState.READY, embedded_at=timezone.now())
     Corpus.objects.filter(Q(pk=corpus_id), ~Q(state=CorpusState.FAILED)).update(**changes)

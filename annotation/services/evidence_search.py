@@ -4,10 +4,8 @@ Ranking a query needs the embedding model and may fetch web pages (seconds), so 
 only stores the query and the page polls the search until it is done.
 """
 import logging
-from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from annotation.exceptions import DomainError
@@ -16,7 +14,6 @@ from annotation.models import EvidenceSearch, EvidenceSearchState, Project
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 500
-STALE_AFTER = timedelta(minutes=5)
 
 
 def start_search(*, project: Project, user, query: str, claim: str = "") -> EvidenceSearch:
@@ -35,11 +32,11 @@ def start_search(*, project: Project, user, query: str, claim: str = "") -> Evid
 def run_search(search_id: int) -> EvidenceSearch | None:
     """Answer a queued search (the task's body). Only the run that moves it from queued to
     running answers it, so a duplicate delivery does not search twice; a search left running
-    by a worker that died is taken again once it is STALE_AFTER old."""
-    claimable = Q(state=EvidenceSearchState.QUEUED) | Q(
-        state=EvidenceSearchState.RUNNING, created_at__lt=timezone.now() - STALE_AFTER
-    )
-    if not EvidenceSearch.objects.filter(claimable, pk=search_id).update(state=EvidenceSearchState.RUNNING):
+    by a worker that died is taken again once it is stalled (services.jobs)."""
+    from annotation.services.jobs import KINDS, claimable
+
+    if not EvidenceSearch.objects.filter(claimable(KINDS["evidence-search"]), pk=search_id).update(
+            state=EvidenceSearchState.RUNNING, progress_at=timezone.now()):
         return None
     search = EvidenceSearch.objects.select_related("project").get(pk=search_id)
     from annotation.corpus_search import corpus_search
@@ -63,3 +60,19 @@ def run_search(search_id: int) -> EvidenceSearch | None:
     search.finished_at = timezone.now()
     search.save(update_fields=["state", "results", "problems", "finished_at"])
     return search
+
+
+def fail_search(search_id: int, message: str) -> None:
+    """End a search that cannot be answered (an unexpected error, the database unreachable)."""
+    EvidenceSearch.objects.filter(pk=search_id, state__in=[EvidenceSearchState.QUEUED, EvidenceSearchState.RUNNING]
+                                  ).update(state=EvidenceSearchState.FAILED, problems=[message[:1000]],
+                                           finished_at=timezone.now())
+
+
+def requeue_search(search_id: int) -> None:
+    """Before the task retries after a database error: the retry may take the search again."""
+    try:
+        EvidenceSearch.objects.filter(pk=search_id, state=EvidenceSearchState.RUNNING).update(
+            state=EvidenceSearchState.QUEUED)
+    except Exception:  # still unreachable: the retry takes it once it is stalled
+        logger.warning("could not hand search %s back to the queue", search_id, exc_info=True)

@@ -11,6 +11,7 @@ import functools
 import gc
 import hashlib
 import json
+import re
 import logging
 import math
 import time
@@ -70,7 +71,44 @@ def _finite_float(text: str) -> float:
 
 # json.loads, but NaN, Infinity and numbers too large for a float stop it (the hooks cost
 # nothing on lines without such numbers); the line is then walked to name the field.
-_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_non_finite, parse_float=_finite_float)
+# Python reads integers of at most this many digits (sys.get_int_max_str_digits); json.loads
+# raises ValueError beyond it. A longer number is kept as its digit count, so that the
+# line's error can name its field and column instead of a bare ValueError.
+MAX_INT_DIGITS = 4300
+_DIGITS = re.compile(r"-?\d{%d,}" % (MAX_INT_DIGITS + 1))
+
+
+class _HugeNumber(int):
+    pass
+
+
+def _bounded_int(digits: str) -> int:
+    return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else _HugeNumber(len(digits.lstrip("-")))
+
+
+def _huge_number(value, path: str = "") -> tuple[str, int] | None:
+    """(path, digits) of the first integer too long to read (the decoder already refused
+    nesting deep enough to exhaust the stack)."""
+    if isinstance(value, _HugeNumber):
+        return path or "(value)", int(value)
+    if isinstance(value, dict):
+        items = ((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for where, item in items:
+        if found := _huge_number(item, where):
+            return found
+    return None
+
+
+def _huge_number_column(text: str) -> int:
+    match = _DIGITS.search(text)
+    return match.start() + 1 if match else 0
+
+
+_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_bounded_int)
 MULTILINE_DOCUMENT = ("is one JSON document spread over several lines (a pretty-printed array or object), not JSONL: "
                       "put each item on a line of its own, e.g. with jq -c '.[]'")
 
@@ -185,7 +223,12 @@ def read_json_line(raw: bytes | str, number: int) -> tuple[Any, dict | None, str
 def _loads(text: str, number: int) -> tuple[Any, dict | None]:
     line = max(number, 1)
     try:
-        return _STRICT_JSON.decode(text), None
+        data = _STRICT_JSON.decode(text)
+        if _DIGITS.search(text) and (found := _huge_number(data)):
+            path, digits = found
+            return None, line_error(line, path, f"is a number of {digits:,} digits at column {_huge_number_column(text)}: "
+                                                f"at most {MAX_INT_DIGITS:,} digits can be read")
+        return data, None
     except _NonFinite:
         pass
     except json.JSONDecodeError as exc:
@@ -684,14 +727,14 @@ class _ProgressWriter:
         self.job_id = job_id
         self.connection = connections.create_connection(DEFAULT_DB_ALIAS) if connection.vendor == "postgresql" else None
         table = connection.ops.quote_name(ImportJob._meta.db_table)
-        self.sql = f"UPDATE {table} SET lines_read = %s, bytes_read = %s WHERE id = %s AND state = %s"
+        self.sql = f"UPDATE {table} SET lines_read = %s, bytes_read = %s, progress_at = %s WHERE id = %s AND state = %s"
 
     def __call__(self, lines: int, size: int) -> None:
         if self.connection is None:
             return
         try:
             with self.connection.cursor() as cursor:
-                cursor.execute(self.sql, [lines, size, self.job_id, ImportJobState.RUNNING])
+                cursor.execute(self.sql, [lines, size, timezone.now(), self.job_id, ImportJobState.RUNNING])
         except Exception:  # progress is a courtesy: it must never fail the import
             logger.warning("could not record the progress of import job %s", self.job_id, exc_info=True)
 
@@ -732,8 +775,8 @@ def run_import_job(job_id: int) -> ImportJob | None:
     retry; the upload is deleted once the job has ended.
     """
     claimed = ImportJob.objects.filter(pk=job_id, state__in=[ImportJobState.QUEUED, ImportJobState.RUNNING]).update(
-        state=ImportJobState.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, lines_read=0, bytes_read=0
-    )
+        state=ImportJobState.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, lines_read=0, bytes_read=0,
+        progress_at=timezone.now())
     if not claimed:
         return ImportJob.objects.filter(pk=job_id).first()
     job = ImportJob.objects.select_related("project").get(pk=job_id)

@@ -408,7 +408,7 @@ class _Run:
     def progress(self, count: int = 1) -> None:
         self.done += count
         now = timezone.now()
-        values = {"units_done": self.done}
+        values = {"units_done": self.done, "progress_at": now}
         if (now - self.beat).total_seconds() >= HEARTBEAT_SECONDS:
             self.beat = now
             self.options["heartbeat"] = now.isoformat()
@@ -425,7 +425,7 @@ def _claim(run_id: int) -> bool:
     that stopped reporting STALE_AFTER ago is taken over (and rated again from the start)."""
     now = timezone.now()
     if SystemRun.objects.filter(pk=run_id, state=SystemRunState.QUEUED, source=SystemRunSource.LLM_RATER).update(
-            state=SystemRunState.RUNNING, started_at=now, units_done=0):
+            state=SystemRunState.RUNNING, started_at=now, units_done=0, progress_at=now):
         return True
     run = SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING, source=SystemRunSource.LLM_RATER).first()
     if run is None:
@@ -435,7 +435,7 @@ def _claim(run_id: int) -> bool:
     if last is not None and now - last < STALE_AFTER:
         return False
     return bool(SystemRun.objects.filter(Q(started_at=run.started_at), pk=run_id, state=SystemRunState.RUNNING)
-                .update(started_at=now, units_done=0))
+                .update(started_at=now, units_done=0, progress_at=now))
 
 
 def _fail(run_id: int, errors: list[dict]) -> None:

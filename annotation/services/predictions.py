@@ -536,7 +536,7 @@ class _Progress:
         self.total = self.total if total is None else total
         if force or time.monotonic() >= self.next:
             SystemRun.objects.filter(pk=self.run_id, state=SystemRunState.RUNNING).update(
-                units_done=self.done, units_total=self.total)
+                units_done=self.done, units_total=self.total, progress_at=timezone.now())
             self.next = time.monotonic() + PROGRESS_INTERVAL_SECONDS
 
     def step(self) -> None:
@@ -566,7 +566,7 @@ def run_system_run(run_id: int) -> SystemRun | None:
     leaves the run queued-or-running with its earlier state intact, and a redelivery redoes it.
     Database errors propagate for the task to retry; other errors fail the run."""
     claimed = SystemRun.objects.filter(pk=run_id, state__in=[SystemRunState.QUEUED, SystemRunState.RUNNING]).update(
-        state=SystemRunState.RUNNING, started_at=timezone.now(), units_done=0)
+        state=SystemRunState.RUNNING, started_at=timezone.now(), units_done=0, progress_at=timezone.now())
     if not claimed:
         return SystemRun.objects.filter(pk=run_id).first()
     run = SystemRun.objects.select_related("project").defer("predictions").get(pk=run_id)

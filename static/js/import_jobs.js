@@ -92,6 +92,35 @@
     }
   }
 
+  /* What a job that has not ended does or waits for ("queued: waiting for a worker on queue
+   * 'interactive'", "stalled: no progress for 6 min ..."), and a Restart button while it is
+   * stalled (the API lets the job's owner and the project's admins restart it). */
+  function showActivity(row, job) {
+    if (job.state_detail === undefined) return;
+    let box = row.querySelector("[data-role=activity]");
+    if (!box) {
+      box = el("div", {className: "job-activity"});
+      box.dataset.role = "activity";
+      (row.querySelector("[data-role=outcome]") || row).before(box);
+    }
+    const parts = job.state_detail ? [el("span", {className: job.stalled ? "warning" : "hint"}, job.state_detail)] : [];
+    if (job.stalled && job.restart_url) {
+      const button = el("button", {type: "button", className: "restart-job"}, "Restart");
+      button.addEventListener("click", async () => {
+        button.disabled = true;
+        const answer = await api(job.restart_url, "POST");
+        if (answer.ok) {  // the row's polling goes on and shows how the job ends
+          box.replaceChildren(el("span", {className: "hint"}, "Restarted: queued again."));
+        } else {
+          button.disabled = false;
+          box.append(el("span", {className: "error"}, ` ${(answer.data && answer.data.detail) || "could not restart"}`));
+        }
+      });
+      parts.push(" ", button);
+    }
+    box.replaceChildren(...parts);
+  }
+
   /* Poll ``url`` while the row's state is one of ``running``, showing each answer. */
   async function follow(row, {url, running, showAnswer, every, what}) {
     let failures = 0;
@@ -99,7 +128,7 @@
       await new Promise((resolve) => setTimeout(resolve, every));
       let answer;
       try { answer = await api(url, "GET"); } catch (networkError) { answer = {ok: false}; }
-      if (answer.ok) { failures = 0; showAnswer(row, answer.data); continue; }
+      if (answer.ok) { failures = 0; showAnswer(row, answer.data); showActivity(row, answer.data); continue; }
       failures += 1;
       if (failures >= 10) {
         row.querySelector("[data-role=outcome]").replaceChildren(
@@ -110,7 +139,7 @@
   }
 
   // The leaderboard page follows scoring runs the same way (system_runs.js).
-  Object.assign(Workbench, {follow, showJobState, errorText});
+  Object.assign(Workbench, {follow, showJobState, showActivity, errorText});
 
   document.querySelectorAll(".import-job").forEach((row) => follow(row, {
     url: row.dataset.jobUrl, running: ["queued", "running"], showAnswer: show, every: POLL_MS, what: "import"}));
