@@ -222,6 +222,7 @@ const DfactscoreAnnotate = (() => {
       const required = stillRequired();
       completenessEl.textContent = `${done}/${factTexts.length} facts done · ${groupsDone}/${data.individuals} individuals linked`
         + (required.length ? ` · still required: ${required.join(", ")}` : "");
+      completenessEl.title = completenessEl.textContent;
       if (listing) listIncomplete();
     }
 
