@@ -196,7 +196,7 @@ def project_detail(request, project_id):
             "members": selectors.members(project),
             "import_form": ImportForm(formats=get_kind(project.kind).import_formats),
             "import_jobs": recent_imports(project),
-            "corpora": project.corpora.order_by("-id") if project.kind == "factcheck" else None,
+            "corpora": project.corpora.order_by("-id") if get_kind(project.kind).searches_evidence else None,
             "corpus_form": CorpusForm(),
             "import_max_bytes": settings.IMPORT_MAX_UPLOAD_BYTES,
             "member_form": MemberForm(),
@@ -209,8 +209,8 @@ def project_detail(request, project_id):
             "pipeline_settings": selectors.masked_pipeline_settings(project),
             "can_change_llm_settings": selectors.can_change_llm_settings(request.user),
         })
-    if project.kind == "dfactscore" and context["can_consolidate"]:
-        context["dfactscore_scores"] = selectors.dfactscore_scores(project)
+    if get_kind(project.kind).has_paragraph_scores and context["can_consolidate"]:
+        context["dfactscore_scores"] = selectors.consolidated_scores(project)
     return render(request, "annotation/project_detail.html", context)
 
 
@@ -699,9 +699,7 @@ def stage_page_state(project: Project, stage) -> dict:
         state["previous"] = selectors.previous_step(stage)
     if kind.searches_evidence:
         state["search_url"] = reverse("project-evidence-searches", args=[project.id])
-    if project.kind == "dfactscore":
-        # Which optional passes the page asks for (plain FActScore, entity attribution).
-        state["passes"] = kind.payload_content({}, lambda: project.pipeline_settings)["passes"]
+    state.update(kind.page_extras(lambda: project.pipeline_settings))
     return state
 
 
@@ -731,7 +729,7 @@ def _consolidation_form_action(request, consolidation_id, form_class, act, *, in
 @require_POST
 def consolidation_escalate(request, consolidation_id):
     return _consolidation_form_action(
-        request, consolidation_id, EscalateForm, third_rater_services.escalate, invalid="Say why the item needs a third rater.",
+        request, consolidation_id, EscalateForm, consolidation_services.escalate, invalid="Say why the item needs a third rater.",
         done="A third rater now annotates this item; it comes back here when they submit.", failed="Not escalated")
 
 

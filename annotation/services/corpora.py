@@ -20,6 +20,8 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation import dispatch
+from annotation.corpus_search import forget_vectors
 from annotation.exceptions import DomainError, ImportFailed
 from annotation.json_values import MAX_JSON_DEPTH, bad_value, too_deep
 from annotation.kinds.base import is_valid_url
@@ -68,9 +70,7 @@ def create_corpus(*, name: str, user, upload, projects: list[Project], passage_s
                 file_size=size, file_name=str(getattr(upload, "name", "") or "")[:255],
             )
             corpus.projects.set(projects)
-            from annotation.tasks import import_corpus
-
-            transaction.on_commit(lambda: import_corpus.delay(corpus.id))
+            dispatch.queue("import_corpus", corpus.id)
     except BaseException:
         stored_path(relative).unlink(missing_ok=True)
         raise
@@ -183,7 +183,7 @@ def _fill_search_vectors(corpus_id: int) -> None:
 
 def run_corpus_import(corpus_id: int) -> Corpus | None:
     """The import task's body: check, write passages, make them searchable; safe to run again."""
-    from pipeline.retrieval import split_passages
+    from pipeline.retrieval import split_passages  # loads NLTK and scikit-learn: kept out of web start-up
 
     claimed = Corpus.objects.filter(pk=corpus_id, state__in=[CorpusState.QUEUED, CorpusState.IMPORTING]).update(
         state=CorpusState.IMPORTING, errors=[], lines_read=0, documents=0, passages=0)
@@ -224,19 +224,17 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
     _fill_search_vectors(corpus_id)
     Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.EMBEDDING, imported_at=timezone.now())
     path.unlink(missing_ok=True)
-    from annotation.tasks import embed_corpus
-
-    if not embed_corpus.app.conf.task_always_eager:
+    if not dispatch.runs_in_process():
         # With no worker (the embedded default) a whole corpus is not embedded inside a web
         # request: retrieval embeds the candidates it ranks and keeps their vectors instead.
-        transaction.on_commit(lambda: embed_corpus.delay(corpus_id))
+        dispatch.queue("embed_corpus", corpus_id)
     return Corpus.objects.get(pk=corpus_id)
 
 
 def embed_next_batch(corpus_id: int, size: int = EMBED_BATCH) -> int:
     """Embed up to ``size`` passages that have no vector yet; returns how many were embedded.
     The corpus is ready when none is left."""
-    from pipeline.retrieval import embed
+    from pipeline.retrieval import embed  # loads NLTK and scikit-learn: kept out of web start-up
 
     rows = list(Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=True).order_by("id")
                 .values_list("id", "text")[:size])
@@ -273,7 +271,7 @@ def embedding_agreement(corpus_id: int, sample: int = AGREEMENT_SAMPLE) -> float
     """Mean cosine between the stored vectors of the corpus's first ``sample`` embedded passages
     and what the current embedding backend makes of them; None when nothing is embedded. The
     corpus does not record which model made its vectors, so this compares them instead."""
-    from pipeline.retrieval import embed
+    from pipeline.retrieval import embed  # loads NLTK and scikit-learn: kept out of web start-up
 
     rows = list(Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=False).order_by("id")
                 .values_list("text", "embedding")[:sample])
@@ -291,8 +289,6 @@ def clear_embeddings(corpus_id: int, *, enqueue: bool = True) -> Corpus:
     embedding backend or model changed, old and new vectors are not comparable. Retrieval goes on
     lexically meanwhile and uses the new vectors as they come; ``enqueue``: queue the embedding
     task once this commits (not without a broker, as after an import: the caller embeds then)."""
-    from annotation.corpus_search import forget_vectors
-
     with transaction.atomic():
         corpus = Corpus.objects.select_for_update().get(pk=corpus_id)
         if corpus.state not in (CorpusState.EMBEDDING, CorpusState.READY):
@@ -303,8 +299,6 @@ def clear_embeddings(corpus_id: int, *, enqueue: bool = True) -> Corpus:
                                                    embedded_at=None)
         # Other processes notice on their next search (corpus_search._stale).
         transaction.on_commit(lambda: forget_vectors(corpus_id))
-        from annotation.tasks import embed_corpus
-
-        if enqueue and not embed_corpus.app.conf.task_always_eager:
-            transaction.on_commit(lambda: embed_corpus.delay(corpus_id))
+        if enqueue and not dispatch.runs_in_process():
+            dispatch.queue("embed_corpus", corpus_id)
     return Corpus.objects.get(pk=corpus_id)

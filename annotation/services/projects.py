@@ -5,9 +5,12 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from annotation import selectors
+from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
 from annotation.kinds.dfactscore import settings_error as dfactscore_settings_error
-from annotation.models import Membership, Project, Role, ThirdRater
+from annotation.models import Assignment, AssignmentStatus, Membership, Project, Role, ThirdRater
+
+from .assignments import assign_open_stages
 
 User = get_user_model()
 
@@ -133,8 +136,6 @@ def update_project(*, project: Project, changed_by, **changes) -> Project:
     if changes:
         project.save(update_fields=list(changes))
     if more_annotators:  # items already handed out get their missing annotators
-        from .assignments import assign_open_stages
-
         assign_open_stages(project)
     return project
 
@@ -170,8 +171,6 @@ def _without_masked_key(settings: dict) -> dict:
 def add_member(*, project: Project, user, role: str) -> Membership:
     membership, _ = Membership.objects.get_or_create(project=project, user=user, role=role)
     if role == Role.ANNOTATOR:
-        from .assignments import assign_open_stages
-
         assign_open_stages(project)
     return membership
 
@@ -184,15 +183,9 @@ def remove_member(*, project: Project, user, role: str) -> int:
     # Locked so that two admins taking each other's role at once cannot leave none.
     Project.objects.select_for_update().filter(pk=project.pk).first()
     if role == Role.ADMIN and not Membership.objects.filter(project=project, role=Role.ADMIN).exclude(user=user).exists():
-        from annotation.exceptions import DomainError
-
         raise DomainError("a project needs an admin: make someone else admin first")
     deleted, _ = Membership.objects.filter(project=project, user=user, role=role).delete()
     if deleted and role == Role.ANNOTATOR:
-        from annotation.models import Assignment, AssignmentStatus
-
-        from .assignments import assign_open_stages
-
         # Locked first, in a save's order: a submission that lands while we wait is seen (the lock
         # re-reads the row) and kept; only then are the open ones deleted.
         open_ids = list(Assignment.objects.select_for_update().filter(item_stage__item__project=project, user=user)

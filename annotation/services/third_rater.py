@@ -5,24 +5,10 @@ consolidation then waits (``ConsolidationStatus.WAITING``) and reopens with all 
 merged. Which stages allow one is the kind's ``third_rater_stages``; whether every item gets one
 or only those a consolidator escalates is the project's ``third_rater`` setting.
 """
-from django.db import transaction
-
-from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
-from annotation.models import (
-    Assignment,
-    AssignmentRole,
-    Consolidation,
-    ConsolidationStatus,
-    ItemStage,
-    Project,
-    StageStatus,
-    ThirdRater,
-)
+from annotation.models import Consolidation, ConsolidationStatus, ItemStage, Project, StageStatus, ThirdRater
 
-from annotation.selectors import waiting_without_third_rater
-
-from .assignments import annotator_ids, current_load
+from .assignments import assign_third_rater
 
 
 def allows_third_rater(project: Project, stage: int) -> bool:
@@ -31,19 +17,6 @@ def allows_third_rater(project: Project, stage: int) -> bool:
 
 def always_third_rater(project: Project, stage: int) -> bool:
     return allows_third_rater(project, stage) and project.third_rater == ThirdRater.ALWAYS
-
-
-def _assign(stage: ItemStage, exclude: set[int]) -> Assignment | None:
-    """The least-loaded project annotator who has not worked on the stage, nor is excluded
-    (the consolidator who has seen the first two answers); None when nobody is free."""
-    project = stage.item.project
-    taken = set(stage.assignments.values_list("user_id", flat=True))
-    free = [u for u in annotator_ids(project) if u not in taken and u not in exclude]
-    if not free:
-        return None
-    load = current_load(project, free)
-    user_id = min(free, key=lambda u: (load[u], u))
-    return Assignment.objects.create(item_stage=stage, user_id=user_id, role=AssignmentRole.THIRD_RATER)
 
 
 def wait_for_third_rater(stage: ItemStage, consolidation: Consolidation | None, *, exclude: set[int] = frozenset(),
@@ -58,44 +31,5 @@ def wait_for_third_rater(stage: ItemStage, consolidation: Consolidation | None, 
     consolidation.save()
     stage.status = StageStatus.ANNOTATING
     stage.save(update_fields=["status", "updated_at"])
-    _assign(stage, set(exclude) | ({consolidation.consolidator_id} if consolidation.consolidator_id else set()))
+    assign_third_rater(stage, set(exclude) | ({consolidation.consolidator_id} if consolidation.consolidator_id else set()))
     return consolidation
-
-
-def escalate(*, consolidation: Consolidation, user, reason: str) -> Consolidation:
-    """A consolidator asks for a third rater on an item the two annotators cannot settle.
-
-    Refused where the stage has no third rater, when one already answered, or when no
-    annotator is free to be one (adding an annotator first is the fix). The consolidation's
-    draft restarts from the three answers when the third rater submits."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise DomainError("a reason is required to ask for a third rater")
-    from .consolidation import check_not_annotator, lock_open_consolidation
-
-    check_not_annotator(consolidation, user)
-    with transaction.atomic():
-        consolidation = lock_open_consolidation(consolidation, None)
-        stage = consolidation.item_stage
-        project = stage.item.project
-        if not allows_third_rater(project, stage.stage):
-            raise DomainError("this step has no third rater")
-        if stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists():
-            raise DomainError("a third rater has already answered for this item")
-        consolidation.consolidator = user
-        consolidation = wait_for_third_rater(stage, consolidation, exclude={user.pk}, reason=reason)
-        if not stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists():
-            raise DomainError("no annotator of the project is free to be the third rater: add an annotator first")
-    return consolidation
-
-
-def assign_waiting_third_raters(project: Project) -> int:
-    """Give a third rater to the waiting consolidations that have none (an annotator joined)."""
-    assigned = 0
-    for consolidation in waiting_without_third_rater(project).select_related("item_stage__item__project"):
-        stage = ItemStage.objects.select_for_update().select_related("item__project").get(pk=consolidation.item_stage_id)
-        if stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists():
-            continue
-        exclude = {consolidation.consolidator_id} if consolidation.consolidator_id else set()
-        assigned += _assign(stage, exclude) is not None
-    return assigned
