@@ -144,16 +144,17 @@ def test_summary():
     operation that takes an id (a run of 404s only would test nothing behind them)."""
     if not TALLY:
         pytest.skip("test_api did not run in this session: nothing to sum up")
+    problems = []
     for role in ROLES:
         counts = {key: n for (r, key), n in sorted(TALLY.items()) if r == role}
         print(f"schemathesis {role}: {counts}")
-        assert counts.get("cases"), f"{role} sent no request"
-        assert counts.get("2xx"), f"{role} never got a 2xx answer: {counts}"
-        assert not counts.get("5xx"), f"{role} got a server error: {counts}"
-    unsteered = []
+        if not counts.get("2xx"):
+            problems.append(f"{role} never got a 2xx answer: {counts}")
+        if counts.get("5xx"):
+            problems.append(f"{role} got {counts['5xx']} server errors")
     for label in sorted({key for key, _ in TALLY if key not in ROLES}):
         codes = dict(sorted((code, n) for (op, code), n in TALLY.items() if op == label))
         print(f"schemathesis {label}: {codes}")
         if "{id}" in label and set(codes) <= {404}:
-            unsteered.append(label)
-    assert not unsteered, f"operations that only ever answered 404: {unsteered}"
+            problems.append(f"{label} only ever answered 404")
+    assert not problems, problems
