@@ -3,6 +3,7 @@ from django import forms
 from django.contrib import admin
 
 from . import selectors
+from .services.projects import ENDPOINT_SECTIONS, resolve_secret
 from .models import Annotation, Assignment, Consolidation, GoldRecord, ImportJob, Item, ItemStage, Membership, Project
 
 
@@ -26,8 +27,6 @@ class ProjectAdminForm(forms.ModelForm):
             self.initial["pipeline_settings"] = selectors.masked_pipeline_settings(self.instance)
 
     def clean_pipeline_settings(self):
-        from .services.projects import ENDPOINT_SECTIONS, resolve_secret
-
         value = self.cleaned_data.get("pipeline_settings")
         if not isinstance(value, dict):
             return value

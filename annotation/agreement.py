@@ -275,7 +275,7 @@ def bootstrap_intervals(counts: np.ndarray, first: np.ndarray, second: np.ndarra
     draws are those of ``bootstrap_draws``. A resample where a statistic is undefined is left
     out of its interval. Returns {statistic: [low, high] | None}; each of ``pairs`` gets its
     own ``ci`` ({"observed_agreement", "cohen_kappa"}) in place."""
-    from scipy import sparse
+    from scipy import sparse  # scipy: heavy, only where this is computed
 
     codes: dict[Hashable, int] = {}
     item_index = np.fromiter((codes.setdefault(item, len(codes)) for item in items), dtype=np.int64, count=len(items))
@@ -353,7 +353,7 @@ def _pair_item_sums(units: list[dict], item_index: np.ndarray, n_items: int, pai
     units, its shared units and its confusion matrix (flattened), as one sparse items × columns
     matrix (a pair has entries only in the items it shared), and each pair's (first column,
     number of labels)."""
-    from scipy import sparse
+    from scipy import sparse  # scipy: heavy, only where this is computed
 
     position = {tuple(pair["raters"]): index for index, pair in enumerate(pairs)}
     entries: list[list[tuple]] = [[] for _ in pairs]

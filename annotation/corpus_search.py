@@ -168,7 +168,7 @@ def _search_postgresql(corpora: list[Corpus], queries: list[str], k: int, with_t
 
 
 def _lexical_in_memory(corpus: Corpus, query: str, k: int) -> list[tuple[int, float]]:
-    from pipeline.retrieval import LexicalIndex
+    from pipeline.retrieval import LexicalIndex  # loads NLTK and scikit-learn: kept out of web start-up
 
     with _lock:
         cached = _lexical.get(corpus.id)
@@ -200,7 +200,7 @@ def lexical_hits(corpora: list[Corpus], query: str, k: int) -> list[tuple[int, f
 
 
 def _dense_scan(caches: list[_Vectors], query_vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
-    from pipeline.retrieval import dense_search_many
+    from pipeline.retrieval import dense_search_many  # loads NLTK and scikit-learn: kept out of web start-up
 
     hits: list[list[tuple[int, float]]] = [[] for _ in range(len(query_vectors))]
     for cached in caches:
@@ -250,7 +250,7 @@ def corpus_search(project: Project, *, embed_missing: bool = True):
         return None
 
     def many(queries, query_vectors, k: int):
-        from pipeline.retrieval import Candidate, embed
+        from pipeline.retrieval import Candidate, embed  # loads NLTK and scikit-learn: kept out of web start-up
 
         queries = list(queries)
         vectors = list(query_vectors) if query_vectors is not None else [None] * len(queries)

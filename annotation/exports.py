@@ -19,6 +19,7 @@ from annotation.downloads import attachment, file_stem
 from annotation.kinds import get_kind
 from annotation.kinds.base import GOLD_RATER
 from annotation.models import Project
+from annotation.services import export_lines
 
 RAW_ANNOTATIONS = "annotations"
 AGREEMENT_UNITS = "agreement-units"
@@ -73,13 +74,10 @@ def export_jsonl(project: Project, fmt: str) -> Iterator[str]:
 def _stored_lines(project: Project, fmt: str) -> Iterator[str]:
     """The stored lines of the export, and the missing or stale ones rendered now (and stored
     afterwards by a task, so the next export finds them)."""
-    from annotation.services.export_lines import render_lines
-    from annotation.tasks import enqueue_store_export_lines
-
     rendered = 0
     for chunk in selectors.stored_export_lines(project, fmt, get_kind(project.kind).export_renderer_version()):
         missing = [item_id for item_id, line in chunk if line is None]
-        fresh = render_lines(project, fmt, missing) if missing else {}
+        fresh = export_lines.render_lines(project, fmt, missing) if missing else {}
         rendered += len(missing)
         for item_id, line in chunk:
             if line is None:
@@ -87,7 +85,7 @@ def _stored_lines(project: Project, fmt: str) -> Iterator[str]:
             if line is not None:
                 yield line
     if rendered:
-        enqueue_store_export_lines(project.id)
+        export_lines.enqueue_store_export_lines(project.id)
 
 
 def export_filename(project: Project, fmt: str) -> str:

@@ -4,8 +4,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import password_validators_help_text_html
 
-from annotation.kinds import KINDS
-from annotation.kinds.felm import DOMAINS as FELM_DOMAINS
+from annotation.kinds import KINDS, get_kind
 from annotation.models import Project, ProjectKind, Role, ThirdRater
 from annotation.exceptions import UploadTooLarge, readable_size
 from annotation.services.imports import LABELS_AS, check_upload_size
@@ -87,8 +86,8 @@ class ImportForm(forms.Form):
     def __init__(self, *args, formats=(), kind: str = "", **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["format"].choices = [(f, f) for f in formats]
-        if kind == "felm":  # only FELM has a fixed list of domains (its released files are named after them)
-            self.fields["domain"].help_text = (f"fills the domain of items whose line has none ({', '.join(FELM_DOMAINS)} "
+        if domains := (get_kind(kind).domains if kind else ()):
+            self.fields["domain"].help_text = (f"fills the domain of items whose line has none ({', '.join(domains)} "
                                                "— the released files are named after it)")
         self.fields["file"].help_text = f"JSONL, one item a line; at most {readable_size(settings.IMPORT_MAX_UPLOAD_BYTES)}"
 

@@ -17,12 +17,6 @@ from annotation.kinds import get_kind
 from annotation.kinds.base import GOLD_RATER
 from annotation.models import Project, SystemRun, SystemRunSource, SystemRunState
 
-# (kind, step) → agreement field → the scoring task whose predictions answer it
-RATED_FIELDS = {
-    ("factcheck", 1): {"sentence_checkworthy": "checkworthiness", "claim_category": "claim_category"},
-    ("factcheck", 2): {"stance": "stance4", "stance3": "stance3", "factuality": "factuality"},
-    ("felm", 1): {"label": "segment"},
-}
 MAX_RUNS = 3
 
 
@@ -66,7 +60,7 @@ def rater_agreement(project: Project, stage: int, resamples: int = 0, seed: int 
     [{"compared": [a, b], "machine": bool, "units", "observed_agreement", "cohen_kappa", "ci"}]}]}``
     for the step's fields a rater predicts (no runs and no fields before a rater run has
     finished); None where the step has no such field. A row with no common unit is left out."""
-    rated = RATED_FIELDS.get((project.kind, stage))
+    rated = get_kind(project.kind).rated_fields.get(stage)
     if not rated:
         return None
     runs = latest_runs(project)

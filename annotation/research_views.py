@@ -24,6 +24,8 @@ from annotation.kinds import get_kind
 from annotation.models import Role, SystemRun, SystemRunState
 from annotation.params import parse_natural
 from annotation.services import predictions as prediction_services
+from annotation.services import llm_rater as rater_services
+from annotation.services import jobs
 from annotation.views import import_errors_text, project_for
 
 RESEARCHERS = {Role.ADMIN, Role.CONSOLIDATOR}
@@ -195,8 +197,6 @@ def system_runs_rescore(request, project_id):
 def llm_rater_page(request, project_id):
     """Estimate an LLM rater run (GET with the options), start it once confirmed (POST), and
     follow its runs: admins only (a run spends the project's LLM budget)."""
-    from annotation.services import llm_rater as rater_services
-
     project, _ = project_for(request, project_id, {Role.ADMIN})
     if request.method == "POST":
         try:
@@ -218,16 +218,14 @@ def llm_rater_page(request, project_id):
         option_errors = exc.errors
     if options is not None and "estimate" in request.GET:
         estimate = rater_services.estimate(project, options)
-    shown = options or rater_services.RaterOptions(steps=rater_services.RATED_STEPS.get(project.kind, ()))
+    shown = options or rater_services.RaterOptions(steps=get_kind(project.kind).rated_steps)
     config = rater_services.rater_config(project, shown)
-    from annotation.services import jobs
-
     # With the run's status: running, waiting for a worker, or stalled (with its restart address).
     runs = [{**rater_services.run_summary(run), **jobs.status(run),
              "restart_url": reverse("api-job-restart", args=["llm-rater", run.id])}
             for run in rater_services.rater_runs(project)[:20]]
-    from pipeline.llm import usable
-    from pipeline.llm_rater import CALL_KINDS
+    from pipeline.llm import usable  # loads the openai client: only where an LLM is called
+    from pipeline.llm_rater import CALL_KINDS  # with the openai client, as above
 
     kind = get_kind(project.kind)
     context = {
@@ -238,8 +236,8 @@ def llm_rater_page(request, project_id):
                      "model": config.model, "concurrency": config.concurrency},
         "rated_steps": [{"number": step, "checked": step in shown.steps,
                          "label": f"Step {step}" if len(kind.stages) > 1 else "All items"}
-                        for step in rater_services.RATED_STEPS.get(project.kind, ())],
-        "rated_steps_text": ", ".join(f"step {s}" for s in rater_services.RATED_STEPS.get(project.kind, ())),
+                        for step in get_kind(project.kind).rated_steps],
+        "rated_steps_text": ", ".join(f"step {s}" for s in get_kind(project.kind).rated_steps),
     }
     if estimate is not None:
         context["estimate_calls"] = [{"kind": kind_name, "label": CALL_KINDS[kind_name], "count": count}

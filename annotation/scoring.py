@@ -39,9 +39,9 @@ released file imported as gold: see tests/test_scoring.py):
 
 Scores come from pipeline.scoring (bootstrap CIs resample items).
 """
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline.scoring import (
@@ -54,241 +54,46 @@ from pipeline.scoring import (
     score,
 )
 
+from pipeline.dfactscore_scores import model_scores
 from . import selectors
+from .kinds.research import (  # noqa: F401 (scoring.Task & co. are read from here too)
+    ACCURACY_AND_MACRO,
+    CLAIM_CATEGORIES,
+    FACTUALITY,
+    FACTUALITY_FIGURES,
+    FELM_FIGURES,
+    REVISION_FIGURES,
+    SENTENCE_CHECKWORTHINESS,
+    SUPPORT,
+    Figure,
+    GoldUnit,
+    Task,
+    checkworthy,
+    class_figures,
+    dfactscore_figures,
+    factuality,
+    item_key,
+)
 from .kinds import get_kind
 from pipeline.text_measures import normalised_edit_distance, word_overlap
-from .kinds.dfactscore import SUPPORT_LABELS, dfactscore_settings, fact_support
-from .kinds.factcheck.step2 import STANCE3, STANCES
+from .kinds.dfactscore import support_label  # noqa: F401 (read as scoring.support_label)
 from .models import ItemStage, Project, StageStatus
 
 MISSING = "(no prediction)"
-# the labels a prediction may carry: the released vocabularies and the app's own
-SENTENCE_CHECKWORTHINESS = ("yes", "no", "opinion", "not_a_claim", "other")
-CLAIM_CATEGORIES = ("factual", "opinion", "not_a_claim", "other")
-FACTUALITY = ("true", "false", "not_enough_evidence", "unknown")
-SUPPORT = ("not_supported", "supported")
 MEASURES = ("labels", "revision")
 MACHINE_TITLE = "the project's machine pre-annotation"
 
 
-@dataclass(frozen=True)
-class GoldUnit:
-    key: tuple
-    gold: str
-    original: str | None = None  # revision: the response before it was revised
-
-    @property
-    def item(self) -> Hashable:
-        return self.key[0]
-
-
-@dataclass(frozen=True)
-class Figure:
-    """A number a task's leaderboard shows: a path into score_task's answer (``accuracy``,
-    ``macro_f1``, ``per_label.error.f1``, ``against_gold.word_overlap``…), its heading, and
-    whether higher is better (the first of a task's headline figures ranks its systems)."""
-    name: str
-    title: str
-    higher_is_better: bool = True
-
-
-def class_figures(label: str, what: str) -> tuple[Figure, ...]:
-    """F1, precision and recall of one label taken as the positive class."""
-    return (Figure(f"per_label.{label}.f1", f"F1 ({what})"), Figure(f"per_label.{label}.precision", f"P ({what})"),
-            Figure(f"per_label.{label}.recall", f"R ({what})"))
-
-
-# The figures each paper reports first (docs/measures.md), the task's headline on its leaderboard.
-# Factcheck-Bench, Tables 3-4 (subtasks 1-3): accuracy and macro P/R/F1.
-ACCURACY_AND_MACRO = (Figure("accuracy", "Accuracy"), Figure("macro_precision", "Macro P"),
-                      Figure("macro_recall", "Macro R"), Figure("macro_f1", "Macro F1"))
-# Factcheck-Bench, Table 5 (claim factuality): P/R/F1 of false and of true claims, each its own
-# positive class; false first (the abstract's "best F1 = 0.53" is on false claims).
-FACTUALITY_FIGURES = (*class_figures("false", "false claims"), *class_figures("true", "true claims"))
-# FELM: F1 (P, R) of detecting errors, the error class positive, and balanced accuracy, as its
-# evaluation code computes them at segment and response level.
-FELM_FIGURES = (*class_figures("error", "errors"), Figure("balanced_accuracy", "Balanced accuracy"))
-REVISION_FIGURES = (Figure("against_gold.word_overlap", "Word overlap with the gold revision"),
-                    Figure("against_gold.normalised_edit_distance", "Edit distance to the gold revision", False),
-                    Figure("against_original.word_overlap", "Word overlap with the original"),
-                    Figure("against_original.normalised_edit_distance", "Edit distance to the original", False))
-
-
-def dfactscore_figures(score: str) -> tuple[Figure, ...]:
-    """D-FActScore (Chiang & Lee) reports FActScore and D-FActScore per source model: a system is
-    as good as its per-model score is close to the human one (``paragraph_comparison``)."""
-    return (Figure("paragraph_scores.mean_difference", f"Mean |system − human| {score} over models", False),)
-
-
-@dataclass
-class Task:
-    name: str
-    title: str
-    key_fields: tuple[str, ...]
-    units: list[GoldUnit] = field(default_factory=list)
-    labels: tuple[str, ...] | None = None  # None: those in gold or predictions, as scikit-learn
-    normalise: Callable[[Any], str] = field(default=lambda label: label)  # a prediction's label in the task's vocabulary
-    # the field of a prediction line that holds this task's label, and the labels it may hold
-    # (before normalise); a line keyed by key_fields may carry the fields of several tasks
-    field: str = "label"
-    vocabulary: tuple = ()
-    # "labels": classification scores; "revision": a free text compared with texts
-    measure: str = "labels"
-    # D-FActScore: each paragraph's item key → its source model (item order), and which of the
-    # paper's scores this task's decisions make ("factscore" | "dfactscore")
-    models: dict[Hashable, str] | None = None
-    paragraph_score: str = ""
-    # the per-unit agreement export's field that says whether the annotators agreed on this
-    # task's unit ("" = the prediction field); scores on agreed units only read it
-    agreement_field: str = ""
-    # the figures the task's paper reports, its leaderboard's headline (the first ranks)
-    figures: tuple[Figure, ...] = ACCURACY_AND_MACRO
-
-    def accepts(self, value: Any) -> bool:
-        """Whether a prediction line's value can be this task's prediction (before normalise):
-        any string for a revision, else one of the vocabulary of the same type (``1`` is not
-        ``true``)."""
-        if self.measure == "revision":
-            return isinstance(value, str)
-        return any(type(value) is type(allowed) and value == allowed for allowed in self.vocabulary)
-
-
-def item_key(row: dict) -> str:
-    return row["external_id"] or str(row["item_id"])
-
-
-def checkworthy(label: str) -> str:
-    return "yes" if label == "yes" else "no"
-
-
-def factuality(label: str) -> str:
-    return "not_enough_evidence" if label == "unknown" else label
-
-
-def support_label(value: Any) -> str:
-    """true/false (JSON booleans) as the D-FActScore tasks' labels; strings as they are."""
-    return SUPPORT_LABELS[value] if isinstance(value, bool) else value
-
-
 def task_definitions(kind: str) -> dict[str, Task]:
-    """The scoring tasks of a project kind, without their gold units."""
-    if kind == "factcheck":
-        return {
-            "checkworthiness": Task("checkworthiness", "Subtask 1: sentence checkworthiness", ("item", "sentence"),
-                                    normalise=checkworthy, field="checkworthy", vocabulary=SENTENCE_CHECKWORTHINESS,
-                                    agreement_field="sentence_checkworthy"),
-            "claim_category": Task("claim_category", "Subtask 2: claim category", ("item", "sentence", "claim"),
-                                   field="category", vocabulary=CLAIM_CATEGORIES,
-                                   agreement_field="claim_category"),
-            "stance4": Task("stance4", "Subtask 3: stance (four labels)", ("item", "sentence", "claim", "evidence"),
-                            field="stance", vocabulary=(*STANCES, "support")),
-            "stance3": Task("stance3", "Subtask 3: stance (three labels)", ("item", "sentence", "claim", "evidence"),
-                            normalise=lambda label: STANCE3.get(label, label), field="stance",
-                            vocabulary=(*STANCES, "support"), agreement_field="stance3"),
-            "factuality": Task("factuality", "Subtask 4: claim factuality", ("item", "sentence", "claim"),
-                               normalise=factuality, field="factuality", vocabulary=FACTUALITY,
-                               figures=FACTUALITY_FIGURES),
-            "factuality_without_nee": Task("factuality_without_nee",
-                                           "Subtask 4: claim factuality without not_enough_evidence",
-                                           ("item", "sentence", "claim"), labels=("false", "true"), normalise=factuality,
-                                           field="factuality", vocabulary=FACTUALITY, figures=FACTUALITY_FIGURES),
-            "revision": Task("revision", "Subtask 5: revised response", ("item",), field="revised_response",
-                             measure="revision", agreement_field="revised_response", figures=REVISION_FIGURES),
-        }
-    if kind == "felm":
-        return {
-            "segment": Task("segment", "FELM: segment level", ("item", "segment"), vocabulary=("correct", "error"),
-                            figures=FELM_FIGURES),
-            "response": Task("response", "FELM: response level (wrong when any segment is)", ("item",),
-                             field="response_label", vocabulary=("correct", "error"), agreement_field="label",
-                             figures=FELM_FIGURES),
-        }
-    if kind == "dfactscore":
-        return {
-            "support": Task("support", "D-FActScore: fact supported by any page (FActScore)", ("item", "fact"),
-                            labels=SUPPORT, normalise=support_label, field="supported",
-                            vocabulary=(*SUPPORT, True, False), models={}, paragraph_score="factscore",
-                            agreement_field="label", figures=dfactscore_figures("FActScore")),
-            "global_support": Task("global_support",
-                                   "D-FActScore: fact supported by its individual's linked page (D-FActScore)",
-                                   ("item", "fact"), labels=SUPPORT, normalise=support_label, field="global_supported",
-                                   vocabulary=(*SUPPORT, True, False), models={}, paragraph_score="dfactscore",
-                                   agreement_field="label", figures=dfactscore_figures("D-FActScore")),
-        }
-    return {}
+    """The scoring tasks of a project kind, without their gold units (KindSpec.scoring_tasks)."""
+    return get_kind(kind).scoring_tasks()
 
 
 def project_tasks(project: Project) -> dict[str, Task]:
-    """The scoring tasks of a project's kind, from its consolidated gold."""
-    if project.kind == "factcheck":
-        return factcheck_tasks(project)
-    if project.kind == "felm":
-        return felm_tasks(project)
-    if project.kind == "dfactscore":
-        return dfactscore_tasks(project)
-    return {}
-
-
-def factcheck_tasks(project: Project) -> dict[str, Task]:
-    tasks = task_definitions("factcheck")
-    for row in selectors.gold_rows(project, stage=1, later_stages=(2, 3), metadata=False):
-        item = item_key(row)
-        for s, sentence in enumerate(row["gold"]["sentences"]):
-            sentence_key = f"sentence{s + 1}"
-            tasks["checkworthiness"].units.append(GoldUnit((item, sentence_key), checkworthy(sentence["checkworthy"])))
-            for c, claim in enumerate(sentence["claims"]):
-                tasks["claim_category"].units.append(GoldUnit((item, sentence_key, c), claim["category"]))
-        stage2 = row["stages"].get(2)
-        if not stage2:
-            continue
-        for claim, answer in zip(stage2["content"].get("claims", []), stage2["gold"].get("claims", [])):
-            key = (item, f"sentence{claim['sentence'] + 1}", claim["claim"])
-            for e, stance in enumerate(answer.get("stances") or []):
-                if stance:
-                    tasks["stance4"].units.append(GoldUnit((*key, e), stance))
-                    tasks["stance3"].units.append(GoldUnit((*key, e), STANCE3[stance]))
-            if answer.get("factuality"):
-                label = factuality(answer["factuality"])
-                tasks["factuality"].units.append(GoldUnit(key, label))
-                if label != "not_enough_evidence":
-                    tasks["factuality_without_nee"].units.append(GoldUnit(key, label))
-        stage3 = row["stages"].get(3)
-        if stage3:  # step 3 opens only after step 2
-            tasks["revision"].units.append(GoldUnit((item,), stage3["gold"].get("response") or "", row["response"]))
-    return tasks
-
-
-def felm_tasks(project: Project) -> dict[str, Task]:
-    tasks = task_definitions("felm")
-    segment, response = tasks["segment"], tasks["response"]
-    for row in selectors.gold_rows(project, metadata=False):
-        item = item_key(row)
-        texts = (row.get("content") or {}).get("segments") or []
-        labels = [s["label"] for s in row["gold"]["segments"]]
-        for index, label in enumerate(labels):
-            if label is not None:
-                segment.units.append(GoldUnit((item, index), "correct" if label else "error"))
-        # an empty segment left unlabelled (nothing to decide) does not hold the response back
-        labels = [label for index, label in enumerate(labels)
-                  if not (label is None and index < len(texts) and not str(texts[index]).strip())]
-        if labels and None not in labels:
-            response.units.append(GoldUnit((item,), "correct" if all(labels) else "error"))
-    return tasks
-
-
-def dfactscore_tasks(project: Project) -> dict[str, Task]:
-    """Per fact, as the project's ``irrelevant`` setting counts facts in its scores."""
-    tasks = task_definitions("dfactscore")
-    support, global_support = tasks["support"], tasks["global_support"]
-    irrelevant = dfactscore_settings(project.pipeline_settings)["irrelevant"]
-    models: dict[Hashable, str] = {}
-    for row in selectors.gold_rows(project, metadata=False):
-        item = item_key(row)
-        models[item] = row["source"]
-        for index, supported, global_supported in fact_support(row["content"], row["gold"], irrelevant):
-            support.units.append(GoldUnit((item, index), SUPPORT_LABELS[supported]))
-            global_support.units.append(GoldUnit((item, index), SUPPORT_LABELS[global_supported]))
-    support.models = global_support.models = models
+    """The scoring tasks of a project's kind, from its consolidated gold (KindSpec.gold_units)."""
+    kind = get_kind(project.kind)
+    tasks = kind.scoring_tasks()
+    kind.gold_units(tasks, functools.partial(selectors.gold_rows, project), project.pipeline_settings)
     return tasks
 
 
@@ -299,24 +104,7 @@ def existing_units(project: Project) -> set[tuple]:
     stance, the factuality of an unverified claim) is counted and left out, not refused, since
     a system predicts every unit; a unit that does not exist (a typo, 1-based indexes) refuses
     the file."""
-    keys: set[tuple] = set()
-    if project.kind == "factcheck":
-        for row in selectors.gold_rows(project, stage=1, later_stages=(2,), metadata=False):
-            item = item_key(row)
-            keys.add((item,))
-            for s, sentence in enumerate(row["gold"].get("sentences") or []):
-                keys.add((item, f"sentence{s + 1}"))
-                keys.update((item, f"sentence{s + 1}", c) for c in range(len(sentence.get("claims") or [])))
-            for claim in ((row["stages"].get(2) or {}).get("content") or {}).get("claims") or []:
-                keys.update((item, f"sentence{claim['sentence'] + 1}", claim["claim"], e)
-                            for e in range(len(claim.get("evidence") or [])))
-    elif project.kind in ("felm", "dfactscore"):
-        listed = "segments" if project.kind == "felm" else "facts"
-        for row in selectors.gold_rows(project, metadata=False):
-            item = item_key(row)
-            keys.add((item,))
-            keys.update((item, index) for index in range(len(row["gold"].get(listed) or [])))
-    return keys
+    return get_kind(project.kind).existing_units(functools.partial(selectors.gold_rows, project))
 
 
 def response_predictions(segment_predictions: Mapping[tuple, str]) -> dict[tuple, str]:
@@ -398,8 +186,6 @@ def paragraph_comparison(task: Task, units: list[GoldUnit], predicted: list[str]
     ``{"score": "factscore" | "dfactscore", "models": [{"model", "paragraphs", "human": {init,
     penalised}, "system": {...}, "difference": {...}}], "paragraphs": [{"item", "model",
     "facts", "human", "system"}]}`` (per paragraph the unpenalised share, None without facts)."""
-    from pipeline.dfactscore_scores import model_scores
-
     gold_of: dict[Hashable, list[bool]] = defaultdict(list)
     system_of: dict[Hashable, list[bool]] = defaultdict(list)
     for unit, label in zip(units, predicted):

@@ -20,6 +20,8 @@ from annotation.models import (
     AssignmentStatus,
     Consolidation,
     ConsolidationStatus,
+    Corpus,
+    EvidenceSearch,
     ExportLine,
     GoldRecord,
     GoldSource,
@@ -673,8 +675,6 @@ def _iso(value):
 
 def evidence_search(project: Project, user, search_id) -> "EvidenceSearch | None":
     """One of ``user``'s own searches in the project (a search says what its author looks into)."""
-    from annotation.models import EvidenceSearch
-
     return EvidenceSearch.objects.filter(project=project, user=user, pk=search_id).first()
 
 
@@ -685,65 +685,23 @@ def import_jobs(project: Project) -> QuerySet:
 
 def corpora_for_user(user) -> QuerySet:
     """Every corpus for staff; for others, the corpora of the projects they administer."""
-    from annotation.models import Corpus
-
     if can_create_projects(user):
         return Corpus.objects.order_by("-id")
     return Corpus.objects.filter(projects__memberships__user=user, projects__memberships__role=Role.ADMIN).distinct().order_by("-id")
 
 
-# -- D-FActScore scores -----------------------------------------------------------------------
+# -- the kind's scores of consolidated items ---------------------------------------------------
 
-def dfactscore_scores(project: Project, paragraph_limit: int = 500) -> dict:
-    """FActScore and D-FActScore of the consolidated paragraphs, per paragraph (the first
-    ``paragraph_limit``) and per source model, for the human gold records and for the machine
-    pre-annotation of the same paragraphs, with the absolute difference per model (the paper
-    reports at most 8 points)."""
-    from annotation.kinds.dfactscore import dfactscore_settings, machine_payload
-    from pipeline.dfactscore_scores import model_scores, paragraph_scores
-
-    irrelevant = dfactscore_settings(project.pipeline_settings)["irrelevant"]
+def consolidated_scores(project: Project, paragraph_limit: int = 500) -> dict | None:
+    """The kind's scores of the consolidated step-1 items (KindSpec.consolidated_scores, e.g.
+    D-FActScore's per paragraph and per source model), or None where the kind has none."""
+    kind = get_kind(project.kind)
+    if not kind.has_paragraph_scores:
+        return None
     rows = (ItemStage.objects.filter(item__project=project, stage=1, status=StageStatus.DONE, gold__isnull=False)
             .order_by("item_id")
             .values_list("item_id", "item__external_id", "item__source", "content", "suggestion", "gold__payload"))
-    paragraphs: list[dict] = []
-    human: dict[str, list[dict]] = defaultdict(list)
-    machine: dict[str, list[dict]] = defaultdict(list)
-    count = 0
-    for item_id, external_id, model, content, suggestion, gold in rows.iterator(chunk_size=500):
-        count += 1
-        ours = paragraph_scores(content, gold, irrelevant)
-        human[model].append(ours)
-        guess = machine_payload(suggestion, len(content.get("facts") or []))
-        theirs = paragraph_scores(content, guess, irrelevant) if guess is not None else None
-        if theirs is not None:
-            machine[model].append(theirs)
-        if len(paragraphs) < paragraph_limit:
-            paragraphs.append({"item_id": item_id, "external_id": external_id, "model": model,
-                               "human": _paragraph_numbers(ours), "machine": theirs and _paragraph_numbers(theirs)})
-    models = []
-    for model, scored in human.items():
-        ours = model_scores(scored)
-        theirs = model_scores(machine[model]) if machine.get(model) else None
-        entry = {"model": model, "paragraphs": len(scored), "machine_paragraphs": len(machine.get(model, [])),
-                 "human": _model_numbers(ours), "machine": theirs and _model_numbers(theirs), "difference": None}
-        if theirs is not None:
-            entry["difference"] = {key: abs(ours[key] - theirs[key])
-                                   if ours[key] is not None and theirs[key] is not None else None
-                                   for key in ("init_score", "init_global_score")}
-        models.append(entry)
-    return {"irrelevant": irrelevant, "paragraph_count": count, "paragraphs": paragraphs, "models": models}
-
-
-def _paragraph_numbers(scores: dict) -> dict:
-    return {key: scores[key] for key in ("facts", "factscore", "dfactscore", "num_groups", "num_supporting_topics",
-                                         "distinct_entities")}
-
-
-def _model_numbers(scores: dict) -> dict:
-    """The unpenalised means the paper reports (init_score: FActScore, init_global_score: D-FActScore)."""
-    return {key: scores.get(key) for key in ("init_score", "init_global_score", "respond_ratio", "num_facts_per_response",
-                                             "num_groups", "num_supporting_topics")}
+    return kind.consolidated_scores(rows.iterator(chunk_size=500), project.pipeline_settings, paragraph_limit)
 
 
 UNIT_ROWS_CHUNK = 250

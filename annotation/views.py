@@ -196,7 +196,7 @@ def project_detail(request, project_id):
             "members": selectors.members(project),
             "import_form": ImportForm(formats=get_kind(project.kind).import_formats, kind=project.kind),
             "import_jobs": recent_imports(project),
-            "corpora": project.corpora.order_by("-id") if project.kind == "factcheck" else None,
+            "corpora": project.corpora.order_by("-id") if get_kind(project.kind).searches_evidence else None,
             "corpus_form": CorpusForm(),
             "corpus_worker": corpus_services.embedded_by_worker(),
             "import_max_bytes": settings.IMPORT_MAX_UPLOAD_BYTES,
@@ -210,8 +210,8 @@ def project_detail(request, project_id):
             "pipeline_settings": selectors.masked_pipeline_settings(project),
             "can_change_llm_settings": selectors.can_change_llm_settings(request.user),
         })
-    if project.kind == "dfactscore" and context["can_consolidate"]:
-        context["dfactscore_scores"] = selectors.dfactscore_scores(project)
+    if get_kind(project.kind).has_paragraph_scores and context["can_consolidate"]:
+        context["dfactscore_scores"] = selectors.consolidated_scores(project)
     return render(request, "annotation/project_detail.html", context)
 
 
@@ -685,7 +685,7 @@ def consolidate(request, consolidation_id):
                                                               consolidation.draft),
         # with nobody free, an escalated item waits for the next annotator added (said before and after)
         "no_free_third_rater": (can_escalate or consolidation.status == ConsolidationStatus.WAITING) and not has_third
-        and not third_rater_services.free_annotators(stage, {request.user.pk}),
+        and not assignment_services.free_annotators(stage, {request.user.pk}),
         "state": {
             "consolidation_id": consolidation.id, "status": consolidation.status, "content": stage.content,
             "version": consolidation.version,
@@ -712,9 +712,7 @@ def stage_page_state(project: Project, stage) -> dict:
         state["previous"] = selectors.previous_step(stage)
     if kind.searches_evidence:
         state["search_url"] = reverse("project-evidence-searches", args=[project.id])
-    if project.kind == "dfactscore":
-        # Which optional passes the page asks for (plain FActScore, entity attribution).
-        state["passes"] = kind.payload_content({}, lambda: project.pipeline_settings)["passes"]
+    state.update(kind.page_extras(lambda: project.pipeline_settings))
     return state
 
 
@@ -744,7 +742,7 @@ def _consolidation_form_action(request, consolidation_id, form_class, act, *, in
 @require_POST
 def consolidation_escalate(request, consolidation_id):
     return _consolidation_form_action(
-        request, consolidation_id, EscalateForm, third_rater_services.escalate, invalid="Say why the item needs a third rater.",
+        request, consolidation_id, EscalateForm, consolidation_services.escalate, invalid="Say why the item needs a third rater.",
         done=_escalated_message, failed="Not escalated")
 
 

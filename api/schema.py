@@ -6,6 +6,7 @@ from rest_framework.permissions import SAFE_METHODS, AllowAny, IsAuthenticated
 from annotation.params import NATURAL
 
 from .permissions import IsProjectMember
+from .serializers import ErrorSerializer
 
 ERROR_DESCRIPTIONS = {
     "400": "Invalid input: a refused parameter or field is named with its messages, or `detail` says why",
@@ -73,6 +74,4 @@ class AutoSchema(BaseAutoSchema):
         return parameters
 
     def _error_schema(self):
-        from .serializers import ErrorSerializer
-
         return self.resolve_serializer(ErrorSerializer, "response").ref

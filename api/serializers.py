@@ -12,6 +12,7 @@ from annotation import selectors
 from annotation.json_values import MAX_JSON_DEPTH, nul_path, too_deep
 from annotation.kinds import KINDS
 from annotation.services.corpora import MAX_PASSAGE_SENTENCES
+from annotation.services import jobs
 from annotation.services.projects import validate_pipeline_settings
 from annotation.models import (
     Assignment,
@@ -201,8 +202,6 @@ class ImportResultSerializer(serializers.Serializer):
 
 def job_fields(job) -> dict:
     """What every background job's answer says besides its own fields (services.jobs)."""
-    from annotation.services import jobs
-
     found = jobs.status(job)
     return {"stalled": found["stalled"], "state_detail": found["detail"], "progress_at": found["progress_at"],
             "restart_url": reverse("api-job-restart", args=[jobs.kind_of(job).name, job.pk])}

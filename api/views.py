@@ -651,7 +651,7 @@ class ConsolidationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         consolidation = self.get_object()
         data = serializers.EscalateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        saved = third_rater_services.escalate(consolidation=consolidation, user=request.user, reason=data.validated_data["reason"])
+        saved = consolidation_services.escalate(consolidation=consolidation, user=request.user, reason=data.validated_data["reason"])
         return Response(serializers.ConsolidationSerializer(saved).data)
 
 

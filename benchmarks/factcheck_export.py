@@ -85,15 +85,16 @@ def load(items: int, name: str) -> int:
         path = handle.name
     project = create_project(name=name, kind="factcheck")
     from annotation import tasks
+    from annotation.services import export_lines
 
-    enqueue = tasks.enqueue_store_export_lines
-    tasks.enqueue_store_export_lines = lambda *args, **kwargs: None  # timed on its own below
+    enqueue = export_lines.enqueue_store_export_lines
+    export_lines.enqueue_store_export_lines = lambda *args, **kwargs: None  # timed on its own below
     started = time.perf_counter()
     with open(path, "rb") as file:
         result = import_jsonl(project, file, fmt="factcheck-bench", labels_as="gold")
     os.unlink(path)
     print(f"  imported {result.items} items ({result.gold_records} gold records) in {time.perf_counter() - started:.1f} s")
-    tasks.enqueue_store_export_lines = enqueue
+    export_lines.enqueue_store_export_lines = enqueue
     started = time.perf_counter()
     stored = tasks.store_export_lines(project.id)
     print(f"  stored {stored} export lines (the task after an import) in {time.perf_counter() - started:.1f} s")
@@ -108,11 +109,11 @@ def _export(project_id: int, fmt: str, traced: bool, queue, stored: bool = True)
 
     project = Project.objects.get(pk=project_id)
     if not stored:  # every stored line stale, and the lines rendered now not stored afterwards
-        from annotation import tasks
         from annotation.kinds import get_kind
+        from annotation.services import export_lines
 
         type(get_kind(project.kind)).export_renderer_version = lambda self: "a new version"
-        tasks.enqueue_store_export_lines = lambda *args, **kwargs: None
+        export_lines.enqueue_store_export_lines = lambda *args, **kwargs: None
     if traced:
         tracemalloc.start()
     wall, cpu = time.perf_counter(), time.process_time()

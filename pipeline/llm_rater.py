@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 
 from pipeline.checkworthiness import CATEGORY_PROMPT, claim_category_hints, sentence_checkworthiness
 from pipeline.decompose import build_messages, decompose_response
+from pipeline.dfactscore import TOP_PASSAGES, grouping_messages, preannotate, split_page, support_messages
 from pipeline.evidence import STANCE_PROMPT, StanceRequest, stance_hints
 from pipeline.llm import LLMConfig, run_chats, shared_client, usable
 from pipeline.parsing import ParseError, strip_code_fence
@@ -134,7 +135,7 @@ class Rating:
 
 def probe(config: LLMConfig) -> str | None:
     """Why the endpoint cannot be used (it refuses, is unreachable, has no such model), or None."""
-    import openai
+    import openai  # the openai client: only where an LLM is called
 
     if not usable(config):
         return "no LLM endpoint is configured (base URL and model)"
@@ -248,8 +249,6 @@ def rate_dfactscore(name: str, response: str, facts: Sequence[str], candidates: 
     (``settings``: the project's pipeline settings, for embeddings and the D-FActScore options).
     Where its grouping or a support verdict fell back to the offline backend, the paragraph
     gets no answer (None): its labels would mix the model's and the heuristics' verdicts."""
-    from pipeline.dfactscore import preannotate  # NLTK and numpy load only where paragraphs are rated
-
     result = preannotate(name, response, list(facts), list(candidates), {**settings, "llm": asdict(config)})
     provenance = (result["suggestion"] or {}).get("provenance") or {}
     pairs = sum(1 for c in result["content"]["candidates"] if c["passages"]) * len(facts)
@@ -315,8 +314,6 @@ def plan_factcheck_step3(sentences: Sequence[SentenceToRevise], *, question: str
 def plan_dfactscore(name: str, facts: Sequence[str], candidates: Sequence[dict]) -> list[Batch]:
     """One batch: the grouping and every (fact, page) support call. Which of a page's passages a
     verifier sees depends on similarity; the page's first TOP_PASSAGES stand in for them."""
-    from pipeline.dfactscore import TOP_PASSAGES, grouping_messages, split_page, support_messages
-
     if not facts:
         return []
     calls = [PlannedCall(GROUPING, _chars(grouping_messages(name, facts)), sum(len(f) + 3 for f in facts) + 6)]

@@ -150,20 +150,20 @@ def address_problem(ip: Address, policy: OutboundPolicy) -> str | None:
     if any(ip in network for network in policy.allowed_networks if network.version == ip.version):
         return None
     if ip.is_loopback:
-        kind = "a loopback"
+        address_class = "a loopback"
     elif ip.is_link_local:
         return f"{ip} is a link-local address"  # cloud metadata lives here: never a service
     elif ip.is_private:
-        kind = "a private"
+        address_class = "a private"
     elif ip.is_reserved:
-        kind = "a reserved"
+        address_class = "a reserved"
     elif not ip.is_global:
-        kind = "a non-global"
+        address_class = "a non-global"
     else:
         return None
-    if policy.allow_private and kind in ("a loopback", "a private"):
+    if policy.allow_private and address_class in ("a loopback", "a private"):
         return None
-    return f"{ip} is {kind} address"
+    return f"{ip} is {address_class} address"
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import numpy as np
 from rapidfuzz import fuzz
 
 from pipeline.segmenter import split_sentences
+from pipeline import embedding_backends
 
 PASSAGE_SENTENCES = 5
 PASSAGE_STRIDE = 2
@@ -66,7 +67,7 @@ def _stemmer():
 
 def tokenize(texts: Sequence[str]):
     """bm25s tokens with English stop words removed and Snowball stems."""
-    import bm25s
+    import bm25s  # bm25s: heavy, only where BM25 runs
 
     return bm25s.tokenize(list(texts), stopwords="en", stemmer=_stemmer(), show_progress=False)
 
@@ -76,7 +77,7 @@ class LexicalIndex:
     search with their full-text index instead and only use :func:`lexical_scores`)."""
 
     def __init__(self, passages: Sequence[str]):
-        import bm25s
+        import bm25s  # bm25s: heavy, only where BM25 runs
 
         self.size = len(passages)
         self._bm25 = bm25s.BM25()
@@ -107,7 +108,7 @@ _stem_lock = threading.Lock()
 
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN
+    from bm25s.stopwords import STOPWORDS_EN  # bm25s: heavy, only where BM25 runs
 
     return frozenset(STOPWORDS_EN)
 
@@ -178,8 +179,6 @@ def embedding_model():
     (see :mod:`pipeline.embedding_backends`; the ONNX files are made on first use in
     ``EMBEDDING_CACHE_DIR``, and torch is used, with the reason logged, when they cannot be)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from pipeline import embedding_backends
-
     return embedding_backends.load()
 
 
@@ -319,7 +318,7 @@ def offline_queries(claim: str) -> list[str]:
     claim = " ".join(claim.split())
     if not claim:
         return []
-    from bm25s.stopwords import STOPWORDS_EN_PLUS
+    from bm25s.stopwords import STOPWORDS_EN_PLUS  # bm25s: heavy, only where BM25 runs
 
     words = _TOKEN.findall(claim)
     keywords = [w for i, w in enumerate(words) if w[:1].isupper() and i > 0 or w[:1].isdigit()]

@@ -164,7 +164,7 @@ def fetch_text(config: WebSearchConfig, url: str) -> str:
     if content_type == "text/plain":
         text = raw
     else:
-        import trafilatura
+        import trafilatura  # trafilatura: heavy, only where web pages are cleaned
 
         text = trafilatura.extract(raw, include_comments=False, include_tables=True, favor_precision=True) or ""
     if not text.strip():

@@ -436,7 +436,7 @@ def test_result_export_groups_rows_by_model_from_annotated_gold(project):
                                          "label": "supported", "any_page": None, "entity": None}
     assert paragraphs[0]["dfactscore"] == pytest.approx(0.75) and paragraphs[0]["model"] == "m1"
 
-    scores = selectors.dfactscore_scores(project)
+    scores = selectors.consolidated_scores(project)
     by_model = {m["model"]: m for m in scores["models"]}
     # The machine (the imported decisions as suggestion): Mara 2/4 against the paper's 3/4 → 0.25 apart.
     assert by_model["m1"]["human"]["init_global_score"] == pytest.approx(0.75)
@@ -452,7 +452,7 @@ def test_the_irrelevant_setting_changes_the_scores_selector(project):
     stage = ItemStage.objects.get(item__project=project)
     GoldRecord.objects.create(item_stage=stage, payload=payload(1, [0], [fact(0, "supported"), fact(0, "irrelevant")]))
     ItemStage.objects.filter(pk=stage.pk).update(status=StageStatus.DONE)
-    scores = selectors.dfactscore_scores(project)
+    scores = selectors.consolidated_scores(project)
     assert scores["irrelevant"] == "not_supported"
     assert scores["models"][0]["human"]["init_global_score"] == pytest.approx(0.5)
     # and the exports follow the same setting

@@ -113,7 +113,7 @@ def test_deleting_a_project_while_its_items_are_pre_annotated_wins_cleanly(racer
     """Pre-annotation tasks run in threads of their own (each with its own connection) on the
     project's stages while the DELETE arrives: the delete answers 204, every task ends without
     an error, and nothing of the project is left."""
-    monkeypatch.setattr(tasks, "enqueue_precompute", lambda stage_ids: None)  # run by the threads below
+    monkeypatch.setattr("annotation.services.imports.enqueue_precompute", lambda stage_ids: None)  # run by the threads below
     for round_ in range(4):
         project = project_with_team(users, f"Deleted {round_}", "felm")
         # plain lines are segmented by the pre-annotation: their stages wait in precomputing

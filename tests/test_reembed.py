@@ -87,18 +87,18 @@ def test_if_stale_re_embeds_only_the_corpora_whose_vectors_differ(corpus, factch
 
 def test_with_a_broker_the_vectors_are_cleared_and_the_embedding_task_queued(corpus, monkeypatch,
                                                                              django_capture_on_commit_callbacks):
-    from annotation import tasks
+    from config.celery import app
 
     embed_all(corpus.id)
     queued = []
-    monkeypatch.setattr(tasks.embed_corpus, "delay", lambda corpus_id: queued.append(corpus_id))
-    tasks.embed_corpus.app.conf.task_always_eager = False
+    monkeypatch.setattr(app, "send_task", lambda name, args: queued.append((name, args)))
+    app.conf.task_always_eager = False
     try:
         with django_capture_on_commit_callbacks(execute=True):
             output = run(corpus.id)
     finally:
-        tasks.embed_corpus.app.conf.task_always_eager = True
-    assert "vectors cleared, embedding queued" in output and queued == [corpus.id]
+        app.conf.task_always_eager = True
+    assert "vectors cleared, embedding queued" in output and queued == [("annotation.tasks.embed_corpus", [corpus.id])]
     corpus.refresh_from_db()
     assert (corpus.state, corpus.embedded, corpus.embedded_through, corpus.embedded_at) == (
         CorpusState.EMBEDDING, 0, 0, None)

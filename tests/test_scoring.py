@@ -382,7 +382,7 @@ def test_dfactscore_model_numbers_against_the_humans_by_hand(dfs_project):
     assert m1["system"]["init_global_score"] == pytest.approx((2 / 3 + 0) / 2)
     assert m1["difference"]["init_global_score"] == pytest.approx(1 / 12)
     # the human numbers are the kind's own (the scores selector, the dfactscore-result export)
-    kind_numbers = {m["model"]: m["human"] for m in selectors.dfactscore_scores(dfs_project)["models"]}
+    kind_numbers = {m["model"]: m["human"] for m in selectors.consolidated_scores(dfs_project)["models"]}
     for model in grouped["models"]:
         assert model["human"]["init_global_score"] == pytest.approx(kind_numbers[model["model"]]["init_global_score"])
     for model in support["models"]:

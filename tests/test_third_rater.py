@@ -15,9 +15,8 @@ from annotation.models import (
 )
 from annotation.selectors import project_agreement
 from annotation.services.annotations import save_annotation
-from annotation.services.consolidation import save_consolidation
+from annotation.services.consolidation import escalate, save_consolidation
 from annotation.services.projects import add_member
-from annotation.services.third_rater import escalate
 
 from .test_factcheck_step2 import CS, IR, RE, content
 from .test_factcheck_step2 import answer as full_answer

@@ -130,7 +130,8 @@ def test_a_task_whose_worker_dies_is_finished_by_another_worker(start_worker, fa
                 assert stage.provenance["backend"] == "llm" and stage.suggestion["sentences"]
 
         second = start_worker("second", **fast_recovery)
-        wait_for(lambda: not stages.filter(status=StageStatus.PRECOMPUTING).exists(), 90, second)
+        # the task assigns its stages after writing the last one: wait for that, not only the writes
+        wait_for(lambda: not stages.exclude(status=StageStatus.ANNOTATING).exists(), 90, second)
 
     assert list(stages.values_list("status", flat=True)) == [StageStatus.ANNOTATING] * items
     for stage in stages.all():

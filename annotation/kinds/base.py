@@ -93,10 +93,60 @@ class KindSpec:
     annotatable_stages: tuple[int, ...] = (1,)
     # stages whose consolidation may add a third rater (Project.third_rater says when)
     third_rater_stages: tuple[int, ...] = ()
+    # a fixed list of item domains, named in the import form (FELM's released files are named after them)
+    domains: tuple[str, ...] = ()
     # whether annotators search the project's evidence (corpora, web) from their pages
     searches_evidence: bool = False
     # stages whose units' evidence an admin can retrieve again one unit at a time
     retrievable_stages: tuple[int, ...] = ()
+    # -- research: what scoring, the LLM rater and its agreement need of the kind -------------
+    # steps an LLM rater answers (services.llm_rater); per step, the agreement fields its
+    # answers give → the scoring task whose predictions hold them (rater_agreement)
+    rated_steps: tuple[int, ...] = ()
+    rated_fields: dict[int, dict[str, str]] = {}
+    # whether the LLM rater reads the items' metadata (D-FActScore's candidate pages live there)
+    rater_reads_metadata: bool = False
+    # whether the project page shows scores of the consolidated items (consolidated_scores)
+    has_paragraph_scores: bool = False
+
+    def consolidated_scores(self, rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500) -> dict:
+        """Scores of the consolidated step-1 items; ``rows``: (item id, external id, source, content,
+        suggestion, gold payload), in item order (selectors.consolidated_scores reads them)."""
+        raise NotImplementedError
+
+    def page_extras(self, settings_of: Callable[[], dict | None]) -> dict:
+        """What the annotation page's state adds for this kind (``settings_of()``: the project's
+        pipeline settings, read only when needed)."""
+        return {}
+
+    def scoring_tasks(self) -> dict:
+        """The kind's scoring tasks (name → annotation.kinds.research.Task), without gold units."""
+        return {}
+
+    def gold_units(self, tasks: dict, rows_of: Callable[..., Iterable[dict]], settings: dict) -> None:
+        """Fill ``tasks`` (fresh from scoring_tasks) with the gold units of the consolidated items.
+        ``rows_of(**options)`` reads them (selectors.gold_rows of the project); ``settings``: the
+        project's pipeline settings."""
+
+    def existing_units(self, rows_of: Callable[..., Iterable[dict]]) -> set[tuple]:
+        """Every unit of the consolidated items, labelled in the gold or not, keyed as the
+        exports name them (see scoring.existing_units)."""
+        return set()
+
+    # The LLM rater (services.llm_rater): each item-step it rates is a dict of "prompt",
+    # "response", "content", "suggestion", "gold" (the gold payload) and "metadata" ({} unless
+    # rater_reads_metadata).
+    def rater_batch_size(self) -> int:
+        """How many item-steps one rater call takes (rate gets lists of this length at most)."""
+        return 1
+
+    def rater_plan(self, step: int, items: list[dict], settings: dict) -> list:
+        """The LLM calls rating ``items`` would make (pipeline.llm_rater batches), for the estimate."""
+        return []
+
+    def rate(self, step: int, items: list[dict], settings: dict, config) -> list:
+        """One rating per item (pipeline.llm_rater's answers), calling the LLM ``config`` names."""
+        raise NotImplementedError(f"{self.key} projects have no LLM rater")
 
     def guidelines_template(self) -> str:
         """The Markdown a new project of this kind starts its guidelines with: the label

@@ -6,6 +6,8 @@ each fact is really about. The paper's scores come from pipeline.dfactscore_scor
 from collections import defaultdict
 from typing import Any, Callable, Hashable, Iterable, Iterator
 
+from pipeline.dfactscore_scores import model_scores, paragraph_scores, partition_agreements, topic_titles
+
 from .base import (
     AgreementItem,
     ImportLineError,
@@ -18,6 +20,7 @@ from .base import (
     optional_str,
     require_str,
 )
+from .research import SUPPORT, GoldUnit, Task, dfactscore_figures, item_key, listed_units
 
 LABELS = ("supported", "not_supported", "irrelevant")
 ANY_PAGE = ("supported", "not_supported")
@@ -60,6 +63,66 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
+def support_label(value: Any) -> str:
+    """true/false (JSON booleans) as the D-FActScore tasks' labels; strings as they are."""
+    return SUPPORT_LABELS[value] if isinstance(value, bool) else value
+
+
+def rater_inputs(item: dict) -> tuple[str, list[str], list[dict]]:
+    """The LLM rater's paragraph name, facts and candidate pages of an item-step."""
+    content = item["content"]
+    name = content.get("name") or (item["metadata"] or {}).get("name", "")
+    return (name, [fact["text"] for fact in content.get("facts") or []],
+            [{key: c.get(key) or "" for key in ("title", "url", "text")} for c in content.get("candidates") or []])
+
+
+def consolidated_scores(rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500) -> dict:
+    """FActScore and D-FActScore of the consolidated paragraphs, per paragraph (the first
+    ``paragraph_limit``) and per source model, for the human gold records and for the machine
+    pre-annotation of the same paragraphs, with the absolute difference per model (the paper
+    reports at most 8 points). ``rows``: (item id, external id, source model, content, suggestion,
+    gold payload) of each consolidated paragraph, in item order."""
+    irrelevant = dfactscore_settings(settings)["irrelevant"]
+    paragraphs: list[dict] = []
+    human: dict[str, list[dict]] = defaultdict(list)
+    machine: dict[str, list[dict]] = defaultdict(list)
+    count = 0
+    for item_id, external_id, model, content, suggestion, gold in rows:
+        count += 1
+        ours = paragraph_scores(content, gold, irrelevant)
+        human[model].append(ours)
+        guess = machine_payload(suggestion, len(content.get("facts") or []))
+        theirs = paragraph_scores(content, guess, irrelevant) if guess is not None else None
+        if theirs is not None:
+            machine[model].append(theirs)
+        if len(paragraphs) < paragraph_limit:
+            paragraphs.append({"item_id": item_id, "external_id": external_id, "model": model,
+                               "human": _paragraph_numbers(ours), "machine": theirs and _paragraph_numbers(theirs)})
+    models = []
+    for model, scored in human.items():
+        ours = model_scores(scored)
+        theirs = model_scores(machine[model]) if machine.get(model) else None
+        entry = {"model": model, "paragraphs": len(scored), "machine_paragraphs": len(machine.get(model, [])),
+                 "human": _model_numbers(ours), "machine": theirs and _model_numbers(theirs), "difference": None}
+        if theirs is not None:
+            entry["difference"] = {key: abs(ours[key] - theirs[key])
+                                   if ours[key] is not None and theirs[key] is not None else None
+                                   for key in ("init_score", "init_global_score")}
+        models.append(entry)
+    return {"irrelevant": irrelevant, "paragraph_count": count, "paragraphs": paragraphs, "models": models}
+
+
+def _paragraph_numbers(scores: dict) -> dict:
+    return {key: scores[key] for key in ("facts", "factscore", "dfactscore", "num_groups", "num_supporting_topics",
+                                         "distinct_entities")}
+
+
+def _model_numbers(scores: dict) -> dict:
+    """The unpenalised means the paper reports (init_score: FActScore, init_global_score: D-FActScore)."""
+    return {key: scores.get(key) for key in ("init_score", "init_global_score", "respond_ratio", "num_facts_per_response",
+                                             "num_groups", "num_supporting_topics")}
+
+
 class DfactscoreKind(KindSpec):
     key = "dfactscore"
     stages = (1,)
@@ -74,6 +137,62 @@ class DfactscoreKind(KindSpec):
     agreement_paths = {"individuals": "$.individuals", "labels": "$.facts[*].label",
                        "any_page": "$.facts[*].any_page", "entity": "$.facts[*].entity", "groups": "$.facts[*].group"}
     agreement_uses_suggestion = True
+
+    # -- research (annotation.scoring, the LLM rater and its agreement) -----------------------
+    rated_steps = (1,)
+    rater_reads_metadata = True
+    has_paragraph_scores = True
+
+    def consolidated_scores(self, rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500) -> dict:
+        return consolidated_scores(rows, settings, paragraph_limit)
+
+    def page_extras(self, settings_of: Callable[[], dict | None]) -> dict:
+        # Which optional passes the page asks for (plain FActScore, entity attribution).
+        return {"passes": self.payload_content({}, settings_of)["passes"]}
+
+    def scoring_tasks(self) -> dict[str, Task]:
+        return {
+            "support": Task("support", "D-FActScore: fact supported by any page (FActScore)", ("item", "fact"),
+                            labels=SUPPORT, normalise=support_label, field="supported",
+                            vocabulary=(*SUPPORT, True, False), models={}, paragraph_score="factscore",
+                            agreement_field="label", figures=dfactscore_figures("FActScore")),
+            "global_support": Task("global_support",
+                                   "D-FActScore: fact supported by its individual's linked page (D-FActScore)",
+                                   ("item", "fact"), labels=SUPPORT, normalise=support_label, field="global_supported",
+                                   vocabulary=(*SUPPORT, True, False), models={}, paragraph_score="dfactscore",
+                                   agreement_field="label", figures=dfactscore_figures("D-FActScore")),
+        }
+
+    def gold_units(self, tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]], settings: dict) -> None:
+        """Per fact, as the project's ``irrelevant`` setting counts facts in its scores."""
+        support, global_support = tasks["support"], tasks["global_support"]
+        irrelevant = dfactscore_settings(settings)["irrelevant"]
+        models: dict[Hashable, str] = {}
+        for row in rows_of(metadata=False):
+            item = item_key(row)
+            models[item] = row["source"]
+            for index, supported, global_supported in fact_support(row["content"], row["gold"], irrelevant):
+                support.units.append(GoldUnit((item, index), SUPPORT_LABELS[supported]))
+                global_support.units.append(GoldUnit((item, index), SUPPORT_LABELS[global_supported]))
+        support.models = global_support.models = models
+
+    def existing_units(self, rows_of: Callable[..., Iterable[dict]]) -> set[tuple]:
+        return listed_units(rows_of, "facts")
+
+    def rater_plan(self, step: int, items: list[dict], settings: dict) -> list:
+        from pipeline.llm_rater import plan_dfactscore  # loads NLTK and scikit-learn: kept out of web start-up
+
+        batches = []
+        for item in items:
+            name, facts, _ = rater_inputs(item)
+            batches += plan_dfactscore(name, facts, item["content"].get("candidates") or [])
+        return batches
+
+    def rate(self, step: int, items: list[dict], settings: dict, config) -> list:
+        from pipeline.llm_rater import rate_dfactscore  # loads NLTK and scikit-learn: kept out of web start-up
+
+        return [rate_dfactscore(name, item["response"], facts, candidates, settings, config)
+                for item in items for name, facts, candidates in [rater_inputs(item)]]
 
     # -- import -----------------------------------------------------------------------------
 
@@ -284,8 +403,6 @@ class DfactscoreKind(KindSpec):
     def extra_agreement(self, stage: int, items: Iterable[AgreementItem]) -> dict:
         """Grouping agreement: the mean adjusted Rand index between the first two annotators'
         partitions of each item's facts, and between each annotator and the machine's grouping."""
-        from pipeline.dfactscore_scores import partition_agreements  # vectorised: 10,000 items in well under 1 s
-
         between_pairs: list[tuple] = []
         machine_pairs: list[tuple] = []
         machine_raters: list[Hashable] = []
@@ -334,8 +451,6 @@ class DfactscoreKind(KindSpec):
         """``dfactscore``: one line per paragraph; ``dfactscore-result``: one line per model in the
         released result shape. Rows come in item order, so models are grouped here: only each
         paragraph's small score record is kept per model until the end."""
-        from pipeline.dfactscore_scores import model_scores, paragraph_scores
-
         if fmt == "dfactscore":
             for row in rows:
                 yield paragraph_record(row, paragraph_scores(row["content"], row["gold"], irrelevant))
@@ -400,7 +515,7 @@ def _parse_decisions(data: dict, key: str, line: int) -> list[dict] | None:
 def build_content(name: str, response: str, facts: list[str], candidates: list[dict]) -> dict:
     """Stage content for facts the file gives, cut and placed as pre-annotation does it (the
     pages' passages, each fact's span in the response), so the item is ready without it."""
-    from pipeline.dfactscore import fact_span, sentence_spans, split_page
+    from pipeline.dfactscore import fact_span, sentence_spans, split_page  # loads NLTK and scikit-learn: kept out of web start-up
     from pipeline.segmenter import split_sentences
 
     sentences = split_sentences(response)
@@ -430,8 +545,6 @@ def gold_from_released(facts: list[str], candidates: list[dict], released: dict,
             fact["label"] = "supported" if entry["is_supported"] else "not_supported"
             # a page the candidates do not hold (or no page) leaves the fact's individual open:
             # the scores come from the kept entries, not from the grouping
-            from pipeline.dfactscore_scores import topic_titles
-
             pages = [titles[t] for t in topic_titles(entry.get("supporting_topic")) if t in titles]
             page = pages[0] if entry["is_supported"] and pages else None
             if page is not None:

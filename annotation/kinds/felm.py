@@ -1,6 +1,6 @@
 """FELM segment labelling (Chen et al.): one stage; per segment correct / contains an error,
 error type, reason and reference links."""
-from typing import Any, Hashable, Iterable
+from typing import Any, Callable, Hashable, Iterable
 
 from .base import (
     ImportLineError,
@@ -13,6 +13,7 @@ from .base import (
     optional_str,
     require_str,
 )
+from .research import FELM_FIGURES, GoldUnit, Task, item_key, listed_units
 
 # The released names (DESIGN §5): the paper's "irrelevant" is ``irrelevant_with_qst`` in the data.
 ERROR_TYPES = ("knowledge_error", "reasoning_error", "irrelevant_with_qst", "fooled")
@@ -37,8 +38,55 @@ class FelmKind(KindSpec):
     stages = (1,)
     import_formats = ("felm", "plain")
     export_formats = ("felm",)
+    domains = DOMAINS
     agreement_fields = {"label": "Segment label (correct / error)", "error_type": "Error type (segments both marked wrong)"}
     value_names = {"irrelevant_with_qst": "Irrelevant to the question"}  # as felm.js names it
+
+    # -- research (annotation.scoring, the LLM rater and its agreement) -----------------------
+    rated_steps = (1,)
+    rated_fields = {1: {"label": "segment"}}
+
+    def scoring_tasks(self) -> dict[str, Task]:
+        return {
+            "segment": Task("segment", "FELM: segment level", ("item", "segment"), vocabulary=("correct", "error"),
+                            figures=FELM_FIGURES),
+            "response": Task("response", "FELM: response level (wrong when any segment is)", ("item",),
+                             field="response_label", vocabulary=("correct", "error"), agreement_field="label",
+                             figures=FELM_FIGURES),
+        }
+
+    def gold_units(self, tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]], settings: dict) -> None:
+        segment, response = tasks["segment"], tasks["response"]
+        for row in rows_of(metadata=False):
+            item = item_key(row)
+            texts = (row.get("content") or {}).get("segments") or []
+            labels = [s["label"] for s in row["gold"]["segments"]]
+            for index, label in enumerate(labels):
+                if label is not None:
+                    segment.units.append(GoldUnit((item, index), "correct" if label else "error"))
+            # an empty segment left unlabelled (nothing to decide) does not hold the response back
+            labels = [label for index, label in enumerate(labels)
+                      if not (label is None and index < len(texts) and not str(texts[index]).strip())]
+            if labels and None not in labels:
+                response.units.append(GoldUnit((item,), "correct" if all(labels) else "error"))
+
+    def existing_units(self, rows_of: Callable[..., Iterable[dict]]) -> set[tuple]:
+        return listed_units(rows_of, "segments")
+
+    def rater_batch_size(self) -> int:
+        from pipeline.llm_rater import FELM_BATCH  # loads NLTK and scikit-learn: kept out of web start-up
+
+        return FELM_BATCH
+
+    def rater_plan(self, step: int, items: list[dict], settings: dict) -> list:
+        from pipeline.llm_rater import plan_felm  # loads NLTK and scikit-learn: kept out of web start-up
+
+        return plan_felm([(i["prompt"], i["content"].get("segments") or []) for i in items])
+
+    def rate(self, step: int, items: list[dict], settings: dict, config) -> list:
+        from pipeline.llm_rater import rate_felm_items  # loads NLTK and scikit-learn: kept out of web start-up
+
+        return rate_felm_items([(i["prompt"], i["content"].get("segments") or []) for i in items], config)
 
     # -- import -----------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from django.db import OperationalError
 from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
-from annotation import selectors
+from annotation import dispatch, selectors
 from annotation.kinds import get_kind
 from annotation.models import (
     Annotation,
@@ -161,10 +161,8 @@ def lookup(project: Project, stage: int, resamples: int, seed: int, poll: bool =
 
 
 def _enqueue(project: Project, stage: int, resamples: int, seed: int, token: str, base: str) -> None:
-    from annotation.tasks import compute_agreement
-
     try:
-        compute_agreement.delay(project.id, stage, resamples, seed, token)
+        dispatch.send("compute_agreement", project.id, stage, resamples, seed, token)
     except Exception:
         # The broker is unreachable: let the next request try again rather than wait for a task
         # that was never queued.

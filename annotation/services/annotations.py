@@ -8,6 +8,7 @@ from annotation.kinds import get_kind
 from annotation.models import Annotation, Assignment, AssignmentStatus, ItemStage, StageStatus
 
 from .locks import lock_project_of
+from .consolidation import open_consolidation_if_complete
 
 MAX_ACTIVE_SECONDS_PER_SAVE = 3600
 
@@ -78,8 +79,6 @@ def save_annotation(*, assignment: Assignment, payload, version: int, submit: bo
         assignment.save(update_fields=["active_seconds", "started_at", "status", "submitted_at"])
 
         if submit:
-            from .consolidation import open_consolidation_if_complete
-
             # Serialise the submissions of one item-stage, so the last one sees all the others.
             ItemStage.objects.select_for_update(no_key=True).filter(pk=stage.pk).values_list("pk", flat=True).get()
             open_consolidation_if_complete(stage)

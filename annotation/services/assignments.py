@@ -8,6 +8,7 @@ from django.utils import timezone
 from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
 from annotation.models import Assignment, AssignmentRole, AssignmentStatus, ItemStage, Membership, Project, Role, StageStatus
+from annotation.selectors import waiting_without_third_rater
 
 from .locks import lock_project_for_assigning, lock_project_of
 
@@ -113,7 +114,7 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
              for stage_id, assigned, item_id in stages.order_by("id").values_list("id", "assigned", "item_id")]
     needy = [row for row in needy if row[2] > 0]
     if not needy:
-        return _assign_third_raters(project)
+        return assign_waiting_third_raters(project)
     taken: dict[int, set[int]] = {}
     for stage_id, user_id in Assignment.objects.filter(item_stage_id__in=[s for s, _, _ in needy]).values_list(
         "item_stage_id", "user_id"
@@ -125,13 +126,40 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     ItemStage.objects.filter(id__in={stage_id for stage_id, _ in planned}, status=StageStatus.READY).update(
         status=StageStatus.ANNOTATING
     )
-    return len(planned) + _assign_third_raters(project)
+    return len(planned) + assign_waiting_third_raters(project)
 
 
-def _assign_third_raters(project: Project) -> int:
-    from .third_rater import assign_waiting_third_raters
+def free_annotators(stage: ItemStage, exclude: set[int] = frozenset()) -> list[int]:
+    """The project's annotators who could be the stage's third rater."""
+    taken = set(stage.assignments.values_list("user_id", flat=True))
+    return [u for u in annotator_ids(stage.item.project) if u not in taken and u not in exclude]
 
-    return assign_waiting_third_raters(project)
+
+def assign_third_rater(stage: ItemStage, exclude: set[int]) -> Assignment | None:
+    """The least-loaded project annotator who has not worked on the stage, nor is excluded
+    (the consolidator who has seen the first two answers); None when nobody is free."""
+    project = stage.item.project
+    free = free_annotators(stage, exclude)
+    if not free:
+        return None
+    load = current_load(project, free)
+    user_id = min(free, key=lambda u: (load[u], u))
+    return Assignment.objects.create(item_stage=stage, user_id=user_id, role=AssignmentRole.THIRD_RATER)
+
+
+def assign_waiting_third_raters(project: Project) -> int:
+    """Give a third rater to the waiting consolidations that have none (an annotator joined)."""
+    assigned = 0
+    waiting = waiting_without_third_rater(project).select_related("item_stage__item__project").order_by("item_stage_id")
+    for consolidation in waiting:
+        # the stage alone, in stage-id order (annotation/services/locks.py)
+        stage = ItemStage.objects.select_for_update(of=("self",), no_key=True).select_related("item__project").get(
+            pk=consolidation.item_stage_id)
+        if stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists():
+            continue
+        exclude = {consolidation.consolidator_id} if consolidation.consolidator_id else set()
+        assigned += assign_third_rater(stage, exclude) is not None
+    return assigned
 
 
 @transaction.atomic

@@ -18,8 +18,10 @@ from annotation.models import (
     StageStatus,
 )
 
+from . import export_lines
 from .locks import lock_project_of
-from .third_rater import always_third_rater, wait_for_third_rater
+from .stages import open_next_stages
+from .third_rater import allows_third_rater, always_third_rater, wait_for_third_rater
 
 
 def open_consolidation_if_complete(stage: ItemStage) -> Consolidation | None:
@@ -73,12 +75,8 @@ def _gold_from_the_one_submission(stage: ItemStage, assignment: Assignment) -> N
         "payload": payload, "source": GoldSource.SINGLE, "consolidated_by": None, "disagreed_fields": []})
     stage.status = StageStatus.DONE
     stage.save(update_fields=["status", "updated_at"])
-    from annotation.tasks import enqueue_store_export_lines
-
-    from .stages import open_next_stages
-
     open_next_stages(stage.item.project, [stage.id])
-    enqueue_store_export_lines(stage.item.project_id, [stage.item_id])
+    export_lines.enqueue_store_export_lines(stage.item.project_id, [stage.item_id])
 
 
 def check_not_annotator(consolidation: Consolidation, user) -> None:
@@ -153,12 +151,8 @@ def save_consolidation(*, consolidation: Consolidation, user, payload, version: 
             )
             stage.status = StageStatus.DONE
             stage.save(update_fields=["status", "updated_at"])
-            from .stages import open_next_stages
-
             open_next_stages(stage.item.project, [stage.id])
-            from annotation.tasks import enqueue_store_export_lines
-
-            enqueue_store_export_lines(stage.item.project_id, [stage.item_id])
+            export_lines.enqueue_store_export_lines(stage.item.project_id, [stage.item_id])
         consolidation.save()
     return consolidation
 
@@ -217,4 +211,29 @@ def reopen_stage(*, stage: ItemStage, user, reason: str) -> Consolidation:
         stage.save(update_fields=["status", "discard_reason", "updated_at"])
         StageEvent.objects.create(item_stage=stage, action=StageEvent.RESTORED if restoring else StageEvent.REOPENED,
                                   reason=reason, user=user)
+    return consolidation
+
+
+def escalate(*, consolidation: Consolidation, user, reason: str) -> Consolidation:
+    """A consolidator asks for a third rater on an item the two annotators cannot settle.
+
+    Refused where the stage has no third rater, or when one already answered. With no
+    annotator free to be one, the item waits as in the ``always`` mode: the consolidation and
+    project pages say so, and the next annotator added is given it
+    (``assign_waiting_third_raters``). The consolidation's draft restarts from the three
+    answers when the third rater submits."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise DomainError("a reason is required to ask for a third rater")
+    check_not_annotator(consolidation, user)
+    with transaction.atomic():
+        consolidation = lock_open_consolidation(consolidation, None)
+        stage = consolidation.item_stage
+        project = stage.item.project
+        if not allows_third_rater(project, stage.stage):
+            raise DomainError("this step has no third rater")
+        if stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists():
+            raise DomainError("a third rater has already answered for this item")
+        consolidation.consolidator = user
+        consolidation = wait_for_third_rater(stage, consolidation, exclude={user.pk}, reason=reason)
     return consolidation

@@ -20,12 +20,15 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation import dispatch
+from annotation.corpus_search import forget_vectors
 from annotation.exceptions import DomainError, ImportFailed
 from annotation.json_values import MAX_JSON_DEPTH, bad_value, too_deep
 from annotation.kinds.base import is_valid_url
 from annotation.models import Corpus, CorpusState, Passage, Project
 from annotation.uploads import store_upload, stored_path, upload_name
 
+from . import jobs
 from .imports import check_upload_size, read_json_line
 
 logger = logging.getLogger(__name__)
@@ -68,9 +71,7 @@ def create_corpus(*, name: str, user, upload, projects: list[Project], passage_s
                 file_size=size, file_name=upload_name(upload),
             )
             corpus.projects.set(projects)
-            from annotation.tasks import import_corpus
-
-            transaction.on_commit(lambda: import_corpus.delay(corpus.id))
+            dispatch.queue("import_corpus", corpus.id)
     except BaseException:
         stored_path(relative).unlink(missing_ok=True)
         raise
@@ -187,13 +188,11 @@ def _fill_search_vectors(corpus_id: int) -> None:
 
 def run_corpus_import(corpus_id: int) -> Corpus | None:
     """The import task's body: check, write passages, make them searchable; safe to run again."""
-    from pipeline.retrieval import split_passages
-
-    from annotation.services.jobs import KINDS, claimable
+    from pipeline.retrieval import split_passages  # loads NLTK and scikit-learn: kept out of web start-up
 
     # Queued, or importing with no progress for JOB_STALLED_AFTER_SECONDS (its worker died): a
     # run beside a live one would delete and rewrite the same passages.
-    claimed = Corpus.objects.filter(claimable(KINDS["corpus"]), pk=corpus_id).update(
+    claimed = Corpus.objects.filter(jobs.claimable(jobs.KINDS["corpus"]), pk=corpus_id).update(
         state=CorpusState.IMPORTING, errors=[], lines_read=0, documents=0, passages=0, progress_at=timezone.now())
     corpus = Corpus.objects.filter(pk=corpus_id).first()
     if not claimed or corpus is None:
@@ -233,21 +232,17 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
     _fill_search_vectors(corpus_id)
     Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.EMBEDDING, imported_at=timezone.now())
     path.unlink(missing_ok=True)
-    from annotation.tasks import embed_corpus
-
-    if not embed_corpus.app.conf.task_always_eager:
+    if not dispatch.runs_in_process():
         # With no worker (the embedded default) a whole corpus is not embedded inside a web
         # request: retrieval embeds the candidates it ranks and keeps their vectors instead.
-        transaction.on_commit(lambda: embed_corpus.delay(corpus_id))
+        dispatch.queue("embed_corpus", corpus_id)
     return Corpus.objects.get(pk=corpus_id)
 
 
 def embedded_by_worker() -> bool:
     """Whether a worker embeds whole corpora (a broker is set); in the embedded default only
     the passages retrieval ranks get vectors, and the corpus stays partly embedded."""
-    from config import celery_app
-
-    return not celery_app.conf.task_always_eager
+    return not dispatch.runs_in_process()
 
 
 def fail_corpus(corpus_id: int, message: str) -> None:
@@ -266,12 +261,10 @@ def fail_corpus(corpus_id: int, message: str) -> None:
 def stop_embedding(corpus_id: int, exc: BaseException) -> None:
     """The embedding task failed: the corpus stays searchable (lexically, and by the vectors made
     so far; retrieval embeds the candidates it ranks), with the reason among its errors."""
-    from annotation.services.jobs import reason
-
     Corpus.objects.filter(pk=corpus_id, state=CorpusState.EMBEDDING).update(
         state=CorpusState.READY, embedded_at=timezone.now(), progress_at=timezone.now(),
         errors=[{"line": 0, "field": "(embedding)",
-                 "message": f"embedding stopped on an unexpected error ({reason(exc)}); the corpus is searchable, "
+                 "message": f"embedding stopped on an unexpected error ({jobs.reason(exc)}); the corpus is searchable, "
                             "passages without a vector are embedded when retrieval ranks them"}])
 
 
@@ -286,7 +279,7 @@ def requeue_corpus(corpus_id: int) -> None:
 def embed_next_batch(corpus_id: int, size: int = EMBED_BATCH) -> int:
     """Embed up to ``size`` passages that have no vector yet; returns how many were embedded.
     The corpus is ready when none is left."""
-    from pipeline.retrieval import embed
+    from pipeline.retrieval import embed  # loads NLTK and scikit-learn: kept out of web start-up
 
     rows = list(Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=True).order_by("id")
                 .values_list("id", "text")[:size])
@@ -323,7 +316,7 @@ def embedding_agreement(corpus_id: int, sample: int = AGREEMENT_SAMPLE) -> float
     """Mean cosine between the stored vectors of the corpus's first ``sample`` embedded passages
     and what the current embedding backend makes of them; None when nothing is embedded. The
     corpus does not record which model made its vectors, so this compares them instead."""
-    from pipeline.retrieval import embed
+    from pipeline.retrieval import embed  # loads NLTK and scikit-learn: kept out of web start-up
 
     rows = list(Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=False).order_by("id")
                 .values_list("text", "embedding")[:sample])
@@ -341,8 +334,6 @@ def clear_embeddings(corpus_id: int, *, enqueue: bool = True) -> Corpus:
     embedding backend or model changed, old and new vectors are not comparable. Retrieval goes on
     lexically meanwhile and uses the new vectors as they come; ``enqueue``: queue the embedding
     task once this commits (not without a broker, as after an import: the caller embeds then)."""
-    from annotation.corpus_search import forget_vectors
-
     with transaction.atomic():
         corpus = Corpus.objects.select_for_update().get(pk=corpus_id)
         if corpus.state not in (CorpusState.EMBEDDING, CorpusState.READY):
@@ -353,8 +344,6 @@ def clear_embeddings(corpus_id: int, *, enqueue: bool = True) -> Corpus:
                                                    embedded_at=None)
         # Other processes notice on their next search (corpus_search._stale).
         transaction.on_commit(lambda: forget_vectors(corpus_id))
-        from annotation.tasks import embed_corpus
-
-        if enqueue and not embed_corpus.app.conf.task_always_eager:
-            transaction.on_commit(lambda: embed_corpus.delay(corpus_id))
+        if enqueue and not dispatch.runs_in_process():
+            dispatch.queue("embed_corpus", corpus_id)
     return Corpus.objects.get(pk=corpus_id)

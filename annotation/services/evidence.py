@@ -9,6 +9,7 @@ from functools import partial
 
 from django.db import transaction
 
+from annotation import dispatch
 from annotation.corpus_search import corpus_search
 from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
@@ -36,9 +37,7 @@ def _check(stage: ItemStage, index: int) -> None:
 def request_retrieval(*, stage: ItemStage, index: int) -> None:
     """Check the request now (a clear 400), retrieve in a task after the commit."""
     _check(stage, index)
-    from annotation.tasks import retrieve_unit_again
-
-    transaction.on_commit(lambda: retrieve_unit_again.delay(stage.id, index))
+    dispatch.queue("retrieve_unit_again", stage.id, index)
 
 
 def retrieve_again(stage_id: int, index: int) -> bool:

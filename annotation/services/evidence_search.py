@@ -6,10 +6,14 @@ only stores the query and the page polls the search until it is done.
 import logging
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from annotation import dispatch
+from annotation.corpus_search import corpus_search
 from annotation.exceptions import DomainError
 from annotation.models import EvidenceSearch, EvidenceSearchState, Project
+from annotation.services import jobs
 
 logger = logging.getLogger(__name__)
 
@@ -23,9 +27,7 @@ def start_search(*, project: Project, user, query: str, claim: str = "") -> Evid
     if len(query) > MAX_QUERY_CHARS:
         raise DomainError(f"query: at most {MAX_QUERY_CHARS} characters, not {len(query)}")
     search = EvidenceSearch.objects.create(project=project, user=user, query=query, claim=(claim or "")[:5000])
-    from annotation.tasks import run_evidence_search
-
-    transaction.on_commit(lambda: run_evidence_search.delay(search.id))
+    dispatch.queue("run_evidence_search", search.id)
     return search
 
 
@@ -33,14 +35,11 @@ def run_search(search_id: int) -> EvidenceSearch | None:
     """Answer a queued search (the task's body). Only the run that moves it from queued to
     running answers it, so a duplicate delivery does not search twice; a search left running
     by a worker that died is taken again once it is stalled (services.jobs)."""
-    from annotation.services.jobs import KINDS, claimable
-
-    if not EvidenceSearch.objects.filter(claimable(KINDS["evidence-search"]), pk=search_id).update(
+    if not EvidenceSearch.objects.filter(jobs.claimable(jobs.KINDS["evidence-search"]), pk=search_id).update(
             state=EvidenceSearchState.RUNNING, progress_at=timezone.now()):
         return None
     search = EvidenceSearch.objects.select_related("project").get(pk=search_id)
-    from annotation.corpus_search import corpus_search
-    from pipeline.evidence_search import search_passages
+    from pipeline.evidence_search import search_passages  # loads NLTK and scikit-learn: kept out of web start-up
     from pipeline.retrieval import embed
     from pipeline.websearch import WebSearchConfig
 

@@ -7,13 +7,20 @@ from typing import Iterable
 
 from django.db import connection, transaction
 
-from annotation import selectors
+from annotation import dispatch, selectors
 from annotation.kinds import get_kind
 from annotation.models import ExportLine, Project
 
 from .locks import project_still_there
 
 RENDER_CHUNK = 250
+
+
+def enqueue_store_export_lines(project_id: int, item_ids: list[int] | None = None) -> None:
+    """Store export lines (the task ``store_export_lines``) once the transaction that changed
+    the gold records has committed."""
+    if get_kind(Project.objects.values_list("kind", flat=True).get(pk=project_id)).stored_export_formats:
+        dispatch.queue("store_export_lines", project_id, item_ids)
 
 
 def render_lines(project: Project, fmt: str, item_ids: Iterable[int]) -> dict[int, str]:

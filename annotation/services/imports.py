@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable, Iterator
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connection, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from annotation import dispatch
 from annotation.exceptions import ImportFailed, UploadTooLarge
 from annotation.json_values import NON_FINITE, NUL, bad_value, nul_path
 from annotation.kinds import KindSpec, PayloadError, get_kind
@@ -32,7 +33,9 @@ from annotation.kinds.base import ImportLineError, ParsedItem
 from annotation.models import GoldRecord, GoldSource, ImportJob, ImportJobState, Item, ItemStage, Project, StageStatus
 from annotation.uploads import store_upload, stored_path, upload_name
 
+from . import export_lines
 from .assignments import annotator_ids, assign_new_stages, current_load
+from .stages import enqueue_precompute, open_next_stages
 
 logger = logging.getLogger(__name__)
 
@@ -513,8 +516,6 @@ class _Writer:
                 batch_size=BATCH_SIZE,
             )
             self.result.gold_records += len(gold)
-            from .stages import open_next_stages
-
             open_next_stages(self.project, [stage.id for stage in stages] + self._write_later_gold(items, batch))
         self.result.items += len(items)
         self.result.precomputing += sum(stage.status == StageStatus.PRECOMPUTING for stage in stages)
@@ -610,9 +611,7 @@ def _import(project: Project, file, fmt: str, labels_as: str, on_progress, befor
         if result.precomputing:
             transaction.on_commit(_enqueue_precompute_of(project, writer.stage, writer.first_item_id))
         if result.gold_records:
-            from annotation.tasks import enqueue_store_export_lines
-
-            enqueue_store_export_lines(project.id)
+            export_lines.enqueue_store_export_lines(project.id)
         if before_commit is not None:
             before_commit(result)
     return result
@@ -652,8 +651,6 @@ def _warnings(project: Project, kind: KindSpec, writer: "_Writer", annotators: l
 def _enqueue_precompute_of(project: Project, stage: int, first_item_id: int):
     """After commit: queue this import's precomputing stages, read back in chunks (not held in memory)."""
     def enqueue():
-        from annotation.tasks import enqueue_precompute
-
         stage_ids = ItemStage.objects.filter(
             item__project=project, item_id__gte=first_item_id, stage=stage, status=StageStatus.PRECOMPUTING
         ).order_by("id").values_list("id", flat=True)
@@ -676,8 +673,6 @@ def retry_failed_precompute(project: Project) -> int:
     )
     if stage_ids:
         ItemStage.objects.filter(id__in=stage_ids).update(status=StageStatus.PRECOMPUTING, precompute_error="")
-        from annotation.tasks import enqueue_precompute
-
         transaction.on_commit(lambda: enqueue_precompute(stage_ids))
     return len(stage_ids)
 
@@ -705,9 +700,7 @@ def create_import_job(*, project: Project, user, upload, fmt: str, labels_as: st
                 file_path=relative, file_size=size,
                 file_name=upload_name(upload),
             )
-            from annotation.tasks import run_import
-
-            transaction.on_commit(lambda: run_import.delay(job.id))
+            dispatch.queue("run_import", job.id)
     except BaseException:
         stored_path(relative).unlink(missing_ok=True)
         raise
@@ -804,8 +797,6 @@ def run_import_job(job_id: int) -> ImportJob | None:
         _end_job(job_id, ImportJobState.FAILED, errors=[line_error(0, "(file)", "the uploaded file is gone from the server "
                                                                            "(web and worker must share DATA_DIR)")])
     except Exception as exc:
-        from django.db import InterfaceError, OperationalError
-
         if isinstance(exc, (OperationalError, InterfaceError)):
             raise  # transient: the task retries, the upload is kept
         logger.exception("import job %s failed", job_id)

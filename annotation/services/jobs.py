@@ -17,11 +17,13 @@ import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from annotation import dispatch
 from annotation.exceptions import DomainError
 from annotation.models import (Corpus, CorpusState, EvidenceSearch, EvidenceSearchState, ImportJob, ImportJobState,
                                SystemRun, SystemRunSource, SystemRunState)
@@ -40,22 +42,22 @@ class JobKind:
     queued: str
     running: tuple[str, ...]
     ended: tuple[str, ...]
-    task: str            # the Celery task that runs it, by name (services never import tasks.py)
+    task: str            # the Celery task that runs it, by its name in annotation.dispatch (never imported)
     where: Q = Q()       # which rows of ``model`` are of this kind
 
 
 KINDS = {kind.name: kind for kind in (
     JobKind("import", "import", ImportJob, ImportJobState.QUEUED, (ImportJobState.RUNNING,),
-            (ImportJobState.DONE, ImportJobState.FAILED), "annotation.tasks.run_import"),
+            (ImportJobState.DONE, ImportJobState.FAILED), "run_import"),
     JobKind("corpus", "corpus import", Corpus, CorpusState.QUEUED, (CorpusState.IMPORTING,),
-            (CorpusState.EMBEDDING, CorpusState.READY, CorpusState.FAILED), "annotation.tasks.import_corpus"),
+            (CorpusState.EMBEDDING, CorpusState.READY, CorpusState.FAILED), "import_corpus"),
     JobKind("system-run", "system run", SystemRun, SystemRunState.QUEUED, (SystemRunState.RUNNING,),
-            (SystemRunState.DONE, SystemRunState.FAILED), "annotation.tasks.score_system_run", Q(source=SystemRunSource.UPLOAD)),
+            (SystemRunState.DONE, SystemRunState.FAILED), "score_system_run", Q(source=SystemRunSource.UPLOAD)),
     JobKind("llm-rater", "LLM rater run", SystemRun, SystemRunState.QUEUED, (SystemRunState.RUNNING,),
-            (SystemRunState.DONE, SystemRunState.FAILED), "annotation.tasks.run_llm_rater", Q(source=SystemRunSource.LLM_RATER)),
+            (SystemRunState.DONE, SystemRunState.FAILED), "run_llm_rater", Q(source=SystemRunSource.LLM_RATER)),
     JobKind("evidence-search", "evidence search", EvidenceSearch, EvidenceSearchState.QUEUED,
             (EvidenceSearchState.RUNNING,), (EvidenceSearchState.DONE, EvidenceSearchState.FAILED),
-            "annotation.tasks.run_evidence_search"),
+            "run_evidence_search"),
 )}
 
 
@@ -114,8 +116,6 @@ def run_job(task, run, fail, job_id: int, nothing_was: str, before_retry=None, l
 
 def task_queue(task_name: str) -> str:
     """The queue a task is sent to (settings.CELERY_TASK_ROUTES, else the default queue)."""
-    from celery import current_app
-
     route = (current_app.conf.task_routes or {}).get(task_name) or {}
     return route.get("queue") or current_app.conf.task_default_queue
 
@@ -123,8 +123,6 @@ def task_queue(task_name: str) -> str:
 def queue_length(queue: str) -> int | None:
     """Tasks waiting on a queue of the Redis broker; None with another broker or when it cannot
     be asked (a status must never fail on it)."""
-    from celery import current_app
-
     if not str(current_app.conf.broker_url or "").startswith(("redis://", "rediss://")):
         return None
     try:
@@ -141,11 +139,9 @@ def status(job) -> dict:
     last = job.progress_at or getattr(job, "started_at", None) or job.created_at
     stalled = False
     if job.state == kind.queued:
-        from celery import current_app
-
         if current_app.conf.task_always_eager:  # no broker: the web process runs it at once
             return {"stalled": False, "progress_at": job.progress_at, "detail": "queued"}
-        queue, waited = task_queue(kind.task), timezone.now() - last if last else timedelta(0)
+        queue, waited = task_queue(f"{dispatch.TASKS}.{kind.task}"), timezone.now() - last if last else timedelta(0)
         detail = f"queued: waiting for a worker on queue '{queue}'"
         if waited > stalled_after():
             stalled = True
@@ -192,10 +188,7 @@ def restart(job):
         ).update(state=kind.queued, progress_at=timezone.now())
         if not taken:
             raise DomainError(f"this {kind.label} moved on meanwhile: reload it")
-        from celery import current_app
-
-        task = current_app.tasks[kind.task]
-        transaction.on_commit(lambda: task.delay(job.pk))
+        dispatch.queue(kind.task, job.pk)
     logger.info("%s %s restarted", kind.label, job.pk)
     job.refresh_from_db()
     return job

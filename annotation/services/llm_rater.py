@@ -30,19 +30,21 @@ from urllib.parse import urlsplit
 
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation import selectors
+from annotation import dispatch, scoring, selectors
 from annotation.exceptions import DomainError
+from annotation.kinds import get_kind
 from annotation.models import ItemStage, Project, StageStatus, SystemRun, SystemRunSource, SystemRunState
 from annotation.services.imports import line_error
 from annotation.services.locks import lock_project_for_change
+from annotation.services import predictions as prediction_services
 
 logger = logging.getLogger(__name__)
 
 # Steps the rater answers, per kind (every step with something a model can label).
-RATED_STEPS = {"factcheck": (1, 2, 3), "felm": (1,), "dfactscore": (1,)}
 # Above this many item-steps of one step, the estimate plans an even sample of them and scales.
 ESTIMATE_SAMPLE = 200
 MAX_ERRORS = 200
@@ -113,7 +115,7 @@ def _number(data: Mapping, name: str, errors: dict, *, minimum: float, maximum: 
 
 
 def _steps(project: Project, raw, errors: dict) -> tuple[int, ...]:
-    rated = RATED_STEPS.get(project.kind, ())
+    rated = get_kind(project.kind).rated_steps
     if _blank(raw) or raw == []:
         return rated
     values = raw if isinstance(raw, (list, tuple)) else str(raw).replace(",", " ").split()
@@ -174,7 +176,7 @@ def parse_options(project: Project, user, data: Mapping) -> RaterOptions:
 def rater_config(project: Project, options: RaterOptions):
     """The LLMConfig of a run: the project's LLM settings over the server's, then the run's model
     and base URL; the stored key stays with the base URL it belongs to."""
-    from pipeline.llm import LLMConfig, drop_foreign_server_key, same_base_url
+    from pipeline.llm import LLMConfig, drop_foreign_server_key, same_base_url  # loads the openai client: only where an LLM is called
 
     section = dict((project.pipeline_settings or {}).get("llm") or {})
     base = LLMConfig.from_env(section)
@@ -211,38 +213,20 @@ def stages_to_rate(project: Project, steps):
 
 def _with_inputs(queryset, project: Project):
     """The rows the rater reads: an item's metadata (e.g. the released evidence, tens of KB)
-    only where D-FActScore may take the paragraph's name from it."""
+    only where the kind reads it (D-FActScore may take the paragraph's name from it)."""
     queryset = queryset.select_related("item", "gold")
-    return queryset if project.kind == "dfactscore" else queryset.defer("item__metadata")
+    return queryset if get_kind(project.kind).rater_reads_metadata else queryset.defer("item__metadata")
 
 
 def _item_key(stage: ItemStage) -> str:
     return stage.item.external_id or str(stage.item_id)
 
 
-def _step1_inputs(stage: ItemStage) -> tuple[list[str], list[list[str]]]:
-    sentences = list(stage.content.get("sentences") or [])
-    gold = stage.gold.payload.get("sentences") or []
-    return sentences, [[c.get("text", "") for c in (gold[i].get("claims") or [])] if i < len(gold) else []
-                       for i in range(len(sentences))]
-
-
-def _step3_sentences(stage: ItemStage):
-    from pipeline.revision import ClaimOutcome, SentenceToRevise
-
-    return [SentenceToRevise(s["decontext"], s["checkworthy"], [ClaimOutcome(**c) for c in s["claims"]])
-            for s in stage.content.get("sentences") or []]
-
-
-def _dfactscore_inputs(stage: ItemStage) -> tuple[str, list[str], list[dict]]:
-    content = stage.content
-    name = content.get("name") or (stage.item.metadata or {}).get("name", "")
-    return (name, [fact["text"] for fact in content.get("facts") or []],
-            [{key: c.get(key) or "" for key in ("title", "url", "text")} for c in content.get("candidates") or []])
-
-
-def _with_question(project: Project) -> bool:
-    return bool(((project.pipeline_settings or {}).get("revision") or {}).get("with_question"))
+def _inputs(project: Project, stage: ItemStage) -> dict:
+    """What a kind's rater hooks read of an item-step (KindSpec.rater_plan, rate)."""
+    return {"prompt": stage.item.prompt, "response": stage.item.response, "content": stage.content,
+            "suggestion": stage.suggestion, "gold": stage.gold.payload,
+            "metadata": (stage.item.metadata or {}) if get_kind(project.kind).rater_reads_metadata else {}}
 
 
 # -- the estimate -------------------------------------------------------------------------------
@@ -257,35 +241,14 @@ def _sample(queryset, total: int):
 
 
 def _plan(project: Project, step: int, stages: list[ItemStage]) -> list:
-    from pipeline import llm_rater as rater
-
-    if project.kind == "felm":
-        return rater.plan_felm([(s.item.prompt, s.content.get("segments") or []) for s in stages])
-    batches = []
-    for stage in stages:
-        if project.kind == "dfactscore":
-            batches += rater.plan_dfactscore(*_dfactscore_inputs(stage)[:2], stage.content.get("candidates") or [])
-        elif step == 1:
-            sentences, gold_claims = _step1_inputs(stage)
-            suggested = (stage.suggestion or {}).get("sentences")
-            own = None
-            if isinstance(suggested, list) and len(suggested) == len(sentences):
-                own = [[c.get("text", "") for c in (s.get("claims") or []) if isinstance(c, dict)]
-                       if isinstance(s, dict) else [] for s in suggested]
-            batches += rater.plan_factcheck_step1(stage.item.response, sentences, gold_claims, own)
-        elif step == 2:
-            batches += rater.plan_factcheck_step2(stage.content.get("claims") or [])
-        else:
-            batches += rater.plan_factcheck_step3(_step3_sentences(stage), question=stage.item.prompt,
-                                                  with_question=_with_question(project))
-    return batches
+    return get_kind(project.kind).rater_plan(step, [_inputs(project, s) for s in stages], project.pipeline_settings or {})
 
 
 def estimate(project: Project, options: RaterOptions) -> dict:
     """What a run with ``options`` will do: item-steps per step, LLM calls per kind, tokens,
     time and cost (pipeline.llm_rater.estimate says how), the endpoint and model it will use.
     Projects with more than ESTIMATE_SAMPLE item-steps in a step are planned from a sample."""
-    from pipeline import llm_rater as rater
+    from pipeline import llm_rater as rater  # loads NLTK and scikit-learn: kept out of web start-up
     from pipeline.llm import usable
 
     config = rater_config(project, options)
@@ -344,9 +307,7 @@ def start_run(*, project: Project, user, options: RaterOptions, confirmed: bool)
             raise DomainError(f"rater run {running.id} ({running.get_state_display().lower()}) is under way: "
                               "wait for it to end")
         run = _create(project, user, summary, options)
-        from annotation.tasks import run_llm_rater
-
-        transaction.on_commit(lambda: run_llm_rater.delay(run.id))
+        dispatch.queue("run_llm_rater", run.id)
     return run
 
 
@@ -399,7 +360,7 @@ class _Run:
             self.check_endpoint()
 
     def check_endpoint(self) -> None:
-        from pipeline.llm_rater import probe
+        from pipeline.llm_rater import probe  # loads NLTK and scikit-learn: kept out of web start-up
 
         problem = probe(self.config)
         if problem:
@@ -451,8 +412,6 @@ def fail_run(run_id: int, message: str) -> None:
 
 def requeue_run(run_id: int) -> None:
     """Hand a run back to the queue before the task retries (the retry rates from the start)."""
-    from django.db import InterfaceError, OperationalError
-
     try:
         SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING).update(state=SystemRunState.QUEUED)
     except (OperationalError, InterfaceError):
@@ -481,8 +440,6 @@ def execute(run_id: int) -> SystemRun | None:
         _fail(run_id, [line_error(0, "(endpoint)", f"{where} stopped answering after {state.done} item-steps: {exc}; "
                                                "nothing was stored"), *state.all_errors()])
     except Exception as exc:
-        from django.db import InterfaceError, OperationalError
-
         if isinstance(exc, (OperationalError, InterfaceError)):
             raise
         logger.exception("LLM rater run %s failed", run_id)
@@ -492,50 +449,28 @@ def execute(run_id: int) -> SystemRun | None:
 
 
 def _rate(project: Project, options: RaterOptions, config, state: _Run) -> None:
-    from pipeline import llm_rater as rater
-
+    kind = get_kind(project.kind)
+    size = kind.rater_batch_size()
+    settings = project.pipeline_settings or {}
     for step in options.steps:
-        stages = _with_inputs(stages_to_rate(project, [step]), project)
-        if project.kind == "felm":
-            batch: list[ItemStage] = []
-            for stage in stages.iterator(chunk_size=rater.FELM_BATCH):
-                batch.append(stage)
-                if len(batch) == rater.FELM_BATCH:
-                    _rate_felm(batch, config, state)
-                    batch = []
-            if batch:
-                _rate_felm(batch, config, state)
-            continue
-        for stage in stages.iterator(chunk_size=50):
-            if project.kind == "dfactscore":
-                name, facts, candidates = _dfactscore_inputs(stage)
-                rating = rater.rate_dfactscore(name, stage.item.response, facts, candidates,
-                                               project.pipeline_settings or {}, config)
-            elif step == 1:
-                sentences, gold_claims = _step1_inputs(stage)
-                rating = rater.rate_factcheck_step1(stage.item.response, sentences, gold_claims, config)
-            elif step == 2:
-                rating = rater.rate_factcheck_step2(stage.content.get("claims") or [], config)
-            else:
-                rating = rater.rate_factcheck_step3(_step3_sentences(stage), config, question=stage.item.prompt,
-                                                    with_question=_with_question(project))
-            state.record(stage, rating)
-            state.progress()
+        batch: list[ItemStage] = []
+        for stage in _with_inputs(stages_to_rate(project, [step]), project).iterator(chunk_size=max(size, 50)):
+            batch.append(stage)
+            if len(batch) == size:
+                _rate_batch(kind, step, batch, project, settings, config, state)
+                batch = []
+        if batch:
+            _rate_batch(kind, step, batch, project, settings, config, state)
 
 
-def _rate_felm(stages: list[ItemStage], config, state: _Run) -> None:
-    from pipeline.llm_rater import rate_felm_items
-
-    ratings = rate_felm_items([(s.item.prompt, s.content.get("segments") or []) for s in stages], config)
+def _rate_batch(kind, step: int, stages: list[ItemStage], project: Project, settings: dict, config, state: _Run) -> None:
+    ratings = kind.rate(step, [_inputs(project, s) for s in stages], settings, config)
     for stage, rating in zip(stages, ratings):
         state.record(stage, rating)
     state.progress(len(stages))
 
 
 def _finish(run_id: int, project: Project, state: _Run) -> SystemRun:
-    from annotation import scoring
-    from annotation.services import predictions as prediction_services
-
     predicted = scoring.machine_predictions(project, suggestion_of=lambda stage: state.outputs.get(stage.id))
     rated = {"item_steps": state.done, "calls": state.calls, "answered": state.answered}
     options = {**state.options, "rated": rated}

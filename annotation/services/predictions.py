@@ -45,14 +45,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from annotation import scoring
+from annotation import dispatch, scoring
 from annotation.exceptions import ImportFailed
+from annotation.exports import agreement_unit_lines
 from annotation.models import Project, SystemRun, SystemRunSource, SystemRunState
 from annotation.services.imports import Reading, check_upload_size, jsonl_records, line_error
 from annotation.uploads import store_upload, stored_path
-from pipeline.scoring import Scored, difference
+from pipeline.scoring import Scored, difference, means_with_ci
 
 logger = logging.getLogger(__name__)
 
@@ -152,9 +154,7 @@ def _exists(system: str, version: str, earlier: SystemRun | None) -> SystemRunEx
 
 
 def _queue_scoring(run_id: int) -> None:
-    from annotation.tasks import score_system_run
-
-    transaction.on_commit(lambda: score_system_run.delay(run_id))
+    dispatch.queue("score_system_run", run_id)
 
 
 def _delete_run(run: SystemRun) -> None:
@@ -412,8 +412,6 @@ def task_difference(task: scoring.Task, first: Mapping[tuple, object], second: M
     Revisions: the mean per-unit difference of the distance and overlap to the gold revision."""
     units = _units(task, only)
     if task.measure == "revision":
-        from pipeline.scoring import means_with_ci
-
         def text(predictions, unit):
             value = predictions.get(unit.key)
             return value if isinstance(value, str) else ""  # a missing revision: an empty text, as score_task
@@ -440,8 +438,6 @@ def agreed_units(project: Project, tasks: Mapping[str, scoring.Task]) -> dict[st
     """Per task, the unit keys all annotators agreed on (per the agreement-units export; a unit
     keyed by fewer fields, e.g. a FELM response, when they agreed on every unit under it), or
     None when no unit of the project was annotated by two or more annotators."""
-    from annotation.exports import agreement_unit_lines
-
     field_of = {name: task.agreement_field or task.field for name, task in tasks.items()}
     wanted = set(field_of.values())
     # field → unit-key prefix → did every line under it agree
@@ -577,8 +573,6 @@ def run_system_run(run_id: int) -> SystemRun | None:
         _end(run_id, SystemRunState.FAILED, errors=[line_error(0, "(file)", "the uploaded file is gone from the server "
                                                                           "(web and worker must share DATA_DIR)")])
     except Exception as exc:
-        from django.db import InterfaceError, OperationalError
-
         if isinstance(exc, (OperationalError, InterfaceError)):
             raise
         logger.exception("system run %s failed", run_id)

@@ -6,9 +6,12 @@ from django.db import transaction
 
 from annotation import selectors
 from annotation.exceptions import ProjectDeleted
+from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
 from annotation.kinds.dfactscore import settings_error as dfactscore_settings_error
-from annotation.models import Membership, Project, Role, ThirdRater
+from annotation.models import Assignment, AssignmentStatus, Membership, Project, Role, ThirdRater
+
+from .assignments import assign_open_stages
 
 from .locks import lock_project_for_change, lock_project_for_delete, lock_project_for_write
 
@@ -140,8 +143,6 @@ def update_project(*, project: Project, changed_by, **changes) -> Project:
     if changes:
         project.save(update_fields=list(changes))
     if more_annotators:  # items already handed out get their missing annotators
-        from .assignments import assign_open_stages
-
         assign_open_stages(project)
     return project
 
@@ -178,8 +179,6 @@ def add_member(*, project: Project, user, role: str) -> Membership:
     lock_project_for_write(project.pk)
     membership, _ = Membership.objects.get_or_create(project=project, user=user, role=role)
     if role == Role.ANNOTATOR:
-        from .assignments import assign_open_stages
-
         assign_open_stages(project)
     return membership
 
@@ -204,15 +203,9 @@ def remove_member(*, project: Project, user, role: str) -> int:
     # Locked so that two admins taking each other's role at once cannot leave none.
     lock_project_for_change(project.pk)
     if role == Role.ADMIN and not Membership.objects.filter(project=project, role=Role.ADMIN).exclude(user=user).exists():
-        from annotation.exceptions import DomainError
-
         raise DomainError("a project needs an admin: make someone else admin first")
     deleted, _ = Membership.objects.filter(project=project, user=user, role=role).delete()
     if deleted and role == Role.ANNOTATOR:
-        from annotation.models import Assignment, AssignmentStatus
-
-        from .assignments import assign_open_stages
-
         # Locked first, in a save's order: a submission that lands while we wait is seen (the lock
         # re-reads the row) and kept; only then are the open ones deleted.
         # Only the assignment rows, in id order: through the join their stages and items were locked

@@ -1,13 +1,77 @@
-"""Moving items from one annotation step to the next."""
-from django.db import transaction
+"""Moving items from one annotation step to the next, and pre-annotating each step."""
+import logging
+from functools import partial
 
+from django.db import OperationalError, transaction
+
+from annotation import dispatch
+from annotation.corpus_search import corpus_search
 from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Assignment, ItemStage, Project, StageStatus
 
+from .assignments import assign_open_stages
 from .locks import lock_project_of
 
+logger = logging.getLogger(__name__)
 MAX_UNITS = 500
+CHUNK_SIZE = 200
+
+
+def enqueue_precompute(stage_ids: list[int]) -> None:
+    """Queue the pre-annotation of item-stages (the task ``precompute_stages``), in chunks."""
+    for start in range(0, len(stage_ids), CHUNK_SIZE):
+        dispatch.send("precompute_stages", stage_ids[start : start + CHUNK_SIZE])
+
+
+def precompute_stages(stage_ids: list[int]) -> dict:
+    """Compute the content and suggestions of item-stages, then hand them to annotators.
+
+    Idempotent (a stage that is no longer ``precomputing`` is skipped); each stage is written in
+    its own transaction, so a worker that dies mid-task leaves no stage half written. Database
+    and connection errors propagate (the task retries); any other error fails the one stage.
+    """
+    done, failed = 0, 0
+    stages = ItemStage.objects.filter(id__in=stage_ids, status=StageStatus.PRECOMPUTING).select_related("item__project")
+    for stage in stages:
+        project = stage.item.project
+        kind = get_kind(project.kind)
+        earlier = {}
+        if stage.stage > kind.stages[0]:
+            earlier = {
+                number: {"content": content, "gold": gold}
+                for number, content, gold in ItemStage.objects.filter(item_id=stage.item_id, stage__lt=stage.stage)
+                .values_list("stage", "content", "gold__payload")
+            }
+        previous_gold = (earlier.get(stage.stage - 1) or {}).get("gold")
+        try:
+            result = kind.precompute(stage.stage, stage.item.prompt, stage.item.response, stage.content,
+                                     project.pipeline_settings, previous_gold=previous_gold,
+                                     evidence_search=partial(corpus_search, project), item_metadata=stage.item.metadata,
+                                     earlier=earlier)
+        except (OperationalError, ConnectionError, TimeoutError):
+            raise
+        except Exception as exc:  # a bad item must not stop the others; its error is shown in the UI
+            logger.exception("pre-annotation of %s failed", stage)
+            ItemStage.objects.filter(pk=stage.pk, status=StageStatus.PRECOMPUTING).update(
+                status=StageStatus.FAILED, precompute_error=f"{type(exc).__name__}: {exc}"
+            )
+            failed += 1
+            continue
+        with transaction.atomic():
+            updated = ItemStage.objects.filter(pk=stage.pk, status=StageStatus.PRECOMPUTING).update(
+                status=StageStatus.READY,
+                content=result["content"],
+                suggestion=result.get("suggestion"),
+                provenance=result.get("provenance", {}),
+                precompute_error="",
+            )
+        done += updated
+    # Also the stages an earlier run of this task wrote before its worker died: they are ready
+    # but may not be assigned yet.
+    for project in Project.objects.filter(items__stages__id__in=stage_ids).distinct():
+        assign_open_stages(project)
+    return {"done": done, "failed": failed}
 
 
 def open_next_stages(project: Project, done_stage_ids: list[int]) -> list[int]:
@@ -31,8 +95,6 @@ def open_next_stages(project: Project, done_stage_ids: list[int]) -> list[int]:
     )
     stage_ids = [s.id for s in created]
     if stage_ids:
-        from annotation.tasks import enqueue_precompute
-
         transaction.on_commit(lambda: enqueue_precompute(stage_ids))
     return stage_ids
 
@@ -71,8 +133,6 @@ def correct_split(*, stage: ItemStage, units: list[str]) -> ItemStage:
         stage.precompute_error = ""
         stage.status = StageStatus.PRECOMPUTING
         stage.save(update_fields=["content", "suggestion", "precompute_error", "status", "updated_at"])
-        from annotation.tasks import enqueue_precompute
-
         stage_id = stage.id
         transaction.on_commit(lambda: enqueue_precompute([stage_id]))
     return stage

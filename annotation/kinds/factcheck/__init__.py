@@ -9,7 +9,7 @@ from typing import Any, Hashable, Iterable
 
 from ..base import AgreementItem, KindSpec, MergeResult, ParsedItem
 from ..felm import parse_plain_line
-from . import step1, step2, step3, subtasks
+from . import research, step1, step2, step3, subtasks
 from .benchmark import LATER_STEP_FIELDS, SENTENCE_KEY, benchmark_record, parse_benchmark_line
 from .step1 import (
     CLAIM_CATEGORIES,
@@ -42,6 +42,24 @@ class FactcheckKind(KindSpec):
     agreement_aligns_units = True
     agreement_uses_suggestion = True
     agreement_fields = step1.AGREEMENT_FIELDS
+
+    rated_steps = (1, 2, 3)
+    rated_fields = research.RATED_FIELDS
+
+    def scoring_tasks(self) -> dict:
+        return research.scoring_tasks()
+
+    def gold_units(self, tasks: dict, rows_of, settings: dict) -> None:
+        research.gold_units(tasks, rows_of)
+
+    def existing_units(self, rows_of) -> set[tuple]:
+        return research.existing_units(rows_of)
+
+    def rater_plan(self, step: int, items: list[dict], settings: dict) -> list:
+        return research.rater_plan(step, items, settings)
+
+    def rate(self, step: int, items: list[dict], settings: dict, config) -> list:
+        return research.rate(step, items, settings, config)
 
     def agreement_fields_for(self, stage: int) -> dict[str, str]:
         return self._steps[stage].AGREEMENT_FIELDS if stage in self._steps else {}

@@ -110,7 +110,7 @@ def retrieve_evidence(claims: list[dict], settings: dict, search) -> dict:
     Embeddings are only loaded where there is something to rank; ``settings["web_search"]``
     (base_url, api_key, timeout…) adds the web, ``settings["llm"]`` LLM queries and stance hints.
     """
-    from pipeline.factcheck_step2 import ClaimToCheck, suggest_step2
+    from pipeline.factcheck_step2 import ClaimToCheck, suggest_step2  # loads NLTK and scikit-learn: kept out of web start-up
     from pipeline.llm import LLMConfig
     from pipeline.retrieval import embed
     from pipeline.websearch import WebSearchConfig

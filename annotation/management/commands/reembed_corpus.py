@@ -1,10 +1,12 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from annotation import dispatch
 from annotation.exceptions import DomainError
 from annotation.models import Corpus, CorpusState
 from annotation.services.corpora import (
     AGREEMENT_SAMPLE, SAME_EMBEDDINGS, clear_embeddings, embed_next_batch, embedding_agreement,
 )
+from pipeline.embedding_backends import MODEL_NAME
 
 
 class Command(BaseCommand):
@@ -27,8 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--sample", type=int, default=AGREEMENT_SAMPLE, help="passages compared per corpus")
 
     def handle(self, *args, **options):
-        from pipeline.embedding_backends import MODEL_NAME
-        from pipeline.retrieval import embedding_model
+        from pipeline.retrieval import embedding_model  # loads NLTK and scikit-learn: kept out of web start-up
 
         if options["all"] == bool(options["corpus"]):
             raise CommandError("name corpus ids or --all (not both)")
@@ -55,9 +56,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"{label}: {corpus.embedded} of {corpus.passages} passages embedded; {verdict}")
                 if options["check"] or not stale:
                     continue
-            from annotation.tasks import embed_corpus
-
-            here = options["now"] or embed_corpus.app.conf.task_always_eager  # without a broker, here too
+            here = options["now"] or dispatch.runs_in_process()  # without a broker, here too
             try:
                 corpus = clear_embeddings(corpus.id, enqueue=not here)
             except DomainError as exc:
