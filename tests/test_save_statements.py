@@ -1,0 +1,41 @@
+"""The SQL statements of one draft save (issue 22: saves under load wait for every round trip)."""
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from annotation.models import Annotation, Assignment, AssignmentStatus
+
+from .conftest import segment
+
+
+@pytest.mark.django_db
+def test_a_draft_save_on_postgresql_takes_six_statements_and_writes_both_rows(clients, felm_items, users):
+    if connection.vendor != "postgresql":
+        pytest.skip("the statements are PostgreSQL's (set DATABASE_URL)")
+    assignment = Assignment.objects.get(user=users["alice"], item_stage__item=felm_items[0])
+    url = f"/api/assignments/{assignment.id}/annotation/"
+    first = clients["alice"].put(url, {"payload": {"segments": [segment(True)] * 3}, "version": 0, "active_seconds": 5},
+                                 format="json")
+    assert first.status_code == 200, first.content
+    before = Annotation.objects.get(assignment=assignment).updated_at
+
+    payload = {"segments": [segment(False, "knowledge_error", "wrong: it is 1889"), segment(True), segment(True)]}
+    with CaptureQueriesContext(connection) as captured:
+        response = clients["alice"].put(url, {"payload": payload, "version": 1, "active_seconds": 7}, format="json")
+    assert response.status_code == 200, response.content
+    statements = [q["sql"] for q in captured.captured_queries]
+    # token, BEGIN, lock the assignment (and relax the commit), read the annotation, write both rows, COMMIT
+    assert len(statements) == 6, "\n".join(s[:120] for s in statements)
+    assert "set_config" in statements[2] and "FOR UPDATE" in statements[2]
+
+    annotation = Annotation.objects.get(assignment=assignment)
+    assert annotation.version == 2 and annotation.payload["segments"][0]["comment"] == "wrong: it is 1889"
+    assert annotation.updated_at > before and not annotation.submitted
+    assignment.refresh_from_db()
+    assert assignment.active_seconds == 12 and assignment.status == AssignmentStatus.IN_PROGRESS
+    assert assignment.started_at is not None and assignment.submitted_at is None
+
+    # A stale version is still refused, and writes nothing.
+    stale = clients["alice"].put(url, {"payload": payload, "version": 1}, format="json")
+    assert stale.status_code == 409
+    assert Annotation.objects.get(assignment=assignment).version == 2
