@@ -39,3 +39,26 @@ def test_a_draft_save_on_postgresql_takes_six_statements_and_writes_both_rows(cl
     stale = clients["alice"].put(url, {"payload": payload, "version": 1}, format="json")
     assert stale.status_code == 409
     assert Annotation.objects.get(assignment=assignment).version == 2
+
+
+@pytest.mark.django_db
+def test_an_import_on_postgresql_writes_items_stages_and_gold_with_copy(felm_project):
+    if connection.vendor != "postgresql":
+        pytest.skip("COPY is PostgreSQL's (set DATABASE_URL)")
+    from annotation.models import GoldRecord, Item
+    from annotation.services.imports import import_jsonl
+
+    from .conftest import felm_line, jsonl
+
+    with CaptureQueriesContext(connection) as captured:
+        result = import_jsonl(felm_project, jsonl([felm_line(i, [f"Claim {i}.{k}." for k in range(2)]) for i in range(3)]),
+                              fmt="felm", labels_as="gold")
+    assert result.items == 3 and result.gold_records == 3
+    inserts = [q["sql"][:60] for q in captured.captured_queries if q["sql"].startswith("INSERT")]
+    assert inserts == [], inserts  # Django's INSERT ... UNNEST quotes JSON in Python, row by row
+    items = list(Item.objects.filter(project=felm_project).order_by("id"))
+    assert [i.external_id for i in items] == ["0", "1", "2"] and all(i.created_at for i in items)
+    for item in items:
+        stage = item.stages.get()
+        assert stage.updated_at and stage.content["segments"]
+        assert GoldRecord.objects.get(item_stage=stage).payload
