@@ -62,3 +62,29 @@ def test_an_import_on_postgresql_writes_items_stages_and_gold_with_copy(felm_pro
         stage = item.stages.get()
         assert stage.updated_at and stage.content["segments"]
         assert GoldRecord.objects.get(item_stage=stage).payload
+
+
+@pytest.mark.django_db
+def test_export_lines_are_stored_through_copy_and_replaced_in_place(factcheck_project, django_capture_on_commit_callbacks):
+    if connection.vendor != "postgresql":
+        pytest.skip("stored export lines are PostgreSQL's (set DATABASE_URL)")
+    from annotation.models import ExportLine
+    from annotation.services.export_lines import store_export_lines
+    from annotation.services.imports import import_jsonl
+
+    from .conftest import jsonl
+    from .test_factcheck_step2 import released_line
+
+    second = released_line() | {"prompt": "Where is the Eiffel Tower?"}
+    with django_capture_on_commit_callbacks(execute=True):
+        import_jsonl(factcheck_project, jsonl([released_line(), second]), fmt="factcheck-bench", labels_as="gold")
+    stored = list(ExportLine.objects.filter(item__project=factcheck_project, format="factcheck-bench").order_by("id"))
+    assert len(stored) == 2
+    ExportLine.objects.filter(pk=stored[0].pk).update(stamp="stale", line="{}\n")
+    ExportLine.objects.filter(pk=stored[1].pk).delete()
+    with CaptureQueriesContext(connection) as captured:
+        assert store_export_lines(factcheck_project, [line.item_id for line in stored]) == 2
+    assert not [q["sql"][:80] for q in captured.captured_queries if "unnest" in q["sql"].lower()]
+    again = list(ExportLine.objects.filter(item__project=factcheck_project, format="factcheck-bench").order_by("item_id"))
+    assert [(line.item_id, line.stamp, line.line) for line in again] == [(s.item_id, s.stamp, s.line) for s in stored]
+    assert again[0].pk == stored[0].pk  # replaced in place
