@@ -53,6 +53,25 @@ def tree_rss_mib(pid: int) -> float:
     return sum(status_kib(p, "VmRSS") for p in [pid, *children_of(pid)]) / 1024
 
 
+def wait_until_serving(port: int, web: subprocess.Popen, workers: int, timeout: float = 180) -> None:
+    """Until every worker has booted and answered: the clock starts on a running server."""
+    import http.client
+
+    deadline = time.monotonic() + timeout
+    answered = 0
+    while answered < workers * 3:
+        if time.monotonic() > deadline or web.poll() is not None:
+            raise RuntimeError("gunicorn did not start")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("GET", "/accounts/login/")
+            answered += conn.getresponse().status == 200
+            conn.close()
+        except OSError:
+            time.sleep(0.2)
+    time.sleep(1)
+
+
 def set_up(tmp: Path, items: int) -> dict:
     import django
 
@@ -178,7 +197,7 @@ def main() -> None:
              "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
             cwd=REPO_ROOT, env=env, stdout=(tmp / "worker.log").open("wb"), stderr=subprocess.STDOUT,
             start_new_session=True)
-        time.sleep(3)
+        wait_until_serving(port, web, args.web_workers)
         stop = threading.Event()
 
         def sample():
