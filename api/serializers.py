@@ -11,6 +11,7 @@ from rest_framework.authtoken.serializers import AuthTokenSerializer
 from annotation import selectors
 from annotation.json_values import MAX_JSON_DEPTH, nul_path, too_deep
 from annotation.kinds import KINDS
+from annotation.kinds.factcheck.step2 import RELEASED_EVIDENCE_KEY
 from annotation.services.corpora import MAX_PASSAGE_SENTENCES
 from annotation.services import jobs
 from annotation.services.projects import validate_pipeline_settings
@@ -254,12 +255,48 @@ class ItemStageSerializer(serializers.ModelSerializer):
         fields = ["id", "stage", "status", "content", "provenance", "precompute_error", "discard_reason"]
 
 
+# Metadata that only an export reads: Factcheck-Bench's released evidence, about 35 KB an item.
+EXPORT_ONLY_METADATA = (RELEASED_EVIDENCE_KEY,)
+
+
+class WithoutKeys(models.Func):
+    """A JSON object without the given top-level keys, computed by the database (the big values
+    are neither sent to the web worker nor decoded there)."""
+
+    output_field = models.JSONField()
+
+    def __init__(self, expression, keys):
+        self.keys = list(keys)
+        super().__init__(expression)
+
+    def as_sql(self, compiler, connection, **extra):
+        column, params = compiler.compile(self.source_expressions[0])
+        if connection.vendor == "postgresql":
+            return f"({column} - %s::text[])", [*params, self.keys]
+        paths = ", ".join("%s" for _ in self.keys)
+        return f"JSON_REMOVE({column}, {paths})", [*params, *(f'$."{key}"' for key in self.keys)]
+
+
 class ItemSerializer(serializers.ModelSerializer):
+    """An item in the list: ``metadata`` without what only an export needs (EXPORT_ONLY_METADATA)."""
+
     stages = ItemStageSerializer(many=True, read_only=True)
+    metadata = serializers.SerializerMethodField()
 
     class Meta:
         model = Item
         fields = ["id", "external_id", "source", "domain", "prompt", "response", "metadata", "stages"]
+
+    @extend_schema_field(OpenApiTypes.OBJECT)
+    def get_metadata(self, item) -> dict:
+        if hasattr(item, "listed_metadata"):
+            return item.listed_metadata
+        return {k: v for k, v in item.metadata.items() if k not in EXPORT_ONLY_METADATA}
+
+    @staticmethod
+    def listing(queryset):
+        """``queryset`` reading the listed metadata only."""
+        return queryset.defer("metadata").annotate(listed_metadata=WithoutKeys("metadata", EXPORT_ONLY_METADATA))
 
 
 class AssignmentSerializer(serializers.ModelSerializer):

@@ -390,7 +390,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
     def items(self, request, pk=None):
         project = self.get_object()
         stage_status = choice_param(request, "status", StageStatus.values)
-        queryset = Item.objects.filter(project=project).prefetch_related("stages").order_by("id")
+        queryset = serializers.ItemSerializer.listing(Item.objects.filter(project=project)).prefetch_related("stages").order_by("id")
         if stage_status:
             queryset = queryset.filter(stages__status=stage_status).distinct()
         page = self.paginate_queryset(queryset)

@@ -102,7 +102,7 @@ def load(items: int, name: str) -> int:
 
 
 def _export(project_id: int, fmt: str, traced: bool, queue, stored: bool = True) -> None:
-    configure_environment(DB)
+    configure_environment(os.environ.get("FACTCHECK_EXPORT_DB", DB))
     django_setup()
     from annotation import exports
     from annotation.models import Project
@@ -144,9 +144,11 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--small-items", type=int, default=2_000)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--db", default=DB, help=f"the database to create and drop (default {DB})")
     args = parser.parse_args()
-    configure_environment(DB)
-    create_database(DB)
+    os.environ["FACTCHECK_EXPORT_DB"] = args.db  # for the export's child processes
+    configure_environment(args.db)
+    create_database(args.db)
     try:
         django_setup()
         migrate()
@@ -166,7 +168,7 @@ def main() -> None:
             from django.db import connections
 
             connections.close_all()
-            drop_database(DB)
+            drop_database(args.db)
 
 
 if __name__ == "__main__":

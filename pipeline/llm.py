@@ -19,7 +19,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 
-import openai
 
 # Which backend produced a suggestion (recorded in every item's provenance).
 OFFLINE = "offline"
@@ -134,6 +133,8 @@ class LLMClient:
         if not config.is_configured:
             raise ValueError("LLM is not configured: set LLM_BASE_URL and LLM_MODEL")
         self.config = config
+        import openai  # ~0.4 s and ~30 MiB: only processes that call a model load it
+
         from pipeline import outbound  # the guard (httpx): loaded where a client is built
 
         # Every request (redirects too) goes through the outbound guard: the base URL is set by
@@ -151,6 +152,7 @@ class LLMClient:
         """Raise ``openai.APIConnectionError`` naming the reason when the guard refuses the base
         URL, before the client would retry a refused request."""
         import httpx2
+        import openai  # loaded already by __init__
 
         from pipeline import outbound
 
@@ -173,6 +175,8 @@ class LLMClient:
         return response.choices[0].message.content or ""
 
     def _timed_chat(self, messages: Sequence[Message]) -> ChatResult:
+        import openai  # loaded already by __init__
+
         started = time.perf_counter()
         try:
             text = self.chat(messages)

@@ -28,8 +28,10 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+if TYPE_CHECKING:
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
 
 SEGMENT_SEPARATOR = "*****"
 """FELM's segment separator: annotators' segment boundaries are marked with it in the text."""
@@ -132,6 +134,9 @@ def _punkt(tokenizer: PunktSentenceTokenizer, block: str, limit: int = MAX_PUNKT
 
 @lru_cache(maxsize=1)
 def _tokenizer() -> PunktSentenceTokenizer:
+    # nltk pulls in scikit-learn and SciPy (~1 s, ~140 MiB): load it on first split, not in web workers
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
     params = PunktParameters()
     params.abbrev_types = set(ABBREVIATIONS)
     params.collocations = set(COLLOCATIONS)

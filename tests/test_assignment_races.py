@@ -2,7 +2,6 @@
 stages (tasks.precompute_stages): under real parallel threads, each with its own PostgreSQL
 connection, none fails, no (stage, user) pair is written twice, and no stage gets fewer or more
 annotators than it needs."""
-import os
 import threading
 from collections import Counter
 
@@ -11,6 +10,8 @@ from django.db import connection, connections
 
 from annotation.models import Assignment, AssignmentRole, Item, ItemStage, StageStatus
 from annotation.services.assignments import assign_open_stages
+
+from .stack import require_postgresql
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,10 +22,7 @@ ROUNDS = 4
 
 @pytest.fixture(autouse=True)
 def on_postgresql():
-    if connection.vendor != "postgresql":
-        if os.environ.get("CI") == "true":
-            pytest.fail("the race tests must run on PostgreSQL in CI (set DATABASE_URL)")
-        pytest.skip("row-lock races are tested on PostgreSQL (set DATABASE_URL)")
+    require_postgresql("row-lock races are tested on PostgreSQL")
 
 
 def ready_stages(project, count: int, start: int) -> list[int]:

@@ -501,19 +501,17 @@ class _Writer:
             batch = kept
         if not batch:
             return
-        items = Item.objects.bulk_create(
+        items = _bulk_insert(
             [Item(project=self.project, external_id=p.external_id, source=p.source, domain=p.domain,
                   prompt=p.prompt, response=p.response, metadata=p.metadata) for p in batch],
-            batch_size=BATCH_SIZE,
         )
         if self.first_item_id is None:
             self.first_item_id = items[0].id
-        stages = ItemStage.objects.bulk_create([self._stage(item, p) for item, p in zip(items, batch)], batch_size=BATCH_SIZE)
+        stages = _bulk_insert([self._stage(item, p) for item, p in zip(items, batch)])
         if self.labels_as == "gold":
-            gold = GoldRecord.objects.bulk_create(
+            gold = _bulk_insert(
                 [GoldRecord(item_stage=stage, payload=p.labels[self.stage], source=GoldSource.IMPORT)
                  for stage, p in zip(stages, batch)],
-                batch_size=BATCH_SIZE,
             )
             self.result.gold_records += len(gold)
             open_next_stages(self.project, [stage.id for stage in stages] + self._write_later_gold(items, batch))
@@ -532,15 +530,13 @@ class _Writer:
             carried = [(item, p) for item, p in carried if number in p.content and number in p.labels]
             if not carried:
                 break
-            stages = ItemStage.objects.bulk_create(
+            stages = _bulk_insert(
                 [ItemStage(item=item, stage=number, status=StageStatus.DONE, content=p.content[number],
                            provenance={"content": "import"}) for item, p in carried],
-                batch_size=BATCH_SIZE,
             )
-            GoldRecord.objects.bulk_create(
+            _bulk_insert(
                 [GoldRecord(item_stage=stage, payload=p.labels[number], source=GoldSource.IMPORT)
                  for stage, (_, p) in zip(stages, carried)],
-                batch_size=BATCH_SIZE,
             )
             self.result.gold_records += len(stages)
             ids += [stage.id for stage in stages]
@@ -560,6 +556,28 @@ class _Writer:
             status = StageStatus.ANNOTATING if self.annotators else StageStatus.READY
         return ItemStage(item=item, stage=self.stage, status=status, content=content, suggestion=suggestion,
                          provenance=provenance)
+
+
+def _bulk_insert(objs: list) -> list:
+    """``bulk_create`` of one model's new rows; on PostgreSQL with COPY (ids drawn from the
+    sequence first). Django's INSERT ... UNNEST quotes every JSON value into an array literal
+    in Python: 60 % of a Factcheck-Bench import's time."""
+    if connection.vendor != "postgresql" or not objs:
+        return type(objs[0]).objects.bulk_create(objs, batch_size=BATCH_SIZE) if objs else objs
+    meta = objs[0]._meta
+    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in [meta.pk, *fields])
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+                       [meta.db_table, meta.pk.column, len(objs)])
+        ids = [row[0] for row in cursor.fetchall()]
+        with cursor.cursor.copy(f"COPY {connection.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN") as copy:
+            for obj, pk in zip(objs, ids):
+                copy.write_row((pk, *(f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields)))
+    for obj, pk in zip(objs, ids):
+        obj.pk = pk
+        obj._state.adding, obj._state.db = False, connection.alias
+    return objs
 
 
 def _import(project: Project, file, fmt: str, labels_as: str, on_progress, before_commit, *,

@@ -1,0 +1,250 @@
+"""A lab's campaign under load: locust (headless) against gunicorn + a Celery worker + PostgreSQL + Redis.
+
+Usage: .venv/bin/python benchmarks/campaign_load.py [--items 2000] [--run-time 90s] [--web-workers 4]
+           [--redis redis://127.0.0.1:6379/5] [--db workbench_bench_campaign]
+
+Set-up (in this process, before the clock): a database of its own (created, migrated, dropped
+at the end), 50 annotators, 5 consolidators, 2 staff admins and 2 staff researchers with tokens
+(and sessions for the pages); a FELM project of ``--items`` items (5 segments each, 2 annotators
+an item), 50 of them already submitted by both annotators so consolidations are open, with gold
+records; a Factcheck-Bench project of 200 items with all three steps as gold (released shape,
+~25 KB each); a FELM project to import into, and a 10,000-line FELM file.
+
+Then gunicorn (``config.wsgi``, sync workers, as the Makefile starts it) and one Celery worker
+(``--pool=solo``, a queue of its own on the given Redis) start on loopback, and locust runs
+``benchmarks/campaign_locust.py`` headless with 59 users (see that file) for ``--run-time``.
+Printed: per endpoint the count, errors, p50/p95/p99 (ms), throughput, and the peak RSS of the
+web tier (master + workers, sampled every 0.5 s) and of the Celery worker.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import random
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from import_scale import children_of, free_port, status_kib  # noqa: E402
+
+PG_SERVER = "postgres://postgres@127.0.0.1:5432"
+
+
+def admin_sql(statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as conn:
+        conn.execute(statement)
+
+
+def tree_rss_mib(pid: int) -> float:
+    return sum(status_kib(p, "VmRSS") for p in [pid, *children_of(pid)]) / 1024
+
+
+def wait_until_serving(port: int, web: subprocess.Popen, workers: int, timeout: float = 180) -> None:
+    """Until every worker has booted and answered: the clock starts on a running server."""
+    import http.client
+
+    deadline = time.monotonic() + timeout
+    answered = 0
+    while answered < workers * 3:
+        if time.monotonic() > deadline or web.poll() is not None:
+            raise RuntimeError("gunicorn did not start")
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("GET", "/accounts/login/")
+            answered += conn.getresponse().status == 200
+            conn.close()
+        except OSError:
+            time.sleep(0.2)
+    time.sleep(1)
+
+
+def set_up(tmp: Path, items: int) -> dict:
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.core.management import call_command
+    from rest_framework.authtoken.models import Token
+
+    from annotation import exports, tasks
+    from annotation.models import Assignment, Role
+    from annotation.services.annotations import save_annotation
+    from annotation.services.imports import import_jsonl
+    from annotation.services.projects import add_member, create_project
+    from benchmarks.factcheck_export import released_item
+    from benchmarks.felm_scale import generate_felm_jsonl
+
+    call_command("migrate", verbosity=0, interactive=False)
+    User = get_user_model()
+
+    def person(name, staff=False):
+        user = User.objects.create_user(name, password=None, is_staff=staff)
+        entry = {"name": name, "token": Token.objects.create(user=user).key}
+        if staff:
+            session = SessionStore()
+            session.update({"_auth_user_id": str(user.pk), "_auth_user_hash": user.get_session_auth_hash(),
+                            "_auth_user_backend": "django.contrib.auth.backends.ModelBackend"})
+            session.create()
+            entry["session"] = session.session_key
+        return user, entry
+
+    annotators = [person(f"annotator-{n}") for n in range(50)]
+    consolidators = [person(f"consolidator-{n}") for n in range(5)]
+    admins = [person(f"admin-{n}", staff=True) for n in range(2)]
+    researchers = [person(f"researcher-{n}", staff=True) for n in range(2)]
+
+    felm = create_project(name="campaign FELM", kind="felm", created_by=admins[0][0])
+    target = create_project(name="campaign FELM import", kind="felm", created_by=admins[0][0])
+    for project in (felm, target):
+        for user, _ in annotators:
+            add_member(project=project, user=user, role=Role.ANNOTATOR)
+        for user, _ in consolidators:
+            add_member(project=project, user=user, role=Role.CONSOLIDATOR)
+        for user, _ in admins[1:] + researchers:  # admins[0] created the projects
+            add_member(project=project, user=user, role=Role.ADMIN)
+    path = tmp / "felm.jsonl"
+    generate_felm_jsonl(path, items, seed=7)
+    tasks.enqueue_store_export_lines = lambda *a, **k: None
+    with path.open("rb") as handle:
+        import_jsonl(felm, handle, fmt="felm", labels_as="ignore")
+    rng = random.Random(3)
+    submitted = 0
+    for item in felm.items.order_by("id")[:50]:
+        for assignment in Assignment.objects.filter(item_stage__item=item):
+            segments = [{"label": rng.random() < 0.8, "error_type": None, "comment": "", "refs": []}
+                        for _ in item.stages.get().content["segments"]]
+            for segment in segments:
+                if not segment["label"]:
+                    segment.update(error_type="knowledge_error", comment="wrong")
+            save_annotation(assignment=assignment, payload={"segments": segments}, version=0, submit=True)
+            submitted += 1
+    factcheck = create_project(name="campaign Factcheck-Bench", kind="factcheck", created_by=admins[0][0])
+    for user, _ in admins[1:] + researchers:
+        add_member(project=factcheck, user=user, role=Role.ADMIN)
+    fc_path = tmp / "factcheck.jsonl"
+    with fc_path.open("w", encoding="utf-8") as out:
+        for index in range(200):
+            out.write(json.dumps(released_item(index, rng)) + "\n")
+    with fc_path.open("rb") as handle:
+        import_jsonl(factcheck, handle, fmt="factcheck-bench", labels_as="gold")
+    tasks.store_export_lines(factcheck.id)
+    generate_felm_jsonl(tmp / "import.jsonl", 10_000, seed=11)
+    from django.db import connections
+
+    connections.close_all()
+    return {
+        "felm_project": felm.id, "factcheck_project": factcheck.id, "import_project": target.id,
+        "felm_formats": list(exports.export_formats(felm)), "factcheck_formats": list(exports.export_formats(factcheck)),
+        "annotators": [e for _, e in annotators], "consolidators": [e for _, e in consolidators],
+        "admins": [e for _, e in admins], "researchers": [e for _, e in researchers],
+        "session_cookie": settings.SESSION_COOKIE_NAME, "import_file": str(tmp / "import.jsonl"),
+        "submitted": submitted,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=2000, help="FELM items of the campaign (default 2000)")
+    parser.add_argument("--run-time", default="90s", help="locust --run-time (default 90s)")
+    parser.add_argument("--web-workers", type=int, default=4)
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/5")
+    parser.add_argument("--db", default="workbench_bench_campaign")
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    tmp = Path(tempfile.mkdtemp(prefix="campaign-bench-"))
+    queue = f"campaign-{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": f"{PG_SERVER}/{args.db}",
+           "CELERY_BROKER_URL": args.redis, "CELERY_TASK_DEFAULT_QUEUE": queue, "DJANGO_DATA_DIR": str(tmp / "data"),
+           "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50),
+           "DJANGO_DEBUG": "false", "DJANGO_ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING"}
+    os.environ.update({k: v for k, v in env.items() if k != "CELERY_BROKER_URL"})  # set-up runs tasks in-process
+    admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+    admin_sql(f'CREATE DATABASE "{args.db}"')
+    web = worker = None
+    peaks = {"web": 0.0, "worker": 0.0}
+    try:
+        started = time.perf_counter()
+        config = set_up(tmp, args.items)
+        (tmp / "config.json").write_text(json.dumps(config))
+        print(f"set-up {time.perf_counter() - started:.0f} s: FELM {args.items} items ({config['submitted']} submissions, "
+              f"consolidations open), Factcheck-Bench 200 items with gold; load average {os.getloadavg()[0]:.1f}")
+        port = free_port()
+        bin_dir = Path(sys.executable).parent
+        web = subprocess.Popen(
+            [str(bin_dir / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", str(args.web_workers),
+             "--timeout", "60", "--log-level", "warning"],
+            cwd=REPO_ROOT, env=env, stdout=(tmp / "gunicorn.log").open("wb"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING", "-Q", queue,
+             "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=REPO_ROOT, env=env, stdout=(tmp / "worker.log").open("wb"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+        wait_until_serving(port, web, args.web_workers)
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                peaks["web"] = max(peaks["web"], tree_rss_mib(web.pid))
+                peaks["worker"] = max(peaks["worker"], tree_rss_mib(worker.pid))
+                stop.wait(0.5)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        users = 59
+        locust = subprocess.run(
+            [str(bin_dir / "locust"), "-f", str(REPO_ROOT / "benchmarks" / "campaign_locust.py"), "--headless",
+             "-u", str(users), "-r", "20", "--run-time", args.run_time, "--host", f"http://127.0.0.1:{port}",
+             "--csv", str(tmp / "campaign"), "--only-summary", "--stop-timeout", "30", "--loglevel", "WARNING"],
+            cwd=REPO_ROOT, env={**os.environ, "CAMPAIGN_CONFIG": str(tmp / "config.json")},
+            capture_output=True, text=True)
+        stop.set()
+        sampler.join()
+        if locust.returncode not in (0, 1):  # 1: some requests failed (reported below)
+            print(locust.stderr[-3000:])
+        print(f"\nload average at the end {os.getloadavg()[0]:.1f}; gunicorn {args.web_workers} sync workers, Celery worker "
+              f"--pool=solo, {users} users for {args.run_time}\n")
+        print("| endpoint | requests | errors | p50 ms | p95 ms | p99 ms | req/s |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        with open(tmp / "campaign_stats.csv", newline="") as handle:
+            for row in csv.DictReader(handle):
+                print(f"| {row['Name']} | {row['Request Count']} | {row['Failure Count']} | {row['50%']} | {row['95%']} | "
+                      f"{row['99%']} | {float(row['Requests/s']):.1f} |")
+        failures = tmp / "campaign_failures.csv"
+        if failures.exists():
+            for row in list(csv.DictReader(failures.open()))[:10]:
+                print(f"failure: {row['Method']} {row['Name']}: {row['Error'][:200]} x{row['Occurrences']}")
+        print(f"\npeak RSS: web tier (master + {args.web_workers} workers) {peaks['web']:.0f} MiB; "
+              f"Celery worker {peaks['worker']:.0f} MiB")
+    finally:
+        for process in (web, worker):
+            if process and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in (web, worker):
+            if process:
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+        admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+
+
+if __name__ == "__main__":
+    main()

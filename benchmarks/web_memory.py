@@ -1,0 +1,206 @@
+"""Memory of the web tier: gunicorn master + sync workers, right after start and after the common pages.
+
+Usage: .venv/bin/python benchmarks/web_memory.py [--workers 4] [--db workbench_bench_memory] [--preload]
+           [--threads N] [--rounds 3]
+
+It creates its own PostgreSQL database (127.0.0.1:5432, user postgres), migrates it, makes a
+FELM project of 50 items with two annotators, starts gunicorn (``config.wsgi``, the Makefile's
+command) on a loopback port and reports the resident set (VmRSS, and PSS, which splits pages
+shared after a fork) of the master and each worker:
+
+1. right after start (every worker answered once: a bare ``/accounts/login/``);
+2. after ``--rounds`` × workers rounds of the common pages (home, project, annotate page, items
+   API, assignment API GET and a draft save, agreement page, leaderboard, FELM export), so every
+   worker has loaded every view module and rendered every template;
+3. the peak (VmHWM) of each process over the run.
+
+The broker is ``memory://`` unless ``CELERY_BROKER_URL`` is set: then the agreement task is only
+queued (no worker runs here), as on a real server. The database is dropped at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from import_scale import children_of, free_port, status_kib  # noqa: E402
+
+PG_SERVER = "postgres://postgres@127.0.0.1:5432"
+
+
+def admin_sql(statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as conn:
+        conn.execute(statement)
+
+
+def pss_kib(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def snapshot(master: int) -> dict:
+    pids = [master, *children_of(master)]
+    return {pid: {"rss": status_kib(pid, "VmRSS") / 1024, "pss": pss_kib(pid) / 1024,
+                  "hwm": status_kib(pid, "VmHWM") / 1024} for pid in pids}
+
+
+def show(label: str, master: int, snap: dict) -> None:
+    workers = [v for pid, v in snap.items() if pid != master]
+    total = sum(v["rss"] for v in snap.values())
+    print(f"{label}: master {snap[master]['rss']:.0f} MiB; workers " +
+          ", ".join(f"{v['rss']:.0f}" for v in workers) +
+          f" MiB; total RSS {total:.0f} MiB, total PSS {sum(v['pss'] for v in snap.values()):.0f} MiB")
+
+
+def get(port: int, path: str, headers: dict, method: str = "GET", body: bytes | None = None) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request(method, path, body=body, headers=headers)
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    return response.status
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=0, help="gthread workers with this many threads (0: sync)")
+    parser.add_argument("--preload", action="store_true", help="gunicorn --preload")
+    parser.add_argument("--db", default="workbench_bench_memory")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+    tmp = Path(tempfile.mkdtemp(prefix="memory-bench-"))
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
+           "DATABASE_URL": f"{PG_SERVER}/{args.db}", "DJANGO_DATA_DIR": str(tmp / "data"),
+           "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50),
+           "DJANGO_DEBUG": "false", "DJANGO_ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING"}
+    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "DJANGO_DATA_DIR",
+                                           "DJANGO_SECRET_KEY", "DJANGO_DEBUG", "DJANGO_ALLOWED_HOSTS")})
+    admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+    admin_sql(f'CREATE DATABASE "{args.db}"')
+    web = None
+    try:
+        import django
+
+        django.setup()
+        from django.conf import settings
+        from django.contrib.auth import get_user_model
+        from django.contrib.sessions.backends.db import SessionStore
+        from django.core.management import call_command
+        from django.db import connection
+        from rest_framework.authtoken.models import Token
+
+        from annotation.models import Assignment, Role
+        from annotation.services.imports import import_jsonl
+        from annotation.services.projects import add_member, create_project
+
+        call_command("migrate", verbosity=0, interactive=False)
+        User = get_user_model()
+        admin = User.objects.create_user("bench-admin", password=None, is_staff=True)
+        alice = User.objects.create_user("bench-alice", password=None)
+        project = create_project(name="memory bench", kind="felm", created_by=admin)
+        for name in ("alice", "bob"):
+            add_member(project=project, user=User.objects.get_or_create(username=f"bench-{name}")[0],
+                       role=Role.ANNOTATOR)
+        lines = [json.dumps({"index": i, "source": "wk", "prompt": f"Question {i}?",
+                             "response": f"First claim {i}. Second claim {i}.",
+                             "segmented_response": [f"First claim {i}.", f"Second claim {i}."],
+                             "labels": [True, False], "comment": ["", "wrong"], "type": ["", "knowledge_error"],
+                             "ref": ["", ""], "domain": "wk"}) for i in range(50)]
+        path = tmp / "felm.jsonl"
+        path.write_text("\n".join(lines) + "\n")
+        with path.open("rb") as handle:
+            import_jsonl(project, handle, fmt="felm")
+        assignment = Assignment.objects.filter(user=alice, item_stage__item__project=project).first()
+        token = Token.objects.create(user=alice).key
+        session = SessionStore()
+        session["_auth_user_id"] = str(admin.pk)
+        session["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+        session["_auth_user_hash"] = admin.get_session_auth_hash()
+        session.create()
+        alice_session = SessionStore()
+        alice_session["_auth_user_id"] = str(alice.pk)
+        alice_session["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+        alice_session["_auth_user_hash"] = alice.get_session_auth_hash()
+        alice_session.create()
+        connection.close()
+        cookie = {"Cookie": f"{settings.SESSION_COOKIE_NAME}={session.session_key}"}
+        alice_cookie = {"Cookie": f"{settings.SESSION_COOKIE_NAME}={alice_session.session_key}"}
+        api = {"Authorization": f"Token {token}", "Accept": "application/json"}
+        admin_api = {"Authorization": f"Token {Token.objects.create(user=admin).key}", "Accept": "application/json"}
+
+        port = free_port()
+        command = [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
+                   "--workers", str(args.workers), "--timeout", "60", "--log-level", "warning"]
+        if args.preload:
+            command.append("--preload")
+        if args.threads:
+            command += ["--threads", str(args.threads)]
+        print(f"load average {os.getloadavg()[0]:.1f}; {' '.join(command[1:])}")
+        web = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=(tmp / "gunicorn.log").open("wb"),
+                               stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if web.poll() is not None:
+                raise RuntimeError((tmp / "gunicorn.log").read_text()[-3000:])
+            try:
+                if get(port, "/accounts/login/", {}) == 200 and len(children_of(web.pid)) == args.workers:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.2)
+        time.sleep(1.0)
+        for _ in range(args.workers * 2):
+            get(port, "/accounts/login/", {})
+        show("right after start", web.pid, snapshot(web.pid))
+
+        pid = project.id
+        pages = [(cookie, "/"), (cookie, f"/projects/{pid}/"), (alice_cookie, f"/assignments/{assignment.id}/"),
+                 (admin_api, f"/api/projects/{pid}/items/"), (api, f"/api/assignments/{assignment.id}/annotation/"),
+                 (cookie, f"/projects/{pid}/agreement/"), (cookie, f"/projects/{pid}/leaderboard/"),
+                 (cookie, f"/projects/{pid}/export/felm/")]
+        statuses = {}
+        for _ in range(args.rounds * args.workers):
+            for headers, page in pages:
+                statuses.setdefault(page, set()).add(get(port, page, headers))
+        print("statuses:", {page: sorted(s) for page, s in statuses.items()})
+        snap = snapshot(web.pid)
+        show(f"after {args.rounds * args.workers} rounds of the common pages", web.pid, snap)
+        print(f"peak (VmHWM): total {sum(v['hwm'] for v in snap.values()):.0f} MiB, largest worker "
+              f"{max(v['hwm'] for p, v in snap.items() if p != web.pid):.0f} MiB")
+    finally:
+        if web and web.poll() is None:
+            web.send_signal(signal.SIGTERM)
+            try:
+                web.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(web.pid, signal.SIGKILL)
+        from django.db import connections
+
+        connections.close_all()
+        admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+
+
+if __name__ == "__main__":
+    main()
