@@ -33,20 +33,8 @@ import time
 import uuid
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from import_scale import children_of, free_port, status_kib  # noqa: E402
-
-PG_SERVER = "postgres://postgres@127.0.0.1:5432"
-
-
-def admin_sql(statement: str) -> None:
-    import psycopg
-
-    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as conn:
-        conn.execute(statement)
+from harness import PG_SERVER, REPO_ROOT, admin_sql, children_of, free_port, status_kib  # noqa: E402
 
 
 def tree_rss_mib(pid: int) -> float:

@@ -29,7 +29,6 @@ import random
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,11 +36,9 @@ import time
 import uuid
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-PG_SERVER = "postgres://postgres@127.0.0.1:5432"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import PG_SERVER, REPO_ROOT, children_of, free_port, reset_peak_rss, status_kib  # noqa: E402
+from harness import admin_sql as _admin_sql  # noqa: E402
 DB_NAME = "workbench_bench_import"
 TARGET_REQUEST_S = 1.0
 TARGET_WORKER_RSS_MIB = 300
@@ -69,43 +66,6 @@ def child_environment(data_dir: Path, redis_url: str, queue: str) -> dict:
                                            "CELERY_TASK_DEFAULT_QUEUE", "DJANGO_DATA_DIR", "DJANGO_SECRET_KEY",
                                            "DJANGO_DEBUG", "DJANGO_ALLOWED_HOSTS", "LOG_LEVEL")})
     return env
-
-
-def _admin_sql(statement: str) -> None:
-    import psycopg
-
-    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as conn:
-        conn.execute(statement)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def children_of(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
-def status_kib(pid: int, key: str) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def reset_peak_rss(pid: int) -> None:
-    try:
-        Path(f"/proc/{pid}/clear_refs").write_text("5")  # resets VmHWM to the current RSS
-    except OSError:
-        pass
 
 
 class Processes:
