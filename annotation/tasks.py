@@ -129,6 +129,17 @@ def embed_corpus(corpus_id: int) -> dict:
     return {"corpus": corpus_id, "embedded": embedded}
 
 
+@shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+def build_vector_index(corpus_id: int) -> dict:
+    """Rebuild a corpus's vector index from the stored vectors (queued by a search that found it
+    missing or corrupt; annotation.vector_index)."""
+    from annotation import vector_index
+
+    meta = vector_index.sync(corpus_id, rebuild=True)
+    vector_index.forget(corpus_id)
+    return {"corpus": corpus_id, "rows": meta["rows"]}
+
+
 @shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=3)
 def run_evidence_search(search_id: int) -> str | None:
     """Answer a search an annotator typed on the step-2 page (services.evidence_search)."""

@@ -215,6 +215,11 @@ CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "celery"
 CELERY_TASK_ROUTES = (
     {"annotation.tasks.embed_corpus": {"queue": os.environ["EMBEDDING_QUEUE"]}} if os.environ.get("EMBEDDING_QUEUE") else {}
 )
+# Corpus vector indexes (annotation.vector_index): on disk, shared by the processes of a machine
+# (several machines: a shared volume, as DATA_DIR). Unset: DATA_DIR / "vector_index".
+VECTOR_INDEX_DIR = os.environ.get("VECTOR_INDEX_DIR") or None
+VECTOR_INDEX_EXACT_MAX = int(os.environ.get("VECTOR_INDEX_EXACT_MAX", "20000"))  # up to this, exact search
+VECTOR_INDEX_NPROBE = int(os.environ.get("VECTOR_INDEX_NPROBE", "16"))  # IVF lists searched a query
 CELERY_TASK_EAGER_PROPAGATES = False
 # A task is acknowledged when it ends, so one whose worker died is delivered again: on Redis
 # once it has been unacknowledged for the visibility timeout (seconds). Keep that above the

@@ -270,7 +270,20 @@ def embed_next_batch(corpus_id: int, size: int = EMBED_BATCH) -> int:
     Corpus.objects.filter(Q(pk=corpus_id), ~Q(state=CorpusState.FAILED)).update(**changes)
     if next_missing is None and rows:
         tidy_passages()  # every row of the corpus was rewritten with its vector
+    if rows:
+        update_vector_index(corpus_id, through)
     return len(rows)
+
+
+def update_vector_index(corpus_id: int, through: int | None = None) -> None:
+    """Add the new vectors to the corpus's index on disk (annotation.vector_index). A failure
+    (disk full, say) does not stop the embedding: searches rebuild a missing or broken index."""
+    from annotation import vector_index
+
+    try:
+        vector_index.sync(corpus_id, through)
+    except Exception:  # noqa: BLE001 - the vectors are safe in the database; the index is rebuilt from them
+        logger.exception("vector index of corpus %s not updated", corpus_id)
 
 
 # Mean cosine between stored vectors and the current backend's for the same passages at or above
@@ -302,6 +315,7 @@ def clear_embeddings(corpus_id: int, *, enqueue: bool = True) -> Corpus:
     embedding backend or model changed, old and new vectors are not comparable. Retrieval goes on
     lexically meanwhile and uses the new vectors as they come; ``enqueue``: queue the embedding
     task once this commits (not without a broker, as after an import: the caller embeds then)."""
+    from annotation import vector_index
     from annotation.corpus_search import forget_vectors
 
     with transaction.atomic():
@@ -312,8 +326,8 @@ def clear_embeddings(corpus_id: int, *, enqueue: bool = True) -> Corpus:
         Passage.objects.filter(corpus_id=corpus_id).exclude(embedding=None).update(embedding=None)
         Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.EMBEDDING, embedded=0, embedded_through=0,
                                                    embedded_at=None)
-        # Other processes notice on their next search (corpus_search._stale).
-        transaction.on_commit(lambda: forget_vectors(corpus_id))
+        # Other processes notice on their next search (vector_index.reader: the index is gone).
+        transaction.on_commit(lambda: (vector_index.remove(corpus_id), forget_vectors(corpus_id)))
         from annotation.tasks import embed_corpus
 
         if enqueue and not embed_corpus.app.conf.task_always_eager:
