@@ -192,18 +192,61 @@ def _fill_search_vectors(corpus_id: int) -> None:
         Corpus.objects.filter(pk=corpus_id).update(frequent_terms=[word for (word,) in cursor.fetchall()])
 
 
+CANCELLED_MESSAGE = "the import was cancelled"
+
+
+def cancel_corpus_import(corpus_id: int) -> Corpus:
+    """Stop a queued or running import: the corpus fails with a "cancelled" error, and the
+    import task, which looks at the corpus's state after each batch, deletes what it wrote and
+    the upload. A corpus whose import is over is not touched (DomainError)."""
+    with transaction.atomic():
+        corpus = Corpus.objects.select_for_update().filter(pk=corpus_id).first()
+        if corpus is None:
+            raise DomainError(f"no corpus with id {corpus_id}")
+        if corpus.state not in (CorpusState.QUEUED, CorpusState.IMPORTING):
+            raise DomainError(f"corpus {corpus.id} ({corpus.name}) is {corpus.get_state_display().lower()}: "
+                              "only a queued or running import can be cancelled")
+        was_queued = corpus.state == CorpusState.QUEUED
+        Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.FAILED, errors=[
+            {"line": 0, "field": "(import)", "message": CANCELLED_MESSAGE}])
+    if was_queued:  # no task will look at it again
+        upload_path(corpus).unlink(missing_ok=True)
+    return Corpus.objects.get(pk=corpus_id)
+
+
+def _cancelled(corpus_id: int, path: Path) -> bool:
+    if Corpus.objects.filter(pk=corpus_id, state=CorpusState.IMPORTING).exists():
+        return False
+    Passage.objects.filter(corpus_id=corpus_id).delete()
+    path.unlink(missing_ok=True)
+    logger.info("corpus %s: import cancelled, its passages deleted", corpus_id)
+    return True
+
+
 def run_corpus_import(corpus_id: int) -> Corpus | None:
-    """The import task's body: check, write passages, make them searchable; safe to run again."""
+    """The import task's body: check, write passages, make them searchable; safe to run again.
+
+    It streams the upload (bounded memory whatever its size) and records after each batch, in the
+    batch's transaction, the last line written: a task redelivered after its worker died resumes
+    after that line instead of starting over. ``cancel_corpus_import`` stops it between batches."""
     from pipeline.retrieval import split_passages
 
-    claimed = Corpus.objects.filter(pk=corpus_id, state__in=[CorpusState.QUEUED, CorpusState.IMPORTING]).update(
-        state=CorpusState.IMPORTING, errors=[], lines_read=0, documents=0, passages=0)
+    corpus = Corpus.objects.filter(pk=corpus_id).first()
+    if corpus is None:
+        return None
+    resume_after = corpus.lines_read if corpus.state == CorpusState.IMPORTING else 0
+    if resume_after:
+        claimed = Corpus.objects.filter(pk=corpus_id, state=CorpusState.IMPORTING).update(errors=[])
+    else:
+        claimed = Corpus.objects.filter(pk=corpus_id, state__in=[CorpusState.QUEUED, CorpusState.IMPORTING]).update(
+            state=CorpusState.IMPORTING, errors=[], lines_read=0, documents=0, passages=0)
     corpus = Corpus.objects.filter(pk=corpus_id).first()
     if not claimed or corpus is None:
         return corpus
     path = upload_path(corpus)
     try:
-        _check_file(path)
+        if not resume_after:  # a run that wrote a batch had checked the whole file
+            _check_file(path)
     except ImportFailed as exc:
         Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.FAILED, errors=exc.errors)
         path.unlink(missing_ok=True)
@@ -213,27 +256,44 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
             "line": 0, "field": "(file)", "message": "the uploaded file is gone (web and worker must share DATA_DIR)"}])
         return Corpus.objects.get(pk=corpus_id)
 
-    Passage.objects.filter(corpus_id=corpus_id).delete()  # what a dead worker's run left
-    batch, documents, passages = [], 0, 0
+    # What a dead worker's run wrote past its last recorded batch (all of it when starting over).
+    Passage.objects.filter(corpus_id=corpus_id, document__gt=resume_after).delete()
+    if resume_after:
+        logger.info("corpus %s: import resumed after line %s", corpus_id, resume_after)
+    batch, documents, passages = [], corpus.documents if resume_after else 0, corpus.passages if resume_after else 0
 
-    def flush():
-        Passage.objects.bulk_create(batch)
-        Corpus.objects.filter(pk=corpus_id).update(lines_read=number, documents=documents, passages=passages)
-        batch.clear()
+    def flush() -> bool:
+        """Write the batch and the progress together; False when the import was cancelled."""
+        with transaction.atomic():
+            Passage.objects.bulk_create(batch)
+            batch.clear()
+            return bool(Corpus.objects.filter(pk=corpus_id, state=CorpusState.IMPORTING).update(
+                lines_read=number, documents=documents, passages=passages))
 
-    number = 0
-    for number, document, _ in _documents(path):
-        documents += 1
-        windows = split_passages(document["text"], size=corpus.passage_sentences, stride=corpus.passage_stride)
-        for position, text in enumerate(windows):
-            batch.append(Passage(corpus_id=corpus_id, document=number, position=position, title=document["title"],
-                                 url=document["url"], text=text))
-        passages += len(windows)
-        if len(batch) >= INSERT_BATCH:
-            flush()
-    flush()
+    number = resume_after
+    try:
+        for number, document, _ in _documents(path):
+            if number <= resume_after:
+                continue
+            documents += 1
+            windows = split_passages(document["text"], size=corpus.passage_sentences, stride=corpus.passage_stride)
+            for position, text in enumerate(windows):
+                batch.append(Passage(corpus_id=corpus_id, document=number, position=position, title=document["title"],
+                                     url=document["url"], text=text))
+            passages += len(windows)
+            if len(batch) >= INSERT_BATCH and not flush() and _cancelled(corpus_id, path):
+                return Corpus.objects.get(pk=corpus_id)
+        if not flush() and _cancelled(corpus_id, path):
+            return Corpus.objects.get(pk=corpus_id)
+    except FileNotFoundError:  # cancelled while queued, then picked up: the upload is gone
+        if _cancelled(corpus_id, path):
+            return Corpus.objects.get(pk=corpus_id)
+        raise
     _fill_search_vectors(corpus_id)
-    Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.EMBEDDING, imported_at=timezone.now())
+    if not Corpus.objects.filter(pk=corpus_id, state=CorpusState.IMPORTING).update(
+            state=CorpusState.EMBEDDING, imported_at=timezone.now()):
+        _cancelled(corpus_id, path)  # cancelled while the search vectors were made
+        return Corpus.objects.get(pk=corpus_id)
     path.unlink(missing_ok=True)
     from annotation.tasks import embed_corpus
 
