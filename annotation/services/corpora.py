@@ -304,10 +304,14 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
     return Corpus.objects.get(pk=corpus_id)
 
 
-def embed_next_batch(corpus_id: int, size: int = EMBED_BATCH) -> int:
-    """Embed up to ``size`` passages that have no vector yet; returns how many were embedded.
+def embed_next_batch(corpus_id: int, size: int | None = None) -> int:
+    """Embed up to ``size`` passages that have no vector yet (default: EMBED_BATCH, or four model
+    batches when EMBEDDING_BATCH_SIZE is larger, as on a GPU); returns how many were embedded.
     The corpus is ready when none is left."""
+    from pipeline.embedding_backends import batch_size
     from pipeline.retrieval import embed
+
+    size = size or max(EMBED_BATCH, 4 * batch_size())
 
     rows = list(Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=True).order_by("id")
                 .values_list("id", "text")[:size])
