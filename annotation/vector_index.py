@@ -131,6 +131,16 @@ def _faiss():
     return faiss
 
 
+def prewarm_in_background() -> threading.Thread | None:
+    """With VECTOR_INDEX_PREWARM, import faiss on a thread of its own once a process is up (a
+    gunicorn or Celery worker), so that its first search does not wait 0.1-0.6 s for the import."""
+    if not getattr(settings, "VECTOR_INDEX_PREWARM", False):
+        return None
+    thread = threading.Thread(target=_faiss, name="vector-index-prewarm", daemon=True)
+    thread.start()
+    return thread
+
+
 def _build_ann(vectors: np.ndarray, path: Path) -> None:
     """An IVF index with 8-bit scalar quantisation of ``vectors`` (labels: row numbers)."""
     faiss = _faiss()
@@ -240,7 +250,8 @@ def _fresh(directory: Path, model: str) -> dict:
     return meta
 
 
-def _append(corpus_id: int, directory: Path, meta: dict, through: int) -> dict:
+def _append(corpus_id: int, directory: Path, meta: dict, through: int, source=None) -> dict:
+    """``source``: (ids, vectors) blocks after the index's last id (default: PostgreSQL's)."""
     generation, rows = meta["generation"], meta["rows"]
     vectors_path, ids_path = directory / f"vectors-{generation}.f32", directory / f"ids-{generation}.i64"
     last = meta["through"]
@@ -252,7 +263,7 @@ def _append(corpus_id: int, directory: Path, meta: dict, through: int) -> dict:
         ids_file.truncate(rows * 8)
         vectors_file.seek(0, os.SEEK_END)
         ids_file.seek(0, os.SEEK_END)
-        for ids, vectors in _stored_vectors(corpus_id, last, through):
+        for ids, vectors in source if source is not None else _stored_vectors(corpus_id, last, through):
             vectors_file.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
             ids_file.write(ids.tobytes())
             rows += len(ids)

@@ -266,3 +266,12 @@ def test_forget_vectors_drops_this_processes_view(factcheck_project):
     assert vector_index.reader(corpus) is not None
     corpus_search_module.forget_vectors(corpus.id)
     assert corpus.id not in vector_index._readers
+
+
+def test_prewarm_imports_faiss_on_a_thread_only_when_asked(settings):
+    settings.VECTOR_INDEX_PREWARM = False
+    assert vector_index.prewarm_in_background() is None
+    settings.VECTOR_INDEX_PREWARM = True
+    thread = vector_index.prewarm_in_background()
+    thread.join(60)
+    assert not thread.is_alive() and "faiss" in sys.modules
