@@ -197,8 +197,9 @@ def sync(corpus_id: int, through: int | None = None, *, rebuild: bool = False) -
     is there, which a reader could not open). Returns the meta."""
     from annotation.models import Corpus
 
-    if through is None:
-        through = Corpus.objects.filter(pk=corpus_id).values_list("embedded_through", flat=True).first() or 0
+    row = Corpus.objects.filter(pk=corpus_id).values_list("embedded_through", "imported_at").first() or (0, None)
+    through = row[0] if through is None else through
+    owner = _owner(row[1])
     model = model_key()
     directory = index_dir(corpus_id, model)
     with _locked(directory):
@@ -206,6 +207,8 @@ def sync(corpus_id: int, through: int | None = None, *, rebuild: bool = False) -
             if rebuild:
                 raise IndexUnusable("a reader could not open it")
             meta = _read_meta(directory, model)
+            if meta.get("corpus") != owner:
+                raise IndexUnusable("it is another corpus's (a database reset reused the id)")
             if meta["through"] > through:  # re-embedded since (clear_embeddings reset the progress)
                 raise IndexUnusable(f"covers passages through {meta['through']}, the corpus only through {through}")
             if (ann := _ann_name(meta)) and not (directory / ann).exists():
@@ -215,7 +218,7 @@ def sync(corpus_id: int, through: int | None = None, *, rebuild: bool = False) -
             if str(exc) != "no index yet":
                 logger.warning("vector index of corpus %s (%s): %s; rebuilding it from the database",
                                corpus_id, model, exc)
-            meta = _fresh(directory, model)
+            meta = _fresh(directory, model, owner)
         return _append(corpus_id, directory, meta, through)
 
 
@@ -234,7 +237,12 @@ def _check_first_row(corpus_id: int, directory: Path, meta: dict) -> None:
         raise IndexUnusable("its vectors are no longer the stored ones (re-embedded)")
 
 
-def _fresh(directory: Path, model: str) -> dict:
+def _owner(imported_at) -> str:
+    """Which corpus an index belongs to beyond its id: when it was imported."""
+    return str(imported_at)
+
+
+def _fresh(directory: Path, model: str, owner: str = "None") -> dict:
     generation = 1
     for old in directory.glob("*-*.*"):  # the old generation's files; readers keep theirs open
         try:
@@ -244,7 +252,7 @@ def _fresh(directory: Path, model: str) -> dict:
         old.unlink(missing_ok=True)
     for name in (f"vectors-{generation}.f32", f"ids-{generation}.i64"):
         (directory / name).write_bytes(b"")
-    meta = {"model": model, "dim": DIMENSIONS, "generation": generation, "rows": 0, "through": 0,
+    meta = {"model": model, "corpus": owner, "dim": DIMENSIONS, "generation": generation, "rows": 0, "through": 0,
             "ann": None, "ann_rows": 0, "trained_rows": 0}
     _write_json(directory / "meta.json", meta)
     return meta
@@ -403,6 +411,8 @@ def reader(corpus) -> Reader | None:
             raise IndexUnusable("no index yet")
         if opened.meta["through"] > corpus.embedded_through:
             raise IndexUnusable("stale: the corpus was re-embedded since")
+        if opened.meta.get("corpus") != _owner(getattr(corpus, "imported_at", None)):
+            raise IndexUnusable("it is another corpus's (a database reset reused the id)")
     except IndexUnusable as exc:
         if corpus.embedded > int(setting("VECTOR_INDEX_REBUILD_INLINE_MAX", REBUILD_INLINE_MAX)):
             logger.warning("vector index of corpus %s: %s; rebuild queued, dense search skipped meanwhile",

@@ -275,3 +275,15 @@ def test_prewarm_imports_faiss_on_a_thread_only_when_asked(settings):
     thread = vector_index.prewarm_in_background()
     thread.join(60)
     assert not thread.is_alive() and "faiss" in sys.modules
+
+
+def test_an_index_left_by_another_corpus_with_the_same_id_is_not_used(factcheck_project):
+    """A database reset (a test run, a restore) reuses ids; the index directory outlives it."""
+    corpus = make_corpus(factcheck_project, clustered(40, seed=10))
+    Corpus.objects.filter(pk=corpus.pk).update(imported_at="2026-01-01T00:00:00Z")
+    for pid, v in zip(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True),
+                      clustered(40, seed=11)):
+        Passage.objects.filter(id=pid).update(embedding=v.tobytes())
+    vector_index._readers.clear()
+    corpus.refresh_from_db()
+    assert np.array_equal(np.asarray(vector_index.reader(corpus).vectors), clustered(40, seed=11))
