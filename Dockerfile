@@ -11,4 +11,4 @@ RUN DJANGO_SECRET_KEY=build-only python manage.py collectstatic --noinput --verb
 RUN useradd --create-home workbench && mkdir -p /data && chown -R workbench /app /data
 USER workbench
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "60", "--graceful-timeout", "30", "--access-logfile", "-"]
+CMD ["gunicorn", "config.wsgi", "--config", "config/gunicorn.py", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "60", "--graceful-timeout", "30", "--access-logfile", "-"]

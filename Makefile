@@ -46,7 +46,7 @@ demo: migrate
 run: demo
 	@$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	@echo "Serving on http://$(HOST):$(PORT)/  (log in with a demo login above; Ctrl+C to stop)"
-	$(BIN)/gunicorn config.wsgi --bind $(HOST):$(PORT) --workers 3 --timeout $(GUNICORN_TIMEOUT) \
+	$(BIN)/gunicorn config.wsgi --config config/gunicorn.py --bind $(HOST):$(PORT) --workers 3 --timeout $(GUNICORN_TIMEOUT) \
 		--graceful-timeout $(GUNICORN_GRACEFUL_TIMEOUT) --access-logfile -
 
 # One worker for every queue (docs/operations.md): interactive work (imports, corpora, searches,

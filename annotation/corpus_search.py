@@ -2,39 +2,29 @@
 
 Lexical candidates come from PostgreSQL full-text search (the GIN-indexed ``search`` vector,
 with the query's words OR-ed, ranked by ``ts_rank_cd``) or, on SQLite, from a BM25 index kept
-in this process per corpus. Dense candidates come from a scan of the passages' embeddings,
-loaded into this process once and extended as the embedding worker fills in more (it embeds in
-id order and records how far it got, ``Corpus.embedded_through``). Passages the worker has not reached
-are embedded when retrieval ranks them and their vectors are kept, so the embedded default,
-which has no worker, still ranks with embeddings.
+in this process per corpus. Dense candidates come from the corpus's vector index on disk
+(``annotation.vector_index``: written by the embedding worker, which embeds in id order and
+records how far it got, ``Corpus.embedded_through``; mapped read-only here, so this process's
+memory does not grow with the corpus). Passages the worker has not reached are embedded when
+retrieval ranks them and their vectors are kept, so the embedded default, which has no worker,
+still ranks with embeddings.
 
 All queries of a claim are searched together (``search.many``): one pass over the vectors for
 all of them, on a thread of its own while PostgreSQL runs one statement for all their full-text
 searches (with the text of the passages found), then one for the text of the passages only the
-dense scan found. Candidates' vectors come from the in-process matrix, not the database.
+dense scan found. Candidates' vectors come from the mapped index, not the database.
 """
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 
 import numpy as np
 from django.db import connection
 
+from annotation import vector_index
 from annotation.models import Corpus, Passage, Project
 
 _lock = threading.Lock()
-
-
-@dataclass
-class _Vectors:
-    """The embedded passages of one corpus in this process."""
-
-    ids: list[int] = field(default_factory=list)
-    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 384), dtype=np.float32))
-    row_of: dict[int, int] = field(default_factory=dict)
-    last_id: int = 0
-    embedded_at: datetime | None = None
 
 
 @dataclass
@@ -44,7 +34,6 @@ class _Lexical:
     index: object
 
 
-_vectors: dict[int, _Vectors] = {}
 _lexical: dict[int, _Lexical] = {}
 
 
@@ -53,48 +42,12 @@ def searchable_corpora(project: Project) -> list[Corpus]:
 
 
 def forget_vectors(corpus_id: int) -> None:
-    """Drop this process's copy of a corpus's vectors (after they were cleared for re-embedding)."""
-    with _lock:
-        _vectors.pop(corpus_id, None)
+    """Drop this process's view of a corpus's vector index (after it was cleared for re-embedding)."""
+    vector_index.forget(corpus_id)
 
 
-def _stale(corpus: Corpus, cached: _Vectors) -> bool:
-    """Whether the cached vectors are no longer the stored ones: the corpus was re-embedded
-    (``reembed_corpus`` clears the vectors, ``embedded_through`` and ``embedded_at``) since
-    this process loaded them. Costs a query only when the corpus's progress changed."""
-    if not cached.ids:
-        return False
-    if corpus.embedded_through < cached.last_id:
-        return True
-    if cached.embedded_at is not None and corpus.embedded_at != cached.embedded_at:
-        return True
-    if corpus.embedded_through == cached.last_id and corpus.embedded_at == cached.embedded_at:
-        return False
-    # Re-embedding goes in id order, so a re-embedded corpus has a new first vector.
-    first = Passage.objects.filter(id=cached.ids[0]).values_list("embedding", flat=True).first()
-    return first is None or bytes(first) != cached.matrix[0].tobytes()
-
-
-def _refresh_vectors(corpus: Corpus) -> _Vectors:
-    """The corpus's vectors up to ``embedded_through``, loading only the rows new since last time."""
-    with _lock:
-        cached = _vectors.setdefault(corpus.id, _Vectors())
-        if _stale(corpus, cached):
-            cached = _vectors[corpus.id] = _Vectors()
-        cached.embedded_at = corpus.embedded_at
-        if corpus.embedded_through <= cached.last_id:
-            return cached
-        rows = list(Passage.objects.filter(corpus_id=corpus.id, embedding__isnull=False, id__gt=cached.last_id,
-                                           id__lte=corpus.embedded_through).order_by("id").values_list("id", "embedding"))
-        if rows:
-            block = np.frombuffer(b"".join(bytes(v) for _, v in rows), dtype=np.float32).reshape(len(rows), -1)
-            start = len(cached.ids)
-            cached.matrix = np.vstack([cached.matrix, block]) if start else block.copy()
-            for offset, (pid, _) in enumerate(rows):
-                cached.row_of[pid] = start + offset
-                cached.ids.append(pid)
-        cached.last_id = corpus.embedded_through
-        return cached
+def _readers(corpora: list[Corpus]) -> list[vector_index.Reader]:
+    return [r for r in (vector_index.reader(corpus) for corpus in corpora) if r is not None]
 
 
 def _tsquery_literal(lexemes: list[str], operator: str) -> str:
@@ -199,46 +152,49 @@ def lexical_hits(corpora: list[Corpus], query: str, k: int) -> list[tuple[int, f
     return lexical_hits_many(corpora, [query], k)[0]
 
 
-def _dense_scan(caches: list[_Vectors], query_vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
-    from pipeline.retrieval import dense_search_many  # loads NLTK and scikit-learn: kept out of web start-up
-
+def _dense_scan(readers: list[vector_index.Reader], query_vectors: np.ndarray,
+                k: int) -> list[list[tuple[int, float]]]:
     hits: list[list[tuple[int, float]]] = [[] for _ in range(len(query_vectors))]
-    for cached in caches:
-        for number, found in enumerate(dense_search_many(query_vectors, cached.matrix, k)):
-            hits[number].extend((cached.ids[row], score) for row, score in found)
-    if len(caches) > 1:
+    for reader in readers:
+        for number, found in enumerate(reader.search(query_vectors, k)):
+            hits[number].extend(found)
+    if len(readers) > 1:
         hits = [sorted(h, key=lambda hit: -hit[1])[:k] for h in hits]
     return hits
 
 
 def dense_hits_many(corpora: list[Corpus], query_vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
     """(passage id, cosine) of the ``k`` nearest passages to each row of ``query_vectors``."""
-    return _dense_scan([_refresh_vectors(corpus) for corpus in corpora], query_vectors, k)
+    return _dense_scan(_readers(corpora), np.asarray(query_vectors, dtype=np.float32), k)
 
 
 _scanner: ThreadPoolExecutor | None = None
 
 
-def _scan_in_background(caches: list[_Vectors], query_vectors: np.ndarray, k: int) -> Future:
+def _scan_in_background(readers: list[vector_index.Reader], query_vectors: np.ndarray, k: int) -> Future:
     """The dense scan on a thread of its own (numpy lets go of the GIL), so that it runs while
     PostgreSQL runs the full-text search: on two cores they overlap instead of adding up."""
     global _scanner
     with _lock:
         if _scanner is None:
             _scanner = ThreadPoolExecutor(max_workers=2, thread_name_prefix="dense-scan")
-    return _scanner.submit(_dense_scan, caches, query_vectors, k)
+    return _scanner.submit(_dense_scan, readers, query_vectors, k)
 
 
 def dense_hits(corpora: list[Corpus], query_vector, k: int) -> list[tuple[int, float]]:
     return dense_hits_many(corpora, np.asarray(query_vector, dtype=np.float32)[None, :], k)[0]
 
 
-def _cached_vector(corpora: list[Corpus], passage_id: int):
-    for corpus in corpora:
-        cached = _vectors.get(corpus.id)
-        if cached is not None and (row := cached.row_of.get(passage_id)) is not None:
-            return cached.matrix[row]
-    return None
+def _indexed_vectors(readers: list[vector_index.Reader], passage_ids: list[int]) -> dict:
+    """{passage id: vector} of the passages the corpora's indexes hold (read from the mapped files)."""
+    found = {}
+    wanted = np.asarray(passage_ids, dtype=np.int64)
+    for reader in readers:
+        rows = reader.row_of(wanted)
+        for pid, row in zip(passage_ids, rows):
+            if row >= 0 and pid not in found:
+                found[pid] = np.array(reader.vectors[row])
+    return found
 
 
 def corpus_search(project: Project, *, embed_missing: bool = True):
@@ -256,9 +212,9 @@ def corpus_search(project: Project, *, embed_missing: bool = True):
         vectors = list(query_vectors) if query_vectors is not None else [None] * len(queries)
         with_vector = [number for number, vector in enumerate(vectors) if vector is not None]
         scan = None
-        if with_vector:  # the vectors are refreshed here: the database connection is this thread's
-            caches = [_refresh_vectors(corpus) for corpus in corpora]
-            scan = _scan_in_background(caches, np.stack([np.asarray(vectors[n], dtype=np.float32)
+        readers = _readers(corpora) if with_vector else []  # here: a rebuild may read the database
+        if with_vector:
+            scan = _scan_in_background(readers, np.stack([np.asarray(vectors[n], dtype=np.float32)
                                                          for n in with_vector]), k)
         searched = [n for n, query in enumerate(queries) if query.strip()]
         lexical: list[list[tuple[int, float]]] = [[] for _ in queries]
@@ -287,7 +243,8 @@ def corpus_search(project: Project, *, embed_missing: bool = True):
         for number, found in enumerate(dense):
             for pid, score in found:
                 hits[number].setdefault(pid, score)
-        vector_of = {pid: _cached_vector(corpora, pid) for pid in rows}
+        indexed = _indexed_vectors(readers or _readers(corpora), list(rows))
+        vector_of = {pid: indexed.get(pid) for pid in rows}
         uncached = [pid for pid, vector in vector_of.items() if vector is None]
         if uncached:  # embedded past embedded_through (by retrieval), or not embedded yet
             for pid, stored in Passage.objects.filter(id__in=uncached, embedding__isnull=False).values_list(

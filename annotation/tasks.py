@@ -10,7 +10,7 @@ import time
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from annotation import dispatch
+from annotation import dispatch, vector_index
 from annotation.models import Project
 from annotation.services import agreement_cache, corpora, evidence, evidence_search, export_lines, imports, jobs
 from annotation.services import llm_rater, predictions, stages
@@ -73,6 +73,15 @@ def embed_corpus(corpus_id: int) -> dict:
         logger.exception("embedding corpus %s stopped", corpus_id)
         corpora.stop_embedding(corpus_id, exc)
     return {"corpus": corpus_id, "embedded": embedded}
+
+
+@shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
+def build_vector_index(corpus_id: int) -> dict:
+    """Rebuild a corpus's vector index from the stored vectors (queued by a search that found it
+    missing or corrupt; annotation.vector_index)."""
+    meta = vector_index.sync(corpus_id, rebuild=True)
+    vector_index.forget(corpus_id)
+    return {"corpus": corpus_id, "rows": meta["rows"]}
 
 
 @shared_task(bind=True, max_retries=3)

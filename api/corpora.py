@@ -74,3 +74,13 @@ class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         _check_admin_of(request.user, wanted ^ current)
         corpus_services.share_corpus(corpus, list(wanted))
         return Response(CorpusSerializer(corpus).data)
+
+    @extend_schema(request=None, responses={200: CorpusSerializer, 400: ERROR_400, 404: ERROR_404,
+                                            403: OpenApiResponse(ErrorSerializer)})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Cancel a queued or running import: its passages and upload are deleted, the corpus fails
+        with a "cancelled" error. A worker that died mid-import resumes after its last batch instead."""
+        corpus = self.get_object()
+        _check_admin_of(request.user, list(corpus.projects.all()))
+        return Response(CorpusSerializer(corpus_services.cancel_corpus_import(corpus.id)).data)

@@ -5,10 +5,18 @@ with it, tasks go to the broker and real workers run them.
 """
 import os
 
-from celery import Celery
+from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("factcheck_workbench")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@signals.worker_process_init.connect
+def _prewarm_vector_index(**_):
+    """VECTOR_INDEX_PREWARM: import faiss on a thread once a worker process is up (vector_index)."""
+    from annotation.vector_index import prewarm_in_background
+
+    prewarm_in_background()

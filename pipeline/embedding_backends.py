@@ -14,6 +14,27 @@ kept in ``EMBEDDING_CACHE_DIR`` (default ``$XDG_CACHE_HOME/factcheck-workbench/e
 not used: it needs ``optimum-onnx``, whose only release requires transformers < 4.58 while
 sentence-transformers 6 requires transformers 5.
 
+Device and batch size (the embedding worker's settings, environment variables as the backend):
+``EMBEDDING_DEVICE`` = ``auto`` (default: CUDA when present, else the CPU), ``cuda`` or ``cpu``;
+``EMBEDDING_BATCH_SIZE`` (default 32; 128-256 suits a GPU). On CUDA the ONNX backends run on
+ONNX Runtime's CUDA provider (the ``onnxruntime-gpu`` package instead of ``onnxruntime``) and
+torch on ``cuda``; where CUDA is asked for but missing, or the provider does not start, the same
+code runs on the CPU and says so in the log. int8 weights are a CPU optimisation: on a GPU use
+``EMBEDDING_BACKEND=onnx`` (or ``torch``) on every process, web included, since queries and
+passages must come from the same backend (annotation.vector_index keys its files by it).
+
+Expected rate on a GPU (not measured here: this machine has none). all-MiniLM-L6-v2 is 22.7 M
+parameters, about 2 x 21 M = 43 MFLOP a token for the encoder (attention adds about 10 % at 128
+tokens); a passage of about 90 words is about 128 word pieces, so about 6 GFLOP a passage. This
+machine's CPU path does 25-65 passages/s (0.15-0.4 TFLOP/s effective). A T4 (65 TFLOP/s fp16,
+8 fp32) at a realistic 25-35 % of peak in fp32 with batches of 128-256 gives about 2-3 TFLOP/s:
+300-500 passages/s; fp16 on an A10/L4 class card, about 1,500-3,000 passages/s. Published
+sentence-transformers figures for this model on a V100 (about 14,000 sentences/s for short
+sentences of about 15 tokens) scale to about 1,600/s at 128 tokens, the same order. So a
+million passages is about 10 minutes to an hour on one GPU worker, thirty million 3-30 hours;
+tokenisation (about 20 µs a passage on one CPU core) and writing the vectors to PostgreSQL
+(about 1,500 rows/s a batch here) then bound the worker, not the GPU.
+
 The ONNX encoder mirrors sentence-transformers' pipeline for this model: the same
 ``tokenizer.json`` (lower-casing WordPiece, truncation at 256 word pieces, padding to the longest
 text of a batch), mean pooling over the attention mask, L2 normalisation; texts are sorted by
@@ -55,6 +76,55 @@ def chosen_backend() -> str:
     return name
 
 
+DEVICES = ("auto", "cuda", "cpu")
+DEFAULT_BATCH_SIZE = 32
+
+
+def chosen_device() -> str:
+    name = (os.environ.get("EMBEDDING_DEVICE") or "auto").strip().lower()
+    if name not in DEVICES:
+        raise ValueError(f"EMBEDDING_DEVICE={name!r}: expected one of {', '.join(DEVICES)}")
+    return name
+
+
+def batch_size() -> int:
+    raw = os.environ.get("EMBEDDING_BATCH_SIZE") or str(DEFAULT_BATCH_SIZE)
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"EMBEDDING_BATCH_SIZE={raw!r}: expected a whole number from 1 to 4096") from None
+    if not 1 <= value <= 4096:
+        raise ValueError(f"EMBEDDING_BATCH_SIZE={raw!r}: expected a whole number from 1 to 4096")
+    return value
+
+
+def onnx_providers(device: str) -> list[str]:
+    """ONNX Runtime's providers for ``device``: CUDA first when asked for (or ``auto``) and present."""
+    import onnxruntime
+
+    available = onnxruntime.get_available_providers()
+    if device != "cpu" and "CUDAExecutionProvider" in available:
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    if device == "cuda":
+        logger.warning("EMBEDDING_DEVICE=cuda but ONNX Runtime has no CUDA provider (install onnxruntime-gpu "
+                       "and the CUDA libraries); embedding on the CPU")
+    else:
+        logger.info("embedding on the CPU (%s)", "EMBEDDING_DEVICE=cpu" if device == "cpu" else "no CUDA provider")
+    return ["CPUExecutionProvider"]
+
+
+def torch_device(device: str) -> str:
+    import torch
+
+    if device != "cpu" and torch.cuda.is_available():
+        return "cuda"
+    if device == "cuda":
+        logger.warning("EMBEDDING_DEVICE=cuda but torch sees no CUDA device; embedding on the CPU")
+    else:
+        logger.info("embedding on the CPU (no CUDA device)")
+    return "cpu"
+
+
 def cache_dir() -> Path:
     configured = os.environ.get("EMBEDDING_CACHE_DIR")
     if configured:
@@ -63,11 +133,11 @@ def cache_dir() -> Path:
     return Path(base) / "factcheck-workbench" / "embeddings"
 
 
-def load_torch_model():
+def load_torch_model(device: str = "cpu"):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer  # torch: heavy, only for the torch backend
 
-    return SentenceTransformer(str(model_path()), device="cpu")
+    return SentenceTransformer(str(model_path()), device=torch_device(device) if device != "cpu" else "cpu")
 
 
 def _model_fingerprint(path: Path) -> str:
@@ -176,7 +246,7 @@ class OnnxEncoder:
     backend: str
 
     def __init__(self, onnx_path: Path, *, backend: str = "onnx", max_seq_length: int = MAX_SEQ_LENGTH,
-                 threads: int | None = None):
+                 threads: int | None = None, device: str = "cpu"):
         import onnxruntime  # onnxruntime: heavy, only for the ONNX backends
         from tokenizers import Tokenizer
 
@@ -192,7 +262,15 @@ class OnnxEncoder:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         if threads:
             options.intra_op_num_threads = threads
-        self.session = onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+        providers = onnx_providers(device)
+        self.session = onnxruntime.InferenceSession(str(self.path), options, providers=providers)
+        self.device = "cuda" if self.session.get_providers()[0] == "CUDAExecutionProvider" else "cpu"
+        if providers[0] == "CUDAExecutionProvider" and self.device != "cuda":
+            logger.warning("ONNX Runtime's CUDA provider did not start (CUDA or cuDNN libraries missing?); "
+                           "embedding on the CPU")
+        elif self.device == "cuda" and backend == "onnx-int8":
+            logger.warning("embedding with int8 weights on CUDA: its integer kernels run on the CPU; "
+                           "EMBEDDING_BACKEND=onnx is the GPU backend")
         self._inputs = {i.name for i in self.session.get_inputs()}
 
     def _batch(self, texts: Sequence[str]) -> np.ndarray:
@@ -231,10 +309,11 @@ def load(backend: str | None = None):
     """The encoder of ``backend`` (default: ``EMBEDDING_BACKEND``); ``torch`` when an ONNX backend
     cannot be loaded (package missing, export failing, unwritable cache), with the reason logged."""
     backend = backend or chosen_backend()
+    device = chosen_device()
     if backend != "torch":
         try:
-            return OnnxEncoder(onnx_file(backend), backend=backend)
+            return OnnxEncoder(onnx_file(backend), backend=backend, device=device)
         except Exception as error:  # noqa: BLE001 - any failure falls back to the reference backend
             logger.warning("embedding backend %s unavailable (%s: %s); using torch", backend,
                            type(error).__name__, error)
-    return load_torch_model()  # its ``backend`` attribute is "torch", as OnnxEncoder's names its own
+    return load_torch_model(device)  # its ``backend`` attribute is "torch", as OnnxEncoder's names its own

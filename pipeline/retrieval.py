@@ -182,10 +182,15 @@ def embedding_model():
     return embedding_backends.load()
 
 
-def embed(texts: Sequence[str], batch_size: int = 32) -> np.ndarray:
-    """Unit-length float32 vectors, one row per text (cosine similarity is a dot product)."""
+def embed(texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+    """Unit-length float32 vectors, one row per text (cosine similarity is a dot product);
+    ``batch_size``: texts a model call (default ``EMBEDDING_BATCH_SIZE``, 32)."""
     if not texts:
         return np.zeros((0, EMBEDDING_DIMENSIONS), dtype=np.float32)
+    if batch_size is None:
+        from pipeline.embedding_backends import batch_size as configured
+
+        batch_size = configured()
     vectors = embedding_model().encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
                                        convert_to_numpy=True, show_progress_bar=False)
     return np.asarray(vectors, dtype=np.float32)

@@ -8,7 +8,8 @@ from django.core.management import CommandError, call_command
 from annotation import corpus_search as corpus_search_module
 from annotation.corpus_search import corpus_search
 from annotation.models import Corpus, CorpusState, Passage
-from annotation.services.corpora import clear_embeddings, embed_next_batch, embedding_agreement
+from annotation import vector_index
+from annotation.services.corpora import clear_embeddings, embed_next_batch, embedding_agreement, update_vector_index
 from pipeline.retrieval import embed
 
 from .test_corpora import corpus  # noqa: F401 - the imported corpus fixture
@@ -124,10 +125,11 @@ def test_a_process_that_loaded_the_old_vectors_searches_with_the_new_ones(corpus
     with the old model's vectors, whether it looks again during the re-embedding or after it."""
     embed_all(corpus.id)
     as_if_another_model(corpus.id)
+    update_vector_index(corpus.id)  # the index notices its first row is no longer stored: rebuilt
     query = "Who won two Nobel prizes?"
     search = corpus_search(factcheck_project)
-    search(query, embed([query])[0], 3)  # loads the old vectors into this process
-    old_rows = corpus_search_module._vectors[corpus.id].matrix.copy()
+    search(query, embed([query])[0], 3)  # maps the old vectors in this process
+    old_rows = np.array(vector_index._readers[corpus.id].vectors)
     # What another process does: clear and embed again, without touching this process's cache.
     monkeypatch.setattr(corpus_search_module, "forget_vectors", lambda corpus_id: None)
     clear_embeddings(corpus.id, enqueue=False)
@@ -138,7 +140,7 @@ def test_a_process_that_loaded_the_old_vectors_searches_with_the_new_ones(corpus
         Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True),
         [v for _, v in stored(corpus.id)])}
     assert candidates and all(np.array_equal(c.vector, fresh[c.passage_id]) for c in candidates)
-    assert not np.array_equal(corpus_search_module._vectors[corpus.id].matrix, old_rows)
+    assert not np.array_equal(np.array(vector_index._readers[corpus.id].vectors), old_rows)
 
 
 def test_a_cache_loaded_mid_embedding_notices_a_re_embedding_that_passed_it(corpus, factcheck_project):
@@ -148,11 +150,11 @@ def test_a_cache_loaded_mid_embedding_notices_a_re_embedding_that_passed_it(corp
         embedding=None)
     search = corpus_search(factcheck_project)
     search("Eiffel", embed(["Eiffel"])[0], 3)
-    assert len(corpus_search_module._vectors[corpus.id].ids) == 2
+    assert vector_index._readers[corpus.id].rows == 2
     Passage.objects.filter(corpus=corpus).update(embedding=None)  # re-embedded from scratch elsewhere
     Corpus.objects.filter(pk=corpus.pk).update(embedded=0, embedded_through=0)
     embed_next_batch(corpus.id, size=3)  # further than this process had got, still embedding
     candidates = corpus_search(factcheck_project)("Eiffel", embed(["Eiffel"])[0], 5)
     new = dict(stored(corpus.id))
     assert all(c.vector is None or np.array_equal(c.vector, new[c.text]) for c in candidates)
-    assert len(corpus_search_module._vectors[corpus.id].ids) == 3
+    assert vector_index._readers[corpus.id].rows == 3

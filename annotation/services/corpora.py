@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation import dispatch
+from annotation import dispatch, vector_index
 from annotation.corpus_search import forget_vectors
 from annotation.exceptions import DomainError, ImportFailed
 from annotation.json_values import MAX_JSON_DEPTH, bad_value, too_deep
@@ -186,20 +186,64 @@ def _fill_search_vectors(corpus_id: int) -> None:
         Corpus.objects.filter(pk=corpus_id).update(frequent_terms=[word for (word,) in cursor.fetchall()])
 
 
+CANCELLED_MESSAGE = "the import was cancelled"
+
+
+def cancel_corpus_import(corpus_id: int) -> Corpus:
+    """Stop a queued or running import: the corpus fails with a "cancelled" error, and the
+    import task, which looks at the corpus's state after each batch, deletes what it wrote and
+    the upload. A corpus whose import is over is not touched (DomainError)."""
+    with transaction.atomic():
+        corpus = Corpus.objects.select_for_update().filter(pk=corpus_id).first()
+        if corpus is None:
+            raise DomainError(f"no corpus with id {corpus_id}")
+        if corpus.state not in (CorpusState.QUEUED, CorpusState.IMPORTING):
+            raise DomainError(f"corpus {corpus.id} ({corpus.name}) is {corpus.get_state_display().lower()}: "
+                              "only a queued or running import can be cancelled")
+        was_queued = corpus.state == CorpusState.QUEUED
+        Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.FAILED, errors=[
+            {"line": 0, "field": "(import)", "message": CANCELLED_MESSAGE}])
+    if was_queued:  # no task will look at it again
+        upload_path(corpus).unlink(missing_ok=True)
+    return Corpus.objects.get(pk=corpus_id)
+
+
+def _cancelled(corpus_id: int, path: Path) -> bool:
+    if Corpus.objects.filter(pk=corpus_id, state=CorpusState.IMPORTING).exists():
+        return False
+    Passage.objects.filter(corpus_id=corpus_id).delete()
+    path.unlink(missing_ok=True)
+    logger.info("corpus %s: import cancelled, its passages deleted", corpus_id)
+    return True
+
+
 def run_corpus_import(corpus_id: int) -> Corpus | None:
-    """The import task's body: check, write passages, make them searchable; safe to run again."""
+    """The import task's body: check, write passages, make them searchable; safe to run again.
+
+    It streams the upload (bounded memory whatever its size) and records after each batch, in the
+    batch's transaction, the last line written: a task redelivered after its worker died resumes
+    after that line instead of starting over. ``cancel_corpus_import`` stops it between batches."""
     from pipeline.retrieval import split_passages  # loads NLTK and scikit-learn: kept out of web start-up
 
+    corpus = Corpus.objects.filter(pk=corpus_id).first()
+    if corpus is None:
+        return None
     # Queued, or importing with no progress for JOB_STALLED_AFTER_SECONDS (its worker died): a
-    # run beside a live one would delete and rewrite the same passages.
-    claimed = Corpus.objects.filter(jobs.claimable(jobs.KINDS["corpus"]), pk=corpus_id).update(
-        state=CorpusState.IMPORTING, errors=[], lines_read=0, documents=0, passages=0, progress_at=timezone.now())
+    # run beside a live one would write the same passages. A stalled one resumes after its last batch.
+    resume_after = corpus.lines_read if corpus.state == CorpusState.IMPORTING else 0
+    claimable = Corpus.objects.filter(jobs.claimable(jobs.KINDS["corpus"]), pk=corpus_id)
+    if resume_after:
+        claimed = claimable.filter(state=CorpusState.IMPORTING).update(errors=[], progress_at=timezone.now())
+    else:
+        claimed = claimable.update(state=CorpusState.IMPORTING, errors=[], lines_read=0, documents=0, passages=0,
+                                   progress_at=timezone.now())
     corpus = Corpus.objects.filter(pk=corpus_id).first()
     if not claimed or corpus is None:
         return corpus
     path = upload_path(corpus)
     try:
-        _check_file(path)
+        if not resume_after:  # a run that wrote a batch had checked the whole file
+            _check_file(path)
     except ImportFailed as exc:
         Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.FAILED, errors=exc.errors)
         path.unlink(missing_ok=True)
@@ -209,28 +253,44 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
             "line": 0, "field": "(file)", "message": "the uploaded file is gone (web and worker must share DATA_DIR)"}])
         return Corpus.objects.get(pk=corpus_id)
 
-    Passage.objects.filter(corpus_id=corpus_id).delete()  # what a dead worker's run left
-    batch, documents, passages = [], 0, 0
+    # What a dead worker's run wrote past its last recorded batch (all of it when starting over).
+    Passage.objects.filter(corpus_id=corpus_id, document__gt=resume_after).delete()
+    if resume_after:
+        logger.info("corpus %s: import resumed after line %s", corpus_id, resume_after)
+    batch, documents, passages = [], corpus.documents if resume_after else 0, corpus.passages if resume_after else 0
 
-    def flush():
-        Passage.objects.bulk_create(batch)
-        Corpus.objects.filter(pk=corpus_id).update(lines_read=number, documents=documents, passages=passages,
-                                                   progress_at=timezone.now())
-        batch.clear()
+    def flush() -> bool:
+        """Write the batch and the progress together; False when the import was cancelled."""
+        with transaction.atomic():
+            Passage.objects.bulk_create(batch)
+            batch.clear()
+            return bool(Corpus.objects.filter(pk=corpus_id, state=CorpusState.IMPORTING).update(
+                lines_read=number, documents=documents, passages=passages, progress_at=timezone.now()))
 
-    number = 0
-    for number, document, _ in _documents(path):
-        documents += 1
-        windows = split_passages(document["text"], size=corpus.passage_sentences, stride=corpus.passage_stride)
-        for position, text in enumerate(windows):
-            batch.append(Passage(corpus_id=corpus_id, document=number, position=position, title=document["title"],
-                                 url=document["url"], text=text))
-        passages += len(windows)
-        if len(batch) >= INSERT_BATCH:
-            flush()
-    flush()
+    number = resume_after
+    try:
+        for number, document, _ in _documents(path):
+            if number <= resume_after:
+                continue
+            documents += 1
+            windows = split_passages(document["text"], size=corpus.passage_sentences, stride=corpus.passage_stride)
+            for position, text in enumerate(windows):
+                batch.append(Passage(corpus_id=corpus_id, document=number, position=position, title=document["title"],
+                                     url=document["url"], text=text))
+            passages += len(windows)
+            if len(batch) >= INSERT_BATCH and not flush() and _cancelled(corpus_id, path):
+                return Corpus.objects.get(pk=corpus_id)
+        if not flush() and _cancelled(corpus_id, path):
+            return Corpus.objects.get(pk=corpus_id)
+    except FileNotFoundError:  # cancelled while queued, then picked up: the upload is gone
+        if _cancelled(corpus_id, path):
+            return Corpus.objects.get(pk=corpus_id)
+        raise
     _fill_search_vectors(corpus_id)
-    Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.EMBEDDING, imported_at=timezone.now())
+    if not Corpus.objects.filter(pk=corpus_id, state=CorpusState.IMPORTING).update(
+            state=CorpusState.EMBEDDING, imported_at=timezone.now()):
+        _cancelled(corpus_id, path)  # cancelled while the search vectors were made
+        return Corpus.objects.get(pk=corpus_id)
     path.unlink(missing_ok=True)
     if not dispatch.runs_in_process():
         # With no worker (the embedded default) a whole corpus is not embedded inside a web
@@ -276,10 +336,14 @@ def requeue_corpus(corpus_id: int) -> None:
         logger.warning("could not hand corpus %s back to the queue", corpus_id, exc_info=True)
 
 
-def embed_next_batch(corpus_id: int, size: int = EMBED_BATCH) -> int:
-    """Embed up to ``size`` passages that have no vector yet; returns how many were embedded.
+def embed_next_batch(corpus_id: int, size: int | None = None) -> int:
+    """Embed up to ``size`` passages that have no vector yet (default: EMBED_BATCH, or four model
+    batches when EMBEDDING_BATCH_SIZE is larger, as on a GPU); returns how many were embedded.
     The corpus is ready when none is left."""
+    from pipeline.embedding_backends import batch_size  # with onnxruntime: kept out of web start-up
     from pipeline.retrieval import embed  # loads NLTK and scikit-learn: kept out of web start-up
+
+    size = size or max(EMBED_BATCH, 4 * batch_size())
 
     rows = list(Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=True).order_by("id")
                 .values_list("id", "text")[:size])
@@ -302,7 +366,18 @@ def embed_next_batch(corpus_id: int, size: int = EMBED_BATCH) -> int:
     Corpus.objects.filter(Q(pk=corpus_id), ~Q(state=CorpusState.FAILED)).update(**changes)
     if next_missing is None and rows:
         tidy_passages()  # every row of the corpus was rewritten with its vector
+    if rows:
+        update_vector_index(corpus_id, through)
     return len(rows)
+
+
+def update_vector_index(corpus_id: int, through: int | None = None) -> None:
+    """Add the new vectors to the corpus's index on disk (annotation.vector_index). A failure
+    (disk full, say) does not stop the embedding: searches rebuild a missing or broken index."""
+    try:
+        vector_index.sync(corpus_id, through)
+    except Exception:  # noqa: BLE001 - the vectors are safe in the database; the index is rebuilt from them
+        logger.exception("vector index of corpus %s not updated", corpus_id)
 
 
 # Mean cosine between stored vectors and the current backend's for the same passages at or above
@@ -342,8 +417,8 @@ def clear_embeddings(corpus_id: int, *, enqueue: bool = True) -> Corpus:
         Passage.objects.filter(corpus_id=corpus_id).exclude(embedding=None).update(embedding=None)
         Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.EMBEDDING, embedded=0, embedded_through=0,
                                                    embedded_at=None)
-        # Other processes notice on their next search (corpus_search._stale).
-        transaction.on_commit(lambda: forget_vectors(corpus_id))
+        # Other processes notice on their next search (vector_index.reader: the index is gone).
+        transaction.on_commit(lambda: (vector_index.remove(corpus_id), forget_vectors(corpus_id)))
         if enqueue and not dispatch.runs_in_process():
             dispatch.queue("embed_corpus", corpus_id)
     return Corpus.objects.get(pk=corpus_id)
