@@ -208,13 +208,13 @@ def test_an_empty_segment_has_nothing_to_decide_and_is_not_required():
 
 
 def test_an_unlabelled_empty_segment_does_not_hold_back_the_response_unit(felm_project):
-    from annotation.scoring import felm_tasks
+    from annotation.scoring import project_tasks
 
     import_jsonl(felm_project, jsonl([empty_segment_line()]), fmt="felm", labels_as="gold")
     gold = GoldRecord.objects.get()
     gold.payload["segments"][1] = segment(None)
     gold.save()
-    tasks = felm_tasks(felm_project)
+    tasks = project_tasks(felm_project)
     assert [u.gold for u in tasks["response"].units] == ["correct"]
     assert len(tasks["segment"].units) == 1
     [record] = exported(felm_project)
