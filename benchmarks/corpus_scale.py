@@ -113,13 +113,20 @@ def sentence(rng: random.Random) -> str:
 
 
 def write_corpus(path: Path, passages: int, rng: random.Random) -> int:
-    documents = max(1, passages // 5)
-    with path.open("w") as file:
-        for number in range(documents):
-            text = " ".join(sentence(rng) for _ in range(13))
-            file.write(json.dumps({"title": f"Document {number}", "url": f"https://corpus.example/{number}",
-                                   "text": text}) + "\n")
-    return documents
+    import evidence_scale
+
+    return evidence_scale.write_corpus(path, passages, rng, make_sentence=sentence)
+
+
+def fold_seconds(directory: Path, meta: dict, vectors, tmp: Path) -> float | None:
+    """Time to fold the last 20,000 vectors into the ANN index (the worker's periodic step)."""
+    if not meta["ann"]:
+        return None
+    began = time.perf_counter()
+    vector_index._extend_ann(directory / meta["ann"], vectors, max(0, meta["rows"] - 20_000), tmp / "fold.faiss")
+    seconds = time.perf_counter() - began
+    (tmp / "fold.faiss").unlink()
+    return seconds
 
 
 def synthetic_vectors(count: int, seed: int = 0, block: int = 50_000):
@@ -272,12 +279,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     sizes = index_sizes(directory)
     vectors = np.memmap(directory / f"vectors-{meta['generation']}.f32", dtype=np.float32, mode="r",
                         shape=(meta["rows"], DIM))
-    fold = None
-    if meta["ann"]:
-        began = time.perf_counter()
-        vector_index._extend_ann(directory / meta["ann"], vectors, max(0, meta["rows"] - 20_000), tmp / "fold.faiss")
-        fold = time.perf_counter() - began
-        (tmp / "fold.faiss").unlink()
+    fold = fold_seconds(directory, meta, vectors, tmp)
     print(f"3. vectors generated (not embedded) and written with COPY in {written:.0f} s, VACUUM ANALYZE "
           f"{tidied:.0f} s; table with vectors {table_with_vectors / 2**20:.0f} MiB. Index build (read from "
           f"PostgreSQL, {'IVF-SQ8 trained and filled' if meta['ann'] else 'exact: no ANN index'}) {built:.0f} s; "
@@ -352,12 +354,7 @@ def run_vectors_only(args, tmp: Path) -> None:
         built = time.perf_counter() - began
     vectors = np.memmap(directory / f"vectors-{meta['generation']}.f32", dtype=np.float32, mode="r",
                         shape=(meta["rows"], DIM))
-    fold = None
-    if meta["ann"]:
-        began = time.perf_counter()
-        vector_index._extend_ann(directory / meta["ann"], vectors, max(0, meta["rows"] - 20_000), tmp / "fold.faiss")
-        fold = time.perf_counter() - began
-        (tmp / "fold.faiss").unlink()
+    fold = fold_seconds(directory, meta, vectors, tmp)
     sizes = index_sizes(directory)
     print(f"3. {meta['rows']} generated vectors (not embedded) appended to the index files in {appended:.0f} s; "
           f"IVF-SQ8 built (trained on a sample, every row added, written) in {built:.0f} s; folding a "

@@ -74,11 +74,13 @@ def sentence(rng: random.Random) -> str:
     return f"{name} {' '.join(words)} in {rng.randint(1000, 2020)}."
 
 
-def write_corpus(path: Path, passages: int, rng: random.Random) -> int:
+def write_corpus(path: Path, passages: int, rng: random.Random, make_sentence=None) -> int:
+    """A JSONL corpus of about ``passages`` passages (documents of 13 sentences)."""
+    make_sentence = make_sentence or sentence
     documents = max(1, passages // 5)
     with path.open("w") as file:
         for number in range(documents):
-            text = " ".join(sentence(rng) for _ in range(13))
+            text = " ".join(make_sentence(rng) for _ in range(13))
             file.write(json.dumps({"title": f"Document {number}", "url": f"https://corpus.example/{number}",
                                    "text": text}) + "\n")
     return documents
