@@ -19,6 +19,8 @@ from annotation.services.projects import add_member, create_project
 from config.celery import app as celery_app
 
 from .browser_support import CHROMIUM, CHROMIUM_ARGS, PageProblems, require_browser
+from .racer import Racer
+from .stack import require_postgresql
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
@@ -56,6 +58,20 @@ def loopback_services_allowed(monkeypatch):
     monkeypatch.setenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1")
     monkeypatch.delenv("OUTBOUND_ALLOWED_NETWORKS", raising=False)
     monkeypatch.delenv("OUTBOUND_ALLOWED_PORTS", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def postgres_only(request):
+    """``@pytest.mark.postgres_only("why")``: skipped elsewhere (a failure in CI's PostgreSQL run)."""
+    marker = request.node.get_closest_marker("postgres_only")
+    if marker is not None:
+        require_postgresql(marker.args[0] if marker.args else "this test needs PostgreSQL")
+
+
+@pytest.fixture
+def racer(live_server):
+    """Sends real parallel requests to the live server (tests/racer.py)."""
+    return Racer(live_server.url)
 
 
 @pytest.fixture(autouse=True)

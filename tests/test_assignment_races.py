@@ -11,18 +11,13 @@ from django.db import connection, connections
 from annotation.models import Assignment, AssignmentRole, Item, ItemStage, StageStatus
 from annotation.services.assignments import assign_open_stages
 
-from .stack import require_postgresql
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only("row-lock races are tested on PostgreSQL")]
 
 THREADS = 4
 STAGES_PER_ROUND = 60
 ROUNDS = 4
 
-
-@pytest.fixture(autouse=True)
-def on_postgresql():
-    require_postgresql("row-lock races are tested on PostgreSQL")
 
 
 def ready_stages(project, count: int, start: int) -> list[int]:

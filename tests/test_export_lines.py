@@ -12,15 +12,10 @@ from annotation.services import export_lines
 from annotation.services.imports import import_jsonl
 
 from .conftest import jsonl
-from .stack import require_postgresql
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only("lines are stored on PostgreSQL only (elsewhere every export renders every line)")]
 FMT = "factcheck-bench"
 
-
-@pytest.fixture(autouse=True)
-def on_postgresql():
-    require_postgresql("lines are stored on PostgreSQL only (elsewhere every export renders every line)")
 
 
 def released_line(index: int) -> dict:

@@ -19,22 +19,12 @@ from annotation.services.imports import import_jsonl
 from annotation.services.projects import add_member
 
 from .conftest import felm_line, jsonl, project_with_team
-from .racer import Racer
-from .stack import require_postgresql
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only("row-lock order is tested on PostgreSQL")]
 
 ITEMS = 12
 
 
-@pytest.fixture(autouse=True)
-def on_postgresql():
-    require_postgresql("row-lock order is tested on PostgreSQL")
-
-
-@pytest.fixture
-def racer(live_server):
-    return Racer(live_server.url)
 
 
 def felm_records(n: int, offset: int = 0) -> list[dict]:

@@ -17,24 +17,14 @@ from annotation.services.annotations import save_annotation
 from annotation.services.imports import import_jsonl
 
 from .conftest import felm_line, jsonl, segment
-from .racer import Racer
-from .stack import require_postgresql
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only("row-lock races are tested on PostgreSQL")]
 
 CLIENTS = 4
 ITEMS = 16
 ALL_CORRECT = {"segments": [segment(True)] * 3}
 
 
-@pytest.fixture(autouse=True)
-def on_postgresql():
-    require_postgresql("row-lock races are tested on PostgreSQL")
-
-
-@pytest.fixture
-def racer(live_server):
-    return Racer(live_server.url)
 
 
 @pytest.fixture
