@@ -28,6 +28,13 @@ def _next(role: str) -> dict:
         return people[next(_counters[role]) % len(people)]
 
 
+def _log_in(user: HttpUser, role: str) -> dict:
+    """The next person of ``role``, whose API token the user's requests carry from now on."""
+    me = _next(role)
+    user.client.headers.update({"Authorization": f"Token {me['token']}", "Accept": "application/json"})
+    return me
+
+
 def _segments(rng: random.Random, count: int, complete: bool) -> list[dict]:
     segments = []
     for _ in range(count):
@@ -47,8 +54,7 @@ class Annotator(HttpUser):
     wait_time = between(2, 4)  # the page autosaves a few seconds apart while someone labels
 
     def on_start(self):
-        me = _next("annotator")
-        self.client.headers.update({"Authorization": f"Token {me['token']}", "Accept": "application/json"})
+        me = _log_in(self, "annotator")
         self.rng = random.Random(me["token"])
         self.assignment, self.version, self.saves = None, 0, 0
         self.project = CONFIG["felm_project"]
@@ -90,8 +96,7 @@ class Consolidator(HttpUser):
     wait_time = between(3, 6)
 
     def on_start(self):
-        me = _next("consolidator")
-        self.client.headers.update({"Authorization": f"Token {me['token']}", "Accept": "application/json"})
+        me = _log_in(self, "consolidator")
         self.rng = random.Random(me["token"])
 
     @task
@@ -117,8 +122,7 @@ class Admin(HttpUser):
     wait_time = between(5, 10)
 
     def on_start(self):
-        me = _next("admin")
-        self.client.headers.update({"Authorization": f"Token {me['token']}", "Accept": "application/json"})
+        _log_in(self, "admin")
         self.imported = False
 
     @task(3)
