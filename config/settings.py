@@ -233,13 +233,6 @@ CELERY_TASK_ROUTES = {
 }
 if EMBEDDING_QUEUE:
     CELERY_TASK_ROUTES["annotation.tasks.embed_corpus"] = {"queue": EMBEDDING_QUEUE}
-# Corpus vector indexes (annotation.vector_index): on disk, shared by the processes of a machine
-# (several machines: a shared volume, as DATA_DIR). Unset: DATA_DIR / "vector_index".
-VECTOR_INDEX_DIR = os.environ.get("VECTOR_INDEX_DIR") or None
-VECTOR_INDEX_EXACT_MAX = int(os.environ.get("VECTOR_INDEX_EXACT_MAX", "20000"))  # up to this, exact search
-VECTOR_INDEX_NPROBE = int(os.environ.get("VECTOR_INDEX_NPROBE", "16"))  # IVF lists searched a query
-# 1: gunicorn and Celery workers import faiss on a thread once up, not at their first search.
-VECTOR_INDEX_PREWARM = os.environ.get("VECTOR_INDEX_PREWARM", "0") == "1"
 CELERY_TASK_EAGER_PROPAGATES = False
 # A task is acknowledged when it ends, so one whose worker died (kill -9, out of memory) is
 # delivered again: on Redis once it has been unacknowledged for the visibility timeout (seconds).
@@ -263,6 +256,14 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+
+# Corpus vector indexes (annotation.vector_index): on disk, shared by the processes of a machine
+# (several machines: a shared volume, as DATA_DIR). Unset: DATA_DIR / "vector_index".
+VECTOR_INDEX_DIR = os.environ.get("VECTOR_INDEX_DIR") or None
+VECTOR_INDEX_EXACT_MAX = int(os.environ.get("VECTOR_INDEX_EXACT_MAX", "20000"))  # up to this, exact search
+VECTOR_INDEX_NPROBE = int(os.environ.get("VECTOR_INDEX_NPROBE", "16"))  # IVF lists searched a query
+# 1: gunicorn and Celery workers import faiss on a thread once up, not at their first search.
+VECTOR_INDEX_PREWARM = os.environ.get("VECTOR_INDEX_PREWARM", "0") == "1"
 
 # Django's cache holds results that Celery workers compute for the web processes (agreement with
 # bootstrap intervals: annotation.services.agreement_cache), so with real workers it must be one
