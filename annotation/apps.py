@@ -11,7 +11,13 @@ class AnnotationConfig(AppConfig):
     def ready(self):
         from django.conf import settings
 
-        # Uploads spool under DATA_DIR (annotation.uploads); Django's checks want the directory
+        # The core pre-annotates with the evidence wing's search without importing the wing.
+        from annotation.evidence.corpus_search import corpus_search
+        from annotation.services import stages
+
+        stages.use_corpus_search(corpus_search)
+
+        # Uploads spool under DATA_DIR (annotation.imports.uploads); Django's checks want the directory
         # to exist. Uploads make it again if it goes; a read-only DATA_DIR is the check's to report.
         try:
             Path(settings.FILE_UPLOAD_TEMP_DIR).mkdir(parents=True, exist_ok=True)

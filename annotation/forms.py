@@ -1,13 +1,10 @@
 """Forms of the browser pages."""
 from django import forms
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import password_validators_help_text_html
 
-from annotation.kinds import KINDS, get_kind
+from annotation.kinds import KINDS
 from annotation.models import Project, ProjectKind, Role, ThirdRater
-from annotation.exceptions import UploadTooLarge, readable_size
-from annotation.services.imports import LABELS_AS, check_upload_size
 
 User = get_user_model()
 
@@ -54,49 +51,6 @@ class ProjectEditForm(forms.Form):
     def clean_overlap_share(self):
         share = self.cleaned_data.get("overlap_share")
         return self.initial.get("overlap_share", 1.0) if share is None else share
-
-
-class UploadField(forms.FileField):
-    """A file no larger than ``IMPORT_MAX_UPLOAD_BYTES``, refused with a readable message."""
-
-    def clean(self, *args, **kwargs):
-        upload = super().clean(*args, **kwargs)
-        try:
-            check_upload_size(getattr(upload, "size", None))
-        except UploadTooLarge as exc:
-            raise forms.ValidationError(str(exc)) from exc
-        return upload
-
-
-class ImportForm(forms.Form):
-    file = UploadField(help_text="JSONL, one item a line")
-    format = forms.ChoiceField(choices=[])
-    labels_as = forms.ChoiceField(choices=[(v, v) for v in LABELS_AS], initial="ignore")
-    on_error = forms.ChoiceField(
-        label="Bad lines", initial="refuse", required=False,  # absent (older pages, scripts): refuse
-        choices=[("refuse", "refuse the file (nothing is imported, every bad line is listed)"),
-                 ("skip", "skip them (the good lines are imported, the skipped ones listed)")])
-    domain = forms.CharField(required=False, max_length=50, strip=False,
-                             help_text="fills the domain of items whose line has none (free text, e.g. the topic "
-                                       "of the file)")
-
-    def clean_on_error(self):
-        return self.cleaned_data["on_error"] or "refuse"
-
-    def __init__(self, *args, formats=(), kind: str = "", **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["format"].choices = [(f, f) for f in formats]
-        if domains := (get_kind(kind).domains if kind else ()):
-            self.fields["domain"].help_text = (f"fills the domain of items whose line has none ({', '.join(domains)} "
-                                               "— the released files are named after it)")
-        self.fields["file"].help_text = f"JSONL, one item a line; at most {readable_size(settings.IMPORT_MAX_UPLOAD_BYTES)}"
-
-
-class CorpusForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    file = UploadField(help_text='JSONL, one document a line: {"title", "url", "text"}')
-    passage_sentences = forms.IntegerField(min_value=1, max_value=50, initial=5, help_text="sentences per passage")
-    passage_stride = forms.IntegerField(min_value=1, max_value=50, initial=2, help_text="a passage starts every … sentences")
 
 
 class MemberForm(forms.Form):
@@ -157,24 +111,3 @@ class SplitForm(forms.Form):
 
 class EscalateForm(forms.Form):
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=2000)
-
-
-class PredictionsForm(forms.Form):
-    """An automatic fact-checker's predictions to score (services.predictions)."""
-
-    file = UploadField(help_text="JSONL keyed like the exports, e.g. "
-                                 '{"item": "q7", "sentence": "sentence1", "checkworthy": "yes"}')
-    system = forms.CharField(max_length=100, help_text="the fact-checker's name")
-    version = forms.CharField(max_length=50, required=False, help_text="optional; each version is a row of its own")
-    resamples = forms.IntegerField(min_value=0, max_value=10_000, initial=1000, required=False,
-                                   help_text="bootstrap resamples of the 95 % intervals (0: none)")
-    seed = forms.IntegerField(min_value=0, max_value=2**32 - 1, initial=0, required=False)
-    replace = forms.BooleanField(required=False, label="Replace the scores of this system and version if they exist")
-
-    def clean_resamples(self):
-        value = self.cleaned_data.get("resamples")
-        return 1000 if value is None else value
-
-    def clean_seed(self):
-        value = self.cleaned_data.get("seed")
-        return 0 if value is None else value

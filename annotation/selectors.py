@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.models import Count, F, Func, JSONField, Q, QuerySet, Sum, Value
 from django.utils import timezone
 
-from annotation import agreement
+from annotation.research import agreement
 from annotation.kinds import get_kind
 from annotation.kinds.base import AgreementItem
 from annotation.models import (

@@ -10,10 +10,13 @@ import time
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
-from annotation import dispatch, vector_index
+from annotation import dispatch
+from annotation.evidence import corpora, retrieval as evidence, search as evidence_search, vector_index
+from annotation.exports import lines as export_lines
+from annotation.imports import items as imports
 from annotation.models import Project
-from annotation.services import agreement_cache, corpora, evidence, evidence_search, export_lines, imports, jobs
-from annotation.services import llm_rater, predictions, stages
+from annotation.research import agreement_cache, llm_rater, predictions
+from annotation.services import jobs, stages
 
 EMBED_TASK_SECONDS = 30
 logger = logging.getLogger(__name__)

@@ -1,7 +1,8 @@
 from django.urls import path, register_converter
 
 from .params import NATURAL
-from . import research_views, views
+from . import views
+from .research import views as research_views
 
 
 class IdConverter:

@@ -17,15 +17,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation import agreement, exports, plots, selectors
+from annotation import selectors
+from annotation.research import agreement, plots
+from annotation.exports import formats as exports
 from annotation import guidelines as guideline_text
 from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
-from annotation.downloads import attachment, file_stem, table_csv
+from annotation.exports.downloads import attachment, file_stem, table_csv
 from annotation.forms import (
-    CorpusForm,
     DiscardForm,
     EscalateForm,
-    ImportForm,
     MemberForm,
     MemberRoleForm,
     ProjectEditForm,
@@ -33,6 +33,9 @@ from annotation.forms import (
     SplitForm,
     UserCreateForm,
 )
+from annotation.evidence.forms import CorpusForm
+from annotation.imports.forms import ImportForm
+from annotation.imports.views import import_errors_text
 from annotation.kinds import KINDS, get_kind
 from annotation.models import (
     Assignment,
@@ -48,30 +51,20 @@ from annotation.models import (
     Role,
     StageStatus,
 )
+from annotation.pages import project_for
 from annotation.params import parse_natural
 from annotation.services import annotations as annotation_services
-from annotation.services import agreement_cache
+from annotation.research import agreement_cache
 from annotation.services import assignments as assignment_services
 from annotation.services import consolidation as consolidation_services
-from annotation.services import corpora as corpus_services
-from annotation.services import evidence as evidence_services
-from annotation.services import imports as import_services
+from annotation.evidence import corpora as corpus_services
+from annotation.evidence import retrieval as evidence_services
+from annotation.imports import items as import_services
 from annotation.services import projects as project_services
 from annotation.services import stages as stage_services
 from annotation.services import third_rater as third_rater_services
 
 RECENT_IMPORTS = 5
-
-
-def project_for(request, project_id: int, roles: set[str] | None = None) -> tuple[Project, set[str]]:
-    """The project if the user belongs to it (404 otherwise), with one of ``roles`` (403 otherwise)."""
-    project = get_object_or_404(Project, pk=project_id)
-    user_roles = selectors.user_roles(request.user, project)
-    if not user_roles:
-        raise Http404("no such project")
-    if roles and not (user_roles & roles):
-        raise PermissionDenied("your role in this project does not allow this page")
-    return project, user_roles
 
 
 @login_required
@@ -275,10 +268,6 @@ def project_corpus_upload(request, project_id):
         messages.success(request, f"Corpus {corpus.name}: {corpus.get_state_display().lower()}"
                                   f"{f', {corpus.passages} passages' if corpus.passages else ''}.")
     return redirect("annotation:project", project_id=project.id)
-
-
-def import_errors_text(errors: list[dict]) -> str:
-    return "; ".join(f"line {e['line']}, field {e['field']}: {e['message']}" for e in errors)
 
 
 def import_summary(result: dict, with_warnings: bool = True) -> str:

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from annotation import selectors
 from annotation.params import NATURAL
 from annotation.models import Corpus
-from annotation.services import corpora as corpus_services
+from annotation.evidence import corpora as corpus_services
 
 from .serializers import CorpusCreateSerializer, CorpusProjectsSerializer, CorpusSerializer, ErrorSerializer
 

@@ -11,7 +11,7 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from annotation import selectors
-from annotation.services import llm_rater as rater_services
+from annotation.research import llm_rater as rater_services
 
 from .serializers import ErrorSerializer, job_fields
 

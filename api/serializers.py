@@ -12,7 +12,7 @@ from annotation import selectors
 from annotation.json_values import MAX_JSON_DEPTH, nul_path, too_deep
 from annotation.kinds import KINDS
 from annotation.kinds.factcheck.step2 import RELEASED_EVIDENCE_KEY
-from annotation.services.corpora import MAX_PASSAGE_SENTENCES
+from annotation.evidence.corpora import MAX_PASSAGE_SENTENCES
 from annotation.services import jobs
 from annotation.services.projects import validate_pipeline_settings
 from annotation.models import (

@@ -18,21 +18,22 @@ from rest_framework.generics import get_object_or_404
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
-from annotation import exports, selectors
-from annotation import leaderboard as leaderboard_selectors
+from annotation import selectors
+from annotation.exports import formats as exports
+from annotation.research import leaderboard as leaderboard_selectors
 from annotation.exceptions import UploadTooLarge
 from annotation.kinds import KINDS, get_kind
 from annotation.params import NATURAL, parse_natural
 from annotation.models import Assignment, Consolidation, ConsolidationStatus, Item, ItemStage, Project, StageStatus, ThirdRater
-from annotation.services import agreement_cache
+from annotation.research import agreement_cache
 from annotation.services import annotations as annotation_services
 from annotation.services import assignments as assignment_services
 from annotation.services import consolidation as consolidation_services
-from annotation.services import evidence as evidence_services
-from annotation.services import evidence_search as evidence_search_services
+from annotation.evidence import retrieval as evidence_services
+from annotation.evidence import search as evidence_search_services
 from annotation.services import third_rater as third_rater_services
-from annotation.services import imports as import_services
-from annotation.services import predictions as prediction_services
+from annotation.imports import items as import_services
+from annotation.research import predictions as prediction_services
 from annotation.services import projects as project_services
 from annotation.services import stages as stage_services
 

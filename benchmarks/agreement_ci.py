@@ -26,7 +26,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from annotation.agreement import field_agreement  # noqa: E402
+from annotation.research.agreement import field_agreement  # noqa: E402
 
 ORDER = ["yes", "intermediate", "no"]
 BUDGET_SECONDS = 2.0

@@ -114,8 +114,8 @@ def run(args, broker: str) -> int:
 
     from annotation import selectors
     from annotation.models import Membership, Project, Role
-    from annotation.services import agreement_cache
-    from annotation.services.imports import import_jsonl
+    from annotation.research import agreement_cache
+    from annotation.imports.items import import_jsonl
 
     print(f"{args.items:,} FELM items × {felm_scale.SEGMENTS_PER_ITEM} segments, 2 annotators, gold on every item; "
           f"{args.resamples:,} resamples")

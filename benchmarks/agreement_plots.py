@@ -31,8 +31,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from annotation.agreement import agreement_over_time, agreement_with_reference, field_agreement  # noqa: E402
-from annotation.plots import agreement_figures  # noqa: E402
+from annotation.research.agreement import agreement_over_time, agreement_with_reference, field_agreement  # noqa: E402
+from annotation.research.plots import agreement_figures  # noqa: E402
 
 ORDER = ["yes", "intermediate", "no"]
 BUDGET_SECONDS = 2.0

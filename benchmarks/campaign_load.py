@@ -70,10 +70,11 @@ def set_up(tmp: Path, items: int) -> dict:
     from django.core.management import call_command
     from rest_framework.authtoken.models import Token
 
-    from annotation import exports, tasks
+    from annotation import tasks
+    from annotation.exports import formats as exports
     from annotation.models import Assignment, Role
     from annotation.services.annotations import save_annotation
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
     from annotation.services.projects import add_member, create_project
     from benchmarks.factcheck_export import released_item
     from benchmarks.felm_scale import generate_felm_jsonl

@@ -209,10 +209,10 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from annotation import vector_index
-    from annotation.corpus_search import _search_postgresql, searchable_corpora
+    from annotation.evidence import vector_index
+    from annotation.evidence.corpus_search import _search_postgresql, searchable_corpora
     from annotation.models import Corpus
-    from annotation.services import corpora as corpus_services
+    from annotation.evidence import corpora as corpus_services
     from annotation.services.projects import create_project
 
     rng = random.Random(7)
@@ -334,7 +334,7 @@ def run_vectors_only(args, tmp: Path) -> None:
     worker appends them, the IVF built, recall, and a fresh process's dense search."""
     import numpy as np
 
-    from annotation import vector_index
+    from annotation.evidence import vector_index
 
     corpus_id, model = 1, vector_index.model_key()
     directory = vector_index.index_dir(corpus_id, model)
@@ -385,7 +385,7 @@ def run_vectors_only(args, tmp: Path) -> None:
 def print_recall(meta, directory, vectors, corpus) -> None:
     import numpy as np
 
-    from annotation import vector_index
+    from annotation.evidence import vector_index
 
     if not meta["ann"]:
         return
@@ -421,8 +421,8 @@ def search_child_vectors(args) -> None:
     import numpy as np
 
     setup_django(args.database, Path(args.data_dir))
-    from annotation import vector_index
-    from annotation.corpus_search import _dense_scan, _indexed_vectors
+    from annotation.evidence import vector_index
+    from annotation.evidence.corpus_search import _dense_scan, _indexed_vectors
 
     corpus = types.SimpleNamespace(id=args.search_child, embedded_through=args.passages, embedded=args.passages)
     rng = np.random.default_rng(5)
@@ -454,7 +454,7 @@ def search_child_vectors(args) -> None:
 def search_child(args) -> None:
     """A fresh searching process: prints one JSON line."""
     setup_django(args.database, Path(args.data_dir))
-    from annotation.corpus_search import corpus_search
+    from annotation.evidence.corpus_search import corpus_search
     from annotation.models import Corpus
     from pipeline import retrieval
     from pipeline.factcheck_step2 import search_queries
@@ -475,7 +475,7 @@ def search_child(args) -> None:
         [sys.executable, "-c", "import time; t = time.perf_counter(); import faiss; print(time.perf_counter() - t)"],
         check=True, capture_output=True, text=True).stdout.split()[-1])
     result = {"start": start, "first": first, "faiss_import": faiss_import}
-    from annotation.corpus_search import dense_hits_many, searchable_corpora
+    from annotation.evidence.corpus_search import dense_hits_many, searchable_corpora
 
     corpora = searchable_corpora(project)
     for label, lists in (("1 query", [[c] for c in claims]), ("4 queries", [[c, *q] for c, q in zip(claims, questions)])):

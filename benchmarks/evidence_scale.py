@@ -133,9 +133,9 @@ def run(args, rng: random.Random) -> None:
     import numpy as np
     from django.contrib.auth import get_user_model
 
-    from annotation.corpus_search import corpus_search
+    from annotation.evidence.corpus_search import corpus_search
     from annotation.models import Corpus, Passage
-    from annotation.services.corpora import create_corpus, run_corpus_import, tidy_passages
+    from annotation.evidence.corpora import create_corpus, run_corpus_import, tidy_passages
     from annotation.services.projects import create_project
     from pipeline import retrieval
     from pipeline.factcheck_step2 import search_queries
@@ -222,7 +222,7 @@ def run(args, rng: random.Random) -> None:
               f"{os.getloadavg()[0]:.1f}")
     # Where the search's time goes, for the claims alone: full-text search, the dense scan, the rest
     # (fetching the passages' text, building candidates).
-    from annotation.corpus_search import dense_hits_many, lexical_hits_many, searchable_corpora
+    from annotation.evidence.corpus_search import dense_hits_many, lexical_hits_many, searchable_corpora
 
     corpora = searchable_corpora(project)
     vectors = retrieval.embed(claims)

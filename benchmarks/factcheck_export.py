@@ -75,7 +75,7 @@ def released_item(index: int, rng: random.Random) -> dict:
 
 def load(items: int, name: str) -> int:
     from annotation.models import Project
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
     from annotation.services.projects import create_project
 
     rng = random.Random(items)
@@ -85,16 +85,16 @@ def load(items: int, name: str) -> int:
         path = handle.name
     project = create_project(name=name, kind="factcheck")
     from annotation import tasks
-    from annotation.services import export_lines
+    from annotation.imports import items as import_writer
 
-    enqueue = export_lines.enqueue_store_export_lines
-    export_lines.enqueue_store_export_lines = lambda *args, **kwargs: None  # timed on its own below
+    enqueue = import_writer.enqueue_store_export_lines
+    import_writer.enqueue_store_export_lines = lambda *args, **kwargs: None  # timed on its own below
     started = time.perf_counter()
     with open(path, "rb") as file:
         result = import_jsonl(project, file, fmt="factcheck-bench", labels_as="gold")
     os.unlink(path)
     print(f"  imported {result.items} items ({result.gold_records} gold records) in {time.perf_counter() - started:.1f} s")
-    export_lines.enqueue_store_export_lines = enqueue
+    import_writer.enqueue_store_export_lines = enqueue
     started = time.perf_counter()
     stored = tasks.store_export_lines(project.id)
     print(f"  stored {stored} export lines (the task after an import) in {time.perf_counter() - started:.1f} s")
@@ -104,16 +104,15 @@ def load(items: int, name: str) -> int:
 def _export(project_id: int, fmt: str, traced: bool, queue, stored: bool = True) -> None:
     configure_environment(os.environ.get("FACTCHECK_EXPORT_DB", DB))
     django_setup()
-    from annotation import exports
+    from annotation.exports import formats as exports
     from annotation.models import Project
 
     project = Project.objects.get(pk=project_id)
     if not stored:  # every stored line stale, and the lines rendered now not stored afterwards
         from annotation.kinds import get_kind
-        from annotation.services import export_lines
 
         type(get_kind(project.kind)).export_renderer_version = lambda self: "a new version"
-        export_lines.enqueue_store_export_lines = lambda *args, **kwargs: None
+        exports.enqueue_store_export_lines = lambda *args, **kwargs: None
     if traced:
         tracemalloc.start()
     wall, cpu = time.perf_counter(), time.process_time()

@@ -313,7 +313,7 @@ def analyze_tables() -> None:
 
 def _step_import(project_id: int, path: str) -> dict:
     from annotation.models import Project
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
 
     project = Project.objects.get(pk=project_id)
     with open(path, "rb") as file:
@@ -321,7 +321,7 @@ def _step_import(project_id: int, path: str) -> dict:
 
 
 def _step_export(project_id: int) -> dict:
-    from annotation.exports import export_jsonl
+    from annotation.exports.formats import export_jsonl
     from annotation.models import Project
 
     project = Project.objects.get(pk=project_id)
@@ -359,9 +359,9 @@ class _QueryCounter:
 def _warm_imports() -> None:
     """Load the app modules the steps use, so a step's time and memory exclude module imports
     (importing annotation.kinds pulls in pipeline/, NLTK, SciPy and openai: seconds, ~135 MiB RSS)."""
-    import annotation.exports  # noqa: F401
+    import annotation.exports.formats  # noqa: F401
     import annotation.selectors  # noqa: F401
-    import annotation.services.imports  # noqa: F401
+    import annotation.imports.items  # noqa: F401
     from annotation.kinds import get_kind
 
     get_kind("felm")
@@ -443,7 +443,7 @@ def prepare_submitted_project(tmp: Path, items: int, seed: int, project_id: int 
     """A project of ``items`` items that both annotators submitted and that all have gold."""
     if project_id is None:
         from annotation.models import Project
-        from annotation.services.imports import import_jsonl
+        from annotation.imports.items import import_jsonl
 
         path = tmp / f"felm-{items}.jsonl"
         generate_felm_jsonl(path, items, seed)
@@ -517,7 +517,7 @@ def setup_save_project(clients: int, per_client: int) -> list[tuple[str, list[in
     from rest_framework.authtoken.models import Token
 
     from annotation.models import Assignment, Project, Role, StageStatus
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
     from annotation.services.projects import add_member, create_project
 
     User = get_user_model()

@@ -144,8 +144,8 @@ def main() -> None:
 
 
 def run(args) -> None:
-    from annotation.leaderboard import leaderboard
-    from annotation.services.predictions import create_system_run, run_system_run
+    from annotation.research.leaderboard import leaderboard
+    from annotation.research.predictions import create_system_run, run_system_run
 
     (project, gold), _ = timed(lambda: build_project(args.items), f"set-up: {args.items:,} FELM items of {SEGMENTS} segments")
     walls = {}

@@ -100,7 +100,7 @@ def main() -> None:
         from rest_framework.authtoken.models import Token
 
         from annotation.models import Assignment, Role
-        from annotation.services.imports import import_jsonl
+        from annotation.imports.items import import_jsonl
         from annotation.services.projects import add_member, create_project
 
         call_command("migrate", verbosity=0, interactive=False)

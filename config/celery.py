@@ -17,6 +17,6 @@ app.autodiscover_tasks()
 @signals.worker_process_init.connect
 def _prewarm_vector_index(**_):
     """VECTOR_INDEX_PREWARM: import faiss on a thread once a worker process is up (vector_index)."""
-    from annotation.vector_index import prewarm_in_background
+    from annotation.evidence.vector_index import prewarm_in_background
 
     prewarm_in_background()

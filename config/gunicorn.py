@@ -4,6 +4,6 @@ bind and timeouts)."""
 
 def post_worker_init(worker):
     """VECTOR_INDEX_PREWARM: import faiss on a thread once a worker is up (annotation.vector_index)."""
-    from annotation.vector_index import prewarm_in_background
+    from annotation.evidence.vector_index import prewarm_in_background
 
     prewarm_in_background()

@@ -80,7 +80,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     # First, so it runs after everything that may read an upload: removes half-written ones.
-    "annotation.uploads.UploadCleanupMiddleware",
+    "annotation.imports.uploads.UploadCleanupMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -167,10 +167,10 @@ LOGOUT_REDIRECT_URL = "login"
 # Uploads of large JSONL files go to a temporary file, not memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # ... in the data directory (made on first upload), not the system's temp directory; a file of
-# an upload cut off mid-body is removed (annotation.uploads).
+# an upload cut off mid-body is removed (annotation.imports.uploads).
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "upload-tmp")
 FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler",
-                        "annotation.uploads.DataDirUploadHandler"]
+                        "annotation.imports.uploads.DataDirUploadHandler"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 # Largest import file accepted (bytes); larger uploads answer 413. Imports are stored under
 # DATA_DIR / "imports" until their Celery task has run.

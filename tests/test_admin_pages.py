@@ -10,7 +10,7 @@ from annotation.kinds import get_kind
 from annotation.kinds.factcheck import step1, step2
 from annotation.models import Assignment, AssignmentStatus, Membership, Project, Role
 from annotation.services.consolidation import discard_item_stage
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member
 
 from .conftest import PASSWORD, felm_line, jsonl

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from annotation import agreement
+from annotation.research import agreement
 from annotation.models import Assignment
 
 from .conftest import felm_line, jsonl, segment
@@ -83,7 +83,7 @@ def test_undefined_metrics_are_none_not_numbers():
 @pytest.mark.django_db
 def test_project_agreement_endpoint_matches_the_references(clients, users, felm_project):
     from annotation.services.annotations import save_annotation
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
 
     rng = random.Random(7)
     import_jsonl(felm_project, jsonl([felm_line(i, [f"S{k}." for k in range(5)]) for i in range(30)]), fmt="felm")
@@ -129,7 +129,7 @@ def test_project_agreement_endpoint_matches_the_references(clients, users, felm_
 def test_agreement_with_gold_per_annotator(clients, users, felm_project):
     from annotation.services.annotations import save_annotation
     from annotation.services.consolidation import save_consolidation
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
 
     import_jsonl(felm_project, jsonl([felm_line(0, ["A.", "B."])]), fmt="felm")
     for assignment in Assignment.objects.select_related("user"):

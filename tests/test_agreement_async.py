@@ -23,7 +23,7 @@ from annotation.models import (
     SystemRunSource,
     SystemRunState,
 )
-from annotation.services import agreement_cache
+from annotation.research import agreement_cache
 from annotation.services.annotations import reopen_annotation, save_annotation
 from annotation.services.consolidation import discard_item_stage, reopen_stage, save_consolidation
 from annotation.services.projects import add_member

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from annotation import agreement
+from annotation.research import agreement
 from annotation.models import Assignment, AssignmentRole
 
 from .conftest import felm_line, jsonl, segment
@@ -143,7 +143,7 @@ def test_no_resamples_no_interval_and_undefined_statistics_have_none():
 
 def _annotated_felm_project(felm_project, items=12):
     from annotation.services.annotations import save_annotation
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
 
     rng = random.Random(2)
     import_jsonl(felm_project, jsonl([felm_line(i, [f"S{k}." for k in range(4)]) for i in range(items)]), fmt="felm")

@@ -8,7 +8,8 @@ from html import unescape
 
 import pytest
 
-from annotation import agreement, downloads
+from annotation.research import agreement
+from annotation.exports import downloads
 from annotation.models import Annotation, Assignment, GoldRecord, ItemStage, StageStatus
 
 from .test_agreement_plots import build_campaign, campaign  # noqa: F401 (fixture)

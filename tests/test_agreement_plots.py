@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from annotation import plots
+from annotation.research import plots
 from annotation.models import Annotation, Assignment, GoldRecord, GoldSource, ItemStage, Role, StageStatus
 from annotation.services.projects import add_member
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from annotation import exports
+from annotation.exports import formats as exports
 from annotation.models import (
     Annotation,
     Assignment,

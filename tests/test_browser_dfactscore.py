@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from annotation.models import Consolidation, GoldRecord, Role, StageStatus
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member, create_project
 
 from .browser_support import login, open_consolidation_as

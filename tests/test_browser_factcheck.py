@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from annotation.models import Annotation, Assignment, Consolidation, GoldRecord, ItemStage, StageStatus
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 
 from .browser_support import login, open_consolidation_as
 from .conftest import PASSWORD, jsonl

@@ -6,7 +6,7 @@ import re
 import pytest
 
 from annotation.models import Annotation, Assignment
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 
 from .browser_support import login
 from .conftest import PASSWORD, felm_line, jsonl

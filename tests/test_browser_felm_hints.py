@@ -2,7 +2,7 @@
 never selected (issue 10)."""
 import pytest
 
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 
 from .browser_support import login
 from .conftest import PASSWORD, felm_line, jsonl

@@ -6,8 +6,8 @@ import re
 import pytest
 
 from annotation.models import SystemRun
-from annotation.services.imports import import_jsonl
-from annotation.services.predictions import create_system_run, run_system_run
+from annotation.imports.items import import_jsonl
+from annotation.research.predictions import create_system_run, run_system_run
 
 from .browser_support import login
 from .conftest import PASSWORD, jsonl

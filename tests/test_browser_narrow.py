@@ -15,7 +15,7 @@ from annotation.models import Assignment, Consolidation, GoldRecord, ItemStage, 
 from annotation.kinds.factcheck import step3
 from annotation.services.annotations import save_annotation
 from annotation.services.assignments import assign_open_stages
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 
 from .browser_support import login
 from .conftest import PASSWORD, felm_line, jsonl, segment

@@ -186,7 +186,7 @@ def test_without_a_worker_the_corpus_card_says_what_happens_instead_of_embedding
         browser, live_server, users, factcheck_project, problems, django_capture_on_commit_callbacks):
     from playwright.sync_api import expect
 
-    from annotation.services.corpora import create_corpus
+    from annotation.evidence.corpora import create_corpus
 
     from .test_corpora import DOCUMENTS, upload
 

@@ -28,8 +28,8 @@ from annotation.models import (
     ThirdRater,
 )
 from annotation.services.annotations import save_annotation
-from annotation.services.corpora import create_corpus
-from annotation.services.imports import import_jsonl
+from annotation.evidence.corpora import create_corpus
+from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member
 
 from .browser_support import login, open_consolidation_as
@@ -259,7 +259,7 @@ def test_factcheck_step2_in_the_browser(browser, live_server, users, factcheck_p
 
     admin = login(browser, base, "admin", PASSWORD, problems)
     with pytest.MonkeyPatch.context() as patch:  # as with a worker (here the test plays it)
-        patch.setattr("annotation.services.corpora.embedded_by_worker", lambda: True)
+        patch.setattr("annotation.evidence.corpora.embedded_by_worker", lambda: True)
         admin.goto(f"/projects/{project.id}/")
     corpus = Corpus.objects.get()
     row = admin.locator(".corpus-row")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from annotation.models import Consolidation, GoldRecord, ItemStage, StageStatus
-from annotation.services.corpora import create_corpus
-from annotation.services.imports import import_jsonl
+from annotation.evidence.corpora import create_corpus
+from annotation.imports.items import import_jsonl
 
 from .browser_support import login, open_consolidation_as
 from .conftest import PASSWORD, jsonl

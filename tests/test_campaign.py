@@ -11,7 +11,7 @@ from annotation.models import Assignment, AssignmentStatus, ItemStage, StageStat
 from annotation.selectors import project_overview
 from annotation.services.annotations import save_annotation
 from annotation.services.assignments import reassign
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member
 
 from .conftest import jsonl, segment

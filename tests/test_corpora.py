@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from annotation.corpus_search import corpus_search, lexical_hits
+from annotation.evidence.corpus_search import corpus_search, lexical_hits
 from annotation.exceptions import DomainError
 from annotation.models import Corpus, CorpusState, Passage
-from annotation.services.corpora import create_corpus, embed_next_batch, run_corpus_import
+from annotation.evidence.corpora import create_corpus, embed_next_batch, run_corpus_import
 
 from .stack import require_postgresql
 
@@ -189,7 +189,7 @@ def test_any_query_text_is_searched_safely(corpus, query):
 
 def test_frequent_terms_are_left_out_of_candidate_queries_on_postgresql(factcheck_project, users, data_dir,
                                                                         django_capture_on_commit_callbacks, monkeypatch):
-    from annotation.services import corpora
+    from annotation.evidence import corpora
 
     require_postgresql("frequent terms come from PostgreSQL's ts_stat; SQLite ranks with BM25 in memory")
     monkeypatch.setattr(corpora, "FREQUENT_TERM_MIN_PASSAGES", 1)
@@ -229,7 +229,7 @@ def test_a_claims_queries_searched_together_find_what_each_finds_alone(corpus, f
 def test_the_passages_are_vacuumed_after_a_corpus_was_rewritten_outside_a_transaction():
     from django.db import connection, transaction
 
-    from annotation.services.corpora import tidy_passages
+    from annotation.evidence.corpora import tidy_passages
 
     require_postgresql("VACUUM and the GIN index are PostgreSQL's")
     with transaction.atomic():
@@ -243,8 +243,8 @@ def test_the_passages_are_vacuumed_after_a_corpus_was_rewritten_outside_a_transa
 def test_a_query_of_frequent_words_only_ranks_a_bounded_number_of_matches(factcheck_project, users, data_dir,
                                                                          django_capture_on_commit_callbacks,
                                                                          monkeypatch):
-    from annotation import corpus_search as corpus_search_module
-    from annotation.services import corpora
+    from annotation.evidence import corpus_search as corpus_search_module
+    from annotation.evidence import corpora
 
     require_postgresql("frequent terms come from PostgreSQL's ts_stat")
     monkeypatch.setattr(corpora, "FREQUENT_TERM_MIN_PASSAGES", 1)

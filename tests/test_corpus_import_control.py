@@ -6,8 +6,8 @@ from django.utils import timezone
 
 from annotation.exceptions import DomainError
 from annotation.models import Corpus, CorpusState, Passage
-from annotation.services import corpora as corpus_services
-from annotation.services.corpora import CANCELLED_MESSAGE, cancel_corpus_import, create_corpus, run_corpus_import
+from annotation.evidence import corpora as corpus_services
+from annotation.evidence.corpora import CANCELLED_MESSAGE, cancel_corpus_import, create_corpus, run_corpus_import
 
 from .test_corpora import upload
 

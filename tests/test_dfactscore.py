@@ -10,11 +10,11 @@ from django.test import TestCase
 
 from annotation import selectors
 from annotation.exceptions import ImportFailed
-from annotation.exports import export_jsonl
+from annotation.exports.formats import export_jsonl
 from annotation.kinds import get_kind
 from annotation.kinds.base import AgreementItem, PayloadError
 from annotation.models import GoldRecord, ItemStage, StageStatus
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from annotation.services.projects import validate_pipeline_settings
 
 from .conftest import jsonl, project_with_team

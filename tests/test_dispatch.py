@@ -6,7 +6,7 @@ from django.db import transaction
 
 from annotation import dispatch
 from annotation.models import ItemStage, StageStatus
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from annotation.services.stages import CHUNK_SIZE, enqueue_precompute
 from config.celery import app
 

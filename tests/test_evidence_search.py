@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import EvidenceSearch, EvidenceSearchState
-from annotation.services.evidence_search import run_search
+from annotation.evidence.search import run_search
 
 from .pipeline.test_pipeline_websearch import PAGES, SECRET, SSRF_REASONS, Web, web  # noqa: F401  (the loopback search API and pages)
 from .test_corpora import corpus, data_dir  # noqa: F401

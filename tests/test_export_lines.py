@@ -6,10 +6,10 @@ import threading
 import pytest
 from django.db import connection
 
-from annotation.exports import export_jsonl
+from annotation.exports.formats import export_jsonl
 from annotation.models import ExportLine, GoldRecord, Item, ItemStage, StageStatus
-from annotation.services import export_lines
-from annotation.services.imports import import_jsonl
+from annotation.exports import lines as export_lines
+from annotation.imports.items import import_jsonl
 
 from .conftest import jsonl
 

@@ -7,12 +7,12 @@ from django.db import connection
 from sklearn.metrics import cohen_kappa_score
 
 from annotation.exceptions import ImportFailed
-from annotation.exports import export_jsonl
+from annotation.exports.formats import export_jsonl
 from annotation.kinds.factcheck.benchmark import EXTRA_FIELDS
 from annotation.models import Assignment, ExportLine, ItemStage, StageStatus
 from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from tests.fake_llm import FakeLLMServer, well_behaved_responder
 
 from .conftest import jsonl, shared_data_path

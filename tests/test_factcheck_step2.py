@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from annotation.exceptions import ImportFailed
-from annotation.exports import export_jsonl
+from annotation.exports.formats import export_jsonl
 from annotation.kinds import PayloadError, get_kind
 from annotation.kinds.base import AgreementItem
 from annotation.kinds.factcheck import step2
@@ -17,7 +17,7 @@ from annotation.models import Annotation, Assignment, AssignmentStatus, GoldReco
 from annotation.selectors import project_agreement
 from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 
 from .conftest import jsonl, shared_data_path
 

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from annotation.exports import export_jsonl
+from annotation.exports.formats import export_jsonl
 from annotation.kinds import PayloadError, get_kind
 from annotation.kinds.base import AgreementItem
 from annotation.kinds.factcheck import step3
@@ -177,7 +177,7 @@ def test_the_subtask_files_come_from_the_released_file_imported_as_gold(factchec
     import io
     import zipfile
 
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
 
     path = shared_data_path("factcheck-bench", "factcheck-GPT-benchmark.jsonl")
     released = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

@@ -14,12 +14,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotation.exceptions import ImportFailed
-from annotation.exports import export_jsonl
-from annotation.forms import ImportForm
+from annotation.exports.formats import export_jsonl
+from annotation.imports.forms import ImportForm
 from annotation.kinds import PayloadError, get_kind
 from annotation.kinds.felm import ERROR_TYPES
 from annotation.models import GoldRecord, ImportJob, Item, ItemStage
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 
 from .conftest import jsonl, post_import, segment
 
@@ -208,7 +208,7 @@ def test_an_empty_segment_has_nothing_to_decide_and_is_not_required():
 
 
 def test_an_unlabelled_empty_segment_does_not_hold_back_the_response_unit(felm_project):
-    from annotation.scoring import project_tasks
+    from annotation.research.scoring import project_tasks
 
     import_jsonl(felm_project, jsonl([empty_segment_line()]), fmt="felm", labels_as="gold")
     gold = GoldRecord.objects.get()

@@ -4,8 +4,8 @@ Values checked against scikit-learn."""
 import pytest
 from sklearn.metrics import balanced_accuracy_score, precision_recall_fscore_support
 
-from annotation import scoring
-from annotation.leaderboard import leaderboard, leaderboard_csv
+from annotation.research import scoring
+from annotation.research.leaderboard import leaderboard, leaderboard_csv
 
 from .test_predictions import felm_gold, gold, make_run, system_lines  # noqa: F401 (fixtures)
 from .test_scoring import dfs_project  # noqa: F401 (fixture)

@@ -5,7 +5,7 @@ import pytest
 
 from annotation.exceptions import ImportFailed
 from annotation.models import Item
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 
 from .conftest import felm_line, jsonl, post_import
 

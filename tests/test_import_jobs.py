@@ -7,8 +7,8 @@ import pytest
 from django.db import OperationalError, connection, connections
 
 from annotation.models import ImportJob, Item, ItemStage
-from annotation.services import imports as import_services
-from annotation.services.imports import create_import_job, import_jsonl, run_import_job
+from annotation.imports import items as import_services
+from annotation.imports.items import create_import_job, import_jsonl, run_import_job
 from annotation.tasks import run_import
 
 from .conftest import felm_line, jsonl, post_import

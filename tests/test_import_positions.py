@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from annotation import scoring
+from annotation.research import scoring
 from annotation.exceptions import ImportFailed
 from annotation.models import Corpus, CorpusState
-from annotation.services.corpora import create_corpus
-from annotation.services.imports import import_jsonl
-from annotation.services.predictions import read_predictions
+from annotation.evidence.corpora import create_corpus
+from annotation.imports.items import import_jsonl
+from annotation.research.predictions import read_predictions
 
 from .conftest import project_with_team
 

@@ -6,7 +6,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.exceptions import ImportFailed
 from annotation.models import GoldRecord, Item, ItemStage, StageStatus
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 
 from .conftest import felm_line, jsonl, post_import
 
@@ -53,7 +53,7 @@ def test_failed_segmentation_is_visible_and_can_be_retried(felm_project, django_
     stage = ItemStage.objects.get(item__project=felm_project)
     assert stage.status == StageStatus.FAILED and "nonsense" in stage.precompute_error
 
-    from annotation.services.imports import retry_failed_precompute
+    from annotation.imports.items import retry_failed_precompute
 
     felm_project.pipeline_settings = {}
     felm_project.save()

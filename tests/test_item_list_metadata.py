@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from annotation.exports import export_jsonl
+from annotation.exports.formats import export_jsonl
 from annotation.kinds.factcheck import step2
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 
 from .conftest import api_client, jsonl
 from .test_factcheck_step2 import released_line

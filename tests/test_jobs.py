@@ -10,8 +10,8 @@ from django.utils import timezone
 from annotation.models import (Corpus, CorpusState, EvidenceSearch, EvidenceSearchState, ImportJob, ImportJobState,
                                Passage, Role, SystemRun, SystemRunSource, SystemRunState)
 from annotation.services import jobs
-from annotation.services.corpora import create_corpus
-from annotation.services.imports import create_import_job
+from annotation.evidence.corpora import create_corpus
+from annotation.imports.items import create_import_job
 from annotation.services.projects import add_member
 from annotation.tasks import import_corpus, run_evidence_search, run_import, run_llm_rater, score_system_run
 
@@ -94,26 +94,26 @@ def _boom(*args, **kwargs):
 def _import_job(project, users, monkeypatch):
     project = project.__class__.objects.get(kind="felm")
     job = create_import_job(project=project, user=users["admin"], upload=jsonl([felm_line(1, ["A."])]), fmt="felm")
-    monkeypatch.setattr("annotation.services.imports._ProgressWriter", _boom)
+    monkeypatch.setattr("annotation.imports.items._ProgressWriter", _boom)
     return run_import, job
 
 
 def _corpus(project, users, monkeypatch):
     corpus = create_corpus(name="C", user=users["admin"], upload=upload(DOCUMENTS), projects=[project])
-    monkeypatch.setattr("annotation.services.corpora.upload_path", _boom)
+    monkeypatch.setattr("annotation.evidence.corpora.upload_path", _boom)
     return import_corpus, corpus
 
 
 def _system_run(project, users, monkeypatch):
     run = SystemRun.objects.create(project=project, system="s", source=SystemRunSource.UPLOAD)
-    monkeypatch.setattr("annotation.services.predictions._Progress", _boom)
+    monkeypatch.setattr("annotation.research.predictions._Progress", _boom)
     return score_system_run, run
 
 
 def _llm_rater(project, users, monkeypatch):
     run = SystemRun.objects.create(project=project, system="llm", source=SystemRunSource.LLM_RATER,
                                    options={"steps": [1]})
-    monkeypatch.setattr("annotation.services.llm_rater.rater_config", _boom)
+    monkeypatch.setattr("annotation.research.llm_rater.rater_config", _boom)
     return run_llm_rater, run
 
 

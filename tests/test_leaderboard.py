@@ -8,11 +8,11 @@ import json
 import pytest
 from django.test import TestCase
 
-from annotation import scoring
-from annotation.leaderboard import leaderboard, negated, run_difference
+from annotation.research import scoring
+from annotation.research.leaderboard import leaderboard, negated, run_difference
 from annotation.models import SystemRun
-from annotation.services import predictions as prediction_services
-from annotation.services.imports import import_jsonl
+from annotation.research import predictions as prediction_services
+from annotation.imports.items import import_jsonl
 
 from .conftest import jsonl
 from .test_predictions import ITEMS, bench_line, felm_gold, gold, make_run, system_lines, upload  # noqa: F401 (fixtures)

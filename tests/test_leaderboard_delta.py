@@ -4,8 +4,8 @@ table shows, and its interval is the paired bootstrap one, both computed here in
 import numpy as np
 import pytest
 
-from annotation import scoring
-from annotation.leaderboard import leaderboard
+from annotation.research import scoring
+from annotation.research.leaderboard import leaderboard
 
 from .test_predictions import ITEMS, gold, make_run, read, system_lines  # noqa: F401 (fixtures)
 

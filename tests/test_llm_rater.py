@@ -12,11 +12,11 @@ from django.utils import timezone
 from sklearn.metrics import cohen_kappa_score
 
 from annotation.models import Annotation, Assignment, GoldRecord, ItemStage, Role, StageStatus, SystemRun, SystemRunSource, SystemRunState
-from annotation.rater_agreement import rater_agreement
-from annotation.services import llm_rater as rater_services
+from annotation.research.rater_agreement import rater_agreement
+from annotation.research import llm_rater as rater_services
 from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member, create_project
 from pipeline import llm_rater as rater
 from pipeline.parsing import ParseError

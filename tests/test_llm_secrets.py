@@ -3,7 +3,7 @@ server's LLM_API_KEY only to LLM_BASE_URL, and only staff change pipeline_settin
 import pytest
 
 from annotation.models import ItemStage, Role
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member, resolve_secret
 
 from .conftest import jsonl

@@ -15,7 +15,7 @@ from django.db import connections
 
 from annotation import tasks
 from annotation.models import Assignment, Item, ItemStage, Project, Role, StageStatus
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member
 
 from .conftest import felm_line, jsonl, project_with_team
@@ -103,7 +103,7 @@ def test_deleting_a_project_while_its_items_are_pre_annotated_wins_cleanly(racer
     """Pre-annotation tasks run in threads of their own (each with its own connection) on the
     project's stages while the DELETE arrives: the delete answers 204, every task ends without
     an error, and nothing of the project is left."""
-    monkeypatch.setattr("annotation.services.imports.enqueue_precompute", lambda stage_ids: None)  # run by the threads below
+    monkeypatch.setattr("annotation.imports.items.enqueue_precompute", lambda stage_ids: None)  # run by the threads below
     for round_ in range(4):
         project = project_with_team(users, f"Deleted {round_}", "felm")
         # plain lines are segmented by the pre-annotation: their stages wait in precomputing

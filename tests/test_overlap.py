@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from annotation.exports import export_jsonl
+from annotation.exports.formats import export_jsonl
 from annotation.models import Assignment, Consolidation, GoldRecord, GoldSource, Project, StageStatus
 from annotation.selectors import project_agreement
 from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from annotation.services.projects import update_project
 
 from .conftest import felm_line, jsonl, segment

@@ -36,7 +36,7 @@ def test_non_staff_cannot_create_projects_in_the_ui(logged_in):
 
 
 def test_user_text_is_escaped_everywhere(logged_in, felm_project, users):
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
 
     import_jsonl(felm_project, jsonl([felm_line(1, [XSS, "ok."], prompt=XSS)]), fmt="felm")
     assignment = Assignment.objects.filter(user=users["alice"]).first()
@@ -114,7 +114,7 @@ def test_the_add_member_form_offers_annotator_first(logged_in, felm_project):
 
 
 def test_export_download_streams_jsonl(logged_in, felm_project):
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
 
     import_jsonl(felm_project, jsonl([felm_line(5, ["A."])]), fmt="felm", labels_as="gold")
     response = logged_in("admin").get(f"/projects/{felm_project.id}/export/felm/")
@@ -259,7 +259,7 @@ def test_home_shows_consolidators_what_waits_for_them(logged_in, felm_items):
 
 
 def test_home_counts_imported_gold_records_too(logged_in, felm_project):
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
 
     from .conftest import felm_line, jsonl
 

@@ -131,7 +131,7 @@ def test_annotator_sees_assignment_only_when_stage_is_open(clients, users, felm_
     from annotation.models import ItemStage, StageStatus
 
     from .conftest import jsonl
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
 
     import_jsonl(felm_project, jsonl([{"prompt": "q", "response": "One. Two."}]), fmt="plain")  # task not yet run
     assert ItemStage.objects.get(item__project=felm_project).status == StageStatus.PRECOMPUTING

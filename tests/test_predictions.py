@@ -10,11 +10,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import TestCase
 
-from annotation import scoring
+from annotation.research import scoring
 from annotation.models import GoldRecord, Item, ItemStage, StageStatus, SystemRun, SystemRunSource, SystemRunState
-from annotation.services import predictions as prediction_services
-from annotation.services.imports import import_jsonl
-from annotation.services.predictions import (
+from annotation.research import predictions as prediction_services
+from annotation.imports.items import import_jsonl
+from annotation.research.predictions import (
     MAX_REPORTED_ERRORS,
     agreed_units,
     create_system_run,

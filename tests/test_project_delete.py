@@ -6,7 +6,7 @@ from annotation import tasks
 from annotation.exceptions import ProjectDeleted
 from annotation.models import Assignment, Item, ItemStage, Project
 from annotation.services.assignments import assign_open_stages
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from annotation.services.projects import update_project
 
 from .conftest import jsonl
@@ -26,7 +26,7 @@ def test_delete_answers_204_and_leaves_nothing(clients, felm_items):
 
 
 def test_the_tasks_of_a_deleted_project_stop_without_an_error(felm_project, monkeypatch):
-    monkeypatch.setattr("annotation.services.imports.enqueue_precompute", lambda stage_ids: None)  # queued, not run
+    monkeypatch.setattr("annotation.imports.items.enqueue_precompute", lambda stage_ids: None)  # queued, not run
     import_jsonl(felm_project, jsonl([{"prompt": f"Q{i}?", "response": f"Answer {i}. Two sentences."} for i in range(3)]),
                  fmt="plain")
     stage_ids = list(ItemStage.objects.filter(item__project=felm_project).values_list("id", flat=True))

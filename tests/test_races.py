@@ -14,7 +14,7 @@ from django.db import connection
 
 from annotation.models import Annotation, Assignment, Consolidation, ConsolidationStatus, GoldRecord, StageStatus
 from annotation.services.annotations import save_annotation
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 
 from .conftest import felm_line, jsonl, segment
 

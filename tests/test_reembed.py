@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from annotation import corpus_search as corpus_search_module
-from annotation.corpus_search import corpus_search
+from annotation.evidence import corpus_search as corpus_search_module
+from annotation.evidence.corpus_search import corpus_search
 from annotation.models import Corpus, CorpusState, Passage
-from annotation import vector_index
-from annotation.services.corpora import clear_embeddings, embed_next_batch, embedding_agreement, update_vector_index
+from annotation.evidence import vector_index
+from annotation.evidence.corpora import clear_embeddings, embed_next_batch, embedding_agreement, update_vector_index
 from pipeline.retrieval import embed
 
 from .test_corpora import corpus  # noqa: F401 - the imported corpus fixture
@@ -71,7 +71,7 @@ def test_reembedding_now_replaces_every_vector_with_the_current_backends(corpus)
 def test_if_stale_re_embeds_only_the_corpora_whose_vectors_differ(corpus, factcheck_project, users,
                                                                   django_capture_on_commit_callbacks):
     from .test_corpora import DOCUMENTS, upload
-    from annotation.services.corpora import create_corpus
+    from annotation.evidence.corpora import create_corpus
 
     with django_capture_on_commit_callbacks(execute=True):
         other = create_corpus(name="Other", user=users["admin"], upload=upload(DOCUMENTS[:2]),

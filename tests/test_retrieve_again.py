@@ -6,7 +6,7 @@ from annotation.kinds.factcheck import step2
 from annotation.models import Annotation, ItemStage, StageStatus
 from annotation.services.annotations import save_annotation
 from annotation.services.assignments import assign_open_stages
-from annotation.services.evidence import retrieve_again
+from annotation.evidence.retrieval import retrieve_again
 
 from .test_factcheck_step2 import CS, IR, content, manual, passage
 from .test_factcheck_step2 import answer as full_answer

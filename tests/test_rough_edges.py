@@ -7,7 +7,7 @@ import re
 import pytest
 
 from annotation.models import GoldRecord, ItemStage
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 
 from .conftest import felm_line, jsonl
 
@@ -41,7 +41,7 @@ def test_the_item_page_shows_the_gold_record_and_the_suggestion_as_json(felm_pro
 
 
 def test_factcheck_bench_lines_carry_the_item_id_and_a_reimport_keeps_it(factcheck_project, users):
-    from annotation.exports import export_jsonl
+    from annotation.exports.formats import export_jsonl
     from annotation.services.projects import create_project
 
     from .test_predictions import ITEMS, bench_line

@@ -28,7 +28,7 @@ from schemathesis.specs.openapi.checks import (
 
 from annotation.models import Assignment, Consolidation
 from annotation.services.annotations import save_annotation
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from annotation.services.projects import create_project
 
 from .conftest import felm_line, jsonl, project_with_team, segment

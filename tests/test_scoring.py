@@ -10,7 +10,7 @@ from annotation import selectors
 from annotation.kinds import get_kind
 from annotation.kinds.dfactscore import fact_support
 from annotation.models import GoldRecord, ItemStage, StageStatus
-from annotation.scoring import (
+from annotation.research.scoring import (
     MISSING,
     baselines,
     machine_predictions,
@@ -19,7 +19,7 @@ from annotation.scoring import (
     score_task,
     task_definitions,
 )
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from pipeline.dfactscore_scores import released_lists
 
 from .conftest import jsonl, project_with_team, shared_data_path

@@ -157,7 +157,7 @@ def test_abandoned_temporary_uploads_are_removed_by_the_next_upload(settings, tm
     import os
     import time
 
-    from annotation.uploads import ABANDONED_AFTER_SECONDS, remove_abandoned_uploads
+    from annotation.imports.uploads import ABANDONED_AFTER_SECONDS, remove_abandoned_uploads
 
     directory = tmp_path / "upload-tmp"
     directory.mkdir()

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from annotation.exports import export_jsonl
+from annotation.exports.formats import export_jsonl
 from annotation.models import GoldRecord
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 
 from .conftest import shared_data_path
 

@@ -7,11 +7,11 @@ import sys
 import numpy as np
 import pytest
 
-from annotation import corpus_search as corpus_search_module
-from annotation import vector_index
-from annotation.corpus_search import corpus_search, dense_hits_many
+from annotation.evidence import corpus_search as corpus_search_module
+from annotation.evidence import vector_index
+from annotation.evidence.corpus_search import corpus_search, dense_hits_many
 from annotation.models import Corpus, CorpusState, Passage
-from annotation.services.corpora import _fill_search_vectors, clear_embeddings
+from annotation.evidence.corpora import _fill_search_vectors, clear_embeddings
 
 pytestmark = pytest.mark.django_db
 DIM = vector_index.DIMENSIONS
@@ -218,7 +218,7 @@ def test_a_missing_or_corrupt_index_is_rebuilt_with_a_log_line(factcheck_project
     expected = vector_index.reader(corpus).search(queries, 10)
     vector_index._readers.clear()
     _break(vector_index.index_dir(corpus.id), meta, how)
-    with caplog.at_level(logging.WARNING, logger="annotation.vector_index"):
+    with caplog.at_level(logging.WARNING, logger="annotation.evidence.vector_index"):
         found = vector_index.reader(corpus).search(queries, 10)
     assert any("rebuilding it here" in r.getMessage() for r in caplog.records)
     assert found == expected
@@ -232,7 +232,7 @@ def test_a_large_corrupt_index_is_rebuilt_by_a_task_and_search_goes_on_lexically
     (vector_index.index_dir(corpus.id) / "meta.json").write_text("[]")
     vector_index._readers.clear()
     search = corpus_search(factcheck_project)
-    with caplog.at_level(logging.WARNING, logger="annotation.vector_index"):
+    with caplog.at_level(logging.WARNING, logger="annotation.evidence.vector_index"):
         candidates = search("passage number 7", vectors[7], 5)  # no exception: lexical hits at least
     assert any("rebuild queued" in r.getMessage() for r in caplog.records)
     assert candidates and any(c.passage_id for c in candidates)
@@ -255,7 +255,7 @@ def test_the_step2_search_over_the_index_equals_exact_search_on_a_small_corpus(f
 
 def test_faiss_is_not_imported_when_the_web_application_starts():
     script = ("import os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings'); import django; "
-              "django.setup(); import config.urls, annotation.corpus_search, annotation.tasks; "
+              "django.setup(); import config.urls, annotation.evidence.corpus_search, annotation.tasks; "
               "print('faiss' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

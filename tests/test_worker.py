@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from annotation.models import ItemStage, StageStatus
-from annotation.services.imports import import_jsonl
+from annotation.imports.items import import_jsonl
 from config.celery import app as celery_app
 
 from .conftest import REPO_ROOT, felm_line, jsonl

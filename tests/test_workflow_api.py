@@ -72,7 +72,7 @@ def test_members_and_users_reject_bad_input(clients, felm_project):
 
 def test_assignments_are_balanced_and_distinct(felm_project, users, make_user):
     from annotation.models import Role
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
     from annotation.services.projects import add_member
 
     add_member(project=felm_project, user=make_user("erin"), role=Role.ANNOTATOR)
@@ -90,7 +90,7 @@ def test_assignments_are_balanced_and_distinct(felm_project, users, make_user):
 
 def test_annotator_joining_later_gets_the_unfilled_items(users, make_user):
     from annotation.models import Role
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
     from annotation.services.projects import add_member, create_project
 
     project = create_project(name="late", kind="felm", created_by=users["admin"])

@@ -47,7 +47,7 @@ def test_a_draft_save_on_postgresql_takes_seven_statements_and_writes_both_rows(
 def test_an_import_on_postgresql_writes_items_stages_and_gold_with_copy(felm_project):
     require_postgresql("COPY is PostgreSQL's")
     from annotation.models import GoldRecord, Item
-    from annotation.services.imports import import_jsonl
+    from annotation.imports.items import import_jsonl
 
     from .conftest import felm_line, jsonl
 
@@ -69,8 +69,8 @@ def test_an_import_on_postgresql_writes_items_stages_and_gold_with_copy(felm_pro
 def test_export_lines_are_stored_through_copy_and_replaced_in_place(factcheck_project, django_capture_on_commit_callbacks):
     require_postgresql("stored export lines are PostgreSQL's")
     from annotation.models import ExportLine
-    from annotation.services.export_lines import store_export_lines
-    from annotation.services.imports import import_jsonl
+    from annotation.exports.lines import store_export_lines
+    from annotation.imports.items import import_jsonl
 
     from .conftest import jsonl
     from .test_factcheck_step2 import released_line

@@ -2,6 +2,7 @@
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
+from annotation import dispatch
 from annotation.exceptions import DomainError, VersionConflict
 from annotation.kinds import get_kind
 from annotation.models import (
@@ -13,15 +14,22 @@ from annotation.models import (
     ConsolidationStatus,
     GoldRecord,
     GoldSource,
+    Project,
     ItemStage,
     StageEvent,
     StageStatus,
 )
 
-from . import export_lines
 from .locks import lock_project_of
 from .stages import open_next_stages
 from .third_rater import allows_third_rater, always_third_rater, wait_for_third_rater
+
+
+def enqueue_store_export_lines(project_id: int, item_ids: list[int] | None = None) -> None:
+    """Store export lines (the task ``store_export_lines``) once the transaction that changed
+    the gold records has committed."""
+    if get_kind(Project.objects.values_list("kind", flat=True).get(pk=project_id)).stored_export_formats:
+        dispatch.queue("store_export_lines", project_id, item_ids)
 
 
 def open_consolidation_if_complete(stage: ItemStage) -> Consolidation | None:
@@ -76,7 +84,7 @@ def _gold_from_the_one_submission(stage: ItemStage, assignment: Assignment) -> N
     stage.status = StageStatus.DONE
     stage.save(update_fields=["status", "updated_at"])
     open_next_stages(stage.item.project, [stage.id])
-    export_lines.enqueue_store_export_lines(stage.item.project_id, [stage.item_id])
+    enqueue_store_export_lines(stage.item.project_id, [stage.item_id])
 
 
 def check_not_annotator(consolidation: Consolidation, user) -> None:
@@ -152,7 +160,7 @@ def save_consolidation(*, consolidation: Consolidation, user, payload, version: 
             stage.status = StageStatus.DONE
             stage.save(update_fields=["status", "updated_at"])
             open_next_stages(stage.item.project, [stage.id])
-            export_lines.enqueue_store_export_lines(stage.item.project_id, [stage.item_id])
+            enqueue_store_export_lines(stage.item.project_id, [stage.item_id])
         consolidation.save()
     return consolidation
 

@@ -1,11 +1,11 @@
 """Moving items from one annotation step to the next, and pre-annotating each step."""
 import logging
 from functools import partial
+from typing import Callable
 
 from django.db import OperationalError, transaction
 
 from annotation import dispatch
-from annotation.corpus_search import corpus_search
 from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Assignment, ItemStage, Project, StageStatus
@@ -16,6 +16,23 @@ from .locks import lock_project_of
 logger = logging.getLogger(__name__)
 MAX_UNITS = 500
 CHUNK_SIZE = 200
+
+# The evidence wing's corpus search (annotation.evidence.corpus_search), handed to the kinds when
+# they pre-annotate; plugged in by AnnotationConfig.ready, since the core never imports a wing.
+_corpus_search: Callable | None = None
+
+
+def use_corpus_search(search: Callable) -> None:
+    """Set the search ``(project, query, ...) -> passages`` that pre-annotation retrieves with."""
+    global _corpus_search
+    _corpus_search = search
+
+
+def corpus_search(project: Project, *args, **kwargs):
+    """The plugged-in corpus search (see use_corpus_search)."""
+    if _corpus_search is None:
+        raise RuntimeError("no corpus search plugged in (AnnotationConfig.ready does it)")
+    return _corpus_search(project, *args, **kwargs)
 
 
 def enqueue_precompute(stage_ids: list[int]) -> None:

@@ -2,7 +2,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.exports import export, export_formats
+from annotation.exports.formats import export, export_formats
 
 from .import_items import find_project
 

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.exceptions import DomainError
 from annotation.models import CorpusState
-from annotation.services.corpora import create_corpus, embed_next_batch, run_corpus_import
+from annotation.evidence.corpora import create_corpus, embed_next_batch, run_corpus_import
 
 from .import_items import find_project
 

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.exceptions import ImportFailed
 from annotation.models import Project
-from annotation.services.imports import LABELS_AS, ON_ERROR, import_jsonl
+from annotation.imports.items import LABELS_AS, ON_ERROR, import_jsonl
 
 
 class Command(BaseCommand):

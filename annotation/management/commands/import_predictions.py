@@ -2,9 +2,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from annotation.exceptions import ImportFailed, UploadTooLarge
-from annotation.leaderboard import METRICS, metric
+from annotation.research.leaderboard import METRICS, metric
 from annotation.models import SystemRunState
-from annotation.services.predictions import DEFAULT_RESAMPLES, MAX_RESAMPLES, create_system_run, run_system_run
+from annotation.research.predictions import DEFAULT_RESAMPLES, MAX_RESAMPLES, create_system_run, run_system_run
 
 from .import_items import find_project
 

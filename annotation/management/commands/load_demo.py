@@ -16,8 +16,8 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from annotation.models import Project, Role, ThirdRater
-from annotation.services.corpora import create_corpus
-from annotation.services.imports import import_jsonl
+from annotation.evidence.corpora import create_corpus
+from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member, create_project
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"

@@ -3,7 +3,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation import dispatch
 from annotation.exceptions import DomainError
 from annotation.models import Corpus, CorpusState
-from annotation.services.corpora import (
+from annotation.evidence.corpora import (
     AGREEMENT_SAMPLE, SAME_EMBEDDINGS, clear_embeddings, embed_next_batch, embedding_agreement,
 )
 from pipeline.embedding_backends import MODEL_NAME

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
-from annotation import vector_index
+from annotation.evidence import vector_index
 from annotation.models import Corpus, Passage, Project
 
 _lock = threading.Lock()

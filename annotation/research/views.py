@@ -15,18 +15,20 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation import leaderboard as boards
-from annotation import plots, scoring, selectors
-from annotation.downloads import attachment, file_stem
+from annotation.research import leaderboard as boards
+from annotation import selectors
+from annotation.research import plots, scoring
+from annotation.exports.downloads import attachment, file_stem
 from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
-from annotation.forms import PredictionsForm
 from annotation.kinds import get_kind
 from annotation.models import Role, SystemRun, SystemRunState
 from annotation.params import parse_natural
-from annotation.services import predictions as prediction_services
-from annotation.services import llm_rater as rater_services
+from annotation.research import predictions as prediction_services
+from annotation.research import llm_rater as rater_services
 from annotation.services import jobs
-from annotation.views import import_errors_text, project_for
+from annotation.imports.views import import_errors_text
+from annotation.pages import project_for
+from annotation.research.forms import PredictionsForm
 
 RESEARCHERS = {Role.ADMIN, Role.CONSOLIDATOR}
 RECENT_RUNS = 10

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 from django.db.models import F, QuerySet
 
-from annotation import scoring
-from annotation.downloads import spreadsheet_safe
+from annotation.research import scoring
+from annotation.exports.downloads import spreadsheet_safe
 from annotation.models import Project, SystemRun
 
 # Every figure of a measure (annotation.scoring): name, heading. A task's own headline figures

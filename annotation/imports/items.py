@@ -31,11 +31,11 @@ from annotation.json_values import NON_FINITE, NUL, bad_value, nul_path
 from annotation.kinds import KindSpec, PayloadError, get_kind
 from annotation.kinds.base import ImportLineError, ParsedItem
 from annotation.models import GoldRecord, GoldSource, ImportJob, ImportJobState, Item, ItemStage, Project, StageStatus
-from annotation.uploads import store_upload, stored_path, upload_name
+from annotation.imports.uploads import store_upload, stored_path, upload_name
 
-from . import export_lines
-from .assignments import annotator_ids, assign_new_stages, current_load
-from .stages import enqueue_precompute, open_next_stages
+from annotation.services.assignments import annotator_ids, assign_new_stages, current_load
+from annotation.services.consolidation import enqueue_store_export_lines
+from annotation.services.stages import enqueue_precompute, open_next_stages
 
 logger = logging.getLogger(__name__)
 
@@ -629,7 +629,7 @@ def _import(project: Project, file, fmt: str, labels_as: str, on_progress, befor
         if result.precomputing:
             transaction.on_commit(_enqueue_precompute_of(project, writer.stage, writer.first_item_id))
         if result.gold_records:
-            export_lines.enqueue_store_export_lines(project.id)
+            enqueue_store_export_lines(project.id)
         if before_commit is not None:
             before_commit(result)
     return result

@@ -55,8 +55,8 @@ from pipeline.scoring import (
 )
 
 from pipeline.dfactscore_scores import model_scores
-from . import selectors
-from .kinds.research import (  # noqa: F401 (scoring.Task & co. are read from here too)
+from annotation import selectors
+from annotation.kinds.research import (  # noqa: F401 (scoring.Task & co. are read from here too)
     ACCURACY_AND_MACRO,
     CLAIM_CATEGORIES,
     FACTUALITY,
@@ -74,10 +74,10 @@ from .kinds.research import (  # noqa: F401 (scoring.Task & co. are read from he
     factuality,
     item_key,
 )
-from .kinds import get_kind
+from annotation.kinds import get_kind
 from pipeline.text_measures import normalised_edit_distance, word_overlap
-from .kinds.dfactscore import support_label  # noqa: F401 (read as scoring.support_label)
-from .models import ItemStage, Project, StageStatus
+from annotation.kinds.dfactscore import support_label  # noqa: F401 (read as scoring.support_label)
+from annotation.models import ItemStage, Project, StageStatus
 
 MISSING = "(no prediction)"
 MEASURES = ("labels", "revision")

@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation import dispatch
-from annotation.corpus_search import corpus_search
+from annotation.evidence.corpus_search import corpus_search
 from annotation.exceptions import DomainError
 from annotation.models import EvidenceSearch, EvidenceSearchState, Project
 from annotation.services import jobs

@@ -11,7 +11,7 @@ plot drawn at about 350 px keeps 13-unit text at about 11 px).
 """
 from math import ceil, floor, isfinite, log10
 
-from annotation.agreement import iso_weeks_between
+from annotation.research.agreement import iso_weeks_between
 
 WIDTH = 400
 FONT = 13

@@ -15,11 +15,12 @@ from django.db import connection
 from django.http import StreamingHttpResponse
 
 from annotation import selectors
-from annotation.downloads import attachment, file_stem
+from annotation.exports.downloads import attachment, file_stem
 from annotation.kinds import get_kind
 from annotation.kinds.base import GOLD_RATER
 from annotation.models import Project
-from annotation.services import export_lines
+from annotation.services.consolidation import enqueue_store_export_lines
+from annotation.exports import lines as export_lines
 
 RAW_ANNOTATIONS = "annotations"
 AGREEMENT_UNITS = "agreement-units"
@@ -85,7 +86,7 @@ def _stored_lines(project: Project, fmt: str) -> Iterator[str]:
             if line is not None:
                 yield line
     if rendered:
-        export_lines.enqueue_store_export_lines(project.id)
+        enqueue_store_export_lines(project.id)
 
 
 def export_filename(project: Project, fmt: str) -> str:

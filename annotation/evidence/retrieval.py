@@ -10,12 +10,12 @@ from functools import partial
 from django.db import transaction
 
 from annotation import dispatch
-from annotation.corpus_search import corpus_search
+from annotation.evidence.corpus_search import corpus_search
 from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Assignment, ItemStage, StageStatus
 
-from .locks import project_still_there
+from annotation.services.locks import project_still_there
 
 OPEN = (StageStatus.READY, StageStatus.ANNOTATING)
 

@@ -48,12 +48,13 @@ from django.db import IntegrityError, transaction
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from annotation import dispatch, scoring
+from annotation import dispatch
+from annotation.research import scoring
 from annotation.exceptions import ImportFailed
-from annotation.exports import agreement_unit_lines
+from annotation.exports.formats import agreement_unit_lines
 from annotation.models import Project, SystemRun, SystemRunSource, SystemRunState
-from annotation.services.imports import Reading, check_upload_size, jsonl_records, line_error
-from annotation.uploads import store_upload, stored_path
+from annotation.imports.items import Reading, check_upload_size, jsonl_records, line_error
+from annotation.imports.uploads import store_upload, stored_path
 from pipeline.scoring import Scored, difference, means_with_ci
 
 logger = logging.getLogger(__name__)

@@ -20,16 +20,17 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation import dispatch, vector_index
-from annotation.corpus_search import forget_vectors
+from annotation import dispatch
+from annotation.evidence import vector_index
+from annotation.evidence.corpus_search import forget_vectors
 from annotation.exceptions import DomainError, ImportFailed
 from annotation.json_values import MAX_JSON_DEPTH, bad_value, too_deep
 from annotation.kinds.base import is_valid_url
 from annotation.models import Corpus, CorpusState, Passage, Project
-from annotation.uploads import store_upload, stored_path, upload_name
+from annotation.imports.uploads import store_upload, stored_path, upload_name
 
-from . import jobs
-from .imports import check_upload_size, read_json_line
+from annotation.imports.items import check_upload_size, read_json_line
+from annotation.services import jobs
 
 logger = logging.getLogger(__name__)
 

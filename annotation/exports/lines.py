@@ -1,5 +1,6 @@
 """Stored export lines: each consolidated item's line of the large JSONL exports, rendered once
-when its gold records change (a Celery task after a consolidation or an import) so an export
+when its gold records change (the task ``store_export_lines``, queued by name by the core after a
+consolidation or an import: services.consolidation.enqueue_store_export_lines) so an export
 streams stored text. See ``ExportLine`` for why a stored line is never served stale."""
 import json
 from itertools import islice
@@ -7,20 +8,13 @@ from typing import Iterable
 
 from django.db import connection, transaction
 
-from annotation import dispatch, selectors
+from annotation import selectors
 from annotation.kinds import get_kind
 from annotation.models import ExportLine, Project
 
-from .locks import project_still_there
+from annotation.services.locks import project_still_there
 
 RENDER_CHUNK = 250
-
-
-def enqueue_store_export_lines(project_id: int, item_ids: list[int] | None = None) -> None:
-    """Store export lines (the task ``store_export_lines``) once the transaction that changed
-    the gold records has committed."""
-    if get_kind(Project.objects.values_list("kind", flat=True).get(pk=project_id)).stored_export_formats:
-        dispatch.queue("store_export_lines", project_id, item_ids)
 
 
 def render_lines(project: Project, fmt: str, item_ids: Iterable[int]) -> dict[int, str]:

@@ -41,7 +41,7 @@ from annotation.models import (
     SystemRunSource,
     SystemRunState,
 )
-from annotation.rater_agreement import rater_agreement
+from annotation.research.rater_agreement import rater_agreement
 
 logger = logging.getLogger(__name__)
 

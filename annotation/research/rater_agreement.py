@@ -12,7 +12,8 @@ run's scores.
 from collections import defaultdict
 from itertools import combinations
 
-from annotation import agreement, scoring, selectors
+from annotation import selectors
+from annotation.research import agreement, scoring
 from annotation.kinds import get_kind
 from annotation.kinds.base import GOLD_RATER
 from annotation.models import Project, SystemRun, SystemRunSource, SystemRunState

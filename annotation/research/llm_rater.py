@@ -34,13 +34,14 @@ from django.db import IntegrityError, InterfaceError, OperationalError, transact
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation import dispatch, scoring, selectors
+from annotation import dispatch, selectors
+from annotation.research import scoring
 from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
 from annotation.models import ItemStage, Project, StageStatus, SystemRun, SystemRunSource, SystemRunState
-from annotation.services.imports import line_error
+from annotation.imports.items import line_error
 from annotation.services.locks import lock_project_for_change
-from annotation.services import predictions as prediction_services
+from annotation.research import predictions as prediction_services
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""The exports wing: export formats, stored export lines, downloads and their rows."""
