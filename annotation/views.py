@@ -18,6 +18,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation import selectors
+from annotation.research import selectors as research_selectors
+from annotation.exports import selectors as export_selectors
 from annotation.research import agreement, plots
 from annotation.exports import formats as exports
 from annotation import guidelines as guideline_text
@@ -196,7 +198,7 @@ def project_detail(request, project_id):
             "member_form": MemberForm(),
             "roles": Role.choices,
             "can_create_users": selectors.can_create_users(request.user),
-            "export_summary": selectors.export_summary(project),
+            "export_summary": export_selectors.export_summary(project),
             "export_formats": [(fmt, "zip" if fmt in get_kind(project.kind).archive_formats else "JSONL",
                                 fmt if fmt in exports.COMMON_FORMATS else "") for fmt in exports.export_formats(project)],
             # Read-only here for everyone: only staff change them, through the API.
@@ -204,7 +206,7 @@ def project_detail(request, project_id):
             "can_change_llm_settings": selectors.can_change_llm_settings(request.user),
         })
     if get_kind(project.kind).has_paragraph_scores and context["can_consolidate"]:
-        context["dfactscore_scores"] = selectors.consolidated_scores(project)
+        context["dfactscore_scores"] = research_selectors.consolidated_scores(project)
     return render(request, "annotation/project_detail.html", context)
 
 
@@ -507,13 +509,13 @@ def _agreement_request(request, project_id):
     """The project (admins and consolidators), step and bootstrap options of an agreement
     request; ``problem`` names a bad option (a step the kind does not have is a 404)."""
     project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
-    stage = selectors.annotated_stage(project, request.GET.get("stage"))
+    stage = research_selectors.annotated_stage(project, request.GET.get("stage"))
     if stage is None:
         annotatable = get_kind(project.kind).annotatable_stages
         raise Http404(f"{project.get_kind_display()} projects are annotated in stage "
                       f"{', '.join(map(str, annotatable))} only, not {request.GET['stage']!r}")
     try:
-        resamples, seed = selectors.bootstrap_options(request.GET.get("resamples"), request.GET.get("seed"))
+        resamples, seed = research_selectors.bootstrap_options(request.GET.get("resamples"), request.GET.get("seed"))
     except ValueError as error:
         return project, stage, None, None, "; ".join(f"{name}: {message}" for name, message in error.args[0].items())
     return project, stage, resamples, seed, None

@@ -19,6 +19,7 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
 from annotation import selectors
+from annotation.research import selectors as research_selectors
 from annotation.exports import formats as exports
 from annotation.research import leaderboard as leaderboard_selectors
 from annotation.exceptions import UploadTooLarge
@@ -428,7 +429,7 @@ class ProjectViewSet(viewsets.ModelViewSet):
                               400: ERROR_400},
                    parameters=[OpenApiParameter("stage", int, enum=STAGES, description="one of the project kind's stages"),
                                OpenApiParameter("resamples", int, description="bootstrap resamples of the 95 % intervals "
-                                                f"(default {selectors.DEFAULT_RESAMPLES}, 0 = none, at most {selectors.MAX_RESAMPLES})"),
+                                                f"(default {research_selectors.DEFAULT_RESAMPLES}, 0 = none, at most {research_selectors.MAX_RESAMPLES})"),
                                OpenApiParameter("seed", int, description="seed of the bootstrap (default 0)")])
     @action(detail=True, methods=["get"])
     def agreement(self, request, pk=None):
@@ -437,12 +438,12 @@ class ProjectViewSet(viewsets.ModelViewSet):
         Read from a cache a Celery task fills, as the agreement page does: 200 with the numbers
         when they are computed for the step's current data, else 202 while they are computed."""
         project = self.get_object()
-        stage = selectors.annotated_stage(project, request.query_params.get("stage"))
+        stage = research_selectors.annotated_stage(project, request.query_params.get("stage"))
         if stage is None:
             stages = get_kind(project.kind).annotatable_stages
             raise ValidationError({"stage": f"must be one of {', '.join(map(str, stages))}"})
         try:
-            resamples, seed = selectors.bootstrap_options(request.query_params.get("resamples"), request.query_params.get("seed"))
+            resamples, seed = research_selectors.bootstrap_options(request.query_params.get("resamples"), request.query_params.get("seed"))
         except ValueError as error:
             raise ValidationError(error.args[0])
         found = agreement_cache.lookup(project, stage, resamples, seed)

@@ -112,7 +112,7 @@ def run(args, broker: str) -> int:
     from django.core.cache import cache
     from django.test import Client
 
-    from annotation import selectors
+    from annotation.research import selectors
     from annotation.models import Membership, Project, Role
     from annotation.research import agreement_cache
     from annotation.imports.items import import_jsonl

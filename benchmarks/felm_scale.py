@@ -336,7 +336,7 @@ def _step_export(project_id: int) -> dict:
 
 def _step_agreement(project_id: int) -> dict:
     from annotation.models import Project
-    from annotation.selectors import project_agreement
+    from annotation.research.selectors import project_agreement
 
     result = project_agreement(Project.objects.get(pk=project_id))
     label = result["fields"]["label"]
@@ -360,7 +360,7 @@ def _warm_imports() -> None:
     """Load the app modules the steps use, so a step's time and memory exclude module imports
     (importing annotation.kinds pulls in pipeline/, NLTK, SciPy and openai: seconds, ~135 MiB RSS)."""
     import annotation.exports.formats  # noqa: F401
-    import annotation.selectors  # noqa: F401
+    import annotation.research.selectors  # noqa: F401
     import annotation.imports.items  # noqa: F401
     from annotation.kinds import get_kind
 

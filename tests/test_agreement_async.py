@@ -14,7 +14,7 @@ import pytest
 from django.core.cache import cache
 from django.utils import timezone
 
-from annotation import selectors
+from annotation.research import selectors
 from annotation.models import (
     Annotation,
     Assignment,

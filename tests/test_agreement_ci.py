@@ -155,7 +155,7 @@ def _annotated_felm_project(felm_project, items=12):
 
 @pytest.mark.django_db
 def test_api_intervals_resample_items_and_follow_the_parameters(clients, users, felm_project):
-    from annotation import selectors
+    from annotation.research import selectors
 
     project = _annotated_felm_project(felm_project)
     url = f"/api/projects/{project.id}/agreement/"
@@ -201,7 +201,7 @@ def test_the_page_shows_each_number_with_its_interval(users, client, felm_projec
     project = _annotated_felm_project(felm_project)
     client.force_login(users["admin"])
     page = client.get(f"/projects/{project.id}/agreement/", {"resamples": 300, "seed": 4}).content.decode()
-    from annotation import selectors
+    from annotation.research import selectors
 
     label = selectors.project_agreement(project, resamples=300, seed=4)["fields"]["label"]
     low, high = label["ci"]["krippendorff_alpha"]

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.test import TestCase
 
-from annotation import selectors
+from annotation.research import selectors
 from annotation.exceptions import ImportFailed
 from annotation.exports.formats import export_jsonl
 from annotation.kinds import get_kind

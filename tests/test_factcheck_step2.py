@@ -14,7 +14,7 @@ from annotation.kinds.base import AgreementItem
 from annotation.kinds.factcheck import step2
 from annotation.kinds.factcheck.benchmark import STEP2_FIELDS, benchmark_record
 from annotation.models import Annotation, Assignment, AssignmentStatus, GoldRecord, ItemStage, StageStatus
-from annotation.selectors import project_agreement
+from annotation.research.selectors import project_agreement
 from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
 from annotation.imports.items import import_jsonl

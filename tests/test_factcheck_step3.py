@@ -11,7 +11,7 @@ from annotation.kinds import PayloadError, get_kind
 from annotation.kinds.base import AgreementItem
 from annotation.kinds.factcheck import step3
 from annotation.models import ItemStage, StageStatus
-from annotation.selectors import project_agreement
+from annotation.research.selectors import project_agreement
 from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
 

@@ -7,7 +7,7 @@ import pytest
 
 from annotation.exports.formats import export_jsonl
 from annotation.models import Assignment, Consolidation, GoldRecord, GoldSource, Project, StageStatus
-from annotation.selectors import project_agreement
+from annotation.research.selectors import project_agreement
 from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
 from annotation.imports.items import import_jsonl

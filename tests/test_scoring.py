@@ -6,7 +6,7 @@ import random
 import pytest
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, precision_recall_fscore_support
 
-from annotation import selectors
+from annotation.research import selectors
 from annotation.kinds import get_kind
 from annotation.kinds.dfactscore import fact_support
 from annotation.models import GoldRecord, ItemStage, StageStatus

@@ -13,7 +13,7 @@ from annotation.models import (
     StageStatus,
     ThirdRater,
 )
-from annotation.selectors import project_agreement
+from annotation.research.selectors import project_agreement
 from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import escalate, save_consolidation
 from annotation.services.projects import add_member

@@ -14,7 +14,7 @@ from typing import Iterable, Iterator
 from django.db import connection
 from django.http import StreamingHttpResponse
 
-from annotation import selectors
+from annotation.exports import selectors
 from annotation.exports.downloads import attachment, file_stem
 from annotation.kinds import get_kind
 from annotation.kinds.base import GOLD_RATER

@@ -8,7 +8,7 @@ from typing import Iterable
 
 from django.db import connection, transaction
 
-from annotation import selectors
+from annotation.exports import selectors
 from annotation.kinds import get_kind
 from annotation.models import ExportLine, Project
 

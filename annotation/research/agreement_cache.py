@@ -30,7 +30,8 @@ from django.db import OperationalError
 from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
-from annotation import dispatch, selectors
+from annotation import dispatch
+from annotation.research import selectors
 from annotation.kinds import get_kind
 from annotation.models import (
     Annotation,

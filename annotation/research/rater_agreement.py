@@ -12,7 +12,7 @@ run's scores.
 from collections import defaultdict
 from itertools import combinations
 
-from annotation import selectors
+from annotation.exports import selectors
 from annotation.research import agreement, scoring
 from annotation.kinds import get_kind
 from annotation.kinds.base import GOLD_RATER

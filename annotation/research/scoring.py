@@ -55,7 +55,7 @@ from pipeline.scoring import (
 )
 
 from pipeline.dfactscore_scores import model_scores
-from annotation import selectors
+from annotation.exports import selectors
 from annotation.kinds.research import (  # noqa: F401 (scoring.Task & co. are read from here too)
     ACCURACY_AND_MACRO,
     CLAIM_CATEGORIES,
