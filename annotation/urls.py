@@ -2,6 +2,9 @@ from django.urls import path, register_converter
 
 from .params import NATURAL
 from . import views
+from .evidence import views as evidence_views
+from .exports import views as export_views
+from .imports import views as import_views
 from .research import views as research_views
 
 
@@ -29,17 +32,17 @@ urlpatterns = [
     path("projects/<id:project_id>/", views.project_detail, name="project"),
     path("projects/<id:project_id>/guidelines/", views.guidelines, name="guidelines"),
     path("projects/<id:project_id>/settings/", views.project_edit, name="project-edit"),
-    path("projects/<id:project_id>/import/", views.project_import, name="project-import"),
+    path("projects/<id:project_id>/import/", import_views.project_import, name="project-import"),
     path("projects/<id:project_id>/members/", views.project_members, name="project-members"),
-    path("projects/<id:project_id>/corpora/", views.project_corpus_upload, name="project-corpora"),
-    path("projects/<id:project_id>/retry/", views.project_retry_failed, name="project-retry"),
+    path("projects/<id:project_id>/corpora/", evidence_views.project_corpus_upload, name="project-corpora"),
+    path("projects/<id:project_id>/retry/", import_views.project_retry_failed, name="project-retry"),
     path("projects/<id:project_id>/items/<id:item_id>/", views.item_page, name="item"),
     path("projects/<id:project_id>/assignments/<id:assignment_id>/reassign/", views.reassign, name="reassign"),
-    path("projects/<id:project_id>/items/<id:item_id>/claims/<id:claim>/retrieve/", views.project_retrieve_claim,
+    path("projects/<id:project_id>/items/<id:item_id>/claims/<id:claim>/retrieve/", evidence_views.project_retrieve_claim,
          name="retrieve-claim"),
-    path("projects/<id:project_id>/export/<str:fmt>/", views.project_export, name="project-export"),
-    path("projects/<id:project_id>/agreement/", views.agreement_page, name="agreement"),
-    path("projects/<id:project_id>/agreement/status/", views.agreement_status, name="agreement-status"),
+    path("projects/<id:project_id>/export/<str:fmt>/", export_views.project_export, name="project-export"),
+    path("projects/<id:project_id>/agreement/", research_views.agreement_page, name="agreement"),
+    path("projects/<id:project_id>/agreement/status/", research_views.agreement_status, name="agreement-status"),
     path("projects/<id:project_id>/llm-rater/", research_views.llm_rater_page, name="llm-rater"),
     path("projects/<id:project_id>/leaderboard/", research_views.leaderboard_page, name="leaderboard"),
     path("projects/<id:project_id>/leaderboard/upload/", research_views.system_run_upload, name="system-run-upload"),

@@ -1,10 +1,10 @@
-"""Browser pages. Thin: they check access, call selectors and services, render templates.
+"""Browser pages of the workflow core: home, projects, members, items, the annotate and
+consolidate pages and their queues. Thin: they check access, call selectors and services,
+render templates. (The wings' pages: annotation/{imports,evidence,research,exports}/views.py.)
 
 The annotation and consolidation pages are driven by static JavaScript that talks to the
 REST API with the session cookie and CSRF token.
 """
-from datetime import datetime
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -12,7 +12,7 @@ from django.core.exceptions import BadRequest, PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
 from django.db import IntegrityError
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -20,11 +20,9 @@ from django.views.decorators.http import require_POST
 from annotation import selectors
 from annotation.research import selectors as research_selectors
 from annotation.exports import selectors as export_selectors
-from annotation.research import agreement, plots
 from annotation.exports import formats as exports
 from annotation import guidelines as guideline_text
-from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
-from annotation.exports.downloads import attachment, file_stem, table_csv
+from annotation.exceptions import DomainError
 from annotation.forms import (
     DiscardForm,
     EscalateForm,
@@ -37,15 +35,13 @@ from annotation.forms import (
 )
 from annotation.evidence.forms import CorpusForm
 from annotation.imports.forms import ImportForm
-from annotation.imports.views import import_errors_text
+from annotation.imports.views import recent_imports
 from annotation.kinds import KINDS, get_kind
 from annotation.models import (
     Assignment,
     AssignmentRole,
     Consolidation,
     ConsolidationStatus,
-    CorpusState,
-    ImportJobState,
     Item,
     ItemStage,
     Membership,
@@ -56,18 +52,12 @@ from annotation.models import (
 from annotation.pages import project_for
 from annotation.params import parse_natural
 from annotation.services import annotations as annotation_services
-from annotation.research import agreement_cache
 from annotation.services import assignments as assignment_services
 from annotation.services import consolidation as consolidation_services
 from annotation.evidence import corpora as corpus_services
-from annotation.evidence import retrieval as evidence_services
-from annotation.imports import items as import_services
 from annotation.services import projects as project_services
 from annotation.services import stages as stage_services
 from annotation.services import third_rater as third_rater_services
-
-RECENT_IMPORTS = 5
-
 
 @login_required
 def home(request):
@@ -219,88 +209,6 @@ def guidelines(request, project_id):
 
 @login_required
 @require_POST
-def project_import(request, project_id):
-    """Store the upload and queue its import; the project page shows its progress and outcome."""
-    project, _ = project_for(request, project_id, {Role.ADMIN})
-    form = ImportForm(request.POST, request.FILES, formats=get_kind(project.kind).import_formats, kind=project.kind)
-    if not form.is_valid():
-        messages.error(request, f"Import refused: {form.errors.as_text()}")
-        return redirect("annotation:project", project_id=project.id)
-    try:
-        job = import_services.create_import_job(
-            project=project, user=request.user, upload=form.cleaned_data["file"], fmt=form.cleaned_data["format"],
-            labels_as=form.cleaned_data["labels_as"], on_error=form.cleaned_data["on_error"],
-            domain=form.cleaned_data["domain"],
-        )
-    except (ImportFailed, UploadTooLarge) as exc:
-        errors = getattr(exc, "errors", None)
-        messages.error(request, f"Import refused, nothing was imported: {import_errors_text(errors) if errors else exc}")
-        return redirect("annotation:project", project_id=project.id)
-    job.refresh_from_db()  # without a broker the task has already run
-    if job.state == ImportJobState.DONE:
-        messages.success(request, import_summary(job.result))
-    elif job.state == ImportJobState.FAILED:
-        messages.error(request, f"Import refused, nothing was imported: {import_errors_text(job.errors)}")
-    else:
-        messages.info(request, f"Import of {job.file_name or 'the file'} started: its progress is shown under Import.")
-    return redirect("annotation:project", project_id=project.id)
-
-
-@login_required
-@require_POST
-def project_corpus_upload(request, project_id):
-    """Upload a passage corpus for the project's step-2 evidence retrieval (imported by a worker)."""
-    project, _ = project_for(request, project_id, {Role.ADMIN})
-    form = CorpusForm(request.POST, request.FILES)
-    if not form.is_valid():
-        messages.error(request, f"Corpus refused: {form.errors.as_text()}")
-        return redirect("annotation:project", project_id=project.id)
-    data = form.cleaned_data
-    try:
-        corpus = corpus_services.create_corpus(
-            name=data["name"], user=request.user, upload=data["file"], projects=[project],
-            passage_sentences=data["passage_sentences"], passage_stride=data["passage_stride"])
-    except DomainError as exc:
-        messages.error(request, f"Corpus refused: {exc}")
-        return redirect("annotation:project", project_id=project.id)
-    corpus.refresh_from_db()  # without a broker the import has already run
-    if corpus.state == CorpusState.FAILED:
-        messages.error(request, f"Corpus {corpus.name} not imported: {import_errors_text(corpus.errors)}")
-    else:
-        messages.success(request, f"Corpus {corpus.name}: {corpus.get_state_display().lower()}"
-                                  f"{f', {corpus.passages} passages' if corpus.passages else ''}.")
-    return redirect("annotation:project", project_id=project.id)
-
-
-def import_summary(result: dict, with_warnings: bool = True) -> str:
-    parts = [f"{result['gold_records']} gold records"] if result["gold_records"] else []
-    if result["precomputing"]:
-        parts.append(f"{result['precomputing']} being pre-annotated; their assignments follow when that is done")
-    if result["assignments"] or not result["precomputing"]:
-        parts.append(f"{result['assignments']} assignments")
-    if result.get("duplicates_skipped"):
-        parts.append(f"{result['duplicates_skipped']} exact duplicates skipped")
-    if result.get("skipped_lines"):
-        parts.append(f"{result['skipped_lines']} bad {'line' if result['skipped_lines'] == 1 else 'lines'} skipped")
-    noun = "item" if result["items"] == 1 else "items"
-    return " ".join([f"Imported {result['items']} {noun} ({', '.join(parts)}).",
-                     *(result.get("warnings", []) if with_warnings else [])])
-
-
-def recent_imports(project: Project) -> list[dict]:
-    """The last imports with what the page says of them (the script updates running ones)."""
-    return [
-        {"job": job, "api_url": reverse("project-import-job", args=[project.id, job.id]),
-         "summary": import_summary(job.result, with_warnings=False) if job.state == ImportJobState.DONE and job.result else "",
-         "errors": import_errors_text(job.errors) if job.state == ImportJobState.FAILED else "",
-         "warnings": (job.result or {}).get("warnings", []) if job.state == ImportJobState.DONE else [],
-         "skipped": (job.result or {}).get("skipped", []) if job.state == ImportJobState.DONE else []}
-        for job in selectors.import_jobs(project)[:RECENT_IMPORTS]
-    ]
-
-
-@login_required
-@require_POST
 def project_members(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN})
     if request.POST.get("remove"):
@@ -344,15 +252,6 @@ def change_member_role(request, project: Project) -> None:
     else:
         messages.success(request, f"{membership.user.username} is now {role}, no longer {old_role}"
                          + ("; their open assignments went to the other annotators." if old_role == Role.ANNOTATOR else "."))
-
-
-@login_required
-@require_POST
-def project_retry_failed(request, project_id):
-    project, _ = project_for(request, project_id, {Role.ADMIN})
-    count = import_services.retry_failed_precompute(project)
-    messages.success(request, f"Pre-annotation restarted for {count} items.")
-    return redirect("annotation:project", project_id=project.id)
 
 
 @login_required
@@ -403,168 +302,6 @@ def reassign(request, project_id, assignment_id):
     else:
         messages.success(request, f"Given to {moved.user.username}.")
     return redirect("annotation:project", project_id=project.id)
-
-
-@login_required
-@require_POST
-def project_retrieve_claim(request, project_id, item_id, claim):
-    project, _ = project_for(request, project_id, {Role.ADMIN})
-    stage = get_object_or_404(ItemStage, item__project=project, item_id=item_id,
-                              stage__in=get_kind(project.kind).retrievable_stages)
-    try:
-        evidence_services.request_retrieval(stage=stage, index=claim)
-    except DomainError as exc:
-        messages.error(request, f"Not retrieved again: {exc}.")
-    else:
-        messages.success(request, f"The evidence of claim {claim + 1} is being retrieved again; annotators' stances of it start over.")
-    return redirect("annotation:project", project_id=project.id)
-
-
-@login_required
-def project_export(request, project_id, fmt):
-    project, _ = project_for(request, project_id, {Role.ADMIN})
-    if fmt not in exports.export_formats(project):
-        raise Http404("unknown export format")
-    return exports.download(project, fmt)
-
-
-@login_required
-def agreement_page(request, project_id):
-    """The agreement of one step, read from the cache a Celery task fills (services.agreement_cache):
-    on a miss the page shows the task's progress (and the point estimates once stored) and
-    updates itself; downloads wait for the full result (409 meanwhile)."""
-    project, stage, resamples, seed, problem = _agreement_request(request, project_id)
-    download = request.GET.get("download")
-    if problem is not None:
-        if download is not None:
-            return _bad_download(problem)
-        raise BadRequest(problem)
-    if download is not None and download not in AGREEMENT_DOWNLOADS:
-        return _bad_download(f"download: must be one of {', '.join(AGREEMENT_DOWNLOADS)}, not {download[:40]!r}")
-    found = agreement_cache.lookup(project, stage, resamples, seed)
-    if download is not None:
-        if not found.ready:
-            return _agreement_not_ready(found, resamples)
-        rater = found.result["rater_agreement"] if request.GET.get("table") == "llm_rater" else None
-        return _agreement_download(request, project, found.result["agreement"], download, rater)
-    kind = get_kind(project.kind)
-    shown = found.result or found.points
-    result = shown["agreement"] if shown else None
-    rater = shown["rater_agreement"] if shown else None
-    # the download links keep the page's step and bootstrap options
-    keep = request.GET.copy()
-    for name in ("download", "table", "field"):
-        keep.pop(name, None)
-
-    def links(table, field=None):
-        if not found.ready:  # offered once the numbers they hold are all there
-            return {}
-        query = keep.copy()
-        query["table"] = table
-        if field is not None:
-            query["field"] = field
-        return {fmt: f"?{query.urlencode()}&download={fmt}" for fmt in AGREEMENT_DOWNLOADS}
-
-    for name, field in (result or {}).get("fields", {}).items():
-        matrix = field["confusion_matrix"]
-        peak = max((v for row in matrix["rows_annotator_a_columns_annotator_b"] for v in row), default=0) or 1
-        field["matrix_columns"] = [kind.value_name(label) for label in matrix["labels"]]
-        field["matrix_rows"] = [
-            {"label": label, "cells": [{"value": v, "shade": round(v / peak, 2)} for v in row]}
-            for label, row in zip(field["matrix_columns"], matrix["rows_annotator_a_columns_annotator_b"])
-        ]
-        field["plots"] = plots.agreement_figures(field, kind.value_name)
-        field["downloads"] = {table: links(table, name) for table in ("matrix", "pairs", "over_time", "versus_gold")}
-    downloads = {table: links(table) for table in agreement.agreement_tables(result, rater)} if found.ready else {}
-    status_query = keep.copy()
-    status_query.setlist("stage", [str(stage)])
-    # one link per step, keeping the bootstrap options
-    steps = []
-    for number in kind.annotatable_stages:
-        step_query = keep.copy()
-        step_query.setlist("stage", [str(number)])
-        steps.append({"number": number, "url": f"?{step_query.urlencode()}", "current": number == stage})
-    return render(request, "annotation/agreement.html", {
-        "project": project, "stage": stage, "agreement": result, "downloads": downloads,
-        "several_steps": len(kind.annotatable_stages) > 1, "steps": steps, "rater_agreement": rater,
-        "requested": {"resamples": resamples, "seed": seed},
-        "computed": {"at": datetime.fromisoformat(found.result["computed_at"]), "seconds": found.result["seconds"]}
-        if found.ready else None,
-        "computing": None if found.ready else found.status(),
-        "status_url": f"{reverse('annotation:agreement-status', args=[project.id])}?{status_query.urlencode()}",
-    })
-
-
-@login_required
-def agreement_status(request, project_id):
-    """How far the computation of the agreement page's numbers is (the page polls it): JSON
-    ``{"state": queued|running|ready|failed, "points", "done", "total", "step", "error"}``."""
-    project, stage, resamples, seed, problem = _agreement_request(request, project_id)
-    if problem is not None:
-        return JsonResponse({"detail": problem}, status=400)
-    return JsonResponse(agreement_cache.lookup(project, stage, resamples, seed, poll=True).status())
-
-
-def _agreement_request(request, project_id):
-    """The project (admins and consolidators), step and bootstrap options of an agreement
-    request; ``problem`` names a bad option (a step the kind does not have is a 404)."""
-    project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
-    stage = research_selectors.annotated_stage(project, request.GET.get("stage"))
-    if stage is None:
-        annotatable = get_kind(project.kind).annotatable_stages
-        raise Http404(f"{project.get_kind_display()} projects are annotated in stage "
-                      f"{', '.join(map(str, annotatable))} only, not {request.GET['stage']!r}")
-    try:
-        resamples, seed = research_selectors.bootstrap_options(request.GET.get("resamples"), request.GET.get("seed"))
-    except ValueError as error:
-        return project, stage, None, None, "; ".join(f"{name}: {message}" for name, message in error.args[0].items())
-    return project, stage, resamples, seed, None
-
-
-def _agreement_not_ready(found, resamples: int) -> HttpResponse:
-    """A download asked before its numbers are stored: 409 with what is going on, and when to
-    ask again (the computation is queued by this request if it was not already)."""
-    if found.state == "failed":
-        message = f"The agreement could not be computed: {found.error}. Try again in a few minutes."
-    else:
-        what = f"with {resamples:,}-resample bootstrap intervals " if resamples else ""
-        progress = f" ({found.progress['step']})" if found.progress and found.progress.get("step") else ""
-        message = (f"The agreement numbers {what}are being computed{progress}. "
-                   "Download again in a few seconds; the agreement page shows when they are ready.")
-    response = HttpResponse(message + "\n", status=409, content_type="text/plain; charset=utf-8")
-    response["Retry-After"] = str(agreement_cache.FAILURE_SECONDS if found.state == "failed" else 5)
-    return response
-
-
-AGREEMENT_DOWNLOADS = ("csv", "json")
-
-
-def _bad_download(message: str) -> HttpResponse:
-    """A 400 that says what is wrong (Django's 400 page cannot: it never sees the exception)."""
-    return HttpResponse(f"Bad request: {message}\n", status=400, content_type="text/plain; charset=utf-8")
-
-
-def _agreement_download(request, project, result: dict, fmt: str, rater: dict | None) -> HttpResponse:
-    """One table of the agreement page (``?table=``, optionally one field's rows: ``?field=``) as
-    a CSV or JSON file named after the project, step and table."""
-    tables = agreement.agreement_tables(result, rater)
-    name, field = request.GET.get("table", ""), request.GET.get("field")
-    if name not in tables:
-        return _bad_download(f"table: must be one of {', '.join(tables)}, not {name[:40]!r}")
-    table, rows = tables[name], tables[name]["rows"]
-    if field is not None:
-        if not table["per_field"] or field not in result["fields"]:
-            return _bad_download(f"field: the {name} table has no field {field[:40]!r}"
-                                 + (f" (fields: {', '.join(result['fields'])})" if table["per_field"] else ""))
-        rows = [row for row in rows if row[0] == field]
-    filename = f"{file_stem(project)}-step{result['stage']}-agreement-{name}{f'-{field}' if field else ''}.{fmt}"
-    if fmt == "csv":
-        response = HttpResponse(table_csv(table["columns"], rows), content_type="text/csv; charset=utf-8")
-    else:
-        response = JsonResponse({"project": project.name, "step": result["stage"], "table": name, "title": table["title"],
-                                 "field": field, "bootstrap": result["bootstrap"], "columns": table["columns"],
-                                 "rows": [dict(zip(table["columns"], row)) for row in rows]})
-    return attachment(response, filename)
 
 
 def after_param(request) -> int | None:

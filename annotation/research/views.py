@@ -1,34 +1,37 @@
 """The research pages: scoring automatic fact-checkers (upload a system's predictions, follow
 their scoring, the leaderboard of each task) for the project's admins and consolidators (the
 researchers of a campaign; annotators never see them: they show how systems fare on the gold),
-and the LLM rater for its admins (a run spends the project's LLM budget).
+the LLM rater for its admins (a run spends the project's LLM budget), and the agreement page
+(read from the cache a Celery task fills) with its downloads.
 Thin like annotation.views: access, selectors, services, templates.
 """
 import json
+from datetime import datetime
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import BadRequest
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation.research import leaderboard as boards
 from annotation import selectors
-from annotation.research import plots, scoring
-from annotation.exports.downloads import attachment, file_stem
 from annotation.exceptions import DomainError, ImportFailed, UploadTooLarge
+from annotation.exports.downloads import attachment, file_stem, table_csv
+from annotation.imports.views import import_errors_text
 from annotation.kinds import get_kind
 from annotation.models import Role, SystemRun, SystemRunState
-from annotation.params import parse_natural
-from annotation.research import predictions as prediction_services
-from annotation.research import llm_rater as rater_services
-from annotation.services import jobs
-from annotation.imports.views import import_errors_text
 from annotation.pages import project_for
+from annotation.params import parse_natural
+from annotation.research import agreement, agreement_cache, plots, scoring
+from annotation.research import leaderboard as boards
+from annotation.research import llm_rater as rater_services
+from annotation.research import predictions as prediction_services
+from annotation.research import selectors as research_selectors
 from annotation.research.forms import PredictionsForm
+from annotation.services import jobs
 
 RESEARCHERS = {Role.ADMIN, Role.CONSOLIDATOR}
 RECENT_RUNS = 10
@@ -266,3 +269,142 @@ def _duration(seconds: float) -> str:
     if seconds < 48 * 3600:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"
+
+
+@login_required
+def agreement_page(request, project_id):
+    """The agreement of one step, read from the cache a Celery task fills (services.agreement_cache):
+    on a miss the page shows the task's progress (and the point estimates once stored) and
+    updates itself; downloads wait for the full result (409 meanwhile)."""
+    project, stage, resamples, seed, problem = _agreement_request(request, project_id)
+    download = request.GET.get("download")
+    if problem is not None:
+        if download is not None:
+            return _bad_download(problem)
+        raise BadRequest(problem)
+    if download is not None and download not in AGREEMENT_DOWNLOADS:
+        return _bad_download(f"download: must be one of {', '.join(AGREEMENT_DOWNLOADS)}, not {download[:40]!r}")
+    found = agreement_cache.lookup(project, stage, resamples, seed)
+    if download is not None:
+        if not found.ready:
+            return _agreement_not_ready(found, resamples)
+        rater = found.result["rater_agreement"] if request.GET.get("table") == "llm_rater" else None
+        return _agreement_download(request, project, found.result["agreement"], download, rater)
+    kind = get_kind(project.kind)
+    shown = found.result or found.points
+    result = shown["agreement"] if shown else None
+    rater = shown["rater_agreement"] if shown else None
+    # the download links keep the page's step and bootstrap options
+    keep = request.GET.copy()
+    for name in ("download", "table", "field"):
+        keep.pop(name, None)
+
+    def links(table, field=None):
+        if not found.ready:  # offered once the numbers they hold are all there
+            return {}
+        query = keep.copy()
+        query["table"] = table
+        if field is not None:
+            query["field"] = field
+        return {fmt: f"?{query.urlencode()}&download={fmt}" for fmt in AGREEMENT_DOWNLOADS}
+
+    for name, field in (result or {}).get("fields", {}).items():
+        matrix = field["confusion_matrix"]
+        peak = max((v for row in matrix["rows_annotator_a_columns_annotator_b"] for v in row), default=0) or 1
+        field["matrix_columns"] = [kind.value_name(label) for label in matrix["labels"]]
+        field["matrix_rows"] = [
+            {"label": label, "cells": [{"value": v, "shade": round(v / peak, 2)} for v in row]}
+            for label, row in zip(field["matrix_columns"], matrix["rows_annotator_a_columns_annotator_b"])
+        ]
+        field["plots"] = plots.agreement_figures(field, kind.value_name)
+        field["downloads"] = {table: links(table, name) for table in ("matrix", "pairs", "over_time", "versus_gold")}
+    downloads = {table: links(table) for table in agreement.agreement_tables(result, rater)} if found.ready else {}
+    status_query = keep.copy()
+    status_query.setlist("stage", [str(stage)])
+    # one link per step, keeping the bootstrap options
+    steps = []
+    for number in kind.annotatable_stages:
+        step_query = keep.copy()
+        step_query.setlist("stage", [str(number)])
+        steps.append({"number": number, "url": f"?{step_query.urlencode()}", "current": number == stage})
+    return render(request, "annotation/agreement.html", {
+        "project": project, "stage": stage, "agreement": result, "downloads": downloads,
+        "several_steps": len(kind.annotatable_stages) > 1, "steps": steps, "rater_agreement": rater,
+        "requested": {"resamples": resamples, "seed": seed},
+        "computed": {"at": datetime.fromisoformat(found.result["computed_at"]), "seconds": found.result["seconds"]}
+        if found.ready else None,
+        "computing": None if found.ready else found.status(),
+        "status_url": f"{reverse('annotation:agreement-status', args=[project.id])}?{status_query.urlencode()}",
+    })
+
+
+@login_required
+def agreement_status(request, project_id):
+    """How far the computation of the agreement page's numbers is (the page polls it): JSON
+    ``{"state": queued|running|ready|failed, "points", "done", "total", "step", "error"}``."""
+    project, stage, resamples, seed, problem = _agreement_request(request, project_id)
+    if problem is not None:
+        return JsonResponse({"detail": problem}, status=400)
+    return JsonResponse(agreement_cache.lookup(project, stage, resamples, seed, poll=True).status())
+
+
+def _agreement_request(request, project_id):
+    """The project (admins and consolidators), step and bootstrap options of an agreement
+    request; ``problem`` names a bad option (a step the kind does not have is a 404)."""
+    project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
+    stage = research_selectors.annotated_stage(project, request.GET.get("stage"))
+    if stage is None:
+        annotatable = get_kind(project.kind).annotatable_stages
+        raise Http404(f"{project.get_kind_display()} projects are annotated in stage "
+                      f"{', '.join(map(str, annotatable))} only, not {request.GET['stage']!r}")
+    try:
+        resamples, seed = research_selectors.bootstrap_options(request.GET.get("resamples"), request.GET.get("seed"))
+    except ValueError as error:
+        return project, stage, None, None, "; ".join(f"{name}: {message}" for name, message in error.args[0].items())
+    return project, stage, resamples, seed, None
+
+
+def _agreement_not_ready(found, resamples: int) -> HttpResponse:
+    """A download asked before its numbers are stored: 409 with what is going on, and when to
+    ask again (the computation is queued by this request if it was not already)."""
+    if found.state == "failed":
+        message = f"The agreement could not be computed: {found.error}. Try again in a few minutes."
+    else:
+        what = f"with {resamples:,}-resample bootstrap intervals " if resamples else ""
+        progress = f" ({found.progress['step']})" if found.progress and found.progress.get("step") else ""
+        message = (f"The agreement numbers {what}are being computed{progress}. "
+                   "Download again in a few seconds; the agreement page shows when they are ready.")
+    response = HttpResponse(message + "\n", status=409, content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = str(agreement_cache.FAILURE_SECONDS if found.state == "failed" else 5)
+    return response
+
+
+AGREEMENT_DOWNLOADS = ("csv", "json")
+
+
+def _bad_download(message: str) -> HttpResponse:
+    """A 400 that says what is wrong (Django's 400 page cannot: it never sees the exception)."""
+    return HttpResponse(f"Bad request: {message}\n", status=400, content_type="text/plain; charset=utf-8")
+
+
+def _agreement_download(request, project, result: dict, fmt: str, rater: dict | None) -> HttpResponse:
+    """One table of the agreement page (``?table=``, optionally one field's rows: ``?field=``) as
+    a CSV or JSON file named after the project, step and table."""
+    tables = agreement.agreement_tables(result, rater)
+    name, field = request.GET.get("table", ""), request.GET.get("field")
+    if name not in tables:
+        return _bad_download(f"table: must be one of {', '.join(tables)}, not {name[:40]!r}")
+    table, rows = tables[name], tables[name]["rows"]
+    if field is not None:
+        if not table["per_field"] or field not in result["fields"]:
+            return _bad_download(f"field: the {name} table has no field {field[:40]!r}"
+                                 + (f" (fields: {', '.join(result['fields'])})" if table["per_field"] else ""))
+        rows = [row for row in rows if row[0] == field]
+    filename = f"{file_stem(project)}-step{result['stage']}-agreement-{name}{f'-{field}' if field else ''}.{fmt}"
+    if fmt == "csv":
+        response = HttpResponse(table_csv(table["columns"], rows), content_type="text/csv; charset=utf-8")
+    else:
+        response = JsonResponse({"project": project.name, "step": result["stage"], "table": name, "title": table["title"],
+                                 "field": field, "bootstrap": result["bootstrap"], "columns": table["columns"],
+                                 "rows": [dict(zip(table["columns"], row)) for row in rows]})
+    return attachment(response, filename)
