@@ -13,7 +13,7 @@ from django.db import InterfaceError, OperationalError
 from annotation import dispatch
 from annotation.evidence import corpora, retrieval as evidence, search as evidence_search, vector_index
 from annotation.exports import lines as export_lines
-from annotation.imports import items as imports
+from annotation.imports import jobs as import_jobs
 from annotation.models import Project
 from annotation.research import agreement_cache, llm_rater, predictions
 from annotation.services import jobs, stages
@@ -31,12 +31,12 @@ def precompute_stages(self, stage_ids: list[int]) -> dict:
 
 @shared_task(bind=True, max_retries=5)
 def run_import(self, job_id: int) -> dict:
-    """Import an uploaded file (an ImportJob); see services.imports.run_import_job.
+    """Import an uploaded file (an ImportJob); see annotation.imports.jobs.run_import_job.
 
     Redelivery after a worker died (acks_late) is safe: an ended job is skipped, and a half-run
     one left nothing behind. A database that stays unreachable fails the job after the retries.
     """
-    job, failed = run_retrying_on_database_errors(self, imports.run_import_job, imports.fail_import_job, job_id, "imported")
+    job, failed = run_retrying_on_database_errors(self, import_jobs.run_import_job, import_jobs.fail_import_job, job_id, "imported")
     return {"job": job_id, "state": "failed" if failed else job.state if job else None}
 
 

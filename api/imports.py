@@ -6,7 +6,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from annotation import selectors
-from annotation.imports import items as import_services
+from annotation.imports import jobs as import_jobs
 
 from . import serializers
 from .common import ID, refuse_oversized_upload
@@ -42,7 +42,7 @@ class ImportActions:
         refuse_oversized_upload(request)
         data = serializers.ImportSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        job = import_services.create_import_job(
+        job = import_jobs.create_import_job(
             project=project, user=request.user, upload=data.validated_data["file"],
             fmt=data.validated_data["format"], labels_as=data.validated_data["labels_as"],
             on_error=data.validated_data["on_error"], domain=data.validated_data["domain"],

@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from annotation.models import ImportJob, ImportJobState
-from annotation.imports.items import create_import_job
+from annotation.imports.jobs import create_import_job
 
 from .browser_support import login
 from .conftest import PASSWORD, felm_line, jsonl

@@ -8,7 +8,8 @@ from django.db import OperationalError, connection, connections
 
 from annotation.models import ImportJob, Item, ItemStage
 from annotation.imports import items as import_services
-from annotation.imports.items import create_import_job, import_jsonl, run_import_job
+from annotation.imports.items import import_jsonl
+from annotation.imports.jobs import create_import_job, run_import_job
 from annotation.tasks import run_import
 
 from .conftest import felm_line, jsonl, post_import

@@ -11,7 +11,7 @@ from annotation.exceptions import ImportFailed
 from annotation.models import Corpus, CorpusState
 from annotation.evidence.corpora import create_corpus
 from annotation.imports.items import import_jsonl
-from annotation.research.predictions import read_predictions
+from annotation.research.prediction_files import read_predictions
 
 from .conftest import project_with_team
 

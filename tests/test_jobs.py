@@ -11,7 +11,7 @@ from annotation.models import (Corpus, CorpusState, EvidenceSearch, EvidenceSear
                                Passage, Role, SystemRun, SystemRunSource, SystemRunState)
 from annotation.services import jobs
 from annotation.evidence.corpora import create_corpus
-from annotation.imports.items import create_import_job
+from annotation.imports.jobs import create_import_job
 from annotation.services.projects import add_member
 from annotation.tasks import import_corpus, run_evidence_search, run_import, run_llm_rater, score_system_run
 
@@ -94,7 +94,7 @@ def _boom(*args, **kwargs):
 def _import_job(project, users, monkeypatch):
     project = project.__class__.objects.get(kind="felm")
     job = create_import_job(project=project, user=users["admin"], upload=jsonl([felm_line(1, ["A."])]), fmt="felm")
-    monkeypatch.setattr("annotation.imports.items._ProgressWriter", _boom)
+    monkeypatch.setattr("annotation.imports.jobs._ProgressWriter", _boom)
     return run_import, job
 
 

@@ -14,11 +14,10 @@ from annotation.research import scoring
 from annotation.models import GoldRecord, Item, ItemStage, StageStatus, SystemRun, SystemRunSource, SystemRunState
 from annotation.research import predictions as prediction_services
 from annotation.imports.items import import_jsonl
+from annotation.research.prediction_files import MAX_REPORTED_ERRORS, read_predictions
 from annotation.research.predictions import (
-    MAX_REPORTED_ERRORS,
     agreed_units,
     create_system_run,
-    read_predictions,
     run_system_run,
     task_difference,
 )

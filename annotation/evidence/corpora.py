@@ -29,7 +29,7 @@ from annotation.kinds.base import is_valid_url
 from annotation.models import Corpus, CorpusState, Passage, Project
 from annotation.imports.uploads import store_upload, stored_path, upload_name
 
-from annotation.imports.items import check_upload_size, read_json_line
+from annotation.imports.reading import check_upload_size, read_json_line
 from annotation.services import jobs
 
 logger = logging.getLogger(__name__)

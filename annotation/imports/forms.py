@@ -3,7 +3,8 @@ from django import forms
 from django.conf import settings
 
 from annotation.exceptions import UploadTooLarge, readable_size
-from annotation.imports.items import LABELS_AS, check_upload_size
+from annotation.imports.items import LABELS_AS
+from annotation.imports.reading import check_upload_size
 from annotation.kinds import get_kind
 
 

@@ -13,6 +13,7 @@ from annotation.kinds import get_kind
 from annotation.models import ImportJobState, Project, Role
 from annotation.pages import project_for
 from annotation.imports import items as import_services
+from annotation.imports import jobs as import_jobs
 
 RECENT_IMPORTS = 5
 
@@ -27,7 +28,7 @@ def project_import(request, project_id):
         messages.error(request, f"Import refused: {form.errors.as_text()}")
         return redirect("annotation:project", project_id=project.id)
     try:
-        job = import_services.create_import_job(
+        job = import_jobs.create_import_job(
             project=project, user=request.user, upload=form.cleaned_data["file"], fmt=form.cleaned_data["format"],
             labels_as=form.cleaned_data["labels_as"], on_error=form.cleaned_data["on_error"],
             domain=form.cleaned_data["domain"],

@@ -39,7 +39,7 @@ from annotation.research import scoring
 from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
 from annotation.models import ItemStage, Project, StageStatus, SystemRun, SystemRunSource, SystemRunState
-from annotation.imports.items import line_error
+from annotation.imports.reading import line_error
 from annotation.services.locks import lock_project_for_change
 from annotation.research import predictions as prediction_services
 
