@@ -11,7 +11,8 @@ class AnnotationConfig(AppConfig):
     def ready(self):
         from django.conf import settings
 
-        # The core pre-annotates with the evidence wing's search without importing the wing.
+        # The core pre-annotates with the evidence wing's search without importing the wing (imported
+        # here, not at the top: models load only once the app registry is ready).
         from annotation.evidence.corpus_search import corpus_search
         from annotation.services import stages
 

@@ -49,7 +49,7 @@ def run_retrying_on_database_errors(task, run, fail, object_id: int, nothing_was
 
 @shared_task(bind=True, max_retries=5)
 def import_corpus(self, corpus_id: int) -> dict:
-    """Cut an uploaded corpus into passages (services.corpora.run_corpus_import)."""
+    """Cut an uploaded corpus into passages (evidence.corpora.run_corpus_import)."""
     corpus, failed = run_retrying_on_database_errors(self, corpora.run_corpus_import, corpora.fail_corpus, corpus_id, "imported",
                                                      before_retry=corpora.requeue_corpus)
     return {"corpus": corpus_id, "state": "failed" if failed else corpus.state if corpus else None}
@@ -81,7 +81,7 @@ def embed_corpus(corpus_id: int) -> dict:
 @shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
 def build_vector_index(corpus_id: int) -> dict:
     """Rebuild a corpus's vector index from the stored vectors (queued by a search that found it
-    missing or corrupt; annotation.vector_index)."""
+    missing or corrupt; annotation.evidence.vector_index)."""
     meta = vector_index.sync(corpus_id, rebuild=True)
     vector_index.forget(corpus_id)
     return {"corpus": corpus_id, "rows": meta["rows"]}
@@ -89,7 +89,7 @@ def build_vector_index(corpus_id: int) -> dict:
 
 @shared_task(bind=True, max_retries=3)
 def run_evidence_search(self, search_id: int) -> str | None:
-    """Answer a search an annotator typed on the step-2 page (services.evidence_search)."""
+    """Answer a search an annotator typed on the step-2 page (evidence.search)."""
     search, failed = run_retrying_on_database_errors(self, evidence_search.run_search, evidence_search.fail_search, search_id, "found",
                                                      before_retry=evidence_search.requeue_search)
     return "failed" if failed else search.state if search else None
@@ -97,7 +97,7 @@ def run_evidence_search(self, search_id: int) -> str | None:
 
 @shared_task(autoretry_for=(OperationalError, ConnectionError, TimeoutError), retry_backoff=True, max_retries=5)
 def retrieve_unit_again(stage_id: int, index: int) -> bool:
-    """Retrieve one unit's evidence again (services.evidence); idempotent, so a redelivery after
+    """Retrieve one unit's evidence again (evidence.retrieval); idempotent, so a redelivery after
     a dead worker only repeats the retrieval."""
     return evidence.retrieve_again(stage_id, index)
 
@@ -112,7 +112,7 @@ def store_export_lines(project_id: int, item_ids: list[int] | None = None) -> in
 @shared_task(bind=True, max_retries=5)
 def score_system_run(self, run_id: int) -> dict:
     """Check, store and score a system's predictions (a SystemRun); see
-    services.predictions.run_system_run. Safe to redeliver; a database that stays unreachable
+    research.predictions.run_system_run. Safe to redeliver; a database that stays unreachable
     fails the run after the retries."""
     run, failed = run_retrying_on_database_errors(self, predictions.run_system_run, predictions.fail_system_run, run_id, "stored")
     return {"run": run_id, "state": "failed" if failed else run.state if run else None}
@@ -120,7 +120,7 @@ def score_system_run(self, run_id: int) -> dict:
 
 @shared_task(bind=True, max_retries=3)
 def run_llm_rater(self, run_id: int) -> dict:
-    """Rate a project's items with an LLM, then score the answers (services.llm_rater.execute).
+    """Rate a project's items with an LLM, then score the answers (research.llm_rater.execute).
     A redelivery while the run is under way elsewhere does nothing; a database that stays
     unreachable fails the run after the retries."""
     run, failed = run_retrying_on_database_errors(self, llm_rater.execute, llm_rater.fail_run, run_id, "stored",
@@ -131,6 +131,6 @@ def run_llm_rater(self, run_id: int) -> dict:
 @shared_task(autoretry_for=(OperationalError,), retry_backoff=True, max_retries=3)
 def compute_agreement(project_id: int, stage: int, resamples: int, seed: int, token: str) -> dict:
     """Agreement of a step with its bootstrap intervals, stored in the cache the agreement page
-    and API read (services.agreement_cache). Safe to redeliver: a stored result is not computed
+    and API read (research.agreement_cache). Safe to redeliver: a stored result is not computed
     again."""
     return agreement_cache.fill(project_id, stage, resamples, seed, token)

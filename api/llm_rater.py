@@ -1,7 +1,7 @@
 """The LLM rater over the API: estimate a run, start it (confirmed), follow its progress.
 
 Project admins only; staff may also pick another model or base URL (never a key: keys live in
-the project's LLM settings). See annotation.services.llm_rater.
+the project's LLM settings). See annotation.research.llm_rater.
 """
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status

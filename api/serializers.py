@@ -448,7 +448,7 @@ class CorpusProjectsSerializer(serializers.Serializer):
 
 
 class SystemRunCreateSerializer(serializers.Serializer):
-    """An upload of a system's predictions (services.predictions)."""
+    """An upload of a system's predictions (research.predictions)."""
 
     file = serializers.FileField(help_text="JSONL, one line per unit or per group of fields of a unit, keyed like the "
                                            'exports: e.g. {"item": "q7", "sentence": "sentence1", "claim": 0, '

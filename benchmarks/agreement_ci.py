@@ -1,4 +1,4 @@
-"""Bootstrap confidence intervals of agreement at scale (annotation.agreement.field_agreement).
+"""Bootstrap confidence intervals of agreement at scale (annotation.research.agreement.field_agreement).
 
 Usage: python benchmarks/agreement_ci.py [--items 10000] [--units 5] [--resamples 1000] [--annotators 6] [--seed 0]
 

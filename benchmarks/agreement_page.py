@@ -19,10 +19,10 @@ worker would.
 What is printed:
 
 1. the data stamp (the aggregates every request reads to find its cache entry);
-2. ``selectors.project_agreement`` without intervals (resamples=0): whether the page could show
+2. ``research.selectors.project_agreement`` without intervals (resamples=0): whether the page could show
    point estimates computed inside the request (it does not: it shows the task's progress);
 3. the page on a miss: lookup, lock, task queued, "Computing…" rendered;
-4. the task (``services.agreement_cache.fill``): point estimates, then every field with
+4. the task (``research.agreement_cache.fill``): point estimates, then every field with
    ``--resamples`` bootstrap resamples and the LLM-rater comparison, stored in the cache; and the
    latter part alone, which is what every page request computed before the cache;
 5. the page on a hit (best and median of ``--repeats``), the API and a CSV download on a hit, and

@@ -1,5 +1,5 @@
 """The numbers behind the agreement page's plots at scale: agreement per week of submission and
-each annotator against gold, with bootstrap intervals (annotation.agreement).
+each annotator against gold, with bootstrap intervals (annotation.research.agreement).
 
 Usage: python benchmarks/agreement_plots.py [--items 10000] [--units 5] [--resamples 1000]
        [--annotators 6] [--weeks 20] [--seed 0]

@@ -1,5 +1,5 @@
 """Evidence corpora at Wikipedia scale: PostgreSQL import and full-text search, the vector index
-on disk (annotation.vector_index), retrieval + ranking per claim in a fresh searching process.
+on disk (annotation.evidence.vector_index), retrieval + ranking per claim in a fresh searching process.
 
 Usage:
   .venv/bin/python benchmarks/corpus_scale.py --database NAME --passages 1000000 [--claims 200]
@@ -11,7 +11,7 @@ are deleted at the end.
 
 1. Import: a generated JSONL corpus (documents of 13 sentences over a Zipf-weighted 30,000
    pseudo-word vocabulary, 5 passages a document, as benchmarks/evidence_scale.py) uploaded and
-   imported in this process (services.corpora): time until lexically searchable, with the time
+   imported in this process (evidence.corpora): time until lexically searchable, with the time
    of the search-vector / VACUUM / frequent-term step on its own; peak RSS before and after
    (the import streams the file: memory must not grow with it).
 2. Full-text search: p50/p95 of one query (a generated claim) and of a claim's 4 queries in one

@@ -8,7 +8,7 @@ postgres), migrates it and drops it at the end. Everything runs on loopback.
 1. Corpus import: a generated JSONL corpus of documents of 13 sentences (about 90 words a
    passage, as the released evidence: 87 on average), cut into windows of 5 sentences every 2
    (5 passages a document), written and given PostgreSQL text-search vectors by
-   ``services.corpora.run_corpus_import`` — the time until the corpus is lexically searchable.
+   ``evidence.corpora.run_corpus_import`` — the time until the corpus is lexically searchable.
 2. Embedding rate: all-MiniLM-L6-v2 on ``--embed-sample`` passages of the corpus (batch 32), in
    passages/s, and what that means for the whole corpus. The rest of the corpus gets random unit
    vectors written straight to the table (then the table is vacuumed, as ``embed_next_batch``

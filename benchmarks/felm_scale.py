@@ -15,7 +15,7 @@ What is measured (each step is a function below):
 2. ``bench_export``: ``export_jsonl(project, "felm")`` consumed to /dev/null, after both
    annotators submitted every item (~10 % of segment labels disagree) and every item has a gold
    record; also at smaller sizes, to show whether peak memory grows with the item count.
-3. ``bench_agreement``: ``selectors.project_agreement(project)`` over the N x 5 doubly-labelled
+3. ``bench_agreement``: ``research.selectors.project_agreement(project)`` over the N x 5 doubly-labelled
    segments.
 4. ``bench_save``: latency (p50/p95/p99) and throughput of ``PUT /api/assignments/{id}/annotation/``
    (draft saves, version tracked per assignment) from concurrent clients (threads using

@@ -7,13 +7,13 @@ migrates it and drops it at the end. A FELM project gets N items of 5 segments w
 each item annotated by two annotators who disagree on about 10 % of the segments (so the
 agreed-only scores are computed too). Then, timed:
 
-1. ``first run``: services.predictions.run_system_run of an uploaded JSONL file (one line per
+1. ``first run``: research.predictions.run_system_run of an uploaded JSONL file (one line per
    segment and per response, about 6 N lines): reading and checking every line, storing, and
    scoring both tasks on every unit and on the agreed ones, with the majority and random
    baselines and the paired differences to them, ``--resamples`` bootstrap resamples each;
 2. ``second run``: the same for another system, which is also compared with the first (paired
    differences to an earlier run);
-3. ``leaderboard``: annotation.leaderboard.leaderboard(project, "segment") as the page and the
+3. ``leaderboard``: annotation.research.leaderboard.leaderboard(project, "segment") as the page and the
    API read it (what a web request does; target ≤ 0.2 s).
 
 Printed: wall and CPU time of each step and the run's own step count. The scoring runs in a

@@ -3,7 +3,7 @@ bind and timeouts)."""
 
 
 def post_worker_init(worker):
-    """VECTOR_INDEX_PREWARM: import faiss on a thread once a worker is up (annotation.vector_index)."""
+    """VECTOR_INDEX_PREWARM: import faiss on a thread once a worker is up (annotation.evidence.vector_index)."""
     from annotation.evidence.vector_index import prewarm_in_background
 
     prewarm_in_background()

@@ -257,7 +257,7 @@ CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 
-# Corpus vector indexes (annotation.vector_index): on disk, shared by the processes of a machine
+# Corpus vector indexes (annotation.evidence.vector_index): on disk, shared by the processes of a machine
 # (several machines: a shared volume, as DATA_DIR). Unset: DATA_DIR / "vector_index".
 VECTOR_INDEX_DIR = os.environ.get("VECTOR_INDEX_DIR") or None
 VECTOR_INDEX_EXACT_MAX = int(os.environ.get("VECTOR_INDEX_EXACT_MAX", "20000"))  # up to this, exact search
@@ -266,7 +266,7 @@ VECTOR_INDEX_NPROBE = int(os.environ.get("VECTOR_INDEX_NPROBE", "16"))  # IVF li
 VECTOR_INDEX_PREWARM = os.environ.get("VECTOR_INDEX_PREWARM", "0") == "1"
 
 # Django's cache holds results that Celery workers compute for the web processes (agreement with
-# bootstrap intervals: annotation.services.agreement_cache), so with real workers it must be one
+# bootstrap intervals: annotation.research.agreement_cache), so with real workers it must be one
 # they share: Redis, CACHE_URL or else the broker's server and database, under a key prefix of its
 # own (never call cache.clear() there: it would empty the broker's queues too). Without a broker,
 # tasks run in the web process and its local memory is shared with them.

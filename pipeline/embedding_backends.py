@@ -21,7 +21,7 @@ ONNX Runtime's CUDA provider (the ``onnxruntime-gpu`` package instead of ``onnxr
 torch on ``cuda``; where CUDA is asked for but missing, or the provider does not start, the same
 code runs on the CPU and says so in the log. int8 weights are a CPU optimisation: on a GPU use
 ``EMBEDDING_BACKEND=onnx`` (or ``torch``) on every process, web included, since queries and
-passages must come from the same backend (annotation.vector_index keys its files by it).
+passages must come from the same backend (annotation.evidence.vector_index keys its files by it).
 
 Expected rate on a GPU (not measured here: this machine has none). all-MiniLM-L6-v2 is 22.7 M
 parameters, about 2 x 21 M = 43 MFLOP a token for the encoder (attention adds about 10 % at 128

@@ -33,7 +33,7 @@ from pipeline.websearch import WebResult, WebSearchConfig, web_candidates
 # (query, its embedding or None, how many) → candidates; a candidate's vector is its stored
 # embedding, or None while the corpus is still being embedded. A search function may also have
 # ``many(queries, embeddings or None, how many)`` → one candidate list per query, which searches
-# a claim's queries together (``annotation.corpus_search`` has it).
+# a claim's queries together (``annotation.evidence.corpus_search`` has it).
 SearchFn = Callable[[str, "np.ndarray | None", int], list[Candidate]]
 EmbedFn = Callable[[Sequence[str]], np.ndarray]
 

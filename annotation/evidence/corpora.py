@@ -373,7 +373,7 @@ def embed_next_batch(corpus_id: int, size: int | None = None) -> int:
 
 
 def update_vector_index(corpus_id: int, through: int | None = None) -> None:
-    """Add the new vectors to the corpus's index on disk (annotation.vector_index). A failure
+    """Add the new vectors to the corpus's index on disk (annotation.evidence.vector_index). A failure
     (disk full, say) does not stop the embedding: searches rebuild a missing or broken index."""
     try:
         vector_index.sync(corpus_id, through)

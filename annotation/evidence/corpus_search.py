@@ -3,7 +3,7 @@
 Lexical candidates come from PostgreSQL full-text search (the GIN-indexed ``search`` vector,
 with the query's words OR-ed, ranked by ``ts_rank_cd``) or, on SQLite, from a BM25 index kept
 in this process per corpus. Dense candidates come from the corpus's vector index on disk
-(``annotation.vector_index``: written by the embedding worker, which embeds in id order and
+(``annotation.evidence.vector_index``: written by the embedding worker, which embeds in id order and
 records how far it got, ``Corpus.embedded_through``; mapped read-only here, so this process's
 memory does not grow with the corpus). Passages the worker has not reached are embedded when
 retrieval ranks them and their vectors are kept, so the embedded default, which has no worker,

@@ -3,9 +3,9 @@
 Files are streamed: each line is parsed, checked and written in batches inside one
 transaction, so memory stays at a batch whatever the file's size, and a bad line anywhere rolls
 everything back (``on_error="refuse"``, the default). With ``on_error="skip"`` the bad lines are
-left out and reported, line by line, with the result; the good ones are imported. Uploads become
-an ``ImportJob`` that a Celery task runs (``run_import_job``); the management command and tests
-call ``import_jsonl`` directly.
+left out and reported, line by line, with the result; the good ones are imported. Lines are read
+by annotation.imports.reading; uploads become an ``ImportJob`` that a Celery task runs
+(annotation.imports.jobs); the management command and tests call ``import_jsonl`` directly.
 """
 import functools
 import gc

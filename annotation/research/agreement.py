@@ -494,7 +494,7 @@ def _revision_rows(revisions: dict) -> list[tuple[str, dict]]:
 def agreement_tables(result: dict, rater: dict | None = None) -> dict[str, dict]:
     """name → {"title", "columns", "rows", "per_field"} for every table of the agreement page
     (those of kind-specific numbers only when the result has them; the LLM rater's when
-    ``rater``, annotation.rater_agreement's result, is given). ``per_field`` tables start with
+    ``rater``, annotation.research.rater_agreement's result, is given). ``per_field`` tables start with
     the field's name, so one field's rows can be picked out."""
     fields = result["fields"]
     tables = {

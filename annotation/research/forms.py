@@ -5,7 +5,7 @@ from annotation.imports.forms import UploadField
 
 
 class PredictionsForm(forms.Form):
-    """An automatic fact-checker's predictions to score (services.predictions)."""
+    """An automatic fact-checker's predictions to score (research.predictions)."""
 
     file = UploadField(help_text="JSONL keyed like the exports, e.g. "
                                  '{"item": "q7", "sentence": "sentence1", "checkworthy": "yes"}')

@@ -1,6 +1,6 @@
 """Reads of scored systems (selectors): a project's runs and its leaderboard per task.
 
-Everything here reads what the scoring task stored (services.predictions): scores, baselines
+Everything here reads what the scoring task stored (research.predictions): scores, baselines
 and paired differences with their bootstrap intervals. Nothing is computed on page load but a
 sort and a sign flip.
 """
@@ -14,7 +14,7 @@ from annotation.research import scoring
 from annotation.exports.downloads import spreadsheet_safe
 from annotation.models import Project, SystemRun
 
-# Every figure of a measure (annotation.scoring): name, heading. A task's own headline figures
+# Every figure of a measure (annotation.research.scoring): name, heading. A task's own headline figures
 # (scoring.Task.figures, the ones its paper reports) lead its table and rank it; the others of
 # its measure follow a click away.
 METRICS = {
@@ -27,7 +27,7 @@ METRICS = {
 }
 # JSON objects keep no order in PostgreSQL: the baselines' rows come in this one
 BASELINE_ORDER = ("majority", "random", "machine")
-# The differences to the reference a row shows (keys of services.predictions.task_difference).
+# The differences to the reference a row shows (keys of research.predictions.task_difference).
 DIFFERENCES = {
     "labels": (("macro_f1", "Δ macro F1"), ("accuracy", "Δ accuracy")),
     "revision": (("word_overlap", "Δ word overlap with the gold revision"),

@@ -17,7 +17,7 @@ fails the run at once, nothing rated), then rates item-step after item-step keep
 in the stored suggestion's shape; a failed call or an unusable answer is recorded in ``errors``
 and the run goes on, unless the endpoint stops answering (probed again after an item that got
 no answer at all), which fails the run. The answers become predictions through
-annotation.scoring.machine_predictions, and services.predictions scores them.
+annotation.research.scoring.machine_predictions, and research.predictions scores them.
 """
 from __future__ import annotations
 
@@ -483,7 +483,7 @@ def _finish(run_id: int, project: Project, state: _Run) -> SystemRun:
         return SystemRun.objects.get(pk=run_id)
     SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING).update(
         predictions=prediction_services.stored_form(predicted), options=options, errors=errors)
-    # Scoring is services.predictions' (the same as an uploaded system's): the one call site.
+    # Scoring is research.predictions' (the same as an uploaded system's): the one call site.
     prediction_services.run_system_run(run_id)
     run = SystemRun.objects.get(pk=run_id)
     # Scoring writes its own errors (none when it succeeds): the rater's unanswered units stay listed.

@@ -296,7 +296,7 @@ def domain_for(values, low: float = 0.0, high: float = 1.0) -> tuple[float, floa
 # -- the agreement page's figures -------------------------------------------------------------
 
 def agreement_figures(field: dict, value_name=str) -> dict:
-    """The plots of one field of ``selectors.project_agreement``'s result: its confusion
+    """The plots of one field of ``research.selectors.project_agreement``'s result: its confusion
     heatmap, observed agreement and κ per annotator pair, per week of submission, and of each
     annotator against the gold records. ``value_name`` turns a label code into the name the
     page shows."""

@@ -1,7 +1,7 @@
 """Automatic fact-checkers' predictions: upload, validation, and scores against the gold data.
 
 A system's predictions are a JSONL file keyed like the project's exports (see
-annotation.scoring): ``{"item": "q7", "sentence": "sentence1", "checkworthy": "yes"}``,
+annotation.research.scoring): ``{"item": "q7", "sentence": "sentence1", "checkworthy": "yes"}``,
 ``{"item": "q7", "sentence": "sentence1", "claim": 0, "evidence": 2, "stance": "refute"}``,
 ``{"item": "12", "segment": 3, "label": "error"}``… A line's key fields pick the tasks keyed by
 exactly those fields; each of them whose ``field`` the line carries takes the label. Lines are
@@ -25,7 +25,7 @@ unit, plus:
 - ``fingerprint``: a hash of the scored units and their gold labels. Two runs are comparable
   only when it is the same (the gold changes as consolidation goes on);
 - ``baselines``: {name: {"title", "scores"}}: majority label, seeded random, and the
-  project's machine pre-annotation where annotation.scoring offers it;
+  project's machine pre-annotation where annotation.research.scoring offers it;
 - ``differences``: {"run:<id>" | "baseline:<name>": this run minus the other (task_difference:
   a paired bootstrap on the same units)}, to every other run with scores and predictions for
   the task, and to the baselines. A leaderboard reads the difference of any two runs from the

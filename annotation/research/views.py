@@ -273,7 +273,7 @@ def _duration(seconds: float) -> str:
 
 @login_required
 def agreement_page(request, project_id):
-    """The agreement of one step, read from the cache a Celery task fills (services.agreement_cache):
+    """The agreement of one step, read from the cache a Celery task fills (research.agreement_cache):
     on a miss the page shows the task's progress (and the point estimates once stored) and
     updates itself; downloads wait for the full result (409 meanwhile)."""
     project, stage, resamples, seed, problem = _agreement_request(request, project_id)

@@ -1,1 +1,2 @@
-"""Writes of the annotation domain (HackSoft style: services write, selectors read)."""
+"""Writes of the workflow core (HackSoft style: services write, selectors read). The wings'
+writes live in their own folders (annotation/imports, evidence, research, exports)."""
