@@ -1,40 +1,25 @@
-"""Shared fixtures: users, a FELM project with two annotators and a consolidator, API clients.
+"""Shared fixtures: users, a FELM project with two annotators and a consolidator, API clients,
+and the data the modules of several folders use (a corpus, gold, a campaign, pages, workers).
+
+Fixtures live here and are never imported by name; builders and helpers live in tests/helpers/,
+and no test module imports another.
 
 Tests run on whatever ``DATABASE_URL`` names (SQLite by default, PostgreSQL in CI). Tasks run
 eagerly except in the worker tests, which start a real Celery worker process.
 """
-import io
-import json
 import os
-from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
-from annotation.models import Role
 from annotation.imports.items import import_jsonl
-from annotation.services.projects import add_member, create_project
 from config.celery import app as celery_app
-
-from .browser_support import CHROMIUM, CHROMIUM_ARGS, PageProblems, require_browser
-from .racer import Racer
-from .stack import require_postgresql
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
-PASSWORD = "test-pass-123"
-
-
-def shared_data_path(*parts: str) -> Path:
-    """A file of the released data; skipped outside CI when it is absent, a failure in CI."""
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{path} is missing: CI must have ../shared beside the clone")
-        pytest.skip(f"released data not found at {path} (../shared/data beside the repository)")
-    return path
+from tests.helpers import dfactscore, evidence, phone, research
+from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, PageProblems, require_browser
+from tests.helpers.builders import PASSWORD, api_client, felm_line, jsonl, project_with_team, segment
+from tests.helpers.racer import Racer
+from tests.helpers.stack import EMBEDDED_RUN, require_postgresql
+from tests.helpers.worker import worker_starter
 
 
 @pytest.fixture(autouse=True)
@@ -70,7 +55,7 @@ def postgres_only(request):
 
 @pytest.fixture
 def racer(live_server):
-    """Sends real parallel requests to the live server (tests/racer.py)."""
+    """Sends real parallel requests to the live server (tests/helpers/racer.py)."""
     return Racer(live_server.url)
 
 
@@ -97,15 +82,6 @@ def users(make_user):
         "carol": make_user("carol"),
         "mallory": make_user("mallory"),
     }
-
-
-def project_with_team(users, name: str, kind: str):
-    """A project created by the staff admin, with alice and bob annotating and carol consolidating."""
-    project = create_project(name=name, kind=kind, created_by=users["admin"])
-    add_member(project=project, user=users["alice"], role=Role.ANNOTATOR)
-    add_member(project=project, user=users["bob"], role=Role.ANNOTATOR)
-    add_member(project=project, user=users["carol"], role=Role.CONSOLIDATOR)
-    return project
 
 
 @pytest.fixture
@@ -138,49 +114,12 @@ def problems():
     assert not seen.errors, "the pages reported errors:\n" + "\n".join(seen.errors)
 
 
-def felm_line(index: int, segments: list[str], **extra) -> dict:
-    return {
-        "index": str(index), "source": "test", "prompt": f"Question {index}?", "response": " ".join(segments),
-        "segmented_response": segments, "labels": [True] * len(segments), "comment": [""] * len(segments),
-        "type": [None] * len(segments), "ref": [], "domain": "wk", **extra,
-    }
-
-
-def jsonl(records: list[dict]) -> io.BytesIO:
-    buffer = io.BytesIO("".join(json.dumps(r) + "\n" for r in records).encode())
-    buffer.name = "items.jsonl"
-    return buffer
-
-
-def post_import(client, project_id: int, upload, fmt: str = "plain", **fields):
-    """POST an upload to the import endpoint, let its task run (on commit, eagerly), then read
-    the job: (answer to the POST, job as GET answers it after the task)."""
-    from django.test import TestCase
-
-    with TestCase.captureOnCommitCallbacks(execute=True):
-        response = client.post(f"/api/projects/{project_id}/import/", {"file": upload, "format": fmt, **fields},
-                               format="multipart")
-    if response.status_code != 202:
-        return response, None
-    job = client.get(response.json()["url"])
-    assert job.status_code == 200, job.content
-    return response, job.json()
-
-
 @pytest.fixture
 def felm_items(felm_project):
     """Three FELM items with given segments, assigned to alice and bob."""
     records = [felm_line(i, [f"Sentence {i}.{k} is a claim." for k in range(3)]) for i in range(3)]
     import_jsonl(felm_project, jsonl(records), fmt="felm")
     return list(felm_project.items.order_by("id"))
-
-
-def api_client(user=None) -> APIClient:
-    client = APIClient()
-    if user is not None:
-        token, _ = Token.objects.get_or_create(user=user)
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
 
 
 @pytest.fixture
@@ -198,10 +137,6 @@ def clients(users):
     return {name: api_client(user) for name, user in users.items()} | {"anonymous": api_client()}
 
 
-def segment(label, error_type=None, comment="", refs=()):
-    return {"label": label, "error_type": error_type, "comment": comment, "refs": list(refs)}
-
-
 @pytest.fixture
 def open_consolidation(clients, felm_items, users):
     """The consolidation of the first FELM item, opened by alice and bob submitting through the API."""
@@ -215,8 +150,65 @@ def open_consolidation(clients, felm_items, users):
     return item.stages.get().consolidation
 
 
-def pytest_configure(config):
-    from .stack import EMBEDDED_RUN
+# -- data shared by the modules of several folders ------------------------------------------------------
 
+@pytest.fixture
+def corpus(factcheck_project, users, data_dir, django_capture_on_commit_callbacks):
+    """The Encyclopedia corpus (tests/helpers/evidence.py) of the Factcheck-Bench project."""
+    with django_capture_on_commit_callbacks(execute=True):
+        corpus = evidence.encyclopedia(factcheck_project, users["admin"])
+    corpus.refresh_from_db()
+    return corpus
+
+
+@pytest.fixture
+def gold(factcheck_project):
+    """A Factcheck-Bench project with research.ITEMS items of gold (steps 1 and 2)."""
+    return research.gold_project(factcheck_project)
+
+
+@pytest.fixture
+def felm_gold(users):
+    return research.felm_gold_project(users)
+
+
+@pytest.fixture
+def dfs_project(users):
+    return research.dfs_scored_project(users)
+
+
+@pytest.fixture
+def campaign(felm_project, users, make_user):
+    return research.build_campaign(felm_project, users, make_user)
+
+
+@pytest.fixture
+def dfactscore_project(users, django_capture_on_commit_callbacks):
+    return dfactscore.dfactscore_paragraph_project(users, django_capture_on_commit_callbacks)
+
+
+@pytest.fixture
+def felm_pages(felm_project, users):
+    return phone.felm_pages(felm_project, users)
+
+
+@pytest.fixture
+def factcheck_pages(factcheck_project, users, django_capture_on_commit_callbacks):
+    return phone.factcheck_pages(factcheck_project, users, django_capture_on_commit_callbacks)
+
+
+@pytest.fixture
+def start_worker():
+    """Start real worker processes on a queue of this test's own: ``start_worker(name, **env)``."""
+    with worker_starter() as start:
+        yield start
+
+
+@pytest.fixture
+def worker(start_worker):
+    return start_worker()
+
+
+def pytest_configure(config):
     if EMBEDDED_RUN and (os.environ.get("DATABASE_URL") or os.environ.get("CELERY_BROKER_URL")):
         raise pytest.UsageError("TEST_STACK=embedded is the run without DATABASE_URL and CELERY_BROKER_URL: unset them")

@@ -13,8 +13,10 @@ from annotation.services.consolidation import discard_item_stage
 from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member
 
-from .conftest import PASSWORD, felm_line, jsonl
-from .stack import require_postgresql
+from tests.helpers.browser import login
+from tests.helpers.builders import PASSWORD, felm_line, jsonl
+from tests.helpers.racer import Racer
+from tests.helpers.stack import require_postgresql
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()
@@ -116,8 +118,6 @@ def test_the_api_changes_and_removes_roles_for_project_admins_only(felm_project,
 
 @pytest.mark.django_db(transaction=True)
 def test_two_admins_stepping_down_at_once_leave_one_admin(felm_project, users, live_server):
-    from .racer import Racer
-
     require_postgresql("row-lock races are tested on PostgreSQL")
     racer = Racer(live_server.url)
     for _ in range(5):
@@ -258,8 +258,6 @@ def test_the_project_form_is_prefilled_with_the_first_kinds_template_and_carries
 
 def test_the_project_form_swaps_the_template_with_the_kind_until_the_text_is_edited(
         browser, live_server, users, problems, transactional_db):
-    from .browser_support import login
-
     page = login(browser, live_server.url, "admin", PASSWORD, problems)
     page.goto("/projects/new/")
     text = page.locator("#id_guidelines")

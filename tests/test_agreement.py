@@ -9,7 +9,8 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix
 from annotation.research import agreement
 from annotation.models import Assignment
 
-from .conftest import felm_line, jsonl, segment
+from tests.helpers.builders import felm_line, jsonl, segment
+from tests.helpers.research import reliability_matrix
 
 
 def random_ratings(seed, units=300, raters=4, labels=("a", "b", "c"), missing=0.3):
@@ -24,15 +25,6 @@ def random_ratings(seed, units=300, raters=4, labels=("a", "b", "c"), missing=0.
             values[rater] = truth if rng.random() < 0.7 else rng.choice(labels)
         ratings[unit] = values
     return ratings
-
-
-def reliability_matrix(ratings, raters, labels):
-    code = {label: i for i, label in enumerate(labels)}
-    matrix = np.full((raters, len(ratings)), np.nan)
-    for column, values in enumerate(ratings.values()):
-        for rater, value in values.items():
-            matrix[rater, column] = code[value]
-    return matrix
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -29,10 +29,8 @@ from annotation.services.consolidation import discard_item_stage, reopen_stage, 
 from annotation.services.projects import add_member
 from annotation.tasks import compute_agreement
 
-from .browser_support import login
-from .conftest import PASSWORD, segment
-from .test_agreement_plots import campaign  # noqa: F401 (fixture)
-from .test_worker import start_worker, worker  # noqa: F401 (fixtures)
+from tests.helpers.browser import login
+from tests.helpers.builders import PASSWORD, segment
 
 PAGE = "/projects/{}/agreement/"
 API = "/api/projects/{}/agreement/"

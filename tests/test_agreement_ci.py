@@ -9,8 +9,8 @@ from sklearn.metrics import cohen_kappa_score
 from annotation.research import agreement
 from annotation.models import Assignment, AssignmentRole
 
-from .conftest import felm_line, jsonl, segment
-from .test_agreement import reliability_matrix
+from tests.helpers.builders import felm_line, jsonl, segment
+from tests.helpers.research import reliability_matrix
 
 ORDER = ["yes", "intermediate", "no"]
 

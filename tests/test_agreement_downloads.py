@@ -12,7 +12,7 @@ from annotation.research import agreement
 from annotation.exports import downloads
 from annotation.models import Annotation, Assignment, GoldRecord, ItemStage, StageStatus
 
-from .test_agreement_plots import build_campaign, campaign  # noqa: F401 (fixture)
+from tests.helpers.research import build_campaign
 
 PAGE = "/projects/{}/agreement/"
 
@@ -193,7 +193,7 @@ def test_gold_from_a_single_submission_is_not_compared(logged_in, felm_project, 
 
 
 def test_the_llm_rater_table_is_a_table_too():
-    """The LLM rater's comparison (annotation.rater_agreement's result) downloads like the others."""
+    """The LLM rater's comparison (annotation.research.rater_agreement's result) downloads like the others."""
     result = {"stage": 1, "fields": {}, "annotators": []}
     rater = {"runs": [{"id": 1, "system": "gpt", "version": "1"}], "fields": [{"name": "label", "label": "Label", "rows": [
         {"compared": ["gpt", "alice"], "machine": True, "units": 10, "observed_agreement": 0.8, "cohen_kappa": 0.5,

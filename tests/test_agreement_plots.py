@@ -1,6 +1,5 @@
 """The agreement page's plots: their geometry, the numbers behind them (over time, against gold)
 checked against a direct computation, and the page at 390 px in a real browser."""
-import random
 import re
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
@@ -10,59 +9,12 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from annotation.research import plots
-from annotation.models import Annotation, Assignment, GoldRecord, GoldSource, ItemStage, Role, StageStatus
-from annotation.services.projects import add_member
+from annotation.models import Annotation, Assignment, ItemStage, StageStatus
 
-from .browser_support import login
-from .conftest import PASSWORD
-
-# Monday 1 January 2024 is the first day of ISO week 2024-W01.
-MONDAY = datetime(2024, 1, 1, 9, tzinfo=UTC)
-ERROR_TYPES = ["knowledge_error", "reasoning_error", "irrelevant_with_qst", "fooled"]
-# item index % 5 → week offset: weeks 0, 1, 3, 4 have items, week 2 none (a gap on the plot)
-WEEK_OF = [0, 1, 3, 4, 0]
-
-
-def build_campaign(project, users, make_user, third="dave", items=30, segments=4, seed=3):
-    """FELM items annotated by rotating pairs of three annotators, submitted over five ISO weeks
-    (none in the third), two thirds of them with a consolidated gold record. Returns what was
-    stored, for direct computations: [{"stage_id", "annotations": [(username, labels, submitted_at)],
-    "gold": labels | None}] with labels = [(label, error_type)] per segment."""
-    users = dict(users)
-    users[third] = make_user(third)
-    add_member(project=project, user=users[third], role=Role.ANNOTATOR)
-    rng = random.Random(seed)
-    skill = {"alice": 0.9, "bob": 0.75, third: 0.6}
-    pairs = [("alice", "bob"), ("alice", third), ("bob", third)]
-    stored = []
-    for index in range(items):
-        truth = [(rng.random() < 0.6, rng.choice(ERROR_TYPES)) for _ in range(segments)]
-        item = project.items.create(prompt=f"Q{index}?", response="x", external_id=str(index))
-        has_gold = index % 3 != 0
-        stage = ItemStage.objects.create(item=item, stage=1, status=StageStatus.DONE if has_gold else StageStatus.CONSOLIDATING,
-                                         content={"segments": [f"S{k}." for k in range(segments)]})
-        first_at = MONDAY + timedelta(weeks=WEEK_OF[index % 5], hours=rng.randint(0, 100))
-        record = {"stage_id": stage.id, "annotations": [], "gold": None}
-        for position, name in enumerate(pairs[index % 3]):
-            labels = []
-            for correct, error_type in truth:
-                label = correct if rng.random() < skill[name] else not correct
-                kind = (error_type if rng.random() < skill[name] else rng.choice(ERROR_TYPES)) if not label else None
-                labels.append((label, kind))
-            # the second annotator submits later; item 7's second submission has no time (left out of weeks)
-            submitted_at = None if index == 7 and position == 1 else first_at + timedelta(hours=30 * position)
-            assignment = Assignment.objects.create(item_stage=stage, user=users[name], status="submitted",
-                                                   submitted_at=submitted_at)
-            Annotation.objects.create(assignment=assignment, submitted=True, payload={"segments": [
-                {"label": label, "error_type": kind, "comment": "", "refs": []} for label, kind in labels]})
-            record["annotations"].append((name, labels, submitted_at))
-        if has_gold:
-            gold = [(correct, None if correct else error_type) for correct, error_type in truth]
-            GoldRecord.objects.create(item_stage=stage, source=GoldSource.CONSOLIDATION, payload={"segments": [
-                {"label": label, "error_type": kind, "comment": "", "refs": []} for label, kind in gold]})
-            record["gold"] = gold
-        stored.append(record)
-    return stored
+from tests.helpers.browser import login
+from tests.helpers.builders import PASSWORD
+from tests.helpers.phone import LAYOUT_PROBLEMS, SCREENSHOTS
+from tests.helpers.research import build_campaign
 
 
 def label_code(label):
@@ -72,11 +24,6 @@ def label_code(label):
 def iso_week(moment):
     year, week, _ = moment.isocalendar()
     return f"{year}-W{week:02d}"
-
-
-@pytest.fixture
-def campaign(felm_project, users, make_user):
-    return build_campaign(felm_project, users, make_user)
 
 
 # -- geometry ---------------------------------------------------------------------------------
@@ -316,8 +263,6 @@ def test_a_field_without_units_draws_no_empty_matrix(logged_in, factcheck_projec
 @pytest.mark.browser
 def test_the_plots_fit_a_phone(browser, live_server, problems, felm_project, campaign):
     from playwright.sync_api import expect
-
-    from .test_browser_narrow import LAYOUT_PROBLEMS, SCREENSHOTS
 
     page = login(browser, live_server.url, "admin", PASSWORD, problems, viewport={"width": 390, "height": 844})
     page.goto(f"/projects/{felm_project.id}/agreement/?resamples=200")

@@ -6,10 +6,7 @@ import pytest
 
 from annotation.exports import formats as exports
 from annotation.models import (
-    Annotation,
-    Assignment,
     AssignmentRole,
-    AssignmentStatus,
     GoldRecord,
     Item,
     ItemStage,
@@ -17,7 +14,7 @@ from annotation.models import (
 )
 from annotation.services.projects import create_project
 
-from .conftest import api_client, segment
+from tests.helpers.builders import api_client, segment, submit
 
 
 def lines(project, fmt=exports.AGREEMENT_UNITS):
@@ -35,11 +32,6 @@ def make_stage(item, stage, content, gold=None):
     if gold is not None:
         GoldRecord.objects.create(item_stage=item_stage, payload=gold)
     return item_stage
-
-
-def submit(item_stage, user, payload, role=AssignmentRole.ANNOTATOR, submitted=True):
-    assignment = Assignment.objects.create(item_stage=item_stage, user=user, role=role, status=AssignmentStatus.SUBMITTED)
-    Annotation.objects.create(assignment=assignment, payload=payload, submitted=submitted)
 
 
 def by_unit(records, *keys):

@@ -13,8 +13,8 @@ from django.test import RequestFactory
 from drf_spectacular.generators import SchemaGenerator
 
 from api.views import page_not_found
+from tests.helpers.paths import REPO_ROOT as REPO
 
-REPO = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ from drf_spectacular.generators import SchemaGenerator
 
 from annotation.models import Assignment
 
-from .conftest import felm_line, jsonl, post_import, segment
+from tests.helpers.builders import felm_line, jsonl, post_import, segment
 
 pytestmark = pytest.mark.django_db
 

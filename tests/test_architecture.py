@@ -5,7 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import REPO_ROOT as REPO
+
 APP_PACKAGES = ("annotation", "api", "config", "pipeline")
 
 

@@ -6,7 +6,7 @@ import threading
 from collections import Counter
 
 import pytest
-from django.db import connection, connections
+from django.db import connections
 
 from annotation.models import Assignment, AssignmentRole, Item, ItemStage, StageStatus
 from annotation.services.assignments import assign_open_stages

@@ -16,8 +16,8 @@ import pytest
 
 from annotation.models import Annotation, Assignment, Consolidation, GoldRecord, StageStatus
 
-from .browser_support import login, open_consolidation_as
-from .conftest import PASSWORD, felm_line, jsonl
+from tests.helpers.browser import login, open_consolidation_as
+from tests.helpers.builders import PASSWORD, felm_line, jsonl
 
 pytestmark = pytest.mark.browser
 

@@ -10,13 +10,11 @@ import pytest
 from annotation.models import Assignment
 from annotation.services.annotations import save_annotation
 
-from .browser_support import axe_violations, login
-from .conftest import PASSWORD
-from .test_browser_dfactscore import answer as dfactscore_answer
-from .test_browser_dfactscore import dfactscore_project  # noqa: F401 (fixture)
-from .test_browser_narrow import factcheck_pages, felm_pages  # noqa: F401 (fixtures)
-from .test_factcheck_step2 import CS, IR, RE, answer as step2_answer
-from .test_predictions import gold, make_run, system_lines  # noqa: F401 (fixture)
+from tests.helpers.browser import axe_violations, login
+from tests.helpers.builders import PASSWORD
+from tests.helpers.dfactscore import answer as dfactscore_answer
+from tests.helpers.factcheck import CS, IR, RE, answer as step2_answer
+from tests.helpers.research import make_run, system_lines
 
 pytestmark = pytest.mark.browser
 

@@ -14,45 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from annotation.models import Consolidation, GoldRecord, Role, StageStatus
+from annotation.models import Consolidation, GoldRecord
 from annotation.imports.items import import_jsonl
-from annotation.services.projects import add_member, create_project
 
-from .browser_support import login, open_consolidation_as
-from .conftest import PASSWORD, jsonl
-from .test_browser_factcheck import open_first_assignment
+from tests.helpers.browser import login, open_consolidation_as, open_first_assignment
+from tests.helpers.builders import PASSWORD, jsonl
+from tests.helpers.dfactscore import answer, paragraph_line
+from tests.helpers.phone import PHONE, check_phone_layout
 
 pytestmark = pytest.mark.browser
 
 SCREENSHOTS = Path(os.environ.get("BROWSER_SCREENSHOTS", "/tmp"))
-RESPONSE = ("Tobias Wrenfield is an English composer who scored The Lantern Coast. "
-            "Born in 1958, Wrenfield played for Norwich City.")
-FACTS = ["Tobias Wrenfield is an English composer.", "Tobias Wrenfield scored The Lantern Coast.",
-         "Tobias Wrenfield was born in 1958.", "Tobias Wrenfield played for Norwich City."]
-CANDIDATES = [
-    {"title": "Tobias Wrenfield (composer)", "url": "https://example.org/wiki/Tobias_Wrenfield_(composer)",
-     "text": "Tobias Wrenfield (born 1958) is an English composer who wrote the music of The Lantern Coast."},
-    {"title": "Tobias Wrenfield (footballer)", "url": "https://example.org/wiki/Tobias_Wrenfield_(footballer)",
-     "text": "Tobias Wrenfield (born 1961) is a former English footballer who played for Norwich City."},
-]
-
-
-def paragraph_line():
-    return {"prompt": "Tell me a bio of Tobias Wrenfield.", "name": "Tobias Wrenfield", "response": RESPONSE,
-            "atomic_facts": FACTS, "candidates": CANDIDATES, "model": "demo-model", "id": "wrenfield"}
-
-
-@pytest.fixture
-def dfactscore_project(users, django_capture_on_commit_callbacks):
-    project = create_project(name="D-FActScore test", kind="dfactscore", created_by=users["admin"],
-                             pipeline_settings={"dfactscore": {"factscore_pass": True}})
-    for name, role in (("alice", Role.ANNOTATOR), ("bob", Role.ANNOTATOR), ("carol", Role.CONSOLIDATOR)):
-        add_member(project=project, user=users[name], role=role)
-    with django_capture_on_commit_callbacks(execute=True):
-        import_jsonl(project, jsonl([paragraph_line()]), fmt="dfactscore")
-    stage = project.items.get().stages.get()
-    assert stage.status == StageStatus.ANNOTATING, stage.precompute_error
-    return project
 
 
 def annotate(page, *, birth_year_individual: str, drag: bool):
@@ -163,20 +135,12 @@ def test_two_annotators_group_link_and_label_a_paragraph_and_the_scores_show(
     assert not problems.errors, problems.errors
 
 
-def answer(birth_year_group: int, birth_year_label: str) -> dict:
-    facts = [{"group": group, "label": label, "any_page": "supported", "entity": None}
-             for group, label in ((0, "supported"), (0, "supported"), (birth_year_group, birth_year_label), (1, "supported"))]
-    return {"individuals": 2, "groups": [{"link": 0}, {"link": 1}], "facts": facts}
-
-
 def test_the_dfactscore_pages_fit_a_phone(browser, live_server, users, dfactscore_project, problems):
     """Annotation (with individuals, so the chips and the link selects are there) and consolidation at 390 px."""
     from playwright.sync_api import expect
 
     from annotation.models import Assignment
     from annotation.services.annotations import save_annotation
-
-    from .test_browser_narrow import PHONE, check_phone_layout
 
     project = dfactscore_project
     # A second paragraph for alice to annotate on the phone; the first goes to consolidation.

@@ -18,8 +18,8 @@ import pytest
 from annotation.models import Annotation, Assignment, Consolidation, GoldRecord, ItemStage, StageStatus
 from annotation.imports.items import import_jsonl
 
-from .browser_support import login, open_consolidation_as
-from .conftest import PASSWORD, jsonl
+from tests.helpers.browser import open_consolidation_as, open_first_assignment
+from tests.helpers.builders import PASSWORD, jsonl
 
 pytestmark = pytest.mark.browser
 
@@ -88,14 +88,6 @@ def expect_saved(page):
     # plain words: no version number for the annotator (the tests check what was stored)
     expect(page.locator("#save-status")).to_have_text("Saved")
     expect(page.locator("#save-status")).to_have_attribute("data-state", "saved")
-
-
-def open_first_assignment(browser, base, project, username, problems):
-    page = login(browser, base, username, PASSWORD, problems)
-    page.goto(f"/projects/{project.id}/")
-    page.get_by_role("link", name="Annotate", exact=True).click()
-    page.wait_for_url(re.compile(r"/assignments/\d+/$"))
-    return page
 
 
 def check_suggestions_shown_not_selected(page):

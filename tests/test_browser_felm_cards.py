@@ -5,32 +5,11 @@ import re
 
 import pytest
 
-from annotation.models import Annotation, Assignment
-from annotation.imports.items import import_jsonl
+from annotation.models import Annotation
 
-from .browser_support import login
-from .conftest import PASSWORD, felm_line, jsonl
+from tests.helpers.browser import NINE, card, open_item
 
 pytestmark = pytest.mark.browser
-
-# A released-like item: nine segments of ordinary length, as FELM's world-knowledge responses have.
-NINE = [f"Segment {k} says that the supermassive black holes of galaxy {k} merge into a single, larger black hole "
-        f"and release gravitational waves." for k in range(1, 10)]
-
-
-def open_item(browser, live_server, problems, felm_project, users, segments, response=None):
-    record = felm_line(0, segments)
-    if response is not None:
-        record["response"] = response
-    import_jsonl(felm_project, jsonl([record]), fmt="felm")
-    assignment = Assignment.objects.get(user=users["alice"], item_stage__item__project=felm_project)
-    page = login(browser, live_server.url, "alice", PASSWORD, problems)
-    page.goto(f"/assignments/{assignment.id}/")
-    return page, assignment
-
-
-def card(page, index):
-    return page.locator("#segments > li.segment").nth(index)
 
 
 def test_a_900px_screen_shows_most_of_a_nine_segment_item(browser, live_server, users, felm_project, problems):

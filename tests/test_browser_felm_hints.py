@@ -4,8 +4,8 @@ import pytest
 
 from annotation.imports.items import import_jsonl
 
-from .browser_support import login
-from .conftest import PASSWORD, felm_line, jsonl
+from tests.helpers.browser import login
+from tests.helpers.builders import PASSWORD, felm_line, jsonl
 
 pytestmark = pytest.mark.browser
 

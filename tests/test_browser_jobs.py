@@ -8,8 +8,8 @@ from django.utils import timezone
 from annotation.models import ImportJob, ImportJobState
 from annotation.imports.jobs import create_import_job
 
-from .browser_support import login
-from .conftest import PASSWORD, felm_line, jsonl
+from tests.helpers.browser import login
+from tests.helpers.builders import PASSWORD, felm_line, jsonl
 
 pytestmark = pytest.mark.browser
 

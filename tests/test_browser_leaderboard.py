@@ -9,9 +9,9 @@ from annotation.models import SystemRun
 from annotation.imports.items import import_jsonl
 from annotation.research.predictions import create_system_run, run_system_run
 
-from .browser_support import login
-from .conftest import PASSWORD, jsonl
-from .test_predictions import ITEMS, bench_line, system_lines, upload
+from tests.helpers.browser import login
+from tests.helpers.builders import PASSWORD, jsonl
+from tests.helpers.research import ITEMS, bench_line, system_lines, upload
 
 pytestmark = pytest.mark.browser
 

@@ -13,11 +13,9 @@ import pytest
 
 from annotation.models import Assignment
 
-from .browser_support import login
-from .conftest import PASSWORD
-from .test_browser_dfactscore import dfactscore_project  # noqa: F401 (fixture)
-from .test_browser_narrow import felm_pages  # noqa: F401 (fixture)
-from .test_predictions import gold, make_run, system_lines  # noqa: F401 (fixture)
+from tests.helpers.browser import login
+from tests.helpers.builders import PASSWORD
+from tests.helpers.research import make_run, system_lines
 
 pytestmark = pytest.mark.browser
 

@@ -12,11 +12,11 @@ import pytest
 
 from annotation.models import Annotation
 
-from .browser_support import login
-from .conftest import PASSWORD
-from .test_browser_dfactscore import dfactscore_project  # noqa: F401 (a fixture of the D-FActScore test)
-from .test_browser_felm_cards import NINE, card, open_item
-from .test_predictions import gold  # noqa: F401 (a fixture: a project with gold)
+from tests.helpers.browser import NINE, card, login, open_consolidation_as, open_first_assignment, open_item
+from tests.helpers.builders import PASSWORD
+from tests.helpers.evidence import DOCUMENTS, upload
+from tests.helpers.factcheck import CS, IR, RE, S1, S2, STEP1_CONTENT, STEP1_GOLD, STEP2_CONTENT, STEP2_GOLD, rated_answer as answer, step2_item, submit_all
+from tests.helpers.research import RESAMPLES, lines_with_an_extra_label, make_run
 
 pytestmark = pytest.mark.browser
 
@@ -94,8 +94,6 @@ def step3_item(project, users, revisions):
     from annotation.services.consolidation import save_consolidation
     from django.test import TestCase
 
-    from .test_factcheck_step3 import S1, S2, STEP1_CONTENT, STEP1_GOLD, STEP2_CONTENT, STEP2_GOLD
-
     item = project.items.create(prompt="Who won which Nobel Prize?", response=f"{S1} {S2}", external_id="curie")
     stage1 = ItemStage.objects.create(item=item, stage=1, status=StageStatus.DONE, content=STEP1_CONTENT)
     GoldRecord.objects.create(item_stage=stage1, payload=STEP1_GOLD)
@@ -154,9 +152,6 @@ def test_a_consolidation_waiting_for_its_third_rater_shows_the_disagreements_and
     from annotation.models import Consolidation, ConsolidationStatus, Role, ThirdRater
     from annotation.services.projects import add_member
 
-    from .test_factcheck_step2 import CS, IR, RE
-    from .test_third_rater import answer, step2_item, submit_all
-
     factcheck_project.third_rater = ThirdRater.ALWAYS
     factcheck_project.save()
     add_member(project=factcheck_project, user=make_user("dave"), role=Role.ANNOTATOR)
@@ -188,8 +183,6 @@ def test_without_a_worker_the_corpus_card_says_what_happens_instead_of_embedding
 
     from annotation.evidence.corpora import create_corpus
 
-    from .test_corpora import DOCUMENTS, upload
-
     with django_capture_on_commit_callbacks(execute=True):
         corpus = create_corpus(name="Encyclopedia", user=users["admin"], upload=upload(DOCUMENTS),
                                projects=[factcheck_project], passage_sentences=2, passage_stride=1)
@@ -210,8 +203,6 @@ def test_without_a_worker_the_corpus_card_says_what_happens_instead_of_embedding
 def test_dfactscore_progress_names_what_is_still_required_before_submit(browser, live_server, users, problems,
                                                                          dfactscore_project):
     from playwright.sync_api import expect
-
-    from .test_browser_factcheck import open_first_assignment
 
     page = open_first_assignment(browser, live_server.url, dfactscore_project, "alice", problems)
     progress = page.locator("#completeness")
@@ -246,8 +237,6 @@ def test_step3_consolidation_starts_from_the_revisions_with_keys_to_take_each_ra
     from playwright.sync_api import expect
 
     from annotation.models import GoldRecord
-
-    from .browser_support import open_consolidation_as
 
     consolidation = step3_item(factcheck_project, users, [([FIXED_A, ""], FIXED_A), ([FIXED_B, ""], FIXED_B)])
     assert consolidation.draft["sentences"][0]["revised"] is None  # the merge leaves it undecided
@@ -298,7 +287,6 @@ def test_step3_join_names_an_undecided_sentence(browser, live_server, users, fac
     Annotation.objects.filter(assignment__item_stage=consolidation.item_stage,
                               assignment__user=users["alice"]).update(payload={"sentences": [{"revised": FIXED_A}, {"revised": None}],
                                                                                 "response": FIXED_A})
-    from .browser_support import open_consolidation_as
 
     page = open_consolidation_as(browser, live_server.url, "carol", PASSWORD, problems, factcheck_project, consolidation)
     page.locator(".fc3-join").click()
@@ -314,10 +302,6 @@ def test_step2_own_evidence_is_judged_with_keys_and_the_consolidation_names_the_
     from annotation.models import Annotation, AssignmentRole, Consolidation, Role, ThirdRater
     from annotation.services.annotations import save_annotation
     from annotation.services.projects import add_member
-
-    from .browser_support import open_consolidation_as
-    from .test_factcheck_step2 import CS, IR, RE
-    from .test_third_rater import answer, step2_item
 
     factcheck_project.third_rater = ThirdRater.ALWAYS
     factcheck_project.save()
@@ -373,9 +357,6 @@ def test_step2_own_evidence_is_judged_with_keys_and_the_consolidation_names_the_
 
 def test_the_leaderboards_delta_is_the_difference_of_the_values_beside_it(browser, live_server, users, gold, problems):  # noqa: F811
     from playwright.sync_api import expect
-
-    from .test_leaderboard_delta import RESAMPLES, lines_with_an_extra_label
-    from .test_predictions import make_run
 
     make_run(gold, lines_with_an_extra_label(), system="checker", resamples=RESAMPLES)
     admin = login(browser, live_server.url, "admin", PASSWORD, problems)

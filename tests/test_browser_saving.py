@@ -13,10 +13,11 @@ import pytest
 from annotation.models import Annotation, Assignment, Consolidation, ConsolidationStatus, GoldRecord
 from annotation.services.annotations import save_annotation
 
-from .browser_support import login
-from .conftest import PASSWORD
+from tests.helpers.browser import login
+from tests.helpers.builders import PASSWORD
 
 pytestmark = pytest.mark.browser
+
 
 def first_save_fails(*, stored: bool) -> str:
     """A fetch wrapper whose first PUT fails as a dropped connection does (fetch rejects):

@@ -32,10 +32,9 @@ from annotation.evidence.corpora import create_corpus
 from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member
 
-from .browser_support import login, open_consolidation_as
-from .conftest import PASSWORD, jsonl
-from .test_browser_factcheck import open_first_assignment
-from .test_corpora import DOCUMENTS, upload
+from tests.helpers.browser import judge_passages, login, open_consolidation_as, open_first_assignment
+from tests.helpers.builders import PASSWORD, jsonl
+from tests.helpers.evidence import DOCUMENTS, upload
 
 pytestmark = pytest.mark.browser
 
@@ -69,19 +68,6 @@ def expect_saved(page):
 
     # plain words: no version number for the annotator (the tests check what was stored)
     expect(page.locator("#save-status")).to_have_text("Saved")
-
-
-def judge_passages(page, stances: list[str]):
-    """Stance (and reliability of the relevant ones) for each passage of the current claim, by keys."""
-    from playwright.sync_api import expect
-
-    passages = page.locator("#editor .fc2-passage")
-    for k, key in enumerate(stances):
-        expect(passages.nth(k)).to_have_class(re.compile(r"\bcurrent\b"))
-        page.keyboard.press(key)
-        if key != "4":
-            page.keyboard.press("r")
-        page.keyboard.press("j")
 
 
 def alice_annotates(page, passages: list[int]):

@@ -17,11 +17,9 @@ from annotation.models import Consolidation, GoldRecord, ItemStage, StageStatus
 from annotation.evidence.corpora import create_corpus
 from annotation.imports.items import import_jsonl
 
-from .browser_support import login, open_consolidation_as
-from .conftest import PASSWORD, jsonl
-from .test_browser_factcheck import open_first_assignment
-from .test_browser_step2 import judge_passages
-from .test_corpora import DOCUMENTS, upload
+from tests.helpers.browser import judge_passages, login, open_consolidation_as, open_first_assignment
+from tests.helpers.builders import PASSWORD, jsonl
+from tests.helpers.evidence import DOCUMENTS, upload
 
 pytestmark = pytest.mark.browser
 

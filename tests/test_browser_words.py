@@ -1,9 +1,8 @@
 """Step 2's `c` key: the pre-filled correction is selected, so typing replaces it (the legend says so)."""
 import pytest
 
-from .browser_support import login
-from .conftest import PASSWORD
-from .test_browser_narrow import factcheck_pages  # noqa: F401 (fixture)
+from tests.helpers.browser import login
+from tests.helpers.builders import PASSWORD
 
 pytestmark = pytest.mark.browser
 

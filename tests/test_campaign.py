@@ -14,7 +14,8 @@ from annotation.services.assignments import reassign
 from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member
 
-from .conftest import jsonl, segment
+from tests.helpers.builders import jsonl, segment
+from tests.helpers.factcheck import STEP1_CONTENT, STEP1_GOLD
 
 pytestmark = pytest.mark.django_db
 
@@ -190,8 +191,6 @@ def test_an_admin_reopens_a_gold_record_and_restores_a_discard_with_reasons_in_t
         factcheck_project, users, clients, logged_in, django_capture_on_commit_callbacks):
     from annotation.models import Consolidation, ConsolidationStatus, GoldRecord
     from annotation.services.consolidation import discard_item_stage, save_consolidation
-
-    from .test_factcheck_step3 import STEP1_CONTENT, STEP1_GOLD
 
     item = factcheck_project.items.create(prompt="p", response="r", external_id="x")
     stage = ItemStage.objects.create(item=item, stage=1, status=StageStatus.CONSOLIDATING, content=STEP1_CONTENT)

@@ -12,43 +12,16 @@ from annotation.exceptions import DomainError
 from annotation.models import Corpus, CorpusState, Passage
 from annotation.evidence.corpora import create_corpus, embed_next_batch, run_corpus_import
 
-from .stack import require_postgresql
+from tests.helpers.evidence import DOCUMENTS, upload
+from tests.helpers.stack import require_postgresql
 
 pytestmark = pytest.mark.django_db
-
-DOCUMENTS = [
-    {"title": "Eiffel Tower", "url": "https://w.example/eiffel",
-     "text": "The Eiffel Tower is a wrought-iron lattice tower in Paris. It was designed by Gustave Eiffel's company. "
-             "Construction was completed in March 1889. It was the entrance arch to the 1889 World's Fair. "
-             "The tower is 330 metres tall. It was the tallest man-made structure in the world until 1930. "
-             "About seven million people visit it every year."},
-    {"title": "Marie Curie", "url": "https://w.example/curie",
-     "text": "Marie Curie was a physicist and chemist. She won the Nobel Prize in Physics in 1903. "
-             "She won the Nobel Prize in Chemistry in 1911."},
-    {"title": "Bananas", "url": "", "text": "Bananas are rich in potassium."},
-]
-
-
-def upload(lines, name="corpus.jsonl", prefix=b""):
-    data = prefix + "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines).encode()
-    file = io.BytesIO(data)
-    file.name, file.size = name, len(data)
-    return file
 
 
 @pytest.fixture
 def data_dir(settings, tmp_path):
     settings.DATA_DIR = tmp_path
     return tmp_path
-
-
-@pytest.fixture
-def corpus(factcheck_project, users, data_dir, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True):
-        corpus = create_corpus(name="Encyclopedia", user=users["admin"], upload=upload(DOCUMENTS, prefix=b"\xef\xbb\xbf"),
-                               projects=[factcheck_project], passage_sentences=3, passage_stride=2)
-    corpus.refresh_from_db()
-    return corpus
 
 
 def test_documents_become_sentence_windows_and_the_upload_is_deleted(corpus, data_dir):

@@ -7,7 +7,7 @@ import pytest
 from annotation.models import Corpus, CorpusState, Role
 from annotation.services.projects import add_member, create_project
 
-from .test_corpora import DOCUMENTS
+from tests.helpers.evidence import DOCUMENTS
 
 pytestmark = pytest.mark.django_db
 

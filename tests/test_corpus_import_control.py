@@ -9,7 +9,7 @@ from annotation.models import Corpus, CorpusState, Passage
 from annotation.evidence import corpora as corpus_services
 from annotation.evidence.corpora import CANCELLED_MESSAGE, cancel_corpus_import, create_corpus, run_corpus_import
 
-from .test_corpora import upload
+from tests.helpers.evidence import upload
 
 pytestmark = pytest.mark.django_db
 

@@ -1,28 +1,20 @@
 """Production settings come from the environment: HTTPS behind a proxy with one switch, no
 start without a secret key, `check --deploy` clean with the documented production environment."""
 import json
-import os
 import secrets
 import stat
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from config.secret_key import load_secret_key
+from tests.helpers.deployment import clean_env, fake_venv
+from tests.helpers.paths import REPO_ROOT as REPO
 
-REPO = Path(__file__).resolve().parents[1]
 SECURITY_SETTINGS = ["SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS", "SECURE_HSTS_PRELOAD",
                      "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_PROXY_SSL_HEADER", "TRUST_X_FORWARDED_FOR"]
-
-
-def clean_env(**variables) -> dict:
-    """This process's environment without the settings' variables, plus ``variables``."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DJANGO_", "AXES_", "SECURE_")) and k not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
-    return {**env, **variables}
 
 
 def manage(*args, **variables) -> subprocess.CompletedProcess:
@@ -144,19 +136,6 @@ def test_a_key_file_keeps_the_same_key_across_processes(tmp_path):
     assert first.returncode == 0, first.stderr
     key = first.stdout.strip().splitlines()[-1]
     assert key == path.read_text().strip() and second.stdout.strip().splitlines()[-1] == key
-
-
-def fake_venv(tmp_path: Path) -> Path:
-    """A virtualenv whose python and gunicorn print the secret key variable and their arguments."""
-    venv = tmp_path / "venv"
-    (venv / "bin").mkdir(parents=True)
-    for tool in ("python", "gunicorn", "celery"):
-        script = venv / "bin" / tool
-        script.write_text(f'#!/bin/sh\necho "{tool} key_file=$DJANGO_SECRET_KEY_FILE args=$*"\n')
-        script.chmod(0o755)
-    for marker in (".installed", ".installed-dev"):
-        (venv / marker).touch()
-    return venv
 
 
 @pytest.mark.parametrize("target", ["migrate", "demo", "run", "worker"])

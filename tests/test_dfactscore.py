@@ -17,7 +17,7 @@ from annotation.models import GoldRecord, ItemStage, StageStatus
 from annotation.imports.items import import_jsonl
 from annotation.services.projects import validate_pipeline_settings
 
-from .conftest import jsonl, project_with_team
+from tests.helpers.builders import jsonl, project_with_team
 
 KIND = get_kind("dfactscore")
 ARTIST = {"title": "Mara Quell (artist)", "url": "https://example.org/mara-artist",

@@ -1,6 +1,4 @@
 """annotation.dispatch: services queue tasks by name, after the commit, eagerly without a broker."""
-from pathlib import Path
-
 import pytest
 from django.db import transaction
 
@@ -10,9 +8,8 @@ from annotation.imports.items import import_jsonl
 from annotation.services.stages import CHUNK_SIZE, enqueue_precompute
 from config.celery import app
 
-from .conftest import jsonl
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers.builders import jsonl
+from tests.helpers.paths import REPO_ROOT as REPO
 
 
 @pytest.fixture

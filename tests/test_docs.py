@@ -2,7 +2,8 @@
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import REPO_ROOT as REPO
+
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 

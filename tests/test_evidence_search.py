@@ -7,11 +7,17 @@ from django.utils import timezone
 
 from annotation.models import EvidenceSearch, EvidenceSearchState
 from annotation.evidence.search import run_search
-
-from .pipeline.test_pipeline_websearch import PAGES, SECRET, SSRF_REASONS, Web, web  # noqa: F401  (the loopback search API and pages)
-from .test_corpora import corpus, data_dir  # noqa: F401
+from tests.helpers.factcheck import content
+from tests.helpers.websearch import PAGES, SECRET, SSRF_REASONS, Web, web_server
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def web(monkeypatch):
+    """The loopback search API and pages (tests/helpers/websearch.py)."""
+    with web_server(monkeypatch) as config:
+        yield config
 
 
 def url(project):
@@ -73,7 +79,7 @@ def test_without_any_source_the_search_says_so(clients, factcheck_project, djang
     assert "no evidence source" in polled["problems"][0]
 
 
-def test_the_web_backend_adds_passages_and_its_failures_are_listed(clients, factcheck_project, web,  # noqa: F811
+def test_the_web_backend_adds_passages_and_its_failures_are_listed(clients, factcheck_project, web,
                                                                     django_capture_on_commit_callbacks):
     factcheck_project.pipeline_settings = {"web_search": {"base_url": web.base_url, "api_key": web.api_key,
                                                           "timeout": web.timeout, "max_page_bytes": web.max_page_bytes}}
@@ -88,7 +94,7 @@ def test_the_web_backend_adds_passages_and_its_failures_are_listed(clients, fact
 
 
 def test_results_pointing_at_internal_addresses_are_refused_and_listed_with_the_reason(
-        clients, factcheck_project, web, django_capture_on_commit_callbacks):  # noqa: F811
+        clients, factcheck_project, web, django_capture_on_commit_callbacks):
     """The search API (a loopback fake) answers with loopback, link-local, private and encoded
     addresses and redirects to them: none is fetched, each is listed with why; the public page is."""
     factcheck_project.pipeline_settings = {"web_search": {"base_url": web.base_url, "timeout": web.timeout,
@@ -131,8 +137,6 @@ def test_a_search_left_running_by_a_dead_worker_is_taken_again_later(factcheck_p
 def test_the_step_2_page_carries_the_search_url_and_the_step_before(factcheck_project, users, client):
     from annotation.models import GoldRecord, ItemStage, StageStatus
     from annotation.services.assignments import assign_open_stages
-
-    from .test_factcheck_step2 import content
 
     item = factcheck_project.items.create(prompt="p", response="r")
     step1 = ItemStage.objects.create(item=item, stage=1, status=StageStatus.DONE, content={"sentences": ["<i>A</i>."]})

@@ -11,7 +11,7 @@ from annotation.models import ExportLine, GoldRecord, Item, ItemStage, StageStat
 from annotation.exports import lines as export_lines
 from annotation.imports.items import import_jsonl
 
-from .conftest import jsonl
+from tests.helpers.builders import jsonl
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only("lines are stored on PostgreSQL only (elsewhere every export renders every line)")]
 FMT = "factcheck-bench"

@@ -13,9 +13,10 @@ from annotation.models import Assignment, ExportLine, ItemStage, StageStatus
 from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
 from annotation.imports.items import import_jsonl
-from tests.fake_llm import FakeLLMServer, well_behaved_responder
+from tests.helpers.builders import jsonl
+from tests.helpers.fake_llm import FakeLLMServer, well_behaved_responder
+from tests.helpers.paths import shared_data_path
 
-from .conftest import jsonl, shared_data_path
 
 pytestmark = pytest.mark.django_db
 

@@ -19,36 +19,11 @@ from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
 from annotation.imports.items import import_jsonl
 
-from .conftest import jsonl, shared_data_path
+from tests.helpers.builders import jsonl
+from tests.helpers.factcheck import CLAIM, CS, HUMAN, IR, PS, RE, answer, content, manual, passage, released_line
+from tests.helpers.paths import shared_data_path
 
 KIND = get_kind("factcheck")
-CS, PS, RE, IR = "completely-support", "partially-support", "refute", "irrelevant"
-
-
-def passage(k, hint=None):
-    found = {"text": f"Passage {k}.", "url": f"https://e.example/{k}", "title": "", "source": "corpus", "query": "q",
-             "rank": k + 1, "score": 0.5, "lexical_score": 0.5, "embedding_score": None, "passage_id": k}
-    if hint:
-        found["stance_hint"] = hint
-    return found
-
-
-def content(*passages):
-    return {"claims": [{"sentence": i, "claim": 0, "text": f"Claim {i}.", "queries": [], "problems": [],
-                        "evidence": [passage(k) for k in range(n)]} for i, n in enumerate(passages)]}
-
-
-def answer(stances, reliable=None, decided="yes", manual=(), factuality="true", needs_edit="no", correction="Claim 0.",
-           used=()):
-    return {"stances": list(stances), "reliable": list(reliable if reliable is not None else [None] * len(stances)),
-            "decided": decided, "manual_evidence": [dict(m) for m in manual], "factuality": factuality,
-            "needs_edit": needs_edit, "correction": correction, "used_evidence": list(used)}
-
-
-def manual(text="It says so.", url="https://m.example/a", query="who", reliable=True, sufficient=True):
-    return {"text": text, "url": url, "query": query, "reliable": reliable, "sufficient": sufficient}
-
-
 COMPLETE = answer([CS, IR, RE], reliable=[True, None, False])
 
 
@@ -282,38 +257,6 @@ def test_the_agreement_page_shows_stage_2(factcheck_project, users, client):
 
 
 # -- the released shape: import and export -----------------------------------------------------
-
-CLAIM = "The Eiffel Tower was completed in 1889."
-HUMAN = "https://h.example/eiffel\nIt opened in March 1889."
-
-
-def released_line():
-    """A line in the released shape with step 2, using its quirks: "NA" for a claim step 2 does
-    not verify, booleans and "unknown", a NUL in evidence, "1, self-retrieved", a revised
-    sentence without claims."""
-    return {"prompt": "When was the Eiffel Tower built?", "response": f"{CLAIM} It is nice.", "sentences": {
-        "sentence1": {
-            "text": CLAIM, "decontext": CLAIM, "most_importance_sentence": "yes", "sentence_checkworthiness": "yes",
-            "claims": [CLAIM, "It is lovely."], "claim_checkworthiness": ["factual", "opinion"], "if_most_important_claim": ["yes", "no"],
-            "auto_evidence": [["Built 1887\u20131889.", "Tour\x00Eiffel"], ["Opinion passage."]],
-            "auto_evidence_url": [["https://a.example/1", "https://a.example/2"], ["https://a.example/3"]],
-            "stance_claim_autoEvid": [[CS, RE], []],
-            "if_automatic_evidence_enough_to_verify": ["no", "NA"],
-            "human_evidence": [HUMAN, "NA"],
-            "claims_factuality_label": [False, "unknown"],
-            "if_claim_needs_edit": ["yes", "NA"],
-            "revised_claims": ["The Eiffel Tower was completed in March 1889.", "It is lovely."],
-            "usedEvidence_index_in_revision": ["1, self-retrieved", "NA"],
-        },
-        "sentence2": {
-            "text": "It is nice.", "decontext": "The Eiffel Tower is nice.", "most_importance_sentence": "no",
-            "sentence_checkworthiness": "opinion", "claims": [], "claim_checkworthiness": [], "if_most_important_claim": [],
-            "auto_evidence": [], "auto_evidence_url": [], "stance_claim_autoEvid": [], "if_automatic_evidence_enough_to_verify": [],
-            "human_evidence": [], "claims_factuality_label": [], "if_claim_needs_edit": [],
-            "revised_claims": ["The Eiffel Tower is nice to some."], "usedEvidence_index_in_revision": [],
-        },
-    }}
-
 
 @pytest.mark.django_db
 def test_released_step2_imports_as_content_and_gold_and_exports_unchanged(factcheck_project, django_capture_on_commit_callbacks):

@@ -15,32 +15,10 @@ from annotation.research.selectors import project_agreement
 from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
 
-from .conftest import shared_data_path
+from tests.helpers.factcheck import FIXED, S1, S2, STEP1_CONTENT, STEP1_GOLD, STEP2_CONTENT, STEP2_GOLD, verdict
+from tests.helpers.paths import shared_data_path
 
 KIND = get_kind("factcheck")
-S1 = "Marie Curie won the Nobel Prize in Physics in 1911."
-S2 = "I admire her."
-STEP1_CONTENT = {"sentences": [S1, S2]}
-STEP1_GOLD = {"sentences": [
-    {"decontext": S1, "importance": "yes", "checkworthy": "yes",
-     "claims": [{"text": S1, "category": "factual", "importance": "yes"},
-                {"text": "Marie Curie won a Nobel Prize.", "category": "factual", "importance": "no"}]},
-    {"decontext": "I admire Marie Curie.", "importance": "no", "checkworthy": "opinion",
-     "claims": [{"text": S2, "category": "opinion", "importance": "no"}]},
-]}
-STEP2_CONTENT = {"claims": [{"sentence": 0, "claim": 0, "text": S1, "evidence": []},
-                            {"sentence": 0, "claim": 1, "text": "Marie Curie won a Nobel Prize.", "evidence": []}]}
-FIXED = "Marie Curie won the Nobel Prize in Physics in 1903."
-
-
-def verdict(needs_edit, correction=""):
-    factuality = {"yes": "false", "no": "true", "not_enough_evidence": "unknown"}[needs_edit]
-    found = [{"text": "She won it in 1903.", "url": "https://e.example/1", "query": "q", "reliable": True, "sufficient": True}]
-    return {"stances": [], "reliable": [], "decided": "no", "manual_evidence": found, "factuality": factuality,
-            "needs_edit": needs_edit, "correction": correction, "used_evidence": ["manual:0"] if needs_edit == "yes" else []}
-
-
-STEP2_GOLD = {"claims": [verdict("yes", FIXED), verdict("no", "Marie Curie won a Nobel Prize.")]}
 
 
 def test_content_shows_each_claim_as_step_2_left_it():

@@ -7,7 +7,6 @@ The lines are written here in the released shapes (the release itself is not in 
 """
 import json
 import re
-from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -21,7 +20,8 @@ from annotation.kinds.felm import ERROR_TYPES
 from annotation.models import GoldRecord, ImportJob, Item, ItemStage
 from annotation.imports.items import import_jsonl
 
-from .conftest import jsonl, post_import, segment
+from tests.helpers.builders import jsonl, post_import, segment
+from tests.helpers.paths import REPO_ROOT
 
 pytestmark = pytest.mark.django_db
 
@@ -247,7 +247,7 @@ def test_the_old_name_irrelevant_is_refused_on_import_naming_the_segment(felm_pr
 
 def test_the_annotation_page_names_every_error_type_readably():
     """felm.js's menu has one readable entry per stored name (the page shows the label, stores the name)."""
-    script = (Path(__file__).resolve().parents[1] / "static" / "js" / "felm.js").read_text(encoding="utf-8")
+    script = (REPO_ROOT / "static" / "js" / "felm.js").read_text(encoding="utf-8")
     menu = dict(re.findall(r'\["(\w+)", "([^"]+)"\]', script.split("const ERROR_TYPES = [", 1)[1].split("];", 1)[0]))
     assert list(menu) == list(ERROR_TYPES)
     assert menu["irrelevant_with_qst"] == "Irrelevant to the question"

@@ -10,6 +10,9 @@ from django.db import transaction
 
 from annotation.management.commands import load_demo
 
+from tests.helpers.deployment import clean_env, fake_venv
+from tests.helpers.paths import REPO_ROOT as REPO
+
 
 def noisy_load(self):
     """What the real loading does to a terminal: Python prints, logging, C-level writes, and the
@@ -61,8 +64,6 @@ def test_a_failing_load_shows_the_end_of_its_log(monkeypatch, settings, tmp_path
 
 def test_make_migrate_says_what_it_does_and_logs_the_migrations(tmp_path):
     import subprocess
-
-    from .test_deployment import REPO, clean_env, fake_venv
 
     venv = fake_venv(tmp_path)
     result = subprocess.run(["make", "--no-print-directory", "migrate", f"VENV={venv}"], cwd=REPO, capture_output=True,

@@ -7,8 +7,7 @@ from sklearn.metrics import balanced_accuracy_score, precision_recall_fscore_sup
 from annotation.research import scoring
 from annotation.research.leaderboard import leaderboard, leaderboard_csv
 
-from .test_predictions import felm_gold, gold, make_run, system_lines  # noqa: F401 (fixtures)
-from .test_scoring import dfs_project  # noqa: F401 (fixture)
+from tests.helpers.research import make_run, system_lines
 
 pytestmark = pytest.mark.django_db
 

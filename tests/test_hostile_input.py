@@ -7,7 +7,7 @@ from drf_spectacular.generators import SchemaGenerator
 from annotation.json_values import MAX_JSON_DEPTH
 from annotation.models import Assignment
 
-from .conftest import segment
+from tests.helpers.builders import segment
 
 pytestmark = pytest.mark.django_db
 

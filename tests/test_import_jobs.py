@@ -4,7 +4,7 @@ import json
 import tracemalloc
 
 import pytest
-from django.db import OperationalError, connection, connections
+from django.db import OperationalError, connections
 
 from annotation.models import ImportJob, Item, ItemStage
 from annotation.imports import items as import_services
@@ -12,8 +12,8 @@ from annotation.imports.items import import_jsonl
 from annotation.imports.jobs import create_import_job, run_import_job
 from annotation.tasks import run_import
 
-from .conftest import felm_line, jsonl, post_import
-from .stack import require_postgresql
+from tests.helpers.builders import felm_line, jsonl, post_import
+from tests.helpers.stack import require_postgresql
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,6 @@
 """Import errors name the real line and column of text that is not JSON (or not UTF-8), with a
 short excerpt around it, for every upload: items of every import format, corpora, predictions
-(issue 19). One reader (annotation.services.imports.read_json_line) serves them all."""
+(issue 19). One reader (annotation.imports.items.read_json_line) serves them all."""
 import io
 import json
 
@@ -13,7 +13,7 @@ from annotation.evidence.corpora import create_corpus
 from annotation.imports.items import import_jsonl
 from annotation.research.prediction_files import read_predictions
 
-from .conftest import project_with_team
+from tests.helpers.builders import project_with_team
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from annotation.exceptions import ImportFailed
 from annotation.models import GoldRecord, Item, ItemStage, StageStatus
 from annotation.imports.items import import_jsonl
 
-from .conftest import felm_line, jsonl, post_import
+from tests.helpers.builders import felm_line, jsonl, post_import
 
 pytestmark = pytest.mark.django_db
 

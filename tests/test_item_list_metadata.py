@@ -8,8 +8,8 @@ from annotation.exports.formats import export_jsonl
 from annotation.kinds.factcheck import step2
 from annotation.imports.items import import_jsonl
 
-from .conftest import api_client, jsonl
-from .test_factcheck_step2 import released_line
+from tests.helpers.builders import api_client, jsonl
+from tests.helpers.factcheck import released_line
 
 
 @pytest.mark.django_db

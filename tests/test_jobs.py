@@ -15,8 +15,9 @@ from annotation.imports.jobs import create_import_job
 from annotation.services.projects import add_member
 from annotation.tasks import import_corpus, run_evidence_search, run_import, run_llm_rater, score_system_run
 
-from .conftest import api_client, felm_line, jsonl
-from .test_corpora import DOCUMENTS, upload
+from tests.helpers.builders import api_client, felm_line, jsonl
+from tests.helpers.evidence import DOCUMENTS, upload
+from tests.helpers.paths import REPO_ROOT
 
 pytestmark = pytest.mark.django_db
 
@@ -269,9 +270,8 @@ def test_who_may_restart_a_stalled_corpus_system_run_and_llm_rater_run(factcheck
 
 def test_make_worker_consumes_every_queue(tmp_path):
     import subprocess
-    from pathlib import Path
 
-    repo = Path(__file__).resolve().parent.parent
+    repo = REPO_ROOT
 
     def command(**env):
         result = subprocess.run(["make", "--no-print-directory", "-n", "worker", f"VENV={tmp_path}"], cwd=repo,

@@ -14,8 +14,8 @@ from annotation.models import SystemRun
 from annotation.research import predictions as prediction_services
 from annotation.imports.items import import_jsonl
 
-from .conftest import jsonl
-from .test_predictions import ITEMS, bench_line, felm_gold, gold, make_run, system_lines, upload  # noqa: F401 (fixtures)
+from tests.helpers.builders import jsonl
+from tests.helpers.research import ITEMS, bench_line, make_run, system_lines, upload
 
 pytestmark = pytest.mark.django_db
 

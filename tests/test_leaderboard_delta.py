@@ -7,19 +7,9 @@ import pytest
 from annotation.research import scoring
 from annotation.research.leaderboard import leaderboard
 
-from .test_predictions import ITEMS, gold, make_run, read, system_lines  # noqa: F401 (fixtures)
+from tests.helpers.research import ITEMS, RESAMPLES, lines_with_an_extra_label, make_run, read
 
 pytestmark = pytest.mark.django_db
-RESAMPLES = 200
-
-
-def lines_with_an_extra_label():
-    """A system that also predicts a stance no gold unit holds (so its label set is not the baseline's)."""
-    lines = system_lines(wrong_every=2)
-    for line in lines:
-        if line.get("stance") == "refute":
-            line["stance"] = "completely-support"
-    return lines
 
 
 @pytest.fixture

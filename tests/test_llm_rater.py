@@ -20,10 +20,12 @@ from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member, create_project
 from pipeline import llm_rater as rater
 from pipeline.parsing import ParseError
-from tests.fake_llm import FakeLLMServer, FakeReply, last_user_message, well_behaved_responder
+from tests.helpers.builders import api_client, felm_line, jsonl, project_with_team
+from tests.helpers.fake_llm import FakeLLMServer, FakeReply, last_user_message, well_behaved_responder
+from tests.helpers.paths import shared_data_path
+from tests.helpers.racer import Racer
+from tests.helpers.stack import require_postgresql
 
-from .conftest import felm_line, jsonl, project_with_team, shared_data_path
-from .stack import require_postgresql
 
 SECRET = "sk-rater-secret-123"
 
@@ -424,7 +426,6 @@ def test_rater_page_estimates_starts_and_shows_the_run(felm_gold, client, users)
 def test_non_staff_admins_may_not_choose_the_model(felm_gold, client, dana, clients):
     client.force_login(dana)
     assert client.post(f"/projects/{felm_gold.id}/llm-rater/", {"model": "gpt-x", "confirm": "yes"}).status_code == 403
-    from .conftest import api_client
 
     answer = api_client(dana).post(f"/api/projects/{felm_gold.id}/llm-rater/estimate/", {"model": "gpt-x"}, format="json")
     assert answer.status_code == 403
@@ -639,7 +640,6 @@ def test_two_starts_at_once_exactly_one_run_is_made(live_server, felm_project, u
     """Parallel POSTs to start the rater (a double click, two admins): the project row lock lets
     exactly one make a run; the others are refused naming it, and no second run pays for the
     same calls."""
-    from .racer import Racer
 
     require_postgresql("the race is tested on PostgreSQL")
     import_jsonl(felm_project, jsonl([felm_line(i, [f"Sentence {i}.{k} is a claim." for k in range(3)]) for i in range(3)]),

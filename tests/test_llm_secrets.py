@@ -6,8 +6,8 @@ from annotation.models import ItemStage, Role
 from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member, resolve_secret
 
-from .conftest import jsonl
-from .fake_llm import FakeLLMServer, well_behaved_responder
+from tests.helpers.builders import jsonl
+from tests.helpers.fake_llm import FakeLLMServer, well_behaved_responder
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from annotation.models import Assignment, Item, ItemStage, Project, Role, StageS
 from annotation.imports.items import import_jsonl
 from annotation.services.projects import add_member
 
-from .conftest import felm_line, jsonl, project_with_team
+from tests.helpers.builders import felm_line, jsonl, project_with_team
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only("row-lock order is tested on PostgreSQL")]
 

@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from .conftest import PASSWORD
+from tests.helpers.builders import PASSWORD
 
 pytestmark = pytest.mark.django_db
 

@@ -13,7 +13,7 @@ from annotation.services.consolidation import save_consolidation
 from annotation.imports.items import import_jsonl
 from annotation.services.projects import update_project
 
-from .conftest import felm_line, jsonl, segment
+from tests.helpers.builders import felm_line, jsonl, segment
 
 pytestmark = pytest.mark.django_db
 ITEMS = 400

@@ -5,7 +5,7 @@ import pytest
 
 from annotation.models import Assignment, Item, ItemStage
 
-from .conftest import felm_line, jsonl, segment
+from tests.helpers.builders import felm_line, jsonl, segment
 
 pytestmark = pytest.mark.django_db
 
@@ -260,8 +260,6 @@ def test_home_shows_consolidators_what_waits_for_them(logged_in, felm_items):
 
 def test_home_counts_imported_gold_records_too(logged_in, felm_project):
     from annotation.imports.items import import_jsonl
-
-    from .conftest import felm_line, jsonl
 
     import_jsonl(felm_project, jsonl([felm_line(i, ["One.", "Two."]) for i in range(3)]), fmt="felm", labels_as="gold")
     assert "0 waiting for consolidation · 3 gold records" in logged_in("carol").get("/").content.decode()

@@ -4,7 +4,7 @@ import pytest
 from annotation.models import Assignment, Role
 from annotation.services.projects import add_member, create_project
 
-from .conftest import segment
+from tests.helpers.builders import jsonl, segment
 
 pytestmark = pytest.mark.django_db
 
@@ -130,7 +130,6 @@ def test_project_admin_role_grants_admin_actions_without_staff(clients, users, f
 def test_annotator_sees_assignment_only_when_stage_is_open(clients, users, felm_project, django_capture_on_commit_callbacks):
     from annotation.models import ItemStage, StageStatus
 
-    from .conftest import jsonl
     from annotation.imports.items import import_jsonl
 
     import_jsonl(felm_project, jsonl([{"prompt": "q", "response": "One. Two."}]), fmt="plain")  # task not yet run

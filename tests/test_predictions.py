@@ -1,6 +1,6 @@
 """Scoring automatic fact-checkers: uploads of predictions (API, page, command), every
 validation rule with its line and field, stored predictions and scores equal to
-annotation.scoring's, baselines, paired differences, agreed-only scores, versions, the API's
+annotation.research.scoring's, baselines, paired differences, agreed-only scores, versions, the API's
 permission rules, and two uploads of the same system and version at once."""
 import io
 import json
@@ -11,71 +11,20 @@ from django.core.management import CommandError, call_command
 from django.test import TestCase
 
 from annotation.research import scoring
-from annotation.models import GoldRecord, Item, ItemStage, StageStatus, SystemRun, SystemRunSource, SystemRunState
+from annotation.models import SystemRun, SystemRunSource, SystemRunState
 from annotation.research import predictions as prediction_services
 from annotation.imports.items import import_jsonl
-from annotation.research.prediction_files import MAX_REPORTED_ERRORS, read_predictions
-from annotation.research.predictions import (
-    agreed_units,
-    create_system_run,
-    run_system_run,
-    task_difference,
-)
+from annotation.research.prediction_files import MAX_REPORTED_ERRORS
+from annotation.research.predictions import agreed_units, create_system_run, run_system_run, task_difference
 from annotation.services.projects import add_member, create_project
 from pipeline.scoring import Scored, difference
 
-from .conftest import jsonl, segment
-from .racer import Racer
-from .stack import require_postgresql
-from .test_agreement_units_export import submit
-from .test_scoring import bench_sentence, dfs_project  # noqa: F401 (a fixture)
+from tests.helpers.builders import jsonl
+from tests.helpers.racer import Racer
+from tests.helpers.research import ITEMS, bench_line, make_run, read, system_lines, upload
+from tests.helpers.stack import require_postgresql
 
 pytestmark = pytest.mark.django_db
-
-ITEMS = 8
-
-
-def bench_line(i: int) -> dict:
-    """Item q<i>: sentence1 checkworthy with a verified factual claim (two passages) and an
-    opinion; sentence2 checkworthy (every third item) or an opinion, without claims."""
-    return {"id": f"q{i}", "prompt": "p", "response": "A is B. C is D.", "sentences": {
-        "sentence1": bench_sentence(claims=(("A is B.", "factual"), ("I like A.", "opinion")),
-                                    stances=(("refute" if i % 2 else "completely-support", "irrelevant"), ()),
-                                    factuality=(not i % 2, "unknown"), needs_edit=("no", "NA")),
-        "sentence2": bench_sentence(checkworthy="opinion" if i % 3 else "yes", claims=(), stances=(), factuality=(),
-                                    needs_edit=()),
-    }}
-
-
-@pytest.fixture
-def gold(factcheck_project):
-    """A Factcheck-Bench project with ITEMS items of gold (steps 1 and 2)."""
-    import_jsonl(factcheck_project, jsonl([bench_line(i) for i in range(ITEMS)]), fmt="factcheck-bench", labels_as="gold")
-    return factcheck_project
-
-
-def system_lines(items=range(ITEMS), wrong_every=3) -> list[dict]:
-    """A system's predictions for every task of bench_line, wrong on some units."""
-    lines = []
-    for i in items:
-        wrong = i % wrong_every == 0
-        lines.append({"item": f"q{i}", "sentence": "sentence1", "checkworthy": "no" if wrong else "yes"})
-        lines.append({"item": f"q{i}", "sentence": "sentence2", "checkworthy": "yes"})
-        lines.append({"item": f"q{i}", "sentence": "sentence1", "claim": 0, "category": "factual",
-                      "factuality": "true" if (i % 2 == 0) != wrong else "false"})
-        lines.append({"item": f"q{i}", "sentence": "sentence1", "claim": 1, "category": "opinion" if i % 4 else "factual"})
-        lines.append({"item": f"q{i}", "sentence": "sentence1", "claim": 0, "evidence": 0,
-                      "stance": "partially-support" if i % 2 == 0 else "refute"})
-        lines.append({"item": f"q{i}", "sentence": "sentence1", "claim": 0, "evidence": 1,
-                      "stance": "refute" if wrong else "irrelevant"})
-    return lines
-
-
-def upload(lines, name="predictions.jsonl") -> io.BytesIO:
-    text = "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines)
-    buffer = io.BytesIO(text.encode())
-    buffer.name = name
-    return buffer
 
 
 def post_run(client, project_id, lines, **fields):
@@ -89,17 +38,6 @@ def post_run(client, project_id, lines, **fields):
     run = client.get(response["Location"])
     assert run.status_code == 200, run.content
     return response, run.json()
-
-
-def make_run(project, lines, system="checker", version="", **options) -> SystemRun:
-    with TestCase.captureOnCommitCallbacks(execute=True):
-        run = create_system_run(project=project, user=None, upload=upload(lines), system=system, version=version, **options)
-    run.refresh_from_db()
-    return run
-
-
-def read(project, lines):
-    return read_predictions(scoring.project_tasks(project), upload(lines), known=scoring.existing_units(project))
 
 
 def errors_of(project, lines) -> list[tuple]:
@@ -381,24 +319,6 @@ def test_differences_of_revisions_are_paired_means_of_the_distances_to_the_gold(
     # the paper's word overlap: "the" and "sat" of the three words of the longer text
     assert result["word_overlap"]["value"] == pytest.approx(1 - 2 / 3)
     assert result["normalised_edit_distance"]["value"] == pytest.approx(0 - 3 / 11)
-
-
-@pytest.fixture
-def felm_gold(users):
-    """A FELM project: six items of three segments with gold records, each annotated by alice
-    and bob, who disagree on segment 1 of the even items."""
-    project = create_project(name="FELM scored", kind="felm", created_by=users["admin"])
-    for i in range(6):
-        item = Item.objects.create(project=project, external_id=str(i), prompt="Q?", response="One. Two. Three.")
-        stage = ItemStage.objects.create(item=item, stage=1, content={"segments": ["One.", "Two.", "Three."]},
-                                         status=StageStatus.DONE)
-        labels = [True, i % 3 != 0, True]
-        GoldRecord.objects.create(item_stage=stage, payload={"segments": [segment(ok, None if ok else "knowledge_error")
-                                                                          for ok in labels]})
-        submit(stage, users["alice"], {"segments": [segment(ok, None if ok else "knowledge_error") for ok in labels]})
-        bob = [ok if (k != 1 or i % 2) else not ok for k, ok in enumerate(labels)]
-        submit(stage, users["bob"], {"segments": [segment(ok, None if ok else "knowledge_error") for ok in bob]})
-    return project
 
 
 def test_agreed_units_are_those_all_annotators_agreed_on(felm_gold):

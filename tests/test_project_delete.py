@@ -9,7 +9,7 @@ from annotation.services.assignments import assign_open_stages
 from annotation.imports.items import import_jsonl
 from annotation.services.projects import update_project
 
-from .conftest import jsonl
+from tests.helpers.builders import jsonl
 
 pytestmark = pytest.mark.django_db
 

@@ -10,13 +10,13 @@ import json
 from collections import Counter
 
 import pytest
-from django.db import connection
 
 from annotation.models import Annotation, Assignment, Consolidation, ConsolidationStatus, GoldRecord, StageStatus
 from annotation.services.annotations import save_annotation
 from annotation.imports.items import import_jsonl
 
-from .conftest import felm_line, jsonl, segment
+from tests.helpers.builders import felm_line, jsonl, segment
+from tests.helpers.factcheck import CS, IR, answer as full_answer, content, passage, rated_answer as answer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only("row-lock races are tested on PostgreSQL")]
 
@@ -160,9 +160,6 @@ def test_escalating_races_saving_the_gold_record_and_discarding(racer, factcheck
     from annotation.services.assignments import assign_open_stages
     from annotation.services.projects import add_member
 
-    from .test_factcheck_step2 import CS, IR, content
-    from .test_third_rater import answer
-
     add_member(project=factcheck_project, user=make_user("dave"), role="annotator")
     add_member(project=factcheck_project, user=users["admin"], role="consolidator")
     outcomes = Counter()
@@ -198,9 +195,6 @@ def test_retrieving_a_claim_again_races_a_draft_save_and_nothing_is_lost(racer, 
     the old version either lands first (and is then cleared of that claim only) or gets a 409."""
     from annotation.models import ItemStage
     from annotation.services.assignments import assign_open_stages
-
-    from .test_factcheck_step2 import CS, IR, content, passage
-    from .test_factcheck_step2 import answer as full_answer
 
     def fake(claims, settings, search):
         for claim in claims:

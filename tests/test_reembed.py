@@ -12,7 +12,8 @@ from annotation.evidence import vector_index
 from annotation.evidence.corpora import clear_embeddings, embed_next_batch, embedding_agreement, update_vector_index
 from pipeline.retrieval import embed
 
-from .test_corpora import corpus  # noqa: F401 - the imported corpus fixture
+from tests.helpers.evidence import DOCUMENTS, upload
+
 
 pytestmark = pytest.mark.django_db
 
@@ -70,7 +71,6 @@ def test_reembedding_now_replaces_every_vector_with_the_current_backends(corpus)
 
 def test_if_stale_re_embeds_only_the_corpora_whose_vectors_differ(corpus, factcheck_project, users,
                                                                   django_capture_on_commit_callbacks):
-    from .test_corpora import DOCUMENTS, upload
     from annotation.evidence.corpora import create_corpus
 
     with django_capture_on_commit_callbacks(execute=True):

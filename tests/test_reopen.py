@@ -5,7 +5,7 @@ from annotation.exceptions import DomainError
 from annotation.models import Assignment, AssignmentStatus, Consolidation, StageStatus
 from annotation.services.annotations import reopen_annotation, save_annotation
 
-from .conftest import segment
+from tests.helpers.builders import segment
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,7 @@ from annotation.services.annotations import save_annotation
 from annotation.services.assignments import assign_open_stages
 from annotation.evidence.retrieval import retrieve_again
 
-from .test_factcheck_step2 import CS, IR, content, manual, passage
-from .test_factcheck_step2 import answer as full_answer
+from tests.helpers.factcheck import CS, IR, answer as full_answer, content, manual, passage
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,8 @@ import pytest
 from annotation.models import GoldRecord, ItemStage
 from annotation.imports.items import import_jsonl
 
-from .conftest import felm_line, jsonl
+from tests.helpers.builders import felm_line, jsonl
+from tests.helpers.research import ITEMS, bench_line
 
 pytestmark = pytest.mark.django_db
 
@@ -43,8 +44,6 @@ def test_the_item_page_shows_the_gold_record_and_the_suggestion_as_json(felm_pro
 def test_factcheck_bench_lines_carry_the_item_id_and_a_reimport_keeps_it(factcheck_project, users):
     from annotation.exports.formats import export_jsonl
     from annotation.services.projects import create_project
-
-    from .test_predictions import ITEMS, bench_line
 
     lines = [bench_line(i) for i in range(ITEMS)]
     del lines[0]["id"]  # the released file has no id: the workbench's is written

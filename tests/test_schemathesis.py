@@ -31,7 +31,7 @@ from annotation.services.annotations import save_annotation
 from annotation.imports.items import import_jsonl
 from annotation.services.projects import create_project
 
-from .conftest import felm_line, jsonl, project_with_team, segment
+from tests.helpers.builders import felm_line, jsonl, project_with_team, segment
 
 MAX_EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "60"))
 ROLES = {"admin": "admin", "annotator": "alice", "consolidator": "carol"}

@@ -1,4 +1,4 @@
-"""annotation.scoring: tasks from a project's gold, keyed like the exports; baselines; Table 3;
+"""annotation.research.scoring: tasks from a project's gold, keyed like the exports; baselines; Table 3;
 subtask 5 (revision); D-FActScore per fact and per model; the machine pre-annotation as a system."""
 import math
 import random
@@ -6,10 +6,10 @@ import random
 import pytest
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, precision_recall_fscore_support
 
-from annotation.research import selectors
+from annotation import selectors
 from annotation.kinds import get_kind
 from annotation.kinds.dfactscore import fact_support
-from annotation.models import GoldRecord, ItemStage, StageStatus
+from annotation.models import ItemStage
 from annotation.research.scoring import (
     MISSING,
     baselines,
@@ -22,7 +22,9 @@ from annotation.research.scoring import (
 from annotation.imports.items import import_jsonl
 from pipeline.dfactscore_scores import released_lists
 
-from .conftest import jsonl, project_with_team, shared_data_path
+from tests.helpers.builders import jsonl
+from tests.helpers.paths import shared_data_path
+from tests.helpers.research import DFS_GOLD, bench_sentence, dfs_fact
 
 
 def three(estimate):
@@ -47,22 +49,6 @@ def test_always_checkworthy_baselines_reproduce_table_3_of_the_paper(factcheck_p
     assert rows["claim_category"] == [0.975, 0.325, 0.333, 0.329]
     assert baselines(tasks["checkworthiness"], resamples=0)["majority"]["title"] == "always yes"
     assert baselines(tasks["factuality"], resamples=0)["majority"]["title"] == "always true"
-
-
-def bench_sentence(checkworthy="yes", claims=(("A is B.", "factual"),), stances=(("refute", "irrelevant"),),
-                   factuality=(False,), needs_edit=("yes",)):
-    texts = [t for t, _ in claims]
-    return {
-        "text": "A is B.", "decontext": "A is B.", "sentence_checkworthiness": checkworthy,
-        "most_importance_sentence": "yes", "claims": texts, "claim_checkworthiness": [c for _, c in claims],
-        "if_most_important_claim": ["yes"] * len(texts),
-        "auto_evidence": [[f"passage {k}" for k in range(len(s))] for s in stances],
-        "auto_evidence_url": [[f"https://e.org/{k}" for k in range(len(s))] for s in stances],
-        "stance_claim_autoEvid": [list(s) for s in stances],
-        "if_automatic_evidence_enough_to_verify": ["yes"] * len(texts), "human_evidence": ["NA"] * len(texts),
-        "claims_factuality_label": list(factuality), "if_claim_needs_edit": list(needs_edit),
-        "revised_claims": texts, "usedEvidence_index_in_revision": ["1"] * len(texts),
-    }
 
 
 def test_factcheck_tasks_are_keyed_like_the_exports(factcheck_project):
@@ -138,8 +124,6 @@ def test_baselines_are_seeded_and_scored_on_every_unit(felm_project):
     assert first["majority"]["title"] == "always correct"
     assert first["majority"]["scores"]["per_label"]["error"]["f1"]["value"] == 0.0
     assert first["random"]["scores"]["units"] == 24 and first["random"]["scores"]["missing"] == 0
-
-
 
 
 # -- a missing prediction is wrong but no label -----------------------------------------------------
@@ -253,49 +237,6 @@ def test_revision_intervals_resample_items_and_are_seeded(factcheck_project):
 
 
 # -- D-FActScore --------------------------------------------------------------------------------------
-
-def dfs_line(item, model, facts, pages):
-    return {"id": item, "prompt": f"Tell me a bio of {item}.", "name": item, "response": " ".join(facts),
-            "atomic_facts": facts, "model": model,
-            "candidates": [{"title": f"{item} page {p}", "url": f"https://example.org/{item}/{p}", "text": "t"}
-                           for p in range(pages)]}
-
-
-def dfs_fact(group=None, label=None, any_page=None):
-    return {"group": group, "label": label, "any_page": any_page, "entity": None}
-
-
-def set_gold(project, golds):
-    """Gold records (by the line's id) written directly, as a consolidation would leave them."""
-    for stage in ItemStage.objects.filter(item__project=project):
-        GoldRecord.objects.create(item_stage=stage, payload=golds[stage.item.external_id])
-        ItemStage.objects.filter(pk=stage.pk).update(status=StageStatus.DONE)
-
-
-DFS_GOLD = {
-    # A: f0 supported by its linked page; f1 not by its page but by another (any_page);
-    # f2 "supported" in an individual linked to no page (so not for D-FActScore); f3 irrelevant
-    "A": {"individuals": 2, "groups": [{"link": 0}, {"link": "none"}],
-          "facts": [dfs_fact(0, "supported"), dfs_fact(0, "not_supported", "supported"), dfs_fact(1, "supported"),
-                    dfs_fact(0, "irrelevant")]},
-    "B": {"individuals": 1, "groups": [{"link": 0}], "facts": [dfs_fact(0, "supported"), dfs_fact(0, "not_supported")]},
-    "C": {"individuals": 1, "groups": [{"link": 0}], "facts": [dfs_fact(0, "supported", "not_supported")]},
-    "D": {"individuals": 0, "groups": [], "facts": []},  # an abstention
-}
-
-
-@pytest.fixture
-def dfs_project(users):
-    project = project_with_team(users, "D-FActScore scoring", "dfactscore")
-    project.pipeline_settings = {"embeddings": False}
-    project.save()
-    lines = [dfs_line("A", "m1", ["A was born.", "A sings.", "A rows.", "A likes tea."], 2),
-             dfs_line("B", "m1", ["B paints.", "B swims."], 1), dfs_line("C", "m2", ["C writes."], 1),
-             {**dfs_line("D", "m1", [], 0), "response": "I do not know."}]
-    import_jsonl(project, jsonl(lines), fmt="dfactscore", labels_as="ignore")
-    set_gold(project, DFS_GOLD)
-    return project
-
 
 def test_dfactscore_tasks_per_fact_as_the_papers_lists_count_them(dfs_project):
     tasks = project_tasks(dfs_project)

@@ -7,7 +7,7 @@ from annotation.exports.formats import export_jsonl
 from annotation.models import GoldRecord
 from annotation.imports.items import import_jsonl
 
-from .conftest import shared_data_path
+from tests.helpers.paths import shared_data_path
 
 pytestmark = pytest.mark.django_db
 

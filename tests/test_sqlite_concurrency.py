@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import REPO_ROOT as REPO
+
 SAVES_PER_ANNOTATOR = 150
 
 

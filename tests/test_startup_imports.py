@@ -7,9 +7,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import REPO_ROOT
 
 # Libraries only the Celery worker (or a rare request) needs; each costs tens to hundreds of MiB.
 HEAVY = ("nltk", "sklearn", "scipy", "torch", "onnxruntime", "trafilatura", "bm25s",

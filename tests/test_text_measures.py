@@ -6,7 +6,7 @@ import pytest
 
 from pipeline.text_measures import normalised_edit_distance, word_overlap
 
-from .conftest import shared_data_path
+from tests.helpers.paths import shared_data_path
 
 
 def test_word_overlap_counts_each_occurrence_of_the_longer_lists_tokens():

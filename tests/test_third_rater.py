@@ -18,8 +18,8 @@ from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import escalate, save_consolidation
 from annotation.services.projects import add_member
 
-from .test_factcheck_step2 import CS, IR, RE, content
-from .test_factcheck_step2 import answer as full_answer
+from tests.helpers.builders import api_client
+from tests.helpers.factcheck import CS, IR, RE, rated_answer as answer, step2_item, submit_all
 
 pytestmark = pytest.mark.django_db
 
@@ -27,27 +27,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def dave(make_user):
     return make_user("dave")
-
-
-def answer(stances):
-    """A complete answer with these stances (every relevant passage's source reliable)."""
-    return full_answer(stances, reliable=[None if s == IR else True for s in stances])
-
-
-def step2_item(project, name="item"):
-    """An item whose step 2 is open, assigned to two annotators (step 1's gold is not needed here)."""
-    from annotation.services.assignments import assign_open_stages
-
-    item = project.items.create(prompt="p", response="r", external_id=name)
-    stage = ItemStage.objects.create(item=item, stage=2, status=StageStatus.READY, content=content(2))
-    assign_open_stages(project)
-    return stage
-
-
-def submit_all(stage, payloads):
-    for assignment, payload in zip(stage.assignments.order_by("id"), payloads):
-        save_annotation(assignment=assignment, payload=payload, version=0, submit=True)
-    stage.refresh_from_db()
 
 
 def test_escalation_mode_opens_the_consolidation_at_once(factcheck_project, users, dave):
@@ -193,7 +172,6 @@ def test_escalation_through_the_api_and_the_page(factcheck_project, users, dave,
 
     # the third rater's page says who they are; the consolidation page then shows three columns
     third = stage.assignments.get(role=AssignmentRole.THIRD_RATER)
-    from .conftest import api_client
 
     assert api_client(third.user).get(f"/api/assignments/{third.id}/").json()["role"] == "third_rater"
     client.force_login(third.user)

@@ -1,13 +1,11 @@
 """The words of the pages agree with each other and with the README (issue 21, point 14)."""
 import re
-from pathlib import Path
 
 import pytest
 
 from annotation.services.projects import add_member, create_project
 from annotation.models import Role
-
-REPO = Path(__file__).resolve().parents[1]
+from tests.helpers.paths import REPO_ROOT as REPO
 
 
 def test_every_tick_hint_names_a_box_the_script_shows():

@@ -1,82 +1,18 @@
 """Real Celery worker processes on the Redis broker run an import's pre-annotation, and a
 task whose worker is killed mid-way is finished by another worker without half-written items."""
-import os
 import subprocess
-import sys
 import time
-import uuid
 
 import pytest
-from django.db import connection
 
 from annotation.models import ItemStage, StageStatus
 from annotation.imports.items import import_jsonl
-from config.celery import app as celery_app
 
-from .conftest import REPO_ROOT, felm_line, jsonl
-from .fake_llm import FakeLLMServer, well_behaved_responder
-from .stack import skip_without_service
+from tests.helpers.builders import felm_line, jsonl
+from tests.helpers.evidence import DOCUMENTS
+from tests.helpers.fake_llm import FakeLLMServer, well_behaved_responder
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
-
-
-def require_full_stack():
-    reasons = []
-    if not os.environ.get("CELERY_BROKER_URL"):
-        reasons.append("CELERY_BROKER_URL is not set")
-    if connection.vendor != "postgresql":
-        reasons.append("DATABASE_URL does not name PostgreSQL (a worker process cannot see an in-memory test database)")
-    if reasons:
-        skip_without_service("; ".join(reasons))
-
-
-def database_url_of_test_database() -> str:
-    settings = connection.settings_dict
-    user = settings.get("USER") or "postgres"
-    password = f":{settings['PASSWORD']}" if settings.get("PASSWORD") else ""
-    host = settings.get("HOST") or "127.0.0.1"
-    port = settings.get("PORT") or 5432
-    return f"postgres://{user}{password}@{host}:{port}/{settings['NAME']}"
-
-
-@pytest.fixture
-def start_worker():
-    """Start worker processes on a queue of this test's own: ``start_worker(name, **env)``."""
-    require_full_stack()
-    queue = f"test-{uuid.uuid4().hex[:8]}"
-    processes = []
-
-    def start(name: str = "worker", **extra_env: str) -> subprocess.Popen:
-        env = {**os.environ, "DATABASE_URL": database_url_of_test_database(), "CELERY_TASK_DEFAULT_QUEUE": queue,
-               "INTERACTIVE_QUEUE": queue, "DATABASE_CONN_MAX_AGE": "0", **extra_env}
-        process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=INFO", "-Q", queue,
-             "--hostname", f"{name}-{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
-        processes.append(process)
-        return process
-
-    previous_queue, previous_routes = celery_app.conf.task_default_queue, celery_app.conf.task_routes
-    celery_app.conf.task_always_eager = False
-    celery_app.conf.task_default_queue = queue
-    celery_app.conf.task_routes = {}  # interactive work too goes to this test's queue
-    try:
-        yield start
-    finally:
-        celery_app.conf.task_default_queue, celery_app.conf.task_routes = previous_queue, previous_routes
-        celery_app.conf.task_always_eager = True
-        for process in processes:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-
-
-@pytest.fixture
-def worker(start_worker):
-    return start_worker()
 
 
 def test_import_segmentation_finishes_through_a_worker_process(worker, felm_project):
@@ -176,8 +112,6 @@ def test_a_corpus_is_imported_and_embedded_by_a_worker_and_step_2_retrieves_from
     import json
 
     from annotation.models import Corpus, CorpusState
-
-    from .test_corpora import DOCUMENTS
 
     worker = start_worker(DJANGO_DATA_DIR=str(data_dir))
     upload = io.BytesIO("".join(json.dumps(d) + "\n" for d in DOCUMENTS).encode())

@@ -6,7 +6,7 @@ from rest_framework.authtoken.models import Token
 
 from annotation.models import Assignment, GoldRecord, ItemStage, StageStatus
 
-from .conftest import PASSWORD, felm_line, jsonl, post_import, segment
+from tests.helpers.builders import PASSWORD, felm_line, jsonl, post_import, segment
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,9 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation.models import Annotation, Assignment, AssignmentStatus
 
-from .conftest import segment
-from .stack import require_postgresql
+from tests.helpers.builders import felm_line, jsonl, segment
+from tests.helpers.factcheck import released_line
+from tests.helpers.stack import require_postgresql
 
 
 @pytest.mark.django_db
@@ -49,8 +50,6 @@ def test_an_import_on_postgresql_writes_items_stages_and_gold_with_copy(felm_pro
     from annotation.models import GoldRecord, Item
     from annotation.imports.items import import_jsonl
 
-    from .conftest import felm_line, jsonl
-
     with CaptureQueriesContext(connection) as captured:
         result = import_jsonl(felm_project, jsonl([felm_line(i, [f"Claim {i}.{k}." for k in range(2)]) for i in range(3)]),
                               fmt="felm", labels_as="gold")
@@ -71,9 +70,6 @@ def test_export_lines_are_stored_through_copy_and_replaced_in_place(factcheck_pr
     from annotation.models import ExportLine
     from annotation.exports.lines import store_export_lines
     from annotation.imports.items import import_jsonl
-
-    from .conftest import jsonl
-    from .test_factcheck_step2 import released_line
 
     second = released_line() | {"prompt": "Where is the Eiffel Tower?"}
     with django_capture_on_commit_callbacks(execute=True):

@@ -15,7 +15,7 @@ from pipeline.dfactscore import (
     split_page,
 )
 from pipeline.parsing import ParseError
-from tests.fake_llm import FakeLLMServer, FakeReply, last_user_message
+from tests.helpers.fake_llm import FakeLLMServer, FakeReply, last_user_message
 
 NAME = "Mara Quell"
 RESPONSE = (

@@ -12,6 +12,7 @@ from pipeline.dfactscore_scores import (
     partition_agreement,
     partition_agreements,
 )
+from tests.helpers.paths import shared_data_path
 
 CONTENT = {
     "name": "Mara Quell",
@@ -138,8 +139,6 @@ def test_imported_result_gives_its_scores_back_exactly():
 
 
 def test_example_result_file():
-    from tests.conftest import shared_data_path
-
     released = json.loads(shared_data_path("dfactscore", "example-result.json").read_text())
     # The file keeps only the mean number of groups (1.5): the paragraphs' 2 and 1 are given here.
     individuals = iter([2, 1])

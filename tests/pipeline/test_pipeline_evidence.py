@@ -5,7 +5,7 @@ import pytest
 from pipeline.evidence import STANCE_LABELS, StanceRequest, claim_queries, parse_stance, stance_hints, verdict_from_stances
 from pipeline.llm import LLM, OFFLINE
 from pipeline.parsing import ParseError
-from tests.fake_llm import FakeLLMServer, FakeReply, last_user_message
+from tests.helpers.fake_llm import FakeLLMServer, FakeReply, last_user_message
 
 CLAIMS = ["The Eiffel Tower was completed in 1889.", "Marie Curie won two Nobel Prizes."]
 

@@ -7,7 +7,7 @@ import pytest
 
 from pipeline.checkworthiness import LLM, OFFLINE, claim_category_hints
 from pipeline.decompose import decompose_response
-from tests.fake_llm import FakeLLMServer, FakeReply, last_user_message, well_behaved_responder
+from tests.helpers.fake_llm import FakeLLMServer, FakeReply, last_user_message, well_behaved_responder
 from pipeline.llm import LLMConfig, run_chats
 
 SENTENCES = [

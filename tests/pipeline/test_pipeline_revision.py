@@ -1,6 +1,6 @@
 """Step-3 revision suggestions: offline rules, and the LLM backend against the loopback server."""
 from pipeline.revision import DELETED, FALSE, TRUE, UNVERIFIED, ClaimOutcome, SentenceToRevise, offline_revision, suggest_revisions
-from tests.fake_llm import FakeLLMServer, FakeReply, last_user_message
+from tests.helpers.fake_llm import FakeLLMServer, FakeReply, last_user_message
 
 CURIE = "Marie Curie won the Nobel Prize in Physics in 1911 and was born in Paris."
 WRONG = SentenceToRevise(CURIE, True, [

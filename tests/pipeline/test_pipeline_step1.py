@@ -14,7 +14,7 @@ from pipeline.checkworthiness import (
     sentence_checkworthiness,
 )
 from pipeline.factcheck_step1 import suggest_step1
-from tests.fake_llm import FakeLLMServer, well_behaved_responder
+from tests.helpers.fake_llm import FakeLLMServer, well_behaved_responder
 
 PROMPT = "Where was Marie Curie born?"
 RESPONSE = (

@@ -3,7 +3,7 @@ import numpy as np
 
 from pipeline.factcheck_step2 import ClaimToCheck, suggest_step2
 from pipeline.retrieval import Candidate, LexicalIndex
-from tests.fake_llm import FakeLLMServer, last_user_message
+from tests.helpers.fake_llm import FakeLLMServer, last_user_message
 
 CORPUS = [
     ("Eiffel Tower", "https://w.example/eiffel", "The Eiffel Tower was completed in March 1889 as the entrance arch "

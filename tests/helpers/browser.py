@@ -1,4 +1,5 @@
-"""Helpers of the browser tests: Debian's chromium driven by Playwright's sync API.
+"""Helpers of the browser tests: Debian's chromium driven by Playwright's sync API, logging in,
+and reaching the pages the tests work on.
 
 No browser is ever downloaded: the tests use /usr/bin/chromium (``apt-get install chromium``).
 Without it, or without Playwright, the browser tests are skipped with a reason, except in CI
@@ -10,6 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from annotation.models import Assignment
+from annotation.imports.items import import_jsonl
+
+from .builders import PASSWORD, felm_line, jsonl
 
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -91,3 +97,46 @@ def axe_violations(page) -> list[str]:
     result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
     return [f"{page.url} at {page.viewport_size['width']} px: {v['id']} ({v['impact']}) {' '.join(node['target'])}: "
             f"{v['help']}" for v in result["violations"] for node in v["nodes"]]
+
+
+def open_first_assignment(browser, base, project, username, problems):
+    """Log in and open the first assignment of ``project`` from its page, as an annotator does."""
+    page = login(browser, base, username, PASSWORD, problems)
+    page.goto(f"/projects/{project.id}/")
+    page.get_by_role("link", name="Annotate", exact=True).click()
+    page.wait_for_url(re.compile(r"/assignments/\d+/$"))
+    return page
+
+
+def judge_passages(page, stances: list[str]):
+    """Stance (and reliability of the relevant ones) for each passage of the current claim, by keys."""
+    from playwright.sync_api import expect  # Playwright is optional: the browser tests skip without it
+
+    passages = page.locator("#editor .fc2-passage")
+    for k, key in enumerate(stances):
+        expect(passages.nth(k)).to_have_class(re.compile(r"\bcurrent\b"))
+        page.keyboard.press(key)
+        if key != "4":
+            page.keyboard.press("r")
+        page.keyboard.press("j")
+
+
+# A released-like item: nine segments of ordinary length, as FELM's world-knowledge responses have.
+NINE = [f"Segment {k} says that the supermassive black holes of galaxy {k} merge into a single, larger black hole "
+        f"and release gravitational waves." for k in range(1, 10)]
+
+
+def open_item(browser, live_server, problems, felm_project, users, segments, response=None):
+    """A FELM item of ``segments`` imported and opened on alice's annotation page."""
+    record = felm_line(0, segments)
+    if response is not None:
+        record["response"] = response
+    import_jsonl(felm_project, jsonl([record]), fmt="felm")
+    assignment = Assignment.objects.get(user=users["alice"], item_stage__item__project=felm_project)
+    page = login(browser, live_server.url, "alice", PASSWORD, problems)
+    page.goto(f"/assignments/{assignment.id}/")
+    return page, assignment
+
+
+def card(page, index):
+    return page.locator("#segments > li.segment").nth(index)
