@@ -10,7 +10,7 @@ The paper compares a response with its revision (and decompositions, system revi
   texts.
 
 On the released file's 61 false responses (response against its gold revision) these give the
-paper's 0.715 and 0.354 (tests/test_text_measures.py). Every figure the app names "word overlap"
+paper's 0.715 and 0.354 (tests/research/test_text_measures.py). Every figure the app names "word overlap"
 or "normalised edit distance" comes from here; docs/measures.md has the definitions.
 """
 from rapidfuzz.distance import Levenshtein

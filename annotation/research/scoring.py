@@ -8,7 +8,7 @@ in the export). ``machine_predictions`` turns the project's own machine pre-anno
 predictions keyed the same way, scored as the ``machine`` baseline.
 
 Unit definitions (the ones that reproduce Table 3 of the Factcheck-Bench paper from the
-released file imported as gold: see tests/test_scoring.py):
+released file imported as gold: see tests/research/test_scoring.py):
 
 - ``checkworthiness`` (subtask 1): every sentence of every item, ``yes`` or ``no`` (the other
   released labels, ``opinion``/``not_a_claim``/``other``, count as ``no``, as the released

@@ -1,5 +1,5 @@
 """Real concurrent requests against the live server, released at the same moment: the race tests
-of every versioned write (tests/test_races.py and the features' own)."""
+of every versioned write (tests/races/test_races.py and the features' own)."""
 import http.client
 import json
 import threading

@@ -48,7 +48,7 @@ def test_released_benchmark_gold_round_trip_gives_back_every_field_of_every_item
         result = import_jsonl(project, handle, fmt="factcheck-bench", labels_as="gold")
     # all three steps of every item come as gold records
     assert result.items == 94 and result.gold_records == 94 * 3
-    # the export serves the lines stored after the import (tests/test_export_lines.py: never stale ones),
+    # the export serves the lines stored after the import (tests/exports/test_export_lines.py: never stale ones),
     # on PostgreSQL: elsewhere every export renders every line
     stored = ExportLine.objects.filter(item__project=project, format="factcheck-bench").count()
     assert stored == (94 if connection.vendor == "postgresql" else 0)

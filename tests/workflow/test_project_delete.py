@@ -1,5 +1,5 @@
 """Deleting a project: 204 and nothing left, and the work queued for it stops without an error
-(on any database; the race with running tasks is in tests/test_lock_order.py, on PostgreSQL)."""
+(on any database; the race with running tasks is in tests/races/test_lock_order.py, on PostgreSQL)."""
 import pytest
 
 from annotation import tasks

@@ -52,7 +52,7 @@ def test_factcheck_bench_lines_carry_the_item_id_and_a_reimport_keeps_it(factche
     items = list(factcheck_project.items.order_by("id"))
     assert [line["id"] for line in exported] == [item.external_id or str(item.id) for item in items]
     assert exported[0]["id"] == str(items[0].id) and exported[1]["id"] == "q1"
-    # (the released file's round trip, exact but for the id: tests/test_factcheck.py)
+    # (the released file's round trip, exact but for the id: tests/kinds/test_factcheck.py)
     assert [(line["prompt"], line["response"]) for line in exported] == [(line["prompt"], line["response"]) for line in lines]
 
     again = create_project(name="Re-import", kind="factcheck", created_by=users["admin"])
