@@ -13,7 +13,6 @@ from annotation.imports.jobs import create_import_job, run_import_job
 from annotation.tasks import run_import
 
 from tests.helpers.builders import felm_line, jsonl, post_import
-from tests.helpers.stack import require_postgresql
 
 pytestmark = pytest.mark.django_db
 
@@ -173,10 +172,10 @@ def test_a_run_that_died_half_way_left_nothing_and_the_rerun_imports_everything(
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres_only("needs a second connection writing while the import's transaction is open")
 def test_a_run_that_finds_the_job_finished_by_another_run_rolls_back(felm_project, users, monkeypatch):
     """Two deliveries running at once: the job is marked done in the import's transaction, so
     the later one to commit sees that and writes nothing."""
-    require_postgresql("needs a second connection writing while the import's transaction is open")
     monkeypatch.setattr(run_import, "delay", lambda job_id: None)  # run by hand below
     job = queued_job(felm_project, users["admin"], [felm_line(i, ["A."]) for i in range(3)])
     real_write = import_services._Writer.write
@@ -263,8 +262,8 @@ def test_peak_memory_does_not_grow_with_the_file(felm_project, factcheck_project
 # -- progress ---------------------------------------------------------------------------------
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres_only("progress is committed on a second connection on PostgreSQL only (SQLite has one writer)")
 def test_progress_is_visible_to_others_while_the_import_runs(felm_project, users, monkeypatch):
-    require_postgresql("progress is committed on a second connection on PostgreSQL only (SQLite has one writer)")
     monkeypatch.setattr(import_services, "BATCH_SIZE", 50)
     monkeypatch.setattr(import_services, "PROGRESS_INTERVAL_SECONDS", 0)
     job = create_import_job(project=felm_project, user=users["admin"], upload=jsonl([]), fmt="felm")

@@ -23,8 +23,6 @@ from pipeline.parsing import ParseError
 from tests.helpers.builders import api_client, felm_line, jsonl, project_with_team
 from tests.helpers.fake_llm import FakeLLMServer, FakeReply, last_user_message, well_behaved_responder
 from tests.helpers.paths import shared_data_path
-from tests.helpers.racer import Racer
-from tests.helpers.stack import require_postgresql
 
 
 SECRET = "sk-rater-secret-123"
@@ -636,15 +634,13 @@ def test_a_run_under_way_shows_its_progress_and_blocks_a_second_start(felm_gold,
 # -- two starts at once ------------------------------------------------------------------------------
 
 @pytest.mark.django_db(transaction=True)
-def test_two_starts_at_once_exactly_one_run_is_made(live_server, felm_project, users):
+@pytest.mark.postgres_only("the race is tested on PostgreSQL")
+def test_two_starts_at_once_exactly_one_run_is_made(racer, felm_project, users):
     """Parallel POSTs to start the rater (a double click, two admins): the project row lock lets
     exactly one make a run; the others are refused naming it, and no second run pays for the
     same calls."""
-
-    require_postgresql("the race is tested on PostgreSQL")
     import_jsonl(felm_project, jsonl([felm_line(i, [f"Sentence {i}.{k} is a claim." for k in range(3)]) for i in range(3)]),
                  fmt="felm", labels_as="gold")
-    racer = Racer(live_server.url)
     path = f"/api/projects/{felm_project.id}/llm-rater/"
     clients = 4
     answer = rater_responder()

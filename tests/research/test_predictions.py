@@ -20,9 +20,7 @@ from annotation.services.projects import add_member, create_project
 from pipeline.scoring import Scored, difference
 
 from tests.helpers.builders import jsonl
-from tests.helpers.racer import Racer
 from tests.helpers.research import ITEMS, bench_line, make_run, read, system_lines, upload
-from tests.helpers.stack import require_postgresql
 
 pytestmark = pytest.mark.django_db
 
@@ -464,12 +462,11 @@ def test_a_consolidator_of_another_project_may_not_read_it(clients, scored, user
 # -- two uploads of the same system and version at once --------------------------------------------------------
 
 @pytest.mark.django_db(transaction=True)
-def test_two_uploads_of_the_same_system_and_version_at_once_exactly_one_wins(live_server, factcheck_project, users):
-    require_postgresql("the race is tested on PostgreSQL")
+@pytest.mark.postgres_only("the race is tested on PostgreSQL")
+def test_two_uploads_of_the_same_system_and_version_at_once_exactly_one_wins(racer, live_server, factcheck_project, users):
     import requests
 
     import_jsonl(factcheck_project, jsonl([bench_line(i) for i in range(ITEMS)]), fmt="factcheck-bench", labels_as="gold")
-    racer = Racer(live_server.url)
     body = upload(system_lines()).getvalue()
     path = f"/api/projects/{factcheck_project.id}/system-runs/"
     clients = 4
@@ -489,10 +486,10 @@ def test_two_uploads_of_the_same_system_and_version_at_once_exactly_one_wins(liv
 
 
 @pytest.mark.django_db(transaction=True)
-def test_rescores_requested_at_once_queue_each_run_once(live_server, factcheck_project, users, monkeypatch):
+@pytest.mark.postgres_only("the race is tested on PostgreSQL")
+def test_rescores_requested_at_once_queue_each_run_once(racer, live_server, factcheck_project, users, monkeypatch):
     """Parallel "Score every system again" (two researchers, a double click): every scored run
     is queued exactly once and ends scored."""
-    require_postgresql("the race is tested on PostgreSQL")
     from django.test import Client
 
     from annotation import tasks
@@ -512,7 +509,6 @@ def test_rescores_requested_at_once_queue_each_run_once(live_server, factcheck_p
     token = "a" * 32  # any well-formed CSRF secret, sent as cookie and header alike
     headers = {"Cookie": f"sessionid={browser.cookies['sessionid'].value}; csrftoken={token}", "X-CSRFToken": token}
     path = f"/projects/{factcheck_project.id}/leaderboard/rescore/"
-    racer = Racer(live_server.url)
     clients = 4
     for round_ in range(3):
         queued.clear()

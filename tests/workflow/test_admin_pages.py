@@ -15,8 +15,6 @@ from annotation.services.projects import add_member
 
 from tests.helpers.browser import login
 from tests.helpers.builders import PASSWORD, felm_line, jsonl
-from tests.helpers.racer import Racer
-from tests.helpers.stack import require_postgresql
 
 pytestmark = pytest.mark.django_db
 User = get_user_model()
@@ -117,9 +115,8 @@ def test_the_api_changes_and_removes_roles_for_project_admins_only(felm_project,
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_admins_stepping_down_at_once_leave_one_admin(felm_project, users, live_server):
-    require_postgresql("row-lock races are tested on PostgreSQL")
-    racer = Racer(live_server.url)
+@pytest.mark.postgres_only("row-lock races are tested on PostgreSQL")
+def test_two_admins_stepping_down_at_once_leave_one_admin(racer, felm_project, users):
     for _ in range(5):
         add_member(project=felm_project, user=users["carol"], role=Role.ADMIN)
         mine, theirs = (membership(felm_project, users[name], Role.ADMIN) for name in ("admin", "carol"))

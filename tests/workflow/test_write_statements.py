@@ -7,12 +7,11 @@ from annotation.models import Annotation, Assignment, AssignmentStatus
 
 from tests.helpers.builders import felm_line, jsonl, segment
 from tests.helpers.factcheck import released_line
-from tests.helpers.stack import require_postgresql
 
 
 @pytest.mark.django_db
+@pytest.mark.postgres_only("the statements are PostgreSQL's")
 def test_a_draft_save_on_postgresql_takes_seven_statements_and_writes_both_rows(clients, felm_items, users):
-    require_postgresql("the statements are PostgreSQL's")
     assignment = Assignment.objects.get(user=users["alice"], item_stage__item=felm_items[0])
     url = f"/api/assignments/{assignment.id}/annotation/"
     first = clients["alice"].put(url, {"payload": {"segments": [segment(True)] * 3}, "version": 0, "active_seconds": 5},
@@ -45,8 +44,8 @@ def test_a_draft_save_on_postgresql_takes_seven_statements_and_writes_both_rows(
 
 
 @pytest.mark.django_db
+@pytest.mark.postgres_only("COPY is PostgreSQL's")
 def test_an_import_on_postgresql_writes_items_stages_and_gold_with_copy(felm_project):
-    require_postgresql("COPY is PostgreSQL's")
     from annotation.models import GoldRecord, Item
     from annotation.imports.items import import_jsonl
 
@@ -65,8 +64,8 @@ def test_an_import_on_postgresql_writes_items_stages_and_gold_with_copy(felm_pro
 
 
 @pytest.mark.django_db
+@pytest.mark.postgres_only("stored export lines are PostgreSQL's")
 def test_export_lines_are_stored_through_copy_and_replaced_in_place(factcheck_project, django_capture_on_commit_callbacks):
-    require_postgresql("stored export lines are PostgreSQL's")
     from annotation.models import ExportLine
     from annotation.exports.lines import store_export_lines
     from annotation.imports.items import import_jsonl
