@@ -1,4 +1,4 @@
-"""The corpus vector index on disk (annotation.vector_index): built and extended by the worker,
+"""The corpus vector index on disk (annotation.evidence.vector_index): built and extended by the worker,
 mapped read-only by searching processes, rebuilt from the database when missing or corrupt."""
 import logging
 import subprocess
