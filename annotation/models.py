@@ -341,8 +341,11 @@ class BackgroundJob(models.Model):
 class UploadJob(BackgroundJob):
     """A job that reads an uploaded file kept under ``DATA_DIR`` until the job ends."""
 
-    file_path = models.CharField(max_length=300, blank=True,
-                                 help_text="The stored upload, relative to DATA_DIR; empty once removed.")
+    # Whether removing the upload also empties ``file_path`` (a system run without a file is
+    # scored from its stored predictions); other jobs keep naming where their file was.
+    FORGETS_UPLOAD = False
+
+    file_path = models.CharField(max_length=300, blank=True, help_text="The stored upload, relative to DATA_DIR.")
     file_name = models.CharField(max_length=255, blank=True, help_text="The name the file was uploaded under.")
     file_size = models.BigIntegerField(default=0)
 
@@ -511,10 +514,13 @@ class SystemRun(UploadJob):
     Kept per system and version so a leaderboard can compare systems and a lab can see a
     system improve; uploaded predictions and the LLM rater's answers are the same thing once
     made. Validation and scoring run in Celery (a file of 10,000 items takes seconds), so the
-    row is a job like an ImportJob. ``predictions`` is
+    row is a job like an ImportJob; its upload's path is emptied once read (a run without a file
+    is scored from its stored predictions). ``predictions`` is
     ``{task: [[*unit key, label], ...]}`` with unit keys as the exports write them; ``scores``
     is ``{task: scores}`` as annotation.scoring computes them.
     """
+
+    FORGETS_UPLOAD = True
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="system_runs")
     system = models.CharField(max_length=100)

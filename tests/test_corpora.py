@@ -152,9 +152,7 @@ def test_an_import_run_again_after_a_dead_worker_writes_each_passage_once(factch
     run_corpus_import(corpus.id)
     count = Passage.objects.filter(corpus=corpus).count()
     # The worker died after writing: the task is redelivered while the corpus still says importing.
-    # (its end removed the upload and forgot its path: a dead worker's import never got there)
-    Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.IMPORTING, progress_at=timezone.now(),
-                                               file_path=corpus.file_path)
+    Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.IMPORTING, progress_at=timezone.now())
     path.write_bytes(saved)
     # ... a delivery while the import makes progress (another worker is on it) does nothing,
     assert run_corpus_import(corpus.id).state == CorpusState.IMPORTING

@@ -51,11 +51,6 @@ class Migration(migrations.Migration):
             field=models.CharField(blank=True, help_text='The name the file was uploaded under.', max_length=255),
         ),
         migrations.AlterField(
-            model_name='corpus',
-            name='file_path',
-            field=models.CharField(blank=True, help_text='The stored upload, relative to DATA_DIR; empty once removed.', max_length=300),
-        ),
-        migrations.AlterField(
             model_name='evidencesearch',
             name='problems',
             field=models.JSONField(blank=True, default=list, help_text='What went wrong, as the page shows it (a web search that failed, say).'),
@@ -67,11 +62,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AlterField(
             model_name='importjob',
-            name='file_path',
-            field=models.CharField(blank=True, help_text='The stored upload, relative to DATA_DIR; empty once removed.', max_length=300),
-        ),
-        migrations.AlterField(
-            model_name='importjob',
             name='state',
             field=models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='queued', max_length=12),
         ),
@@ -79,11 +69,6 @@ class Migration(migrations.Migration):
             model_name='systemrun',
             name='file_name',
             field=models.CharField(blank=True, help_text='The name the file was uploaded under.', max_length=255),
-        ),
-        migrations.AlterField(
-            model_name='systemrun',
-            name='file_path',
-            field=models.CharField(blank=True, help_text='The stored upload, relative to DATA_DIR; empty once removed.', max_length=300),
         ),
         migrations.AlterField(
             model_name='systemrun',

@@ -142,13 +142,14 @@ def requeue(model: type[BackgroundJob], job_id: int) -> None:
 
 
 def delete_upload(model: type[BackgroundJob], job_id: int) -> None:
-    """Remove a job's stored upload and forget its path (an ended job never reads it again)."""
+    """Remove a job's stored upload (an ended job never reads it again)."""
     if not issubclass(model, UploadJob):
         return
     job = model.objects.filter(pk=job_id).only("file_path").first()
     if job is not None and job.upload_path is not None:
         job.upload_path.unlink(missing_ok=True)
-        model.objects.filter(pk=job_id).update(file_path="")
+        if model.FORGETS_UPLOAD:
+            model.objects.filter(pk=job_id).update(file_path="")
 
 
 # -- the catch-all --------------------------------------------------------------------------------
