@@ -5,11 +5,14 @@ serves FELM, Factcheck-Bench and D-FActScore projects.
 """
 import hashlib
 import re
+from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils import timezone
 
 # "sentences[1].claims[2].text" -> ("sentences", "1"): the unit a disagreed field belongs to.
 _UNIT_OF_PATH = re.compile(r"^([a-z_]+)\[(\d+)\]")
@@ -283,42 +286,95 @@ class ExportLine(models.Model):
         constraints = [models.UniqueConstraint(fields=["item", "format"], name="one_export_line_per_item_and_format")]
 
 
-class ImportJobState(models.TextChoices):
+class JobState(models.TextChoices):
+    """The lifecycle every background job goes through (BackgroundJob)."""
+
     QUEUED = "queued", "Queued"
     RUNNING = "running", "Running"
     DONE = "done", "Done"
     FAILED = "failed", "Failed"
 
 
-class ImportJob(models.Model):
+# The names each job model had for the same four states (kept: services and tests use them).
+ImportJobState = SystemRunState = EvidenceSearchState = JobState
+
+
+class BackgroundJob(models.Model):
+    """What every job a Celery task runs shares: its state, errors, timestamps, last sign of life.
+
+    The lifecycle (claim, progress, finish, fail, restart) is services.jobs'; a model names its
+    states through QUEUED / RUNNING / DONE / FAILED and ENDED_STATES (a corpus: its import runs
+    while "importing" and is over once "embedding").
+    """
+
+    QUEUED, RUNNING, DONE, FAILED = JobState.QUEUED, JobState.RUNNING, JobState.DONE, JobState.FAILED
+    ENDED_STATES = (JobState.DONE, JobState.FAILED)
+
+    state = models.CharField(max_length=12, choices=JobState.choices, default=JobState.QUEUED)
+    errors = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # The task's last sign of life (claim, progress): a job silent for JOB_STALLED_AFTER_SECONDS
+    # is stalled (its worker died, or no worker serves its queue) and may be restarted.
+    progress_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def ended(self) -> bool:
+        return self.state in self.ENDED_STATES
+
+    @property
+    def last_sign_of_life(self):
+        return self.progress_at or self.started_at or self.created_at
+
+    @property
+    def stalled(self) -> bool:
+        """Queued or running, and silent for JOB_STALLED_AFTER_SECONDS."""
+        if self.state not in (self.QUEUED, self.RUNNING) or self.last_sign_of_life is None:
+            return False
+        return timezone.now() - self.last_sign_of_life > timedelta(seconds=settings.JOB_STALLED_AFTER_SECONDS)
+
+
+class UploadJob(BackgroundJob):
+    """A job that reads an uploaded file kept under ``DATA_DIR`` until the job ends."""
+
+    # Whether removing the upload also empties ``file_path`` (a system run without a file is
+    # scored from its stored predictions); other jobs keep naming where their file was.
+    FORGETS_UPLOAD = False
+
+    file_path = models.CharField(max_length=300, blank=True, help_text="The stored upload, relative to DATA_DIR.")
+    file_name = models.CharField(max_length=255, blank=True, help_text="The name the file was uploaded under.")
+    file_size = models.BigIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def upload_path(self) -> Path | None:
+        return Path(settings.DATA_DIR) / self.file_path if self.file_path else None
+
+
+class ImportJob(UploadJob):
     """An uploaded file being imported by a Celery task, so no web request waits for it.
 
-    The upload is kept under ``DATA_DIR`` until the job ends; ``errors`` holds what
-    ``ImportFailed`` names (line, field, message), ``result`` the counts of a finished import.
+    ``errors`` holds what ``ImportFailed`` names (line, field, message), ``result`` the counts of
+    a finished import.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    state = models.CharField(max_length=10, choices=ImportJobState.choices, default=ImportJobState.QUEUED)
     format = models.CharField(max_length=30)
     labels_as = models.CharField(max_length=20, default="ignore")
     options = models.JSONField(default=dict, blank=True)
-    file_path = models.CharField(max_length=300, blank=True, help_text="The stored upload, relative to DATA_DIR.")
-    file_name = models.CharField(max_length=255, blank=True, help_text="The name the file was uploaded under.")
-    file_size = models.BigIntegerField(default=0)
     lines_read = models.PositiveIntegerField(default=0)
     bytes_read = models.BigIntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=0)
-    errors = models.JSONField(default=list, blank=True)
     result = models.JSONField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    # The task's last sign of life (claim, progress): a running job silent for
-    # JOB_STALLED_AFTER_SECONDS is stalled (its worker died) and may be restarted (services.jobs).
-    progress_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
@@ -326,10 +382,6 @@ class ImportJob(models.Model):
 
     def __str__(self):
         return f"import {self.pk} into {self.project_id} ({self.state})"
-
-    @property
-    def ended(self) -> bool:
-        return self.state in (ImportJobState.DONE, ImportJobState.FAILED)
 
 
 class CorpusState(models.TextChoices):
@@ -340,13 +392,18 @@ class CorpusState(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class Corpus(models.Model):
+class Corpus(UploadJob):
     """Documents an admin imported, cut into passages that step-2 evidence retrieval searches.
 
     A corpus serves one project or is shared by several. It is searchable (lexically) as soon
     as its import ends; embeddings are computed afterwards in batches by a worker, and
-    retrieval uses whatever embeddings exist so far (``embedded`` counts them).
+    retrieval uses whatever embeddings exist so far (``embedded`` counts them). As a job, the
+    corpus is its import: running while importing, done once embedding (``finished_at`` =
+    ``imported_at``); the embedding that follows is batches of tasks of their own.
     """
+
+    RUNNING, DONE = CorpusState.IMPORTING, CorpusState.EMBEDDING
+    ENDED_STATES = (CorpusState.EMBEDDING, CorpusState.READY, CorpusState.FAILED)
 
     name = models.CharField(max_length=200)
     projects = models.ManyToManyField(Project, related_name="corpora", blank=True)
@@ -355,9 +412,6 @@ class Corpus(models.Model):
     passage_sentences = models.PositiveSmallIntegerField(default=5)
     passage_stride = models.PositiveSmallIntegerField(default=2)
     state = models.CharField(max_length=12, choices=CorpusState.choices, default=CorpusState.QUEUED)
-    file_path = models.CharField(max_length=300, blank=True, help_text="The stored upload, relative to DATA_DIR.")
-    file_name = models.CharField(max_length=255, blank=True)
-    file_size = models.BigIntegerField(default=0)
     lines_read = models.PositiveIntegerField(default=0)
     documents = models.PositiveIntegerField(default=0)
     passages = models.PositiveIntegerField(default=0)
@@ -369,13 +423,8 @@ class Corpus(models.Model):
         default=list, blank=True,
         help_text="Lexemes in more than 1 % of the passages (PostgreSQL): left out of full-text candidate queries, "
                   "which would otherwise rank most of the corpus; the ranking still weighs them.")
-    errors = models.JSONField(default=list, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
     imported_at = models.DateTimeField(null=True, blank=True)
     embedded_at = models.DateTimeField(null=True, blank=True)
-    # The task's last sign of life (claim, progress): a running job silent for
-    # JOB_STALLED_AFTER_SECONDS is stalled (its worker died) and may be restarted (services.jobs).
-    progress_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
@@ -414,14 +463,7 @@ class Passage(models.Model):
         return f"{self.title or self.url or 'passage'} #{self.position}"
 
 
-class EvidenceSearchState(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Searching"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-
-
-class EvidenceSearch(models.Model):
+class EvidenceSearch(BackgroundJob):
     """A query an annotator typed on the step-2 page, answered by a Celery task from the
     project's corpora and, where configured, the web: a web request never waits for the
     embedding model or a web page. ``results``: ranked passages in the step-2 evidence shape."""
@@ -430,24 +472,15 @@ class EvidenceSearch(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     query = models.CharField(max_length=500)
     claim = models.TextField(blank=True, help_text="The claim being checked: ranking also weighs it.")
-    state = models.CharField(max_length=10, choices=EvidenceSearchState.choices, default=EvidenceSearchState.QUEUED)
     results = models.JSONField(default=list, blank=True)
-    problems = models.JSONField(default=list, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    # The task's last sign of life (claim, progress): a running job silent for
-    # JOB_STALLED_AFTER_SECONDS is stalled (its worker died) and may be restarted (services.jobs).
-    progress_at = models.DateTimeField(null=True, blank=True)
+    problems = models.JSONField(default=list, blank=True, help_text="What went wrong, as the page shows it "
+                                                                    "(a web search that failed, say).")
 
     class Meta:
         ordering = ["-id"]
 
     def __str__(self):
         return f"search {self.query!r} ({self.state})"
-
-    @property
-    def ended(self) -> bool:
-        return self.state in (EvidenceSearchState.DONE, EvidenceSearchState.FAILED)
 
 
 class StageEvent(models.Model):
@@ -475,46 +508,32 @@ class SystemRunSource(models.TextChoices):
     LLM_RATER = "llm_rater", "LLM rater"
 
 
-class SystemRunState(models.TextChoices):
-    QUEUED = "queued", "Queued"
-    RUNNING = "running", "Running"
-    DONE = "done", "Done"
-    FAILED = "failed", "Failed"
-
-
-class SystemRun(models.Model):
+class SystemRun(UploadJob):
     """One automatic fact-checker's predictions on a project's units and their scores.
 
     Kept per system and version so a leaderboard can compare systems and a lab can see a
     system improve; uploaded predictions and the LLM rater's answers are the same thing once
     made. Validation and scoring run in Celery (a file of 10,000 items takes seconds), so the
-    row carries its state and progress like an ImportJob. ``predictions`` is
+    row is a job like an ImportJob; its upload's path is emptied once read (a run without a file
+    is scored from its stored predictions). ``predictions`` is
     ``{task: [[*unit key, label], ...]}`` with unit keys as the exports write them; ``scores``
     is ``{task: scores}`` as annotation.scoring computes them.
     """
+
+    FORGETS_UPLOAD = True
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="system_runs")
     system = models.CharField(max_length=100)
     version = models.CharField(max_length=50, blank=True)
     source = models.CharField(max_length=20, choices=SystemRunSource.choices, default=SystemRunSource.UPLOAD)
-    state = models.CharField(max_length=10, choices=SystemRunState.choices, default=SystemRunState.QUEUED)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     options = models.JSONField(default=dict, blank=True, help_text="Upload or LLM-rater settings (never secrets).")
-    file_path = models.CharField(max_length=300, blank=True, help_text="The stored upload, relative to DATA_DIR.")
-    file_name = models.CharField(max_length=255, blank=True)
     units_total = models.PositiveIntegerField(default=0)
     units_done = models.PositiveIntegerField(default=0)
     predictions = models.JSONField(default=dict, blank=True)
     scores = models.JSONField(null=True, blank=True)
-    errors = models.JSONField(default=list, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    # The task's last sign of life (claim, progress): a running job silent for
-    # JOB_STALLED_AFTER_SECONDS is stalled (its worker died) and may be restarted (services.jobs).
-    progress_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-id"]
@@ -525,7 +544,3 @@ class SystemRun(models.Model):
     def __str__(self):
         label = f"{self.system} {self.version}".strip()
         return f"{label} on {self.project_id} ({self.state})"
-
-    @property
-    def ended(self) -> bool:
-        return self.state in (SystemRunState.DONE, SystemRunState.FAILED)

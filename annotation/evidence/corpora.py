@@ -201,11 +201,10 @@ def cancel_corpus_import(corpus_id: int) -> Corpus:
         if corpus.state not in (CorpusState.QUEUED, CorpusState.IMPORTING):
             raise DomainError(f"corpus {corpus.id} ({corpus.name}) is {corpus.get_state_display().lower()}: "
                               "only a queued or running import can be cancelled")
-        was_queued = corpus.state == CorpusState.QUEUED
-        Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.FAILED, errors=[
-            {"line": 0, "field": "(import)", "message": CANCELLED_MESSAGE}])
-    if was_queued:  # no task will look at it again
-        upload_path(corpus).unlink(missing_ok=True)
+        # A running import's task deletes what it wrote and the upload it reads (_cancelled);
+        # no task will look at a queued one again.
+        jobs.fail(Corpus, corpus_id, [{"line": 0, "field": "(import)", "message": CANCELLED_MESSAGE}],
+                  remove_upload=corpus.state == CorpusState.QUEUED)
     return Corpus.objects.get(pk=corpus_id)
 
 
@@ -232,12 +231,11 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
     # Queued, or importing with no progress for JOB_STALLED_AFTER_SECONDS (its worker died): a
     # run beside a live one would write the same passages. A stalled one resumes after its last batch.
     resume_after = corpus.lines_read if corpus.state == CorpusState.IMPORTING else 0
-    claimable = Corpus.objects.filter(jobs.claimable(jobs.KINDS["corpus"]), pk=corpus_id)
     if resume_after:
-        claimed = claimable.filter(state=CorpusState.IMPORTING).update(errors=[], progress_at=timezone.now())
+        claimed = Corpus.objects.filter(jobs.claimable(jobs.KINDS["corpus"]), pk=corpus_id,
+                                        state=CorpusState.IMPORTING).update(errors=[], progress_at=timezone.now())
     else:
-        claimed = claimable.update(state=CorpusState.IMPORTING, errors=[], lines_read=0, documents=0, passages=0,
-                                   progress_at=timezone.now())
+        claimed = jobs.claim(Corpus, corpus_id, errors=[], lines_read=0, documents=0, passages=0)
     corpus = Corpus.objects.filter(pk=corpus_id).first()
     if not claimed or corpus is None:
         return corpus
@@ -246,12 +244,11 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
         if not resume_after:  # a run that wrote a batch had checked the whole file
             _check_file(path)
     except ImportFailed as exc:
-        Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.FAILED, errors=exc.errors)
-        path.unlink(missing_ok=True)
+        jobs.fail(Corpus, corpus_id, exc.errors)
         return Corpus.objects.get(pk=corpus_id)
     except FileNotFoundError:
-        Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.FAILED, errors=[{
-            "line": 0, "field": "(file)", "message": "the uploaded file is gone (web and worker must share DATA_DIR)"}])
+        jobs.fail(Corpus, corpus_id, [{"line": 0, "field": "(file)",
+                                       "message": "the uploaded file is gone (web and worker must share DATA_DIR)"}])
         return Corpus.objects.get(pk=corpus_id)
 
     # What a dead worker's run wrote past its last recorded batch (all of it when starting over).
@@ -265,8 +262,7 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
         with transaction.atomic():
             Passage.objects.bulk_create(batch)
             batch.clear()
-            return bool(Corpus.objects.filter(pk=corpus_id, state=CorpusState.IMPORTING).update(
-                lines_read=number, documents=documents, passages=passages, progress_at=timezone.now()))
+            return jobs.progress(Corpus, corpus_id, lines_read=number, documents=documents, passages=passages)
 
     number = resume_after
     try:
@@ -288,11 +284,9 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
             return Corpus.objects.get(pk=corpus_id)
         raise
     _fill_search_vectors(corpus_id)
-    if not Corpus.objects.filter(pk=corpus_id, state=CorpusState.IMPORTING).update(
-            state=CorpusState.EMBEDDING, imported_at=timezone.now()):
+    if not jobs.finish(Corpus, corpus_id, only_from=(CorpusState.IMPORTING,), imported_at=timezone.now()):
         _cancelled(corpus_id, path)  # cancelled while the search vectors were made
         return Corpus.objects.get(pk=corpus_id)
-    path.unlink(missing_ok=True)
     if not dispatch.runs_in_process():
         # With no worker (the embedded default) a whole corpus is not embedded inside a web
         # request: retrieval embeds the candidates it ranks and keeps their vectors instead.
@@ -309,14 +303,8 @@ def embedded_by_worker() -> bool:
 def fail_corpus(corpus_id: int, message: str) -> None:
     """End an import that cannot go on (an unexpected error, a database that stayed
     unreachable): failed with the reason, without the passages written so far, upload dropped."""
-    failed = Corpus.objects.filter(pk=corpus_id, state__in=[CorpusState.QUEUED, CorpusState.IMPORTING]).update(
-        state=CorpusState.FAILED, errors=[{"line": 0, "field": "(server)", "message": message[:500]}],
-        passages=0, progress_at=timezone.now())
-    if failed:
+    if jobs.fail(Corpus, corpus_id, [{"line": 0, "field": "(server)", "message": message[:500]}], passages=0):
         Passage.objects.filter(corpus_id=corpus_id).delete()
-        corpus = Corpus.objects.filter(pk=corpus_id).only("file_path").first()
-        if corpus is not None and corpus.file_path:
-            upload_path(corpus).unlink(missing_ok=True)
 
 
 def stop_embedding(corpus_id: int, exc: BaseException) -> None:
@@ -331,10 +319,7 @@ def stop_embedding(corpus_id: int, exc: BaseException) -> None:
 
 def requeue_corpus(corpus_id: int) -> None:
     """Before the task retries after a database error: the retry may take the import again."""
-    try:
-        Corpus.objects.filter(pk=corpus_id, state=CorpusState.IMPORTING).update(state=CorpusState.QUEUED)
-    except Exception:  # still unreachable: the retry takes it once it is stalled
-        logger.warning("could not hand corpus %s back to the queue", corpus_id, exc_info=True)
+    jobs.requeue(Corpus, corpus_id)
 
 
 def embed_next_batch(corpus_id: int, size: int | None = None) -> int:

@@ -5,14 +5,11 @@ only stores the query and the page polls the search until it is done.
 """
 import logging
 
-from django.db import transaction
-from django.db.models import Q
-from django.utils import timezone
 
 from annotation import dispatch
 from annotation.evidence.corpus_search import corpus_search
 from annotation.exceptions import DomainError
-from annotation.models import EvidenceSearch, EvidenceSearchState, Project
+from annotation.models import EvidenceSearch, Project
 from annotation.services import jobs
 
 logger = logging.getLogger(__name__)
@@ -35,8 +32,7 @@ def run_search(search_id: int) -> EvidenceSearch | None:
     """Answer a queued search (the task's body). Only the run that moves it from queued to
     running answers it, so a duplicate delivery does not search twice; a search left running
     by a worker that died is taken again once it is stalled (services.jobs)."""
-    if not EvidenceSearch.objects.filter(jobs.claimable(jobs.KINDS["evidence-search"]), pk=search_id).update(
-            state=EvidenceSearchState.RUNNING, progress_at=timezone.now()):
+    if not jobs.claim(EvidenceSearch, search_id):
         return None
     search = EvidenceSearch.objects.select_related("project").get(pk=search_id)
     from pipeline.evidence_search import search_passages  # loads NLTK and scikit-learn: kept out of web start-up
@@ -53,25 +49,18 @@ def run_search(search_id: int) -> EvidenceSearch | None:
         )
     except Exception as exc:  # shown on the page; the annotator can search again
         logger.exception("evidence search %s failed", search_id)
-        search.state, search.problems = EvidenceSearchState.FAILED, [f"{type(exc).__name__}: {exc}"]
+        fail_search(search_id, f"{type(exc).__name__}: {exc}")
     else:
-        search.state, search.results, search.problems = EvidenceSearchState.DONE, found["evidence"], found["problems"]
-    search.finished_at = timezone.now()
-    search.save(update_fields=["state", "results", "problems", "finished_at"])
-    return search
+        jobs.finish(EvidenceSearch, search_id, results=found["evidence"], problems=found["problems"])
+    return EvidenceSearch.objects.get(pk=search_id)
 
 
 def fail_search(search_id: int, message: str) -> None:
     """End a search that cannot be answered (an unexpected error, the database unreachable)."""
-    EvidenceSearch.objects.filter(pk=search_id, state__in=[EvidenceSearchState.QUEUED, EvidenceSearchState.RUNNING]
-                                  ).update(state=EvidenceSearchState.FAILED, problems=[message[:1000]],
-                                           finished_at=timezone.now())
+    jobs.fail(EvidenceSearch, search_id, [{"line": 0, "field": "(server)", "message": message[:1000]}],
+              problems=[message[:1000]])
 
 
 def requeue_search(search_id: int) -> None:
     """Before the task retries after a database error: the retry may take the search again."""
-    try:
-        EvidenceSearch.objects.filter(pk=search_id, state=EvidenceSearchState.RUNNING).update(
-            state=EvidenceSearchState.QUEUED)
-    except Exception:  # still unreachable: the retry takes it once it is stalled
-        logger.warning("could not hand search %s back to the queue", search_id, exc_info=True)
+    jobs.requeue(EvidenceSearch, search_id)

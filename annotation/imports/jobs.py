@@ -13,6 +13,7 @@ from annotation.imports.items import UPLOAD_DIR, ImportResult, check_options, im
 from annotation.imports.reading import check_upload_size, line_error
 from annotation.imports.uploads import store_upload, stored_path, upload_name
 from annotation.models import ImportJob, ImportJobState, Project
+from annotation.services import jobs
 
 
 
@@ -73,26 +74,16 @@ class _ProgressWriter:
 
 
 def _end_job(job_id: int, state: str, *, errors: list[dict] | None = None, result: dict | None = None,
-             reading: tuple[int, int] | None = None, only_unended: bool = True) -> int:
-    values = {"state": state, "finished_at": timezone.now(), "errors": errors or [], "result": result}
+             reading: tuple[int, int] | None = None, remove_upload: bool = True) -> bool:
+    values = {"errors": errors or [], "result": result}
     if reading is not None:
         values["lines_read"], values["bytes_read"] = reading
-    jobs = ImportJob.objects.filter(pk=job_id)
-    if only_unended:
-        jobs = jobs.exclude(state__in=[ImportJobState.DONE, ImportJobState.FAILED])
-    return jobs.update(**values)
+    return jobs.end(ImportJob, job_id, state, remove_upload=remove_upload, **values)
 
 
 def fail_import_job(job_id: int, message: str) -> None:
     """End a job that cannot run (e.g. the database stayed unreachable), and drop its upload."""
     _end_job(job_id, ImportJobState.FAILED, errors=[line_error(0, "(server)", message)])
-    _delete_upload(job_id)
-
-
-def _delete_upload(job_id: int) -> None:
-    job = ImportJob.objects.filter(pk=job_id).only("file_path").first()
-    if job is not None and job.file_path:
-        upload_path(job).unlink(missing_ok=True)
 
 
 def run_import_job(job_id: int) -> ImportJob | None:
@@ -103,10 +94,8 @@ def run_import_job(job_id: int) -> ImportJob | None:
     so two runs at once cannot both write the items. Database errors propagate for the task to
     retry; the upload is deleted once the job has ended.
     """
-    claimed = ImportJob.objects.filter(pk=job_id, state__in=[ImportJobState.QUEUED, ImportJobState.RUNNING]).update(
-        state=ImportJobState.RUNNING, started_at=timezone.now(), attempts=F("attempts") + 1, lines_read=0, bytes_read=0,
-        progress_at=timezone.now())
-    if not claimed:
+    # Any running job is taken: its writes are one transaction, so a second run only repeats them.
+    if not jobs.claim(ImportJob, job_id, take_running="any", attempts=F("attempts") + 1, lines_read=0, bytes_read=0):
         return ImportJob.objects.filter(pk=job_id).first()
     job = ImportJob.objects.select_related("project").get(pk=job_id)
     progress = _ProgressWriter(job_id)
@@ -117,7 +106,8 @@ def run_import_job(job_id: int) -> ImportJob | None:
         progress(lines, size)
 
     def finish(result: ImportResult) -> None:
-        if not _end_job(job_id, ImportJobState.DONE, result=result.as_dict(), reading=tuple(seen)):
+        # Inside the import's transaction: the upload goes only once it has committed (below).
+        if not _end_job(job_id, ImportJobState.DONE, result=result.as_dict(), reading=tuple(seen), remove_upload=False):
             raise _JobEnded()
 
     try:
@@ -140,7 +130,7 @@ def run_import_job(job_id: int) -> ImportJob | None:
             0, "(server)", f"the import stopped on an internal error ({type(exc).__name__}); nothing was imported")])
     finally:
         progress.close()
+    if ImportJob.objects.filter(pk=job_id, state__in=ImportJob.ENDED_STATES).exists():
+        jobs.delete_upload(ImportJob, job_id)
     job.refresh_from_db()
-    if job.ended:
-        _delete_upload(job_id)
     return job

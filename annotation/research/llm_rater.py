@@ -29,7 +29,6 @@ from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, transaction
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -42,6 +41,7 @@ from annotation.models import ItemStage, Project, StageStatus, SystemRun, System
 from annotation.imports.reading import line_error
 from annotation.services.locks import lock_project_for_change
 from annotation.research import predictions as prediction_services
+from annotation.services import jobs
 
 logger = logging.getLogger(__name__)
 
@@ -370,12 +370,12 @@ class _Run:
     def progress(self, count: int = 1) -> None:
         self.done += count
         now = timezone.now()
-        values = {"units_done": self.done, "progress_at": now}
+        values = {"units_done": self.done}
         if (now - self.beat).total_seconds() >= HEARTBEAT_SECONDS:
             self.beat = now
             self.options["heartbeat"] = now.isoformat()
             values["options"] = self.options
-        SystemRun.objects.filter(pk=self.run.pk, state=SystemRunState.RUNNING).update(**values)
+        jobs.progress(SystemRun, self.run.pk, **values)
 
     def all_errors(self) -> list[dict]:
         more = [line_error(0, "(run)", f"and {self.more_errors} more units without an answer")] if self.more_errors else []
@@ -385,10 +385,12 @@ class _Run:
 def _claim(run_id: int) -> bool:
     """Only the delivery that moves the run to RUNNING rates it; a run left RUNNING by a worker
     that stopped reporting STALE_AFTER ago is taken over (and rated again from the start)."""
-    now = timezone.now()
-    if SystemRun.objects.filter(pk=run_id, state=SystemRunState.QUEUED, source=SystemRunSource.LLM_RATER).update(
-            state=SystemRunState.RUNNING, started_at=now, units_done=0, progress_at=now):
+    if not SystemRun.objects.filter(pk=run_id, source=SystemRunSource.LLM_RATER).exists():
+        return False
+    # Not jobs' "stalled" takeover: one LLM call may take longer than JOB_STALLED_AFTER_SECONDS.
+    if jobs.claim(SystemRun, run_id, take_running="none", units_done=0):
         return True
+    now = timezone.now()
     run = SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING, source=SystemRunSource.LLM_RATER).first()
     if run is None:
         return False
@@ -401,9 +403,7 @@ def _claim(run_id: int) -> bool:
 
 
 def _fail(run_id: int, errors: list[dict]) -> None:
-    SystemRun.objects.filter(pk=run_id).exclude(state__in=[SystemRunState.DONE, SystemRunState.FAILED]).update(
-        state=SystemRunState.FAILED, finished_at=timezone.now(), errors=errors[:MAX_ERRORS + 1], predictions={},
-        scores=None)
+    jobs.fail(SystemRun, run_id, errors[:MAX_ERRORS + 1], predictions={}, scores=None)
 
 
 def fail_run(run_id: int, message: str) -> None:
@@ -413,10 +413,7 @@ def fail_run(run_id: int, message: str) -> None:
 
 def requeue_run(run_id: int) -> None:
     """Hand a run back to the queue before the task retries (the retry rates from the start)."""
-    try:
-        SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING).update(state=SystemRunState.QUEUED)
-    except (OperationalError, InterfaceError):
-        pass  # still unreachable: a later delivery takes the run over once it is stale
+    jobs.requeue(SystemRun, run_id)
 
 
 def execute(run_id: int) -> SystemRun | None:

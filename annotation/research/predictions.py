@@ -45,9 +45,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
-from django.utils import timezone
 
 from annotation import dispatch
 from annotation.research import scoring
@@ -57,6 +55,7 @@ from annotation.models import Project, SystemRun, SystemRunSource, SystemRunStat
 from annotation.research.prediction_files import read_predictions
 from annotation.imports.reading import check_upload_size, line_error
 from annotation.imports.uploads import store_upload, stored_path
+from annotation.services import jobs
 from pipeline.scoring import Scored, difference, means_with_ci
 
 logger = logging.getLogger(__name__)
@@ -344,8 +343,7 @@ class _Progress:
         self.done = self.done if done is None else done
         self.total = self.total if total is None else total
         if force or time.monotonic() >= self.next:
-            SystemRun.objects.filter(pk=self.run_id, state=SystemRunState.RUNNING).update(
-                units_done=self.done, units_total=self.total, progress_at=timezone.now())
+            jobs.progress(SystemRun, self.run_id, units_done=self.done, units_total=self.total)
             self.next = time.monotonic() + PROGRESS_INTERVAL_SECONDS
 
     def step(self) -> None:
@@ -361,9 +359,8 @@ def _count_lines(path) -> int:
     return count + (last != b"\n")
 
 
-def _end(run_id: int, state: str, **values) -> int:
-    return SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING).update(
-        state=state, finished_at=timezone.now(), **values)
+def _end(run_id: int, state: str, **values) -> bool:
+    return jobs.end(SystemRun, run_id, state, only_from=(SystemRunState.RUNNING,), **values)
 
 
 def run_system_run(run_id: int) -> SystemRun | None:
@@ -374,9 +371,8 @@ def run_system_run(run_id: int) -> SystemRun | None:
     result is written in one update when everything is computed, so a worker that dies midway
     leaves the run queued-or-running with its earlier state intact, and a redelivery redoes it.
     Database errors propagate for the task to retry; other errors fail the run."""
-    claimed = SystemRun.objects.filter(pk=run_id, state__in=[SystemRunState.QUEUED, SystemRunState.RUNNING]).update(
-        state=SystemRunState.RUNNING, started_at=timezone.now(), units_done=0, progress_at=timezone.now())
-    if not claimed:
+    # Any running run is taken: its result is written in one update, so a second run only repeats work.
+    if not jobs.claim(SystemRun, run_id, take_running="any", units_done=0):
         return SystemRun.objects.filter(pk=run_id).first()
     run = SystemRun.objects.select_related("project").defer("predictions").get(pk=run_id)
     progress = _Progress(run_id)
@@ -391,11 +387,7 @@ def run_system_run(run_id: int) -> SystemRun | None:
         logger.exception("system run %s failed", run_id)
         _end(run_id, SystemRunState.FAILED, errors=[line_error(
             0, "(server)", f"scoring stopped on an internal error ({type(exc).__name__}); nothing was stored")])
-    run = SystemRun.objects.filter(pk=run_id).defer("predictions").first()
-    if run is not None and run.ended and run.file_path:
-        stored_path(run.file_path).unlink(missing_ok=True)
-        SystemRun.objects.filter(pk=run_id).update(file_path="")
-    return run
+    return SystemRun.objects.filter(pk=run_id).defer("predictions").first()
 
 
 def _score_run(run: SystemRun, progress: _Progress) -> None:
@@ -443,5 +435,4 @@ def _score_run(run: SystemRun, progress: _Progress) -> None:
 
 def fail_system_run(run_id: int, message: str) -> None:
     """End a run that cannot be scored (e.g. the database stayed unreachable)."""
-    SystemRun.objects.filter(pk=run_id).exclude(state__in=[SystemRunState.DONE, SystemRunState.FAILED]).update(
-        state=SystemRunState.FAILED, finished_at=timezone.now(), errors=[line_error(0, "(server)", message)])
+    jobs.fail(SystemRun, run_id, [line_error(0, "(server)", message)])

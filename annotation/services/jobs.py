@@ -1,6 +1,9 @@
-"""What every background job shares: imports, corpus imports, system runs, LLM rater runs and
-evidence searches.
+"""The one lifecycle of every background job (models.BackgroundJob): imports, corpus imports,
+system runs, LLM rater runs and evidence searches.
 
+- ``claim`` / ``progress`` / ``finish`` / ``fail`` / ``requeue``: the task's conditional updates of
+  its job row, so two deliveries of a task, a cancel or a restart never both win. Ending a job
+  with an upload removes the upload (``delete_upload``).
 - ``run_job``: the task's body runs inside one catch-all. Database outages are retried; anything
   else is logged with its traceback and ends the job failed with the reason, so no job stays
   queued or running because its task raised.
@@ -25,8 +28,7 @@ from django.utils import timezone
 
 from annotation import dispatch
 from annotation.exceptions import DomainError
-from annotation.models import (Corpus, CorpusState, EvidenceSearch, EvidenceSearchState, ImportJob, ImportJobState,
-                               SystemRun, SystemRunSource, SystemRunState)
+from annotation.models import BackgroundJob, Corpus, EvidenceSearch, ImportJob, SystemRun, SystemRunSource, UploadJob
 
 logger = logging.getLogger(__name__)
 
@@ -38,26 +40,29 @@ MAX_REASON_CHARS = 300
 class JobKind:
     name: str            # as the API names it
     label: str           # as messages name it
-    model: type
-    queued: str
-    running: tuple[str, ...]
-    ended: tuple[str, ...]
+    model: type[BackgroundJob]
     task: str            # the Celery task that runs it, by its name in annotation.dispatch (never imported)
     where: Q = Q()       # which rows of ``model`` are of this kind
 
+    @property
+    def queued(self) -> str:
+        return self.model.QUEUED
+
+    @property
+    def running(self) -> tuple[str, ...]:
+        return (self.model.RUNNING,)
+
+    @property
+    def ended(self) -> tuple[str, ...]:
+        return self.model.ENDED_STATES
+
 
 KINDS = {kind.name: kind for kind in (
-    JobKind("import", "import", ImportJob, ImportJobState.QUEUED, (ImportJobState.RUNNING,),
-            (ImportJobState.DONE, ImportJobState.FAILED), "run_import"),
-    JobKind("corpus", "corpus import", Corpus, CorpusState.QUEUED, (CorpusState.IMPORTING,),
-            (CorpusState.EMBEDDING, CorpusState.READY, CorpusState.FAILED), "import_corpus"),
-    JobKind("system-run", "system run", SystemRun, SystemRunState.QUEUED, (SystemRunState.RUNNING,),
-            (SystemRunState.DONE, SystemRunState.FAILED), "score_system_run", Q(source=SystemRunSource.UPLOAD)),
-    JobKind("llm-rater", "LLM rater run", SystemRun, SystemRunState.QUEUED, (SystemRunState.RUNNING,),
-            (SystemRunState.DONE, SystemRunState.FAILED), "run_llm_rater", Q(source=SystemRunSource.LLM_RATER)),
-    JobKind("evidence-search", "evidence search", EvidenceSearch, EvidenceSearchState.QUEUED,
-            (EvidenceSearchState.RUNNING,), (EvidenceSearchState.DONE, EvidenceSearchState.FAILED),
-            "run_evidence_search"),
+    JobKind("import", "import", ImportJob, "run_import"),
+    JobKind("corpus", "corpus import", Corpus, "import_corpus"),
+    JobKind("system-run", "system run", SystemRun, "score_system_run", Q(source=SystemRunSource.UPLOAD)),
+    JobKind("llm-rater", "LLM rater run", SystemRun, "run_llm_rater", Q(source=SystemRunSource.LLM_RATER)),
+    JobKind("evidence-search", "evidence search", EvidenceSearch, "run_evidence_search"),
 )}
 
 
@@ -81,6 +86,70 @@ def claimable(kind: JobKind) -> Q:
     worker died). A redelivery while another worker is still at it finds nothing to take (for
     jobs where two runs at once would clash: corpora, evidence searches)."""
     return Q(state=kind.queued) | Q(state__in=kind.running) & _silent_since(timezone.now() - stalled_after())
+
+
+# -- the lifecycle: what a task writes on its job's row ------------------------------------------
+
+def claim(model: type[BackgroundJob], job_id: int, *, take_running: str = "stalled", **values) -> bool:
+    """Queued -> running (``started_at`` and ``progress_at`` now, plus ``values``); False when
+    another delivery has it. ``take_running``: which running job a delivery takes over as well:
+    "stalled" (silent for JOB_STALLED_AFTER_SECONDS: its worker died), "any" (a job whose writes
+    are all-or-nothing, so a second run only repeats work) or "none"."""
+    now = timezone.now()
+    takes = Q(state=model.QUEUED)
+    if take_running == "any":
+        takes |= Q(state=model.RUNNING)
+    elif take_running == "stalled":
+        takes |= Q(state=model.RUNNING) & _silent_since(now - stalled_after())
+    return bool(model.objects.filter(takes, pk=job_id).update(state=model.RUNNING, started_at=now, progress_at=now,
+                                                               **values))
+
+
+def progress(model: type[BackgroundJob], job_id: int, **counters) -> bool:
+    """Record a running job's counters and its sign of life; False once it is no longer running
+    (cancelled, or ended by another run)."""
+    return bool(model.objects.filter(pk=job_id, state=model.RUNNING).update(progress_at=timezone.now(), **counters))
+
+
+def end(model: type[BackgroundJob], job_id: int, state: str, *, only_from: tuple[str, ...] | None = None,
+        remove_upload: bool = True, **values) -> bool:
+    """Move a job that has not ended (or is in one of ``only_from``) to ``state``, with
+    ``finished_at`` now; False when it had ended (or moved on) already. Its upload is removed,
+    unless ``remove_upload`` is False (an end written inside a transaction that may roll back)."""
+    now = timezone.now()
+    states = only_from or (model.QUEUED, model.RUNNING)
+    ended = bool(model.objects.filter(pk=job_id, state__in=states).update(state=state, finished_at=now,
+                                                                          progress_at=now, **values))
+    if ended and remove_upload:
+        delete_upload(model, job_id)
+    return ended
+
+
+def finish(model: type[BackgroundJob], job_id: int, **values) -> bool:
+    return end(model, job_id, model.DONE, **values)
+
+
+def fail(model: type[BackgroundJob], job_id: int, errors: list, **values) -> bool:
+    return end(model, job_id, model.FAILED, errors=errors, **values)
+
+
+def requeue(model: type[BackgroundJob], job_id: int) -> None:
+    """Hand a running job back to its queue before its task retries after a database error."""
+    try:
+        model.objects.filter(pk=job_id, state=model.RUNNING).update(state=model.QUEUED)
+    except Exception:  # still unreachable: the retry takes it once it is stalled
+        logger.warning("could not hand %s %s back to the queue", model.__name__, job_id, exc_info=True)
+
+
+def delete_upload(model: type[BackgroundJob], job_id: int) -> None:
+    """Remove a job's stored upload (an ended job never reads it again)."""
+    if not issubclass(model, UploadJob):
+        return
+    job = model.objects.filter(pk=job_id).only("file_path").first()
+    if job is not None and job.upload_path is not None:
+        job.upload_path.unlink(missing_ok=True)
+        if model.FORGETS_UPLOAD:
+            model.objects.filter(pk=job_id).update(file_path="")
 
 
 # -- the catch-all --------------------------------------------------------------------------------
@@ -136,23 +205,20 @@ def queue_length(queue: str) -> int | None:
 def status(job) -> dict:
     """``{"stalled", "progress_at", "detail"}``: what a job that has not ended waits for or does."""
     kind = kind_of(job)
-    last = job.progress_at or getattr(job, "started_at", None) or job.created_at
-    stalled = False
+    last, stalled = job.last_sign_of_life, job.stalled
     if job.state == kind.queued:
         if current_app.conf.task_always_eager:  # no broker: the web process runs it at once
             return {"stalled": False, "progress_at": job.progress_at, "detail": "queued"}
-        queue, waited = task_queue(f"{dispatch.TASKS}.{kind.task}"), timezone.now() - last if last else timedelta(0)
+        queue = task_queue(f"{dispatch.TASKS}.{kind.task}")
         detail = f"queued: waiting for a worker on queue '{queue}'"
-        if waited > stalled_after():
-            stalled = True
-            detail += f" for {_duration(waited)}"
+        if stalled:
+            detail += f" for {_duration(timezone.now() - last)}"
         if (waiting := queue_length(queue)) is not None:
             detail += f" ({waiting:,} task{'s' if waiting != 1 else ''} waiting there)"
         if stalled:
             detail += ": is a worker running for that queue? (a restart sends the job again)"
     elif job.state in kind.running:
-        if last and timezone.now() - last > stalled_after():
-            stalled = True
+        if stalled:
             detail = (f"stalled: no progress for {_duration(timezone.now() - last)} (its worker may have died); "
                       "restart it, or wait for the broker to deliver it again")
         else:
