@@ -98,6 +98,14 @@ def timed(function: Callable[[], object], repeats: int = 1) -> tuple[object, lis
     return result, seconds
 
 
+def wall_and_cpu(function: Callable[[], object]) -> tuple[object, float, float]:
+    """The result of one call, its wall seconds and this process's CPU seconds (the rest of the
+    wall time is another process's work, I/O or waiting for a CPU)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = function()
+    return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
 def describe(seconds: list[float]) -> str:
     """One time, or the best and the median of several."""
     if len(seconds) == 1:
