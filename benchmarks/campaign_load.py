@@ -147,7 +147,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="campaign-bench-"))
     queue = f"campaign-{uuid.uuid4().hex[:8]}"
     env = {**os.environ, **bench_environment(args.db, tmp / "data"), "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-           "CELERY_BROKER_URL": args.redis, "CELERY_TASK_DEFAULT_QUEUE": queue}
+           "CELERY_BROKER_URL": args.redis, "CELERY_TASK_DEFAULT_QUEUE": queue,
+           "INTERACTIVE_QUEUE": queue}  # the interactive tasks too: one queue, served by the worker started here
     os.environ.update({k: v for k, v in env.items() if k != "CELERY_BROKER_URL"})  # set-up runs tasks in-process
     create_database(args.db)
     web = worker = None
