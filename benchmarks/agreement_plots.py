@@ -30,7 +30,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import timed  # noqa: E402  (and the repository on the path)
 
-from annotation.agreement import agreement_over_time, agreement_with_reference, field_agreement  # noqa: E402
+# isort: split
+from annotation.agreement import (  # noqa: E402
+    agreement_over_time,
+    agreement_with_reference,
+    field_agreement,
+)
 from annotation.plots import agreement_figures  # noqa: E402
 
 ORDER = ["yes", "intermediate", "no"]

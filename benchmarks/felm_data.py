@@ -133,8 +133,18 @@ def populate_submissions(project_id: int, *, seed: int, disagreement: float = 0.
     from django.utils import timezone
 
     from annotation.models import (
-        Annotation, Assignment, AssignmentStatus, Consolidation, ConsolidationStatus, GoldRecord,
-        GoldSource, ItemStage, Membership, Project, Role, StageStatus,
+        Annotation,
+        Assignment,
+        AssignmentStatus,
+        Consolidation,
+        ConsolidationStatus,
+        GoldRecord,
+        GoldSource,
+        ItemStage,
+        Membership,
+        Project,
+        Role,
+        StageStatus,
     )
     from annotation.services.annotations import save_annotation
     from annotation.services.consolidation import save_consolidation

@@ -253,8 +253,8 @@ def main() -> None:
         import django
 
         django.setup()
-        from django.core.management import call_command
         from django.contrib.auth import get_user_model
+        from django.core.management import call_command
         from rest_framework.authtoken.models import Token
 
         from annotation.models import Role

@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import REPO_ROOT, print_table  # noqa: E402  (and the repository on the path)
 
+# isort: split
 from pipeline.factcheck_step1 import suggest_step1  # noqa: E402
 from pipeline.llm import LLMConfig  # noqa: E402
 from tests.fake_llm import FakeLLMServer, well_behaved_responder  # noqa: E402

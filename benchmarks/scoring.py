@@ -14,6 +14,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import wall_and_cpu  # noqa: E402  (and the repository on the path)
 
+# isort: split
 from pipeline.scoring import Scored, score  # noqa: E402
 
 TARGET_S = 2.0

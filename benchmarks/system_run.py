@@ -30,7 +30,14 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import configure_environment, create_database, django_setup, drop_database, migrate, wall_and_cpu  # noqa: E402
+from harness import (  # noqa: E402
+    configure_environment,
+    create_database,
+    django_setup,
+    drop_database,
+    migrate,
+    wall_and_cpu,
+)
 
 DB = "workbench_bench_runs"
 SEGMENTS = 5
@@ -48,7 +55,16 @@ def build_project(items: int):
     """N FELM items with gold records, each annotated by two annotators (about 10 % disagree)."""
     from django.contrib.auth import get_user_model
 
-    from annotation.models import Annotation, Assignment, AssignmentRole, AssignmentStatus, GoldRecord, Item, ItemStage, StageStatus
+    from annotation.models import (
+        Annotation,
+        Assignment,
+        AssignmentRole,
+        AssignmentStatus,
+        GoldRecord,
+        Item,
+        ItemStage,
+        StageStatus,
+    )
     from annotation.services.projects import create_project
 
     users = get_user_model()
