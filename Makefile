@@ -1,6 +1,6 @@
 # Two commands do all the set-up on a fresh machine:
 #   make run   — install, migrate, load the demo, serve on http://127.0.0.1:8000 (embedded default)
-#   make test  — install and run the whole test suite
+#   make test  — install, lint and run the whole test suite with its coverage floor
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -59,8 +59,17 @@ comma := ,
 worker: install
 	$(BIN)/celery -A config worker --loglevel=INFO -Q $(WORKER_QUEUES) --concurrency $(WORKER_CONCURRENCY)
 
+# Lint (pyproject.toml's ruff rules, and the code as ruff formats it), then the suite, measuring
+# the coverage of the app's code: below COVERAGE_FLOOR percent the run fails. The floor is the
+# embedded run's total less a point or two (the PostgreSQL run covers more); raise it as it grows.
+# Measured 2026-11-26 on the embedded run of the whole suite: 90.8 % (11,984 statements).
+COVERAGE_FLOOR ?= 89
+COVERAGE := --cov=annotation --cov=api --cov=pipeline --cov=config --cov-report=term:skip-covered
+
 test: install-dev
-	$(BIN)/python -m pytest
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python -m pytest $(COVERAGE) --cov-fail-under=$(COVERAGE_FLOOR)
 
 benchmark: install-dev
 	$(BIN)/python benchmarks/felm_scale.py

@@ -4,7 +4,7 @@ computation and answers) and on a hit (the page renders the stored result).
 Usage: .venv/bin/python benchmarks/agreement_page.py [--items 10000] [--resamples 1000] [--repeats 5]
 
 It creates its own PostgreSQL database (``workbench_bench_agreement_page`` on 127.0.0.1:5432, user
-postgres), migrates it and drops it at the end. Data as benchmarks/felm_scale.py: a FELM project
+postgres), migrates it and drops it at the end. Data as benchmarks/felm_data.py: a FELM project
 of N items of 5 segments, two annotators who both submitted every item (about 10 % of labels
 differ), a gold record for each. Requests go through Django's test client, logged in as the
 project's consolidator (no HTTP server: the times are the view's, template and middleware
@@ -33,38 +33,27 @@ from __future__ import annotations
 import argparse
 import os
 import pickle
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-for path in (REPO_ROOT, REPO_ROOT / "benchmarks"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-
-import felm_scale  # noqa: E402  (data and database helpers of the FELM benchmark)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import felm_data  # noqa: E402  (the FELM data felm_scale.py uses too)
+from harness import (  # noqa: E402
+    configure_environment,
+    create_database,
+    describe,
+    django_setup,
+    drop_database,
+    load_average,
+    migrate,
+    timed,
+)
 
 DB_NAME = "workbench_bench_agreement_page"
 QUEUE = "agreement-page-bench"
 MISS_BUDGET_S = 0.3
 HIT_BUDGET_S = 0.5
-
-
-def timed(function, repeats: int = 1) -> tuple[object, list[float]]:
-    seconds, result = [], None
-    for _ in range(repeats):
-        started = time.perf_counter()
-        result = function()
-        seconds.append(time.perf_counter() - started)
-    return result, seconds
-
-
-def describe(seconds: list[float]) -> str:
-    if len(seconds) == 1:
-        return f"{seconds[0]:.3f} s"
-    return f"best {min(seconds):.3f} s, median {statistics.median(seconds):.3f} s of {len(seconds)}"
 
 
 def main(argv=None) -> int:
@@ -78,18 +67,18 @@ def main(argv=None) -> int:
         parser.error("--items 1..1000000, --resamples 0..10000, --repeats 1..100")
 
     broker = os.environ.get("CELERY_BROKER_URL", "")
-    felm_scale.configure_environment(DB_NAME)  # drops CELERY_BROKER_URL: set it again when given
+    configure_environment(DB_NAME)  # drops CELERY_BROKER_URL: set it again when given
     if broker:
         os.environ["CELERY_BROKER_URL"] = broker
         os.environ["CELERY_TASK_DEFAULT_QUEUE"] = QUEUE
-    felm_scale.create_database(DB_NAME)
+    create_database(DB_NAME)
     try:
-        felm_scale.django_setup()
+        django_setup()
         from config.celery import app as celery_app
 
         celery_app.conf.task_always_eager = False  # queued, never run inside the request
-        felm_scale._warm_imports()
-        felm_scale.migrate()
+        felm_data.warm_imports()
+        migrate()
         return run(args, broker)
     finally:
         try:
@@ -103,7 +92,7 @@ def main(argv=None) -> int:
 
             with celery_app.connection_for_write() as connection:
                 connection.default_channel.queue_purge(QUEUE)
-        felm_scale.drop_database(DB_NAME)
+        drop_database(DB_NAME)
         print(f"\n  database {DB_NAME} dropped")
 
 
@@ -117,19 +106,19 @@ def run(args, broker: str) -> int:
     from annotation.research import agreement_cache
     from annotation.imports.items import import_jsonl
 
-    print(f"{args.items:,} FELM items × {felm_scale.SEGMENTS_PER_ITEM} segments, 2 annotators, gold on every item; "
+    print(f"{args.items:,} FELM items × {felm_data.SEGMENTS_PER_ITEM} segments, 2 annotators, gold on every item; "
           f"{args.resamples:,} resamples")
     print(f"cache: {settings.CACHES['default']['BACKEND'].rsplit('.', 1)[-1]}; broker: {broker or 'memory://'}; "
-          f"load avg {os.getloadavg()[0]:.1f}")
+          f"load avg {load_average():.1f}")
     with tempfile.TemporaryDirectory(prefix="agreement-page-bench-") as tmp:
         path = Path(tmp) / "felm.jsonl"
-        felm_scale.generate_felm_jsonl(path, args.items, args.seed)
-        project_id = felm_scale.create_felm_project("agreement page bench")
+        felm_data.generate_felm_jsonl(path, args.items, args.seed)
+        project_id = felm_data.create_felm_project("agreement page bench")
         project = Project.objects.get(pk=project_id)
         with path.open("rb") as file:
             import_jsonl(project, file, fmt="felm")
-    felm_scale.populate_submissions(project_id, seed=args.seed + 1)
-    felm_scale.analyze_tables()
+    felm_data.populate_submissions(project_id, seed=args.seed + 1)
+    felm_data.analyze_tables()
     consolidator = Membership.objects.get(project=project, role=Role.CONSOLIDATOR).user
     client = Client()
     client.force_login(consolidator)
@@ -137,7 +126,7 @@ def run(args, broker: str) -> int:
     page_url = f"/projects/{project_id}/agreement/"
     results = {}
     # the first request of a process opens connections and compiles templates: not the page's time
-    warm_up = Project.objects.get(pk=felm_scale.create_felm_project("agreement page bench warm-up"))
+    warm_up = Project.objects.get(pk=felm_data.create_felm_project("agreement page bench warm-up"))
     Membership.objects.create(project=warm_up, user=consolidator, role=Role.CONSOLIDATOR)
     for _ in range(2):
         client.get(f"/projects/{warm_up.id}/agreement/", query)

@@ -23,15 +23,19 @@ from __future__ import annotations
 import argparse
 import random
 import sys
-import time
 from datetime import date, timedelta
 from itertools import combinations
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import timed  # noqa: E402  (and the repository on the path)
 
-from annotation.research.agreement import agreement_over_time, agreement_with_reference, field_agreement  # noqa: E402
+# isort: split
+from annotation.research.agreement import (  # noqa: E402
+    agreement_over_time,
+    agreement_with_reference,
+    field_agreement,
+)
 from annotation.research.plots import agreement_figures  # noqa: E402
 
 ORDER = ["yes", "intermediate", "no"]
@@ -53,12 +57,6 @@ def campaign(items: int, units: int, annotators: int, weeks: int, seed: int):
     return ratings, gold, submitted
 
 
-def timed(function):
-    start = time.perf_counter()
-    result = function()
-    return result, time.perf_counter() - start
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=10_000)
@@ -71,16 +69,16 @@ def main() -> int:
 
     ratings, gold, submitted = campaign(args.items, args.units, args.annotators, args.weeks, args.seed)
     options = {"labels": ORDER, "resamples": args.resamples, "seed": args.seed, "item_of": lambda key: key[0]}
-    field, reference_seconds = timed(lambda: field_agreement(ratings, ordinal=True, **options))
-    field["over_time"], week_seconds = timed(lambda: agreement_over_time(ratings, submitted, ordinal=True, **options))
+    field, [reference_seconds] = timed(lambda: field_agreement(ratings, ordinal=True, **options))
+    field["over_time"], [week_seconds] = timed(lambda: agreement_over_time(ratings, submitted, ordinal=True, **options))
 
     def versus_gold():
         return [{"annotator": str(rater), **agreement_with_reference(
             {key: (values[rater], gold[key]) for key, values in ratings.items() if rater in values}, **options)}
             for rater in range(args.annotators)]
 
-    field["versus_gold"], gold_seconds = timed(versus_gold)
-    _, plot_seconds = timed(lambda: agreement_figures(field))
+    field["versus_gold"], [gold_seconds] = timed(versus_gold)
+    _, [plot_seconds] = timed(lambda: agreement_figures(field))
     added = week_seconds + gold_seconds + plot_seconds
 
     print(f"{args.items:,} items × {args.units} units, {args.annotators} annotators, {args.weeks} weeks, "

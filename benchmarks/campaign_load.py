@@ -23,7 +23,6 @@ import csv
 import json
 import os
 import random
-import secrets
 import signal
 import subprocess
 import sys
@@ -34,40 +33,29 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import PG_SERVER, REPO_ROOT, admin_sql, children_of, free_port, status_kib  # noqa: E402
-
-
-def tree_rss_mib(pid: int) -> float:
-    return sum(status_kib(p, "VmRSS") for p in [pid, *children_of(pid)]) / 1024
-
-
-def wait_until_serving(port: int, web: subprocess.Popen, workers: int, timeout: float = 180) -> None:
-    """Until every worker has booted and answered: the clock starts on a running server."""
-    import http.client
-
-    deadline = time.monotonic() + timeout
-    answered = 0
-    while answered < workers * 3:
-        if time.monotonic() > deadline or web.poll() is not None:
-            raise RuntimeError("gunicorn did not start")
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            conn.request("GET", "/accounts/login/")
-            answered += conn.getresponse().status == 200
-            conn.close()
-        except OSError:
-            time.sleep(0.2)
-    time.sleep(1)
+from harness import (  # noqa: E402
+    REPO_ROOT,
+    bench_environment,
+    create_database,
+    django_setup,
+    drop_database,
+    free_port,
+    gunicorn_command,
+    load_average,
+    migrate,
+    print_table,
+    start_process,
+    stop_processes,
+    tree_rss_mib,
+    wait_until_answers,
+)
 
 
 def set_up(tmp: Path, items: int) -> dict:
-    import django
-
-    django.setup()
+    django_setup()
     from django.conf import settings
     from django.contrib.auth import get_user_model
     from django.contrib.sessions.backends.db import SessionStore
-    from django.core.management import call_command
     from rest_framework.authtoken.models import Token
 
     from annotation import tasks
@@ -77,9 +65,9 @@ def set_up(tmp: Path, items: int) -> dict:
     from annotation.imports.items import import_jsonl
     from annotation.services.projects import add_member, create_project
     from benchmarks.factcheck_export import released_item
-    from benchmarks.felm_scale import generate_felm_jsonl
+    from felm_data import generate_felm_jsonl
 
-    call_command("migrate", verbosity=0, interactive=False)
+    migrate()
     User = get_user_model()
 
     def person(name, staff=False):
@@ -159,13 +147,11 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="campaign-bench-"))
     queue = f"campaign-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": f"{PG_SERVER}/{args.db}",
-           "CELERY_BROKER_URL": args.redis, "CELERY_TASK_DEFAULT_QUEUE": queue, "DJANGO_DATA_DIR": str(tmp / "data"),
-           "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50),
-           "DJANGO_DEBUG": "false", "DJANGO_ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING"}
+    env = {**os.environ, **bench_environment(args.db, tmp / "data"), "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+           "CELERY_BROKER_URL": args.redis, "CELERY_TASK_DEFAULT_QUEUE": queue,
+           "INTERACTIVE_QUEUE": queue}  # the interactive tasks too: one queue, served by the worker started here
     os.environ.update({k: v for k, v in env.items() if k != "CELERY_BROKER_URL"})  # set-up runs tasks in-process
-    admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-    admin_sql(f'CREATE DATABASE "{args.db}"')
+    create_database(args.db)
     web = worker = None
     peaks = {"web": 0.0, "worker": 0.0}
     try:
@@ -173,20 +159,18 @@ def main() -> None:
         config = set_up(tmp, args.items)
         (tmp / "config.json").write_text(json.dumps(config))
         print(f"set-up {time.perf_counter() - started:.0f} s: FELM {args.items} items ({config['submitted']} submissions, "
-              f"consolidations open), Factcheck-Bench 200 items with gold; load average {os.getloadavg()[0]:.1f}")
+              f"consolidations open), Factcheck-Bench 200 items with gold; load average {load_average():.1f}")
         port = free_port()
         bin_dir = Path(sys.executable).parent
-        web = subprocess.Popen(
-            [str(bin_dir / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", str(args.web_workers),
-             "--timeout", "60", "--log-level", "warning"],
-            cwd=REPO_ROOT, env=env, stdout=(tmp / "gunicorn.log").open("wb"), stderr=subprocess.STDOUT,
-            start_new_session=True)
-        worker = subprocess.Popen(
+        web = start_process(gunicorn_command(port, "--workers", str(args.web_workers), "--timeout", "60"),
+                            tmp / "gunicorn.log", env)
+        worker = start_process(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING", "-Q", queue,
              "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=REPO_ROOT, env=env, stdout=(tmp / "worker.log").open("wb"), stderr=subprocess.STDOUT,
-            start_new_session=True)
-        wait_until_serving(port, web, args.web_workers)
+            tmp / "worker.log", env)
+        # every worker booted and answering: the clock starts on a running server
+        wait_until_answers(port, web, tmp / "gunicorn.log", answers=args.web_workers * 3, timeout=180)
+        time.sleep(1)
         stop = threading.Event()
 
         def sample():
@@ -208,14 +192,12 @@ def main() -> None:
         sampler.join()
         if locust.returncode not in (0, 1):  # 1: some requests failed (reported below)
             print(locust.stderr[-3000:])
-        print(f"\nload average at the end {os.getloadavg()[0]:.1f}; gunicorn {args.web_workers} sync workers, Celery worker "
+        print(f"\nload average at the end {load_average():.1f}; gunicorn {args.web_workers} sync workers, Celery worker "
               f"--pool=solo, {users} users for {args.run_time}\n")
-        print("| endpoint | requests | errors | p50 ms | p95 ms | p99 ms | req/s |")
-        print("| --- | --- | --- | --- | --- | --- | --- |")
         with open(tmp / "campaign_stats.csv", newline="") as handle:
-            for row in csv.DictReader(handle):
-                print(f"| {row['Name']} | {row['Request Count']} | {row['Failure Count']} | {row['50%']} | {row['95%']} | "
-                      f"{row['99%']} | {float(row['Requests/s']):.1f} |")
+            print_table(("endpoint", "requests", "errors", "p50 ms", "p95 ms", "p99 ms", "req/s"),
+                        [(row["Name"], row["Request Count"], row["Failure Count"], row["50%"], row["95%"], row["99%"],
+                          f"{float(row['Requests/s']):.1f}") for row in csv.DictReader(handle)], markdown=True)
         failures = tmp / "campaign_failures.csv"
         if failures.exists():
             for row in list(csv.DictReader(failures.open()))[:10]:
@@ -223,16 +205,8 @@ def main() -> None:
         print(f"\npeak RSS: web tier (master + {args.web_workers} workers) {peaks['web']:.0f} MiB; "
               f"Celery worker {peaks['worker']:.0f} MiB")
     finally:
-        for process in (web, worker):
-            if process and process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in (web, worker):
-            if process:
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-        admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+        stop_processes(web, worker)
+        drop_database(args.db)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import statistics
 import subprocess
 import sys
@@ -47,40 +46,27 @@ import time
 import types
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import (  # noqa: E402  (and the repository on the path)
+    configure_environment,
+    django_setup,
+    load_average,
+    maxrss_mib,
+    percentile,
+    status_kib,
+)
 
 DIM = 384
 
 
-def peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def status_mb() -> dict:
-    found = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM"):
-            found[key] = int(value.split()[0]) / 1024
-    return found
-
-
-def percentile(values, share):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+    """This process's resident memory by kind (MiB), from /proc/self/status."""
+    return {key: status_kib("self", key) / 1024 for key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM")}
 
 
 def setup_django(database: str, data_dir: Path) -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{database}"
-    os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only")
-    os.environ["DJANGO_DATA_DIR"] = str(data_dir)
-    os.environ.pop("CELERY_BROKER_URL", None)
-    import django
-
-    django.setup()
+    configure_environment(database, data_dir)
+    django_setup()
 
 
 def empty_database() -> None:
@@ -120,6 +106,8 @@ def write_corpus(path: Path, passages: int, rng: random.Random) -> int:
 
 def fold_seconds(directory: Path, meta: dict, vectors, tmp: Path) -> float | None:
     """Time to fold the last 20,000 vectors into the ANN index (the worker's periodic step)."""
+    from annotation import vector_index
+
     if not meta["ann"]:
         return None
     began = time.perf_counter()
@@ -232,7 +220,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
         fill(corpus_id)
         phases["fill"] = time.perf_counter() - began
     corpus_services._fill_search_vectors = timed_fill
-    before = peak_mb()
+    before = maxrss_mib()
     started = time.perf_counter()
     with source.open("rb") as upload:
         corpus = corpus_services.create_corpus(name="bench", user=admin, upload=upload, projects=[project])
@@ -242,7 +230,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     print(f"1. import: {corpus.passages} passages searchable (lexically) after {imported:.0f} s "
           f"({corpus.passages / imported:.0f} passages/s); of which search vectors + VACUUM ANALYZE + frequent "
           f"terms {phases['fill']:.0f} s; {len(corpus.frequent_terms)} frequent terms; peak RSS {before:.0f} MB "
-          f"before, {peak_mb():.0f} MB after; load {os.getloadavg()[0]:.1f}", flush=True)
+          f"before, {maxrss_mib():.0f} MB after; load {load_average():.1f}", flush=True)
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_total_relation_size('annotation_passage'), pg_relation_size('passage_search_gin')")
@@ -261,7 +249,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     print(f"2. full-text search (with the passages' text), p50/p95: one query {1000 * percentile(one, .5):.0f} / "
           f"{1000 * percentile(one, .95):.0f} ms; a claim's 4 queries {1000 * percentile(four, .5):.0f} / "
           f"{1000 * percentile(four, .95):.0f} ms; table without vectors {table_bytes / 2**20:.0f} MiB (GIN index "
-          f"{gin_bytes / 2**20:.0f} MiB); load {os.getloadavg()[0]:.1f}", flush=True)
+          f"{gin_bytes / 2**20:.0f} MiB); load {load_average():.1f}", flush=True)
 
     written = write_vectors(corpus.id)
     last = corpus.passage_set.order_by("-id").values_list("id", flat=True).first()
@@ -285,7 +273,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
           f"PostgreSQL, {'IVF-SQ8 trained and filled' if meta['ann'] else 'exact: no ANN index'}) {built:.0f} s; "
           f"files: " + ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in sorted(sizes.items()))
           + (f"; folding a 20,000-row tail into the ANN index {fold:.1f} s" if fold is not None else "")
-          + f"; load {os.getloadavg()[0]:.1f}", flush=True)
+          + f"; load {load_average():.1f}", flush=True)
 
     print_recall(meta, directory, vectors, Corpus.objects.get(pk=corpus.pk))
 
@@ -310,7 +298,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     n = corpus.passages
     per_passage = {"postgresql (text, search vector, GIN, vector bytea)": table_with_vectors / n,
                    "index files (float32 vectors, ids, IVF-SQ8)": sum(sizes.values()) / n}
-    print(f"6. extrapolation (linear in passages for sizes; see benchmarks/README.md for the method):")
+    print("6. extrapolation (linear in passages for sizes; see benchmarks/README.md for the method):")
     for millions in (1, 10, 30):
         total = millions * 1_000_000
         print(f"   {millions:>2} M passages: " + "; ".join(f"{k} {v * total / 2**30:.1f} GiB" for k, v in
@@ -360,7 +348,7 @@ def run_vectors_only(args, tmp: Path) -> None:
           f"IVF-SQ8 built (trained on a sample, every row added, written) in {built:.0f} s; folding a "
           f"20,000-row tail in {fold or 0:.1f} s; files: " + ", ".join(f"{k} {v / 2**20:.0f} MiB"
                                                                       for k, v in sorted(sizes.items()))
-          + f"; load {os.getloadavg()[0]:.1f}", flush=True)
+          + f"; load {load_average():.1f}", flush=True)
     print_recall(meta, directory, vectors, types.SimpleNamespace(id=corpus_id, embedded_through=args.passages,
                                                                  embedded=args.passages))
     child = subprocess.run([sys.executable, __file__, "--database", args.database, "--search-child", str(corpus_id),
@@ -445,7 +433,7 @@ def search_child_vectors(args) -> None:
             _indexed_vectors(readers, sorted({pid for hits in found for pid, _ in hits}))
             timings.append(time.perf_counter() - began)
         result[label] = {"p50": 1000 * percentile(timings, .5), "p95": 1000 * percentile(timings, .95),
-                         "load": os.getloadavg()[0]}
+                         "load": load_average()}
     result["end"] = status_mb()
     result["faiss"] = "faiss" in sys.modules
     print(json.dumps(result))
@@ -497,7 +485,7 @@ def search_child(args) -> None:
             dense.append(time.perf_counter() - t0)
         result[label] = {"p50": 1000 * percentile(totals, .5), "p95": 1000 * percentile(totals, .95),
                          "search_p50": 1000 * percentile(searching, .5), "rank_p50": 1000 * percentile(ranking, .5),
-                         "dense_p50": 1000 * percentile(dense, .5), "load": os.getloadavg()[0]}
+                         "dense_p50": 1000 * percentile(dense, .5), "load": load_average()}
     result["end"] = status_mb()
     print(json.dumps(result))
 

@@ -25,7 +25,11 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from pipeline.dfactscore_scores import model_scores, paragraph_scores, partition_agreements  # noqa: E402
+from pipeline.dfactscore_scores import (  # noqa: E402
+    model_scores,
+    paragraph_scores,
+    partition_agreements,
+)
 
 LABELS = ("supported", "supported", "supported", "not_supported", "irrelevant")
 BUDGET_SECONDS = 2.0

@@ -54,7 +54,6 @@ def load(variant: str):
         return embedding_backends.load_torch_model()
     if variant == "torch-int8":
         import torch
-
         from torch.ao.quantization import per_channel_dynamic_qconfig
 
         model = embedding_backends.load_torch_model()

@@ -33,16 +33,24 @@ import argparse
 import json
 import os
 import random
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import (  # noqa: E402  (and the repository on the path)
+    configure_environment,
+    create_database,
+    django_setup,
+    drop_database,
+    load_average,
+    maxrss_mib,
+    migrate,
+    percentile,
+)
+
 DB = "workbench_evidence_bench"
 SYLLABLES = ("ka", "lo", "mi", "ner", "sto", "va", "rin", "del", "tor", "ash", "bel", "cu", "dra", "fen", "gal", "hu")
 FILLER = "the of and in to was is for on with as by at from its their".split()
@@ -54,10 +62,6 @@ def vocabulary(rng: random.Random, size: int = 30_000) -> list[str]:
     while len(words) < size:
         words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))))
     return sorted(words)
-
-
-def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 WEIGHTS: list[float] = []
@@ -86,21 +90,6 @@ def write_corpus(path: Path, passages: int, rng: random.Random, make_sentence=No
     return documents
 
 
-def setup_django() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{DB}"
-    os.environ.setdefault("DJANGO_SECRET_KEY", "benchmark-only")
-    os.environ.pop("CELERY_BROKER_URL", None)
-    import django
-
-    django.setup()
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 def main() -> None:
     import logging
 
@@ -113,20 +102,18 @@ def main() -> None:
     args = parser.parse_args()
     rng = random.Random(7)
 
-    subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB], check=True)
-    subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", DB], check=True)
+    configure_environment(DB)
+    create_database(DB)
     try:
-        setup_django()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
+        django_setup()
+        migrate()
         run(args, rng)
     finally:
         from django.db import connections
 
         connections.close_all()
         if not args.keep:
-            subprocess.run(["dropdb", "-h", "127.0.0.1", "-U", "postgres", "--if-exists", DB], check=False)
+            drop_database(DB)
 
 
 def run(args, rng: random.Random) -> None:
@@ -158,7 +145,7 @@ def run(args, rng: random.Random) -> None:
     words = statistics.mean(len(t.split()) for t in Passage.objects.filter(corpus=corpus)
                             .values_list("text", flat=True)[:2000])
     print(f"1. corpus import: {documents} documents -> {corpus.passages} passages (mean {words:.0f} words) "
-          f"searchable after {elapsed:.1f} s ({corpus.passages / elapsed:.0f} passages/s); peak RSS {rss_mb():.0f} MB")
+          f"searchable after {elapsed:.1f} s ({corpus.passages / elapsed:.0f} passages/s); peak RSS {maxrss_mib():.0f} MB")
 
     sample = list(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", "text")[:args.embed_sample])
     retrieval.embed(["warm up"])
@@ -166,7 +153,7 @@ def run(args, rng: random.Random) -> None:
     vectors = retrieval.embed([text for _, text in sample])
     rate = len(sample) / (time.perf_counter() - started)
     print(f"2. embedding: {rate:.1f} passages/s (batch 32) -> the whole corpus in {corpus.passages / rate / 60:.0f} min "
-          f"of one worker; peak RSS {rss_mb():.0f} MB")
+          f"of one worker; peak RSS {maxrss_mib():.0f} MB")
     Passage.objects.bulk_update([Passage(id=pid, embedding=v.tobytes()) for (pid, _), v in zip(sample, vectors)],
                                 ["embedding"])
     rest = Passage.objects.filter(corpus=corpus, embedding__isnull=True).order_by("id").values_list("id", flat=True)
@@ -219,7 +206,7 @@ def run(args, rng: random.Random) -> None:
               f"p50 of embedding the queries {1000 * percentile([p[0] for p in phases], 0.5):.0f} ms, "
               f"searching {1000 * percentile([p[1] for p in phases], 0.5):.0f} ms, "
               f"ranking {1000 * percentile([p[2] for p in phases], 0.5):.0f} ms; load average "
-              f"{os.getloadavg()[0]:.1f}")
+              f"{load_average():.1f}")
     # Where the search's time goes, for the claims alone: full-text search, the dense scan, the rest
     # (fetching the passages' text, building candidates).
     from annotation.evidence.corpus_search import dense_hits_many, lexical_hits_many, searchable_corpora
@@ -236,14 +223,16 @@ def run(args, rng: random.Random) -> None:
         dense.append(time.perf_counter() - middle)
     print(f"   one query's full-text search p50 {1000 * percentile(lexical, 0.5):.1f} ms, p95 "
           f"{1000 * percentile(lexical, 0.95):.1f} ms; dense scan p50 {1000 * percentile(dense, 0.5):.1f} ms; "
-          f"first search, loading the vectors: {first:.1f} s; peak RSS {rss_mb():.0f} MB")
+          f"first search, loading the vectors: {first:.1f} s; peak RSS {maxrss_mib():.0f} MB")
 
     from pipeline.factcheck_step2 import ClaimToCheck, suggest_step2
-    from tests.fake_llm import FakeLLMServer, last_user_message
+    from tests.helpers.fake_llm import FakeLLMServer, last_user_message
 
     def answer(request):
         return '["When did it happen?", "Who did it?"]' if "Questions:" in last_user_message(request) else "irrelevant"
 
+    # the fake LLM listens on loopback, which the outbound policy allows a staff-set service only with this
+    os.environ["OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS"] = "1"
     item = [ClaimToCheck(f"sentence{i}/0", claims[i]) for i in range(5)]
     concurrency = 8
     walls = []
@@ -256,7 +245,7 @@ def run(args, rng: random.Random) -> None:
     print(f"4. pre-annotation of one item with 5 claims, loopback LLM at 200 ms, llm.concurrency {concurrency}: "
           f"{' / '.join(f'{w:.2f}' for w in walls)} s wall in three runs ({calls} calls a run, "
           f"{sum(len(c['evidence']) for c in result['claims'])} passages with stance hints); load average "
-          f"{os.getloadavg()[0]:.1f}")
+          f"{load_average():.1f}")
 
 
 if __name__ == "__main__":

@@ -31,11 +31,16 @@ import time
 import tracemalloc
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from benchmarks.felm_scale import configure_environment, create_database, django_setup, drop_database, migrate  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import (  # noqa: E402
+    configure_environment,
+    create_database,
+    django_setup,
+    drop_database,
+    load_average,
+    migrate,
+    print_table,
+)
 
 DB = "workbench_export_bench"
 TARGET_S = 2.0
@@ -151,16 +156,18 @@ def main() -> None:
     try:
         django_setup()
         migrate()
-        print(f"load average {os.getloadavg()[0]:.2f}")
+        print(f"load average {load_average():.2f}")
         projects = {n: load(n, f"export bench {n}") for n in (args.small_items, args.items)}
-        print("\n| items | format | seconds | CPU s | MiB written | traced peak MiB |")
-        print("| --- | --- | --- | --- | --- | --- |")
+        rows = []
         for items, project_id in projects.items():
             for fmt, stored in (("factcheck-bench", True), ("factcheck-bench", False), ("factcheck-subtasks", True)):
                 r = measure(project_id, fmt, stored)
                 label = f"{fmt} ({'stored' if stored else 'rendered'} lines)" if fmt == "factcheck-bench" else fmt
-                print(f"| {items:,} | {label} | {r['seconds']:.2f} | {r['cpu']:.2f} | {r['bytes'] / 2**20:.1f} | {r['peak_mib']:.1f} |")
-        print(f"\nload average {os.getloadavg()[0]:.2f}; target: factcheck-bench ≤ {TARGET_S} s at {args.items:,} items, "
+                rows.append((f"{items:,}", label, f"{r['seconds']:.2f}", f"{r['cpu']:.2f}",
+                             f"{r['bytes'] / 2**20:.1f}", f"{r['peak_mib']:.1f}"))
+        print()
+        print_table(("items", "format", "seconds", "CPU s", "MiB written", "traced peak MiB"), rows, markdown=True)
+        print(f"\nload average {load_average():.2f}; target: factcheck-bench ≤ {TARGET_S} s at {args.items:,} items, "
               "peak memory the same at both sizes")
     finally:
         if not args.keep:

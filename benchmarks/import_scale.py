@@ -26,10 +26,8 @@ import http.client
 import json
 import os
 import random
-import secrets
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,8 +35,20 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import PG_SERVER, REPO_ROOT, children_of, free_port, reset_peak_rss, status_kib  # noqa: E402
-from harness import admin_sql as _admin_sql  # noqa: E402
+from harness import (  # noqa: E402
+    bench_environment,
+    children_of,
+    create_database,
+    drop_database,
+    free_port,
+    gunicorn_command,
+    load_average,
+    reset_peak_rss,
+    start_process,
+    status_kib,
+    stop_processes,
+)
+
 DB_NAME = "workbench_bench_import"
 TARGET_REQUEST_S = 1.0
 TARGET_WORKER_RSS_MIB = 300
@@ -51,19 +61,15 @@ WORDS = ("claim", "river", "paper", "treaty", "signal", "museum", "vaccine", "or
 def child_environment(data_dir: Path, redis_url: str, queue: str) -> dict:
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": f"{PG_SERVER}/{DB_NAME}",
+        **bench_environment(DB_NAME, data_dir),
         "CELERY_BROKER_URL": redis_url,
         "CELERY_TASK_DEFAULT_QUEUE": queue,
-        "DJANGO_DATA_DIR": str(data_dir),
-        "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50),
-        "DJANGO_DEBUG": "false",  # DEBUG would keep every query in memory
+        "INTERACTIVE_QUEUE": queue,  # imports go to the interactive queue: the same one, served by our worker
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
         "IMPORT_MAX_UPLOAD_BYTES": str(400 * 2**20),
-        "LOG_LEVEL": "WARNING",
     }
     os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "CELERY_BROKER_URL",
-                                           "CELERY_TASK_DEFAULT_QUEUE", "DJANGO_DATA_DIR", "DJANGO_SECRET_KEY",
+                                           "CELERY_TASK_DEFAULT_QUEUE", "INTERACTIVE_QUEUE", "DJANGO_DATA_DIR", "DJANGO_SECRET_KEY",
                                            "DJANGO_DEBUG", "DJANGO_ALLOWED_HOSTS", "LOG_LEVEL")})
     return env
 
@@ -77,18 +83,13 @@ class Processes:
         self.web = self.worker = None
 
     def __enter__(self):
-        bin_dir = Path(sys.executable).parent
-        self.web = subprocess.Popen(
-            [str(bin_dir / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{self.port}", "--workers",
-             str(self.web_workers), "--timeout", "30", "--log-level", "warning"],
-            cwd=REPO_ROOT, env=self.env, stdout=(self.tmp / "gunicorn.log").open("wb"), stderr=subprocess.STDOUT,
-            start_new_session=True)
-        self.worker = subprocess.Popen(
+        self.web = start_process(gunicorn_command(self.port, "--workers", str(self.web_workers), "--timeout", "30"),
+                                 self.tmp / "gunicorn.log", self.env)
+        self.worker = start_process(
             [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING",
              "-Q", self.env["CELERY_TASK_DEFAULT_QUEUE"], "--hostname", f"bench-{uuid.uuid4().hex[:6]}@%h",
              "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=REPO_ROOT, env=self.env, stdout=(self.tmp / "worker.log").open("wb"), stderr=subprocess.STDOUT,
-            start_new_session=True)
+            self.tmp / "worker.log", self.env)
         return self
 
     def web_workers_pids(self) -> list[int]:
@@ -100,16 +101,7 @@ class Processes:
                 raise RuntimeError(f"{name} exited: {(self.tmp / log).read_text()[-3000:]}")
 
     def __exit__(self, *exc):
-        for process in (self.web, self.worker):
-            if process and process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in (self.web, self.worker):
-            if process:
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
-                    process.wait(timeout=10)
+        stop_processes(self.web, self.worker)
 
 
 # -- data ---------------------------------------------------------------------------------------
@@ -200,8 +192,11 @@ def run_import(processes: Processes, token: str, project_id: int, path: Path) ->
     if status != 202:
         raise RuntimeError(f"import answered {status}: {job}")
     job_times, progress_times, states = [], [], []
+    deadline = time.monotonic() + 3600
     while True:
         processes.check_alive()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the import job is still {job['state']} after an hour")
         status, job, seconds = request(processes.port, "GET", job["url"], token)
         _, _, progress_s = request(processes.port, "GET", f"/api/projects/{project_id}/progress/", token)
         job_times.append(seconds)
@@ -253,14 +248,13 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="import-bench-"))
     env = child_environment(tmp / "data", args.redis, f"import-bench-{uuid.uuid4().hex[:8]}")
-    _admin_sql(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
-    _admin_sql(f'CREATE DATABASE "{DB_NAME}"')
+    create_database(DB_NAME)
     try:
         import django
 
         django.setup()
-        from django.core.management import call_command
         from django.contrib.auth import get_user_model
+        from django.core.management import call_command
         from rest_framework.authtoken.models import Token
 
         from annotation.models import Role
@@ -286,7 +280,7 @@ def main() -> None:
         if args.big_mib:
             print(f"generated the large file: {write_big(big, args.big_mib) / 2**20:.1f} MiB "
                   f"({sum(1 for _ in big.open('rb'))} lines)")
-        print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; gunicorn {args.web_workers} sync "
+        print(f"machine: {os.cpu_count()} cores, load average {load_average():.1f}; gunicorn {args.web_workers} sync "
               "workers; Celery worker --pool=solo; PostgreSQL on loopback")
 
         with Processes(env, tmp, args.web_workers) as processes:
@@ -301,7 +295,7 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        _admin_sql(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+        drop_database(DB_NAME)
         shutil.rmtree(tmp, ignore_errors=True)
         print(f"database {DB_NAME} dropped, temporary files removed")
 

@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import REPO_ROOT, print_table  # noqa: E402  (and the repository on the path)
 
+# isort: split
 from pipeline.factcheck_step1 import suggest_step1  # noqa: E402
-from tests.fake_llm import FakeLLMServer, well_behaved_responder  # noqa: E402
 from pipeline.llm import LLMConfig  # noqa: E402
+from tests.helpers.fake_llm import FakeLLMServer, well_behaved_responder  # noqa: E402
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared/data/factcheck-bench/factcheck-GPT-benchmark.jsonl"
 
@@ -50,6 +52,8 @@ def bench_offline(items: list[tuple[str, str]]) -> None:
 
 def bench_llm(items: list[tuple[str, str]], latency: float, concurrency: int) -> None:
     rows = []
+    # the fake LLM listens on loopback, which the outbound policy allows a staff-set service only with this
+    os.environ["OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS"] = "1"
     with FakeLLMServer(well_behaved_responder, delay=latency) as server:
         config = LLMConfig(base_url=server.base_url, model="loopback", concurrency=concurrency)
         started = time.perf_counter()
@@ -67,9 +71,9 @@ def bench_llm(items: list[tuple[str, str]], latency: float, concurrency: int) ->
         f"llm (loopback, {latency * 1000:.0f} ms/call, concurrency {concurrency}): {len(items)} items"
         f" in {elapsed:.2f} s = {len(items) / elapsed:.2f} items/s; max calls in flight {max_in_flight}"
     )
-    print(f"{'item':>4} {'calls':>5} {'wall s':>7} {'sum of calls s':>15} {'overlap':>8}")
-    for index, (wall, calls, call_sum) in enumerate(rows):
-        print(f"{index:>4} {calls:>5} {wall:>7.2f} {call_sum:>15.2f} {call_sum / wall:>7.1f}x")
+    print_table(("item", "calls", "wall s", "sum of calls s", "overlap"),
+                [(index, calls, f"{wall:.2f}", f"{call_sum:.2f}", f"{call_sum / wall:.1f}x")
+                 for index, (wall, calls, call_sum) in enumerate(rows)])
     walls = [r[0] for r in rows]
     sums = [r[2] for r in rows]
     print(

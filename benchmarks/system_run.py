@@ -25,53 +25,46 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import random
-import secrets
 import sys
-import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness import (  # noqa: E402
+    configure_environment,
+    create_database,
+    django_setup,
+    drop_database,
+    migrate,
+    wall_and_cpu,
+)
 
-PG_SERVER = "postgres://postgres@127.0.0.1:5432"
 DB = "workbench_bench_runs"
 SEGMENTS = 5
 LEADERBOARD_TARGET_S = 0.2
 
 
-def admin_sql(statement: str) -> None:
-    import psycopg
-
-    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as conn:
-        conn.execute(statement)
-
-
 def setup(data_dir: str) -> None:
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-    os.environ["DATABASE_URL"] = f"{PG_SERVER}/{DB}"
-    os.environ["DJANGO_DEBUG"] = "false"
-    os.environ.setdefault("DJANGO_SECRET_KEY", secrets.token_urlsafe(50))  # a throwaway database: a throwaway key
-    os.environ["DJANGO_DATA_DIR"] = data_dir
-    os.environ["LOG_LEVEL"] = "WARNING"
-    os.environ.pop("CELERY_BROKER_URL", None)
-    admin_sql(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
-    admin_sql(f'CREATE DATABASE "{DB}"')
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0, interactive=False)
+    configure_environment(DB, data_dir)
+    create_database(DB)
+    django_setup()
+    migrate()
 
 
 def build_project(items: int):
     """N FELM items with gold records, each annotated by two annotators (about 10 % disagree)."""
     from django.contrib.auth import get_user_model
 
-    from annotation.models import Annotation, Assignment, AssignmentRole, AssignmentStatus, GoldRecord, Item, ItemStage, StageStatus
+    from annotation.models import (
+        Annotation,
+        Assignment,
+        AssignmentRole,
+        AssignmentStatus,
+        GoldRecord,
+        Item,
+        ItemStage,
+        StageStatus,
+    )
     from annotation.services.projects import create_project
 
     users = get_user_model()
@@ -116,9 +109,7 @@ def predictions_file(gold, error_rate: float, seed: int) -> io.BytesIO:
 
 
 def timed(step, label: str):
-    wall, cpu = time.perf_counter(), time.process_time()
-    result = step()
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    result, wall, cpu = wall_and_cpu(step)
     print(f"{label}: {wall:.2f} s wall, {cpu:.2f} s CPU")
     return result, wall
 
@@ -140,7 +131,7 @@ def main() -> None:
 
             connections.close_all()
             if not args.keep:
-                admin_sql(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
+                drop_database(DB)
 
 
 def run(args) -> None:

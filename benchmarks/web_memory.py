@@ -23,16 +23,25 @@ import argparse
 import http.client
 import json
 import os
-import secrets
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness import PG_SERVER, REPO_ROOT, admin_sql, children_of, free_port, status_kib  # noqa: E402
+from harness import (  # noqa: E402
+    bench_environment,
+    children_of,
+    create_database,
+    drop_database,
+    free_port,
+    gunicorn_command,
+    load_average,
+    start_process,
+    status_kib,
+    stop_processes,
+)
 
 
 def pss_kib(pid: int) -> int:
@@ -79,14 +88,10 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     tmp = Path(tempfile.mkdtemp(prefix="memory-bench-"))
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
-           "DATABASE_URL": f"{PG_SERVER}/{args.db}", "DJANGO_DATA_DIR": str(tmp / "data"),
-           "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50),
-           "DJANGO_DEBUG": "false", "DJANGO_ALLOWED_HOSTS": "127.0.0.1", "LOG_LEVEL": "WARNING"}
+    env = {**os.environ, **bench_environment(args.db, tmp / "data"), "DJANGO_ALLOWED_HOSTS": "127.0.0.1"}
     os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "DJANGO_DATA_DIR",
                                            "DJANGO_SECRET_KEY", "DJANGO_DEBUG", "DJANGO_ALLOWED_HOSTS")})
-    admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-    admin_sql(f'CREATE DATABASE "{args.db}"')
+    create_database(args.db)
     web = None
     try:
         import django
@@ -139,15 +144,13 @@ def main() -> None:
         admin_api = {"Authorization": f"Token {Token.objects.create(user=admin).key}", "Accept": "application/json"}
 
         port = free_port()
-        command = [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}",
-                   "--workers", str(args.workers), "--timeout", "60", "--log-level", "warning"]
+        command = gunicorn_command(port, "--workers", str(args.workers), "--timeout", "60")
         if args.preload:
             command.append("--preload")
         if args.threads:
             command += ["--threads", str(args.threads)]
-        print(f"load average {os.getloadavg()[0]:.1f}; {' '.join(command[1:])}")
-        web = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=(tmp / "gunicorn.log").open("wb"),
-                               stderr=subprocess.STDOUT, start_new_session=True)
+        print(f"load average {load_average():.1f}; {' '.join(command[1:])}")
+        web = start_process(command, tmp / "gunicorn.log", env)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if web.poll() is not None:
@@ -178,16 +181,11 @@ def main() -> None:
         print(f"peak (VmHWM): total {sum(v['hwm'] for v in snap.values()):.0f} MiB, largest worker "
               f"{max(v['hwm'] for p, v in snap.items() if p != web.pid):.0f} MiB")
     finally:
-        if web and web.poll() is None:
-            web.send_signal(signal.SIGTERM)
-            try:
-                web.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(web.pid, signal.SIGKILL)
+        stop_processes(web)
         from django.db import connections
 
         connections.close_all()
-        admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+        drop_database(args.db)
 
 
 if __name__ == "__main__":

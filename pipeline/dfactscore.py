@@ -172,7 +172,7 @@ def parse_groups(answer: str | None, facts: Sequence[str]) -> list[list[int]]:
     for index, fact in enumerate(facts):
         unused.setdefault(_key(fact), []).append(index)
     groups: list[list[int]] = [[]]
-    for number, line in enumerate((l for l in strip_code_fence(answer).splitlines() if l.strip()), 1):
+    for number, line in enumerate((text for text in strip_code_fence(answer).splitlines() if text.strip()), 1):
         if _SEPARATOR.match(line):
             groups.append([])
             continue
