@@ -41,6 +41,11 @@ RULES: dict[tuple[str, int], dict] = {
             "category": labelled(CLAIM_CATEGORIES, ("Factual", "Opinion", "Not a claim", "Other")),
             "claim_importance": labelled(CLAIM_IMPORTANCE, ("Yes", "Intermediate", "No")),
         },
+        # what a submit needs of each sentence and claim (step1.validate_payload): field -> its name
+        "required": {
+            "sentence": {"decontext": "decontextualised sentence", "importance": "importance", "checkworthy": "checkworthiness"},
+            "claim": {"text": "text", "category": "category", "importance": "importance"},
+        },
     },
     ("factcheck", 2): {
         "choices": {

@@ -65,6 +65,8 @@ export function theirAnswers(state) {
 
 // -- widgets the annotation pages share ----------------------------------------------------
 
+/* An http(s) link (what references and evidence URLs must be). */
+export const isHttpUrl = (value) => { try { return ["http:", "https:"].includes(new URL(value).protocol); } catch (e) { return false; } };
 export const classes = (...names) => names.filter(Boolean).join(" ");
 export const keyName = (key) => (/^[A-Z]$/.test(key) ? `⇧${key}` : key);
 

@@ -12,7 +12,7 @@ import {classes, el, keyName, suggested, theirBox, withKeys} from "./common.js";
 import {pageSaver} from "./save.js";
 import {endPage, submitAndContinue} from "./ending.js";
 import {legendLine} from "./keys.js";
-import {autosize, blankClaim, blankSentence, clone, missing, normalise, readablePath} from "./factcheck_model.js";
+import {autosize, blankClaim, blankSentence, clone, normalise, readablePath, sentenceLacks} from "./factcheck_model.js";
 
 
 // The page state, with the kind's label lists (state.rules, annotation/kinds/page_rules.py);
@@ -24,6 +24,8 @@ const CHECKWORTHY = withKeys(RULES.checkworthy, ["y", "n"]);
 const CHECKWORTHY_MORE = withKeys(RULES.checkworthy_more, ["O", "T", "H"]);
 const CATEGORIES = withKeys(RULES.category, ["f", "o", "t", "h"]);
 const CLAIM_IMPORTANCE = withKeys(RULES.claim_importance, ["q", "w", "e"]);
+// What a sentence still lacks before a submit, by the kind's rules.
+const missing = sentenceLacks(pageState.rules.required);
 
 const KEY_LEGEND = [
   legendLine(SENTENCE_IMPORTANCE, "sentence importance"),

@@ -17,20 +17,18 @@ export function blankSentence(sentence = {}) {
   };
 }
 
-/* What a sentence still lacks before it can be submitted (empty when it is done). */
-export function missing(sentence) {
-  const out = [];
-  if (!sentence.decontext.trim()) out.push("decontextualised sentence");
-  if (!sentence.importance) out.push("importance");
-  if (!sentence.checkworthy) out.push("checkworthiness");
-  sentence.claims.forEach((claim, index) => {
-    const lacks = [];
-    if (!claim.text.trim()) lacks.push("text");
-    if (!claim.category) lacks.push("category");
-    if (!claim.importance) lacks.push("importance");
-    if (lacks.length) out.push(`claim ${index + 1} ${lacks.join(", ")}`);
-  });
-  return out;
+/* What a sentence still lacks before it can be submitted (empty when it is done), by the
+ * kind's rules (``required``: field -> its name, for a sentence and for each of its claims). */
+export function sentenceLacks(required) {
+  const lacks = (unit, fields) => Object.entries(fields).filter(([name]) => !String(unit[name] ?? "").trim()).map(([, what]) => what);
+  return (sentence) => {
+    const out = lacks(sentence, required.sentence);
+    sentence.claims.forEach((claim, index) => {
+      const claimLacks = lacks(claim, required.claim);
+      if (claimLacks.length) out.push(`claim ${index + 1} ${claimLacks.join(", ")}`);
+    });
+    return out;
+  };
 }
 
 /* "sentences[1].claims[0].text" → "Sentence 2, claim 1, text". */

@@ -9,12 +9,12 @@
  * The DOM is built with el() (common.js) only: user text and passages are always inserted as text.
  */
 import * as common from "./common.js";
-import {classes, el, suggested, theirBox, withKeys} from "./common.js";
+import {classes, el, isHttpUrl, suggested, theirBox, withKeys} from "./common.js";
 import {pageSaver} from "./save.js";
 import {endPage, submitAndContinue} from "./ending.js";
 import * as WordDiff from "./diff.js";
-import {followJob} from "./follow.js";
-import {KEY_LEGEND, MANUAL, USES_IT, blankClaim, blankManual, isHttpUrl, label, missing, normalise, plural, readablePath, usedLabel} from "./factcheck_step2_model.js";
+import {searchEvidence, searchResults} from "./evidence_search.js";
+import {KEY_LEGEND, MANUAL, USES_IT, blankClaim, blankManual, label, missing, normalise, plural, readablePath, usedLabel} from "./factcheck_step2_model.js";
 
 
 // The page state, with the kind's label lists (state.rules, annotation/kinds/page_rules.py);
@@ -32,7 +32,6 @@ const SUFFICIENT = withKeys(RULES.sufficient, ["a", "A"]);
 // Factuality follows the edit decision in every released claim (server rule 6): one sets the other.
 const FACTUALITY_FOR_EDIT = pageState.rules.factuality_for_edit;
 const EDIT_FOR_FACTUALITY = Object.fromEntries(Object.entries(FACTUALITY_FOR_EDIT).map(([edit, factuality]) => [factuality, edit]));
-const POLL_MS = 700;
 
 function start(state, options = {}) {
   const consolidation = Boolean(options.consolidation);
@@ -122,38 +121,8 @@ function start(state, options = {}) {
   // -- search ----------------------------------------------------------------------------
 
   async function runSearch(index, query) {
-    const search = searches[index];
-    query = normalise(query);
-    if (!query) return;
-    Object.assign(search, {query, state: "queued", results: [], problems: [], error: ""});
-    renderSearch();
-    const wanted = () => search.query === query;  // a newer search replaces this one
-    const searching = (answer) => answer.ok && !["done", "failed"].includes(answer.data.state) && wanted();
-    let answer;
-    try {
-      answer = await common.api(state.search_url, "POST", {query, claim: claims[index].text});
-    } catch (networkError) {
-      answer = {ok: false, data: {detail: "no connection to the server"}};
-    }
-    if (searching(answer)) {
-      search.state = answer.data.state;
-      renderSearch();
-      await followJob({url: answer.data.url, every: POLL_MS, running: () => searching(answer), patience: 1,
-        onAnswer: (data) => {
-          answer = {ok: true, data};
-          if (searching(answer)) { search.state = data.state; renderSearch(); }
-        },
-        onLost: (lost) => { answer = lost; }});
-    }
-    if (!wanted()) return;
-    if (!answer.ok) {
-      search.state = "failed";
-      const detail = answer.data.detail || Object.values(answer.data).flat().join("; ");
-      search.error = `The search did not run: ${detail || "error"}.`;
-    } else {
-      Object.assign(search, {state: answer.data.state, results: answer.data.results || [], problems: answer.data.problems || []});
-    }
-    renderSearch();
+    await searchEvidence(searches[index], {url: state.search_url, query: normalise(query), claim: claims[index].text,
+      render: renderSearch});
   }
 
   function focusSearch() {
@@ -388,28 +357,11 @@ function start(state, options = {}) {
     const box = editorEl.querySelector(".fc2-search-results");
     if (!box) return;
     const search = searches[current];
-    const status = {queued: "Searching…", running: "Searching…"}[search.state];
     const known = new Set(answers[current].manual_evidence.map((m) => `${m.url} ${normalise(m.text)}`));
-    box.replaceChildren(...[
-      status ? el("p", {className: "hint", role: "status"}, status) : null,
-      search.error ? el("p", {className: "error"}, search.error) : null,
-      ...search.problems.map((p) => el("p", {className: "warning"}, p)),
-      search.state === "done" && !search.results.length ? el("p", {className: "hint"}, `Nothing found for “${search.query}”.`) : null,
-      search.results.length ? el("ol", {className: "fc2-results"}, search.results.map((result) => {
-        const added = known.has(`${result.url} ${normalise(result.text)}`);
-        return el("li", {className: "fc2-result"},
-          el("div", {className: "fc2-passage-head"},
-            result.url && isHttpUrl(result.url)
-              ? el("a", {href: result.url, target: "_blank", rel: "noopener noreferrer", className: "fc2-title"}, result.title || result.url)
-              : el("span", {className: "fc2-title"}, result.title || "untitled source"),
-            el("span", {className: "badge fc2-source"}, result.source),
-            el("span", {className: "spacer"}),
-            readOnly ? null : el("button", {type: "button", className: "small fc2-add-result", disabled: added,
-              onclick: () => { addManual({text: result.text, url: result.url, query: search.query}, {focus: false}); renderSearch(); }},
-            added ? "Added" : "Add as evidence")),
-          el("blockquote", {className: "fc2-passage-text", tabindex: 0}, result.text));
-      })) : null,
-    ].filter(Boolean));
+    box.replaceChildren(...searchResults(search, {
+      added: (result) => known.has(`${result.url} ${normalise(result.text)}`), readOnly,
+      onAdd: (result) => { addManual({text: result.text, url: result.url, query: search.query}, {focus: false}); renderSearch(); },
+    }));
   }
 
   function verdictField(key, title, options, pick) {

@@ -1,5 +1,6 @@
 /* Factcheck-Bench step 2's claim answers as plain data: blank answers, readable field paths,
  * the key legend (factcheck_step2.js draws the page). */
+import {isHttpUrl} from "./common.js";
 
 export const MANUAL = "manual:";
 // The box an annotator ticks on evidence their correction uses (its text, and what a hint names).
@@ -24,7 +25,6 @@ export const KEY_LEGEND = [
 
 export const label = (options, value) => (options.find(([v]) => v === value) || [value, value ?? "–"])[1];
 export const normalise = (text) => (text || "").split(/\s+/).filter(Boolean).join(" ");
-export const isHttpUrl = (value) => { try { return ["http:", "https:"].includes(new URL(value).protocol); } catch (e) { return false; } };
 export const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 export function blankManual(entry = {}) {
