@@ -40,6 +40,9 @@ def test_imports_name_scripts_that_exist_and_export_what_is_imported():
             if names.startswith("{"):
                 wanted = {name.strip().split(" as ")[0] for name in names.strip("{} ").split(",")}
                 assert wanted <= exported, f"{script.name}: {sorted(wanted - exported)} not exported by {target}"
+                body = re.sub(r"^import .*$", "", script_text(script), flags=re.M)
+                unused = {name for name in wanted if not re.search(rf"\b{name}\b", body)}
+                assert not unused, f"{script.name} imports {sorted(unused)} and does not use them"
 
 
 def test_templates_load_scripts_as_modules_and_have_no_inline_code():

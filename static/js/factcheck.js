@@ -8,7 +8,7 @@
  * The DOM is built with el() (common.js) only: user text is always inserted as text.
  */
 import * as common from "./common.js";
-import {classes, el, keyName, suggested, theirBox, withKeys} from "./common.js";
+import {classes, el, labelOf, suggested, theirBox, withKeys} from "./common.js";
 import {pageSaver} from "./save.js";
 import {endPage, submitAndContinue} from "./ending.js";
 import {legendLine} from "./keys.js";
@@ -45,12 +45,11 @@ const KEY_LEGEND = [
   ["Ctrl+Enter", "submit"],
 ];
 
-const label = (options, value) => (options.find(([v]) => v === value) || [value, value ?? "–"])[1];
 const readable = {
-  importance: (v) => label(SENTENCE_IMPORTANCE, v),
-  checkworthy: (v) => label([...CHECKWORTHY, ...CHECKWORTHY_MORE], v),
-  category: (v) => label(CATEGORIES, v),
-  claimImportance: (v) => label(CLAIM_IMPORTANCE, v),
+  importance: (v) => labelOf(SENTENCE_IMPORTANCE, v),
+  checkworthy: (v) => labelOf([...CHECKWORTHY, ...CHECKWORTHY_MORE], v),
+  category: (v) => labelOf(CATEGORIES, v),
+  claimImportance: (v) => labelOf(CLAIM_IMPORTANCE, v),
 };
 function start(state, options = {}) {
   const consolidation = Boolean(options.consolidation);

@@ -9,12 +9,12 @@
  * The DOM is built with el() (common.js) only: user text and passages are always inserted as text.
  */
 import * as common from "./common.js";
-import {classes, el, isHttpUrl, suggested, theirBox, withKeys} from "./common.js";
+import {classes, el, isHttpUrl, labelOf, suggested, theirBox, withKeys} from "./common.js";
 import {pageSaver} from "./save.js";
 import {endPage, submitAndContinue} from "./ending.js";
 import * as WordDiff from "./diff.js";
 import {searchEvidence, searchResults} from "./evidence_search.js";
-import {KEY_LEGEND, MANUAL, USES_IT, blankClaim, blankManual, label, missing, normalise, plural, readablePath, usedLabel} from "./factcheck_step2_model.js";
+import {KEY_LEGEND, MANUAL, USES_IT, blankClaim, blankManual, missing, normalise, plural, readablePath, usedLabel} from "./factcheck_step2_model.js";
 
 
 // The page state, with the kind's label lists (state.rules, annotation/kinds/page_rules.py);
@@ -283,7 +283,7 @@ function start(state, options = {}) {
     const hint = passage.stance_hint;
     if (!hint || !hint.label) return null;
     const by = provenance.stance?.model || provenance.llm?.model || "the model";
-    return suggested(hint.label, (v) => label(STANCES, v), `suggested by ${by}: not selected for you`);
+    return suggested(hint.label, (v) => labelOf(STANCES, v), `suggested by ${by}: not selected for you`);
   }
 
   function renderPassage(passage, k) {
@@ -306,7 +306,7 @@ function start(state, options = {}) {
         choices(STANCES, answer.stances[k], (v) => setPassage(k, "stances", v),
           {className: "fc2-stance", disagree: isDisagreed(`${path}.stances[${k}]`), invalid: invalid(`${path}.stances[${k}]`)}),
         consolidation ? null : stanceHint(passage)),
-      theirValues(annotations.map((a) => (theirClaim(a).stances || [])[k] ?? null), (v) => label(STANCES, v),
+      theirValues(annotations.map((a) => (theirClaim(a).stances || [])[k] ?? null), (v) => labelOf(STANCES, v),
         (v) => setPassage(k, "stances", v)),
       el("div", {className: "fc-choice-line"},
         el("span", {className: "fc-choice-label"}, "Source"),
@@ -315,7 +315,7 @@ function start(state, options = {}) {
         el("label", {className: "fc2-used"},
           el("input", {type: "checkbox", checked: usedOn, disabled: readOnly, onchange: () => toggleUsed(k)}),
           " correction uses it ", el("kbd", {}, "g"))),
-      theirValues(annotations.map((a) => (theirClaim(a).reliable || [])[k] ?? null), (v) => label(RELIABLE, v),
+      theirValues(annotations.map((a) => (theirClaim(a).reliable || [])[k] ?? null), (v) => labelOf(RELIABLE, v),
         (v) => setPassage(k, "reliable", v)));
   }
 
@@ -370,7 +370,7 @@ function start(state, options = {}) {
       el("div", {className: "fc-choice-line"},
         el("span", {className: "fc-field-label"}, title),
         choices(options, answers[current][key], pick, {className: `fc2-${key}`, invalid: invalid(path)})),
-      theirValues(annotations.map((a) => theirClaim(a)[key] ?? null), (v) => label(options, v), pick));
+      theirValues(annotations.map((a) => theirClaim(a)[key] ?? null), (v) => labelOf(options, v), pick));
   }
 
   function renderEditor() {

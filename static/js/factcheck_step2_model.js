@@ -23,7 +23,6 @@ export const KEY_LEGEND = [
   ["Ctrl+Enter", "submit"],
 ];
 
-export const label = (options, value) => (options.find(([v]) => v === value) || [value, value ?? "–"])[1];
 export const normalise = (text) => (text || "").split(/\s+/).filter(Boolean).join(" ");
 export const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
