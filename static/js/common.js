@@ -97,7 +97,6 @@ export function compareRow(boxes, agreed, columns) {
   return el("div", {className: classes("fc-compare", agreed && "agreed"), style: `--columns: ${columns}`}, boxes);
 }
 
-
 /* The page's state (``json_script`` "state", built by the view with the kind's label lists and
  * rules in ``rules``) and whether it is a consolidation page. */
 export function pageState() {

@@ -14,7 +14,6 @@ export async function submitAndContinue(saverInstance, button, nextUrl) {
   if (result.ok) window.location.href = nextUrl;
 }
 
-
 export function showReadOnly(button, statusElement, state) {
   button.disabled = true;
   const why = state.submitted ? "Submitted" : {discarded: "Discarded", done: "Gold record saved"}[state.status];

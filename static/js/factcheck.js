@@ -14,7 +14,6 @@ import {endPage, submitAndContinue} from "./ending.js";
 import {legendLine} from "./keys.js";
 import {autosize, blankClaim, blankSentence, clone, normalise, readablePath, sentenceLacks} from "./factcheck_model.js";
 
-
 // The page state, with the kind's label lists (state.rules, annotation/kinds/page_rules.py);
 // the page adds a key to each entry, in list order.
 const {state: pageState, consolidation: consolidating} = common.pageState();

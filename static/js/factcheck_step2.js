@@ -12,10 +12,10 @@ import * as common from "./common.js";
 import {classes, el, isHttpUrl, labelOf, suggested, theirBox, withKeys} from "./common.js";
 import {pageSaver} from "./save.js";
 import {endPage, submitAndContinue} from "./ending.js";
+import {legendLine} from "./keys.js";
 import * as WordDiff from "./diff.js";
 import {searchEvidence, searchResults} from "./evidence_search.js";
-import {KEY_LEGEND, MANUAL, USES_IT, blankClaim, blankManual, missing, normalise, plural, readablePath, usedLabel} from "./factcheck_step2_model.js";
-
+import {MANUAL, USES_IT, blankClaim, blankManual, missing, normalise, plural, readablePath, usedLabel} from "./factcheck_step2_model.js";
 
 // The page state, with the kind's label lists (state.rules, annotation/kinds/page_rules.py);
 // the page adds a key to each entry, in list order.
@@ -32,6 +32,23 @@ const SUFFICIENT = withKeys(RULES.sufficient, ["a", "A"]);
 // Factuality follows the edit decision in every released claim (server rule 6): one sets the other.
 const FACTUALITY_FOR_EDIT = pageState.rules.factuality_for_edit;
 const EDIT_FOR_FACTUALITY = Object.fromEntries(Object.entries(FACTUALITY_FOR_EDIT).map(([edit, factuality]) => [factuality, edit]));
+
+const KEY_LEGEND = [
+  ["] / [", "next / previous claim"],
+  ["j / ↓, k / ↑", "next / previous passage (then your own evidence)"],
+  legendLine(STANCES, "stance of the passage"),
+  ["r / ⇧R", "the passage's (or your evidence's) source is reliable / not reliable"],
+  ["a / ⇧A", "your evidence is sufficient alone: yes / no"],
+  ["g", "the correction uses this passage or evidence (or not)"],
+  legendLine(DECIDED, "the evidence decides the claim"),
+  ["t / f / u", "the claim is true / false / unknown"],
+  legendLine(NEEDS_EDIT, "needs an edit"),
+  ["s", "search for evidence"],
+  ["m", "add evidence by hand (paste text and URL)"],
+  ["c", "edit the correction (the pre-filled claim is selected: type to replace it, ← / → to edit it)"],
+  ["Esc", "leave a text field"],
+  ["Ctrl+Enter", "submit"],
+];
 
 function start(state, options = {}) {
   const consolidation = Boolean(options.consolidation);

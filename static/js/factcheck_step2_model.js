@@ -1,27 +1,10 @@
 /* Factcheck-Bench step 2's claim answers as plain data: blank answers, readable field paths,
- * the key legend (factcheck_step2.js draws the page). */
+ * what a claim still lacks (factcheck_step2.js draws the page). */
 import {isHttpUrl} from "./common.js";
 
 export const MANUAL = "manual:";
 // The box an annotator ticks on evidence their correction uses (its text, and what a hint names).
 export const USES_IT = "correction uses it";
-
-export const KEY_LEGEND = [
-  ["] / [", "next / previous claim"],
-  ["j / ↓, k / ↑", "next / previous passage (then your own evidence)"],
-  ["1 / 2 / 3 / 4", "stance of the passage: completely supports / partially supports / refutes / irrelevant"],
-  ["r / ⇧R", "the passage's (or your evidence's) source is reliable / not reliable"],
-  ["a / ⇧A", "your evidence is sufficient alone: yes / no"],
-  ["g", "the correction uses this passage or evidence (or not)"],
-  ["d / ⇧D", "the evidence decides the claim: yes / no"],
-  ["t / f / u", "the claim is true / false / unknown"],
-  ["⇧Y / ⇧N / ⇧U", "needs an edit: yes / no / not enough evidence"],
-  ["s", "search for evidence"],
-  ["m", "add evidence by hand (paste text and URL)"],
-  ["c", "edit the correction (the pre-filled claim is selected: type to replace it, ← / → to edit it)"],
-  ["Esc", "leave a text field"],
-  ["Ctrl+Enter", "submit"],
-];
 
 export const normalise = (text) => (text || "").split(/\s+/).filter(Boolean).join(" ");
 export const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;

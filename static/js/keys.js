@@ -21,7 +21,6 @@ export function listenForKeys(submit, handle) {
   });
 }
 
-
 /* The key legend (#keys): [[keys, what], ...]; a consolidator's Ctrl+Enter saves the gold record. */
 export function showLegend(keysEl, legend, consolidation) {
   if (!keysEl) return;

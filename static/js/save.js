@@ -160,7 +160,6 @@ export function sameJson(a, b) {
   return canonical(a) === canonical(b);
 }
 
-
 /* The page's one save hook: its state's address and version, an annotator's active seconds
  * with every save (``extra``: what a consolidation page sends besides its payload). */
 export function pageSaver({state, consolidation, payload, extra = null, onErrors}) {
