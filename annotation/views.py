@@ -37,6 +37,7 @@ from annotation.evidence.forms import CorpusForm
 from annotation.imports.forms import ImportForm
 from annotation.imports.views import recent_imports
 from annotation.kinds import KINDS, get_kind
+from annotation.kinds.page_rules import page_rules
 from annotation.models import (
     Assignment,
     AssignmentRole,
@@ -435,7 +436,8 @@ def stage_page_state(project: Project, stage) -> dict:
     """What a later step's page also shows: the step before (its content and gold record), and
     where to search for evidence in projects whose annotators do."""
     kind = get_kind(project.kind)
-    state = {"response": stage.item.response, "guideline": kind.stage_guideline(stage.stage)}
+    state = {"response": stage.item.response, "guideline": kind.stage_guideline(stage.stage),
+             "rules": page_rules(project.kind, stage.stage)}
     if stage.stage > 1:
         state["previous"] = selectors.previous_step(stage)
     if kind.searches_evidence:

@@ -6,7 +6,6 @@ admin chooses; a ``domain`` option fills the domain; a project short of annotato
 The lines are written here in the released shapes (the release itself is not in the repository).
 """
 import json
-import re
 
 import pytest
 from django.core.management import call_command
@@ -17,6 +16,7 @@ from annotation.exports.formats import export_jsonl
 from annotation.imports.forms import ImportForm
 from annotation.kinds import PayloadError, get_kind
 from annotation.kinds.felm import ERROR_TYPES
+from annotation.kinds.page_rules import page_rules
 from annotation.models import GoldRecord, ImportJob, Item, ItemStage
 from annotation.imports.items import import_jsonl
 
@@ -246,9 +246,9 @@ def test_the_old_name_irrelevant_is_refused_on_import_naming_the_segment(felm_pr
 
 
 def test_the_annotation_page_names_every_error_type_readably():
-    """felm.js's menu has one readable entry per stored name (the page shows the label, stores the name)."""
-    script = (REPO_ROOT / "static" / "js" / "felm.js").read_text(encoding="utf-8")
-    menu = dict(re.findall(r'\["(\w+)", "([^"]+)"\]', script.split("const ERROR_TYPES = [", 1)[1].split("];", 1)[0]))
+    """felm.js's menu has one readable entry per stored name (the page shows the label the kind
+    hands it in state.rules, and stores the name)."""
+    menu = dict(page_rules("felm", 1)["choices"]["error_type"])
     assert list(menu) == list(ERROR_TYPES)
     assert menu["irrelevant_with_qst"] == "Irrelevant to the question"
     assert get_kind("felm").value_name("irrelevant_with_qst") == "Irrelevant to the question"  # other pages

@@ -267,7 +267,8 @@ def test_home_counts_imported_gold_records_too(logged_in, felm_project):
 
 def test_discarding_on_the_page_asks_for_confirmation(logged_in, open_consolidation):
     page = logged_in("carol").get(f"/consolidations/{open_consolidation.id}/").content.decode()
-    assert 'class="discard"' in page and "return confirm('Discard this item?" in page
+    # forms.js asks before sending a form with data-confirm (no inline handler: the pages are CSP-friendly)
+    assert 'class="discard"' in page and 'data-confirm="Discard this item?' in page and "js/forms.js" in page
 
 
 def test_queues_name_items_not_assignment_ids_and_the_site_has_a_favicon(logged_in, felm_items):

@@ -1,0 +1,69 @@
+/* Factcheck-Bench step 2's claim answers as plain data: blank answers, readable field paths,
+ * what a claim still lacks (factcheck_step2.js draws the page). */
+import {isHttpUrl} from "./common.js";
+
+export const MANUAL = "manual:";
+// The box an annotator ticks on evidence their correction uses (its text, and what a hint names).
+export const USES_IT = "correction uses it";
+
+export const normalise = (text) => (text || "").split(/\s+/).filter(Boolean).join(" ");
+export const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+export function blankManual(entry = {}) {
+  return {text: entry.text || "", url: entry.url || "", query: entry.query || "",
+    reliable: entry.reliable ?? null, sufficient: entry.sufficient ?? null};
+}
+
+export function blankClaim(claim, saved = {}) {
+  const passages = (claim.evidence || []).length;
+  const list = (values) => Array.from({length: passages}, (_, k) => (Array.isArray(values) ? values[k] ?? null : null));
+  return {
+    stances: list(saved.stances), reliable: list(saved.reliable), decided: saved.decided ?? null,
+    manual_evidence: (saved.manual_evidence || []).map(blankManual),
+    factuality: saved.factuality ?? null, needs_edit: saved.needs_edit ?? null,
+    correction: saved.correction ?? claim.text ?? "", used_evidence: [...(saved.used_evidence || [])],
+  };
+}
+
+/* "claims[1].stances[0]" → "Claim 2, passage 1, stance". */
+export function readablePath(path) {
+  return (path || "")
+    .replace(/^claims\[(\d+)\]\.?/, (_, i) => `Claim ${Number(i) + 1}, `)
+    .replace(/(stances|reliable)\[(\d+)\]/, (_, f, k) => `passage ${Number(k) + 1} ${f === "stances" ? "stance" : "reliability"}`)
+    .replace(/manual_evidence\[(\d+)\]\.?/, (_, k) => `your evidence ${Number(k) + 1} `)
+    .replace(/used_evidence(\[\d+\])?/, "evidence used")
+    .replace(/needs_edit/, "needs an edit")
+    .replace(/[, ]+$/, "");
+}
+
+export function usedLabel(value) {
+  return typeof value === "string" ? `your evidence ${Number(value.slice(MANUAL.length)) + 1}` : `passage ${value + 1}`;
+}
+
+/* What a claim still lacks before it can be submitted: the server's completeness rules. */
+export function missing(claim, answer) {
+  const out = [];
+  const unstanced = answer.stances.map((s, k) => (s ? null : k + 1)).filter(Boolean);
+  if (unstanced.length) out.push(`stance of passage ${unstanced.join(", ")}`);
+  const unrated = answer.stances.map((s, k) => (s && s !== "irrelevant" && answer.reliable[k] === null ? k + 1 : null)).filter(Boolean);
+  if (unrated.length) out.push(`reliability of passage ${unrated.join(", ")}`);
+  if (!answer.decided) out.push("whether the evidence decides the claim");
+  answer.manual_evidence.forEach((m, k) => {
+    const lacks = [];
+    if (!m.text.trim()) lacks.push("text");
+    if (!isHttpUrl(m.url)) lacks.push("an http(s) URL");
+    if (m.reliable === null) lacks.push("reliable");
+    if (m.sufficient === null) lacks.push("sufficient");
+    if (lacks.length) out.push(`your evidence ${k + 1}: ${lacks.join(", ")}`);
+  });
+  if (answer.decided === "no" && !answer.manual_evidence.length && answer.needs_edit !== "not_enough_evidence") {
+    out.push("evidence you found (the retrieved passages do not decide the claim), or “not enough evidence”");
+  }
+  if (!answer.factuality) out.push("factuality");
+  if (!answer.needs_edit) out.push("whether the claim needs an edit");
+  if (answer.needs_edit === "yes") {
+    if (!answer.correction.trim()) out.push("the corrected claim");
+    if (!answer.used_evidence.length) out.push("the evidence the correction uses (tick “correction uses it”)");
+  }
+  return out;
+}
