@@ -1,7 +1,7 @@
 """What an annotation page is handed about its kind and step: the label lists ([value, text],
 values from the kinds' own vocabularies) and the rules the page checks before a submit. The
 page scripts hold keys and layout only; every label a page shows comes from here."""
-from .dfactscore import ANY_PAGE, LABELS as DFACTSCORE_LABELS
+from .dfactscore.settings import ANY_PAGE, LABELS as DFACTSCORE_LABELS
 from .factcheck.step1 import CLAIM_CATEGORIES, CLAIM_IMPORTANCE, SENTENCE_CHECKWORTHY, SENTENCE_IMPORTANCE
 from .factcheck.step2 import DECIDED, FACTUALITY, FACTUALITY_FOR_EDIT, NEEDS_EDIT, STANCES
 from .factcheck.step3 import DELETED, FALSE, TRUE, UNKNOWN, UNVERIFIED
