@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from annotation import dispatch
 from annotation.exceptions import ImportFailed, UploadTooLarge
-from annotation.json_values import NON_FINITE, NUL, bad_value, nul_path
+from annotation.json_values import NON_FINITE, NUL, bad_value, nul_path, text_may_hold_nul, values_parsed_from
 from annotation.kinds import KindSpec, PayloadError, get_kind
 from annotation.kinds.base import ImportLineError, ParsedItem
 from annotation.models import GoldRecord, GoldSource, ImportJob, ImportJobState, Item, ItemStage, Project, StageStatus
@@ -85,6 +85,16 @@ class _HugeNumber(int):
     pass
 
 
+class _TooManyDigits(Exception):
+    pass
+
+
+def _refuse_huge_int(digits: str) -> int:
+    if len(digits) > MAX_INT_DIGITS and len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise _TooManyDigits
+    return int(digits)
+
+
 def _bounded_int(digits: str) -> int:
     return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else _HugeNumber(len(digits.lstrip("-")))
 
@@ -111,7 +121,11 @@ def _huge_number_column(text: str) -> int:
     return match.start() + 1 if match else 0
 
 
-_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_bounded_int)
+# A line is read with _STRICT_JSON; only when it holds a huge integer is it read again with
+# _COUNTING_JSON to name that integer's field (searching every line's text for a run of digits
+# cost 15 times the parse of a Factcheck-Bench line).
+_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_refuse_huge_int)
+_COUNTING_JSON = json.JSONDecoder(parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_bounded_int)
 MULTILINE_DOCUMENT = ("is one JSON document spread over several lines (a pretty-printed array or object), not JSONL: "
                       "put each item on a line of its own, e.g. with jq -c '.[]'")
 
@@ -139,6 +153,8 @@ class Reading:
 
     lines: int = 0
     bytes: int = 0
+    # whether the line just read (a document: the whole text) can hold U+0000 at all
+    may_hold_nul: bool = True
 
 
 def check_upload_size(size: int | None) -> None:
@@ -226,11 +242,14 @@ def read_json_line(raw: bytes | str, number: int) -> tuple[Any, dict | None, str
 def _loads(text: str, number: int) -> tuple[Any, dict | None]:
     line = max(number, 1)
     try:
-        data = _STRICT_JSON.decode(text)
-        if _DIGITS.search(text) and (found := _huge_number(data)):
-            path, digits = found
-            return None, line_error(line, path, f"is a number of {digits:,} digits at column {_huge_number_column(text)}: "
-                                                f"at most {MAX_INT_DIGITS:,} digits can be read")
+        try:
+            data = _STRICT_JSON.decode(text)
+        except _TooManyDigits:
+            data = _COUNTING_JSON.decode(text)
+            if found := _huge_number(data):
+                path, digits = found
+                return None, line_error(line, path, f"is a number of {digits:,} digits at column {_huge_number_column(text)}: "
+                                                    f"at most {MAX_INT_DIGITS:,} digits can be read")
         return data, None
     except _NonFinite:
         pass
@@ -263,6 +282,7 @@ def jsonl_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tu
     for number, line in enumerate(lines, start=1):
         reading.lines, reading.bytes = number, reading.bytes + len(line)
         data, error, raw = read_json_line(line, number)
+        reading.may_hold_nul = text_may_hold_nul(raw)
         if error is not None and error["field"] == "(line)":  # not UTF-8
             yield number, None, error
             continue
@@ -308,6 +328,7 @@ def _document_records(lines: Iterable[bytes | str], reading: Reading) -> Iterato
         shown = before + raw[exc.start:raw.find(b"\n", exc.start) % (len(raw) + 1)].decode("utf-8", "backslashreplace")
         yield number, None, placed_error(number, "(file)", f"is not UTF-8: {exc.reason}", len(before) + 1, shown)
         return
+    reading.may_hold_nul = text_may_hold_nul(text)
     data, error = _loads(text, 0)
     if error is not None:
         if error["message"].startswith("is not valid JSON: Extra data"):
@@ -405,30 +426,35 @@ def parse_import_file(project: Project, lines: Iterable[bytes | str], fmt: str, 
     kind = get_kind(project.kind)
     reading = reading or Reading()
     records = _document_records(lines, reading) if fmt in kind.document_formats else jsonl_records(lines, reading)
-    first_stage = kind.stages[0]
     for number, data, error in records:
         if error is None and not isinstance(data, dict):
             error = line_error(number, "(line)", "must be a JSON object")
         if error is not None:
             yield error
             continue
-        try:
-            item = kind.parse_import_line(fmt, data, number)
-        except ImportLineError as exc:
-            yield line_error(exc.line, exc.field, exc.message)
-            for field_name, message in exc.more:
-                yield line_error(exc.line, field_name, message)
-            continue
-        if domain and not item.domain:
-            item.domain = domain
-        if error := _too_long(item, fmt, data):
-            yield error
-        elif where := _nul_in_stored_fields(item):
-            yield line_error(number, where, NUL_MESSAGE)
-        elif error := _label_error(kind, item, first_stage, labels_as):
-            yield error
-        else:
-            yield item
+        # values are walked for U+0000 only when the line's text can spell it; the context is
+        # left before yielding (a generator's consumer would otherwise run inside it)
+        with values_parsed_from(reading.may_hold_nul):
+            checked = _parsed_item(kind, fmt, data, number, domain, labels_as)
+        yield from checked if isinstance(checked, list) else (checked,)
+
+
+def _parsed_item(kind: KindSpec, fmt: str, data: dict, number: int, domain: str, labels_as: str
+                 ) -> ParsedItem | list[dict]:
+    """One line's item, or the errors naming its line and fields."""
+    try:
+        item = kind.parse_import_line(fmt, data, number)
+    except ImportLineError as exc:
+        return [line_error(exc.line, exc.field, exc.message), *(line_error(exc.line, f, m) for f, m in exc.more)]
+    if domain and not item.domain:
+        item.domain = domain
+    if error := _too_long(item, fmt, data):
+        return [error]
+    if where := _nul_in_stored_fields(item):
+        return [line_error(number, where, NUL_MESSAGE)]
+    if error := _label_error(kind, item, kind.stages[0], labels_as):
+        return [error]
+    return item
 
 
 # -- writing ------------------------------------------------------------------------------------
