@@ -592,17 +592,21 @@ def _bulk_insert(objs: list) -> list:
         return type(objs[0]).objects.bulk_create(objs, batch_size=BATCH_SIZE) if objs else objs
     meta = objs[0]._meta
     fields = [f for f in meta.concrete_fields if not f.primary_key]
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in [meta.pk, *fields])
-    with connection.cursor() as cursor:
+    # the wrapper itself: each attribute read through the ``connection`` proxy costs a
+    # thread-local lookup, and the loop below makes one per value (a third of its time)
+    wrapper = connections[connection.alias]
+    columns = ", ".join(wrapper.ops.quote_name(f.column) for f in [meta.pk, *fields])
+    with wrapper.cursor() as cursor:
         cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
                        [meta.db_table, meta.pk.column, len(objs)])
         ids = [row[0] for row in cursor.fetchall()]
-        with cursor.cursor.copy(f"COPY {connection.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN") as copy:
+        with cursor.cursor.copy(f"COPY {wrapper.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN") as copy:
+            write_row = copy.write_row
             for obj, pk in zip(objs, ids):
-                copy.write_row((pk, *(f.get_db_prep_save(f.pre_save(obj, True), connection) for f in fields)))
+                write_row((pk, *[f.get_db_prep_save(f.pre_save(obj, True), wrapper) for f in fields]))
     for obj, pk in zip(objs, ids):
         obj.pk = pk
-        obj._state.adding, obj._state.db = False, connection.alias
+        obj._state.adding, obj._state.db = False, wrapper.alias
     return objs
 
 
