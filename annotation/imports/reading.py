@@ -11,7 +11,7 @@ from typing import Any, Iterable, Iterator
 from django.conf import settings
 
 from annotation.exceptions import UploadTooLarge
-from annotation.json_values import NON_FINITE, bad_value
+from annotation.json_values import NON_FINITE, bad_value, text_may_hold_nul
 
 
 
@@ -55,6 +55,16 @@ class _HugeNumber(int):
     pass
 
 
+class _TooManyDigits(Exception):
+    pass
+
+
+def _refuse_huge_int(digits: str) -> int:
+    if len(digits) > MAX_INT_DIGITS and len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise _TooManyDigits
+    return int(digits)
+
+
 def _bounded_int(digits: str) -> int:
     return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else _HugeNumber(len(digits.lstrip("-")))
 
@@ -81,7 +91,11 @@ def _huge_number_column(text: str) -> int:
     return match.start() + 1 if match else 0
 
 
-_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_bounded_int)
+# A line is read with _STRICT_JSON; only when it holds a huge integer is it read again with
+# _COUNTING_JSON to name that integer's field (searching every line's text for a run of digits
+# cost 15 times the parse of a Factcheck-Bench line).
+_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_refuse_huge_int)
+_COUNTING_JSON = json.JSONDecoder(parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_bounded_int)
 
 
 MULTILINE_DOCUMENT = ("is one JSON document spread over several lines (a pretty-printed array or object), not JSONL: "
@@ -94,6 +108,8 @@ class Reading:
 
     lines: int = 0
     bytes: int = 0
+    # whether the line just read (a document: the whole text) can hold U+0000 at all
+    may_hold_nul: bool = True
 
 
 def check_upload_size(size: int | None) -> None:
@@ -182,11 +198,14 @@ def read_json_line(raw: bytes | str, number: int) -> tuple[Any, dict | None, str
 def _loads(text: str, number: int) -> tuple[Any, dict | None]:
     line = max(number, 1)
     try:
-        data = _STRICT_JSON.decode(text)
-        if _DIGITS.search(text) and (found := _huge_number(data)):
-            path, digits = found
-            return None, line_error(line, path, f"is a number of {digits:,} digits at column {_huge_number_column(text)}: "
-                                                f"at most {MAX_INT_DIGITS:,} digits can be read")
+        try:
+            data = _STRICT_JSON.decode(text)
+        except _TooManyDigits:
+            data = _COUNTING_JSON.decode(text)
+            if found := _huge_number(data):
+                path, digits = found
+                return None, line_error(line, path, f"is a number of {digits:,} digits at column {_huge_number_column(text)}: "
+                                                    f"at most {MAX_INT_DIGITS:,} digits can be read")
         return data, None
     except _NonFinite:
         pass
@@ -219,6 +238,7 @@ def jsonl_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tu
     for number, line in enumerate(lines, start=1):
         reading.lines, reading.bytes = number, reading.bytes + len(line)
         data, error, raw = read_json_line(line, number)
+        reading.may_hold_nul = text_may_hold_nul(raw)
         if error is not None and error["field"] == "(line)":  # not UTF-8
             yield number, None, error
             continue
@@ -264,6 +284,7 @@ def document_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator
         shown = before + raw[exc.start:raw.find(b"\n", exc.start) % (len(raw) + 1)].decode("utf-8", "backslashreplace")
         yield number, None, placed_error(number, "(file)", f"is not UTF-8: {exc.reason}", len(before) + 1, shown)
         return
+    reading.may_hold_nul = text_may_hold_nul(text)
     data, error = _loads(text, 0)
     if error is not None:
         if error["message"].startswith("is not valid JSON: Extra data"):

@@ -84,6 +84,8 @@ def checkworthy_claims(step1_gold: dict) -> list[dict]:
 
 def strip_nuls(text: str) -> tuple[str, list[int]]:
     """Text without U+0000 (PostgreSQL cannot store it) and where the NULs were."""
+    if "\x00" not in text:  # nearly every passage: a C-speed search instead of a loop per character
+        return text, []
     offsets = [i for i, c in enumerate(text) if c == "\x00"]
     return (text.replace("\x00", ""), offsets) if offsets else (text, [])
 
