@@ -7,7 +7,7 @@ from annotation.kinds import get_kind
 from annotation.models import ExportLine, GoldRecord, Item
 from annotation.imports.items import import_jsonl
 
-from .conftest import felm_line, jsonl
+from tests.helpers.builders import felm_line, jsonl
 
 pytestmark = [pytest.mark.django_db(transaction=True),
               pytest.mark.postgres_only("lines are stored on PostgreSQL only (elsewhere every export renders every line)")]

@@ -9,8 +9,8 @@ from annotation.json_values import NON_FINITE, nul_path, text_may_hold_nul
 from annotation.models import Item
 from annotation.imports.items import import_jsonl, parse_import_file
 
-from .conftest import felm_line, jsonl
-from .test_factcheck_step2 import released_line
+from tests.helpers.builders import felm_line, jsonl
+from tests.helpers.factcheck import released_line
 
 NUL_REFUSED = "contains a NUL character (\\u0000), which cannot be stored"
 pytestmark = pytest.mark.django_db
