@@ -1,10 +1,21 @@
 """Django admin for staff: every table browsable, with the filters staff need to find things."""
+
 from django import forms
 from django.contrib import admin
 
 from . import selectors
+from .models import (
+    Annotation,
+    Assignment,
+    Consolidation,
+    GoldRecord,
+    ImportJob,
+    Item,
+    ItemStage,
+    Membership,
+    Project,
+)
 from .services.projects import ENDPOINT_SECTIONS, resolve_secret
-from .models import Annotation, Assignment, Consolidation, GoldRecord, ImportJob, Item, ItemStage, Membership, Project
 
 
 class MembershipInline(admin.TabularInline):
@@ -32,9 +43,12 @@ class ProjectAdminForm(forms.ModelForm):
             return value
         # The instance still holds the stored settings here (the form's values go in after cleaning).
         stored = (self.instance.pipeline_settings or {}) if self.instance.pk else {}
-        return {name: resolve_secret(stored.get(name) or {}, section)
-                if name in ENDPOINT_SECTIONS and isinstance(section, dict) else section
-                for name, section in value.items()}
+        return {
+            name: resolve_secret(stored.get(name) or {}, section)
+            if name in ENDPOINT_SECTIONS and isinstance(section, dict)
+            else section
+            for name, section in value.items()
+        }
 
 
 @admin.register(Project)
@@ -90,6 +104,16 @@ class GoldRecordAdmin(admin.ModelAdmin):
 
 @admin.register(ImportJob)
 class ImportJobAdmin(admin.ModelAdmin):
-    list_display = ["id", "project", "state", "format", "file_name", "lines_read", "created_by", "created_at", "finished_at"]
+    list_display = [
+        "id",
+        "project",
+        "state",
+        "format",
+        "file_name",
+        "lines_read",
+        "created_by",
+        "created_at",
+        "finished_at",
+    ]
     list_filter = ["state", "project"]
     readonly_fields = [f.name for f in ImportJob._meta.fields]  # written by the task only

@@ -6,9 +6,9 @@ task is sent by name (``send_task``; ``CELERY_TASK_ROUTES`` applies by name). Wi
 embedded default, the tests) ``task_always_eager`` is set, and ``send_task`` would not run
 anything in-process: the registered task's ``delay`` runs it here instead.
 """
-from django.db import transaction
 
 from celery import current_app
+from django.db import transaction
 
 TASKS = "annotation.tasks"
 

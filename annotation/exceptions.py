@@ -31,7 +31,9 @@ class ImportFailed(DomainError):
         self.errors = errors
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        super().__init__(f"line {first['line']}, field {first['field']!r}: {first['message']}{more}")
+        super().__init__(
+            f"line {first['line']}, field {first['field']!r}: {first['message']}{more}"
+        )
 
 
 class UploadTooLarge(DomainError):
@@ -40,8 +42,10 @@ class UploadTooLarge(DomainError):
     def __init__(self, size: int | None, limit: int):
         self.size, self.limit = size, limit
         got = f" ({readable_size(size)})" if size is not None else ""
-        super().__init__(f"the file is too large{got}: imports take at most {readable_size(limit)} "
-                         "(IMPORT_MAX_UPLOAD_BYTES); split it into several files")
+        super().__init__(
+            f"the file is too large{got}: imports take at most {readable_size(limit)} "
+            "(IMPORT_MAX_UPLOAD_BYTES); split it into several files"
+        )
 
 
 def readable_size(size: int) -> str:

@@ -1,4 +1,5 @@
 """Checks on JSON values from outside (import lines, API payloads) before they reach the database."""
+
 import math
 import re
 from contextlib import contextmanager
@@ -12,8 +13,9 @@ SURROGATE = "contains a lone UTF-16 surrogate (e.g. \\ud800), which is not valid
 NON_FINITE = "is NaN or infinite (or too large for a number), which JSON does not allow"
 
 
-def bad_value(value, path: str = "", *, nul: bool = True, surrogates: bool = True, non_finite: bool = True
-              ) -> tuple[str, str] | None:
+def bad_value(
+    value, path: str = "", *, nul: bool = True, surrogates: bool = True, non_finite: bool = True
+) -> tuple[str, str] | None:
     """(path, problem) of the first string, key or number the database cannot store, or None.
 
     One walker for the three things that pass ``json.loads`` yet fail later: U+0000 (PostgreSQL
@@ -32,7 +34,9 @@ def _text_problem(text: str, nul: bool, surrogates: bool) -> str | None:
     return None
 
 
-def _walk(value, path: str, nul: bool, surrogates: bool, non_finite: bool) -> tuple[str, str] | None:
+def _walk(
+    value, path: str, nul: bool, surrogates: bool, non_finite: bool
+) -> tuple[str, str] | None:
     # Imports walk every line: plain positional recursion, and no closures (imports pause the
     # cyclic garbage collector, which a self-referencing closure would leak under).
     if isinstance(value, str):
@@ -43,12 +47,15 @@ def _walk(value, path: str, nul: bool, surrogates: bool, non_finite: bool) -> tu
             where = f"{path}.{key}" if path else str(key)
             if isinstance(key, str) and (problem := _text_problem(key, nul, surrogates)):
                 return where, f"(a key) {problem}"
-            if isinstance(item, (str, dict, list, float)) and (found := _walk(item, where, nul, surrogates, non_finite)):
+            if isinstance(item, (str, dict, list, float)) and (
+                found := _walk(item, where, nul, surrogates, non_finite)
+            ):
                 return found
     elif isinstance(value, list):
         for index, item in enumerate(value):
             if isinstance(item, (str, dict, list, float)) and (
-                    found := _walk(item, f"{path}[{index}]", nul, surrogates, non_finite)):
+                found := _walk(item, f"{path}[{index}]", nul, surrogates, non_finite)
+            ):
                 return found
     elif isinstance(value, float) and non_finite and not math.isfinite(value):
         return (path or "(value)"), NON_FINITE

@@ -3,6 +3,7 @@
 Payloads are JSON validated by the project kind (``annotation.kinds``), so one set of tables
 serves FELM, Factcheck-Bench and D-FActScore projects.
 """
+
 import hashlib
 import re
 from datetime import timedelta
@@ -44,11 +45,14 @@ class Project(models.Model):
     guidelines = models.TextField(blank=True, help_text="Markdown shown to annotators.")
     annotators_per_item = models.PositiveSmallIntegerField(default=2)
     overlap_share = models.FloatField(
-        default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        default=1.0,
+        validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
         help_text="Share of items annotated by annotators_per_item annotators; the others get one annotator, "
-                  "whose submission is their gold record (D-FActScore double-annotated 10 %).",
+        "whose submission is their gold record (D-FActScore double-annotated 10 %).",
     )
-    third_rater = models.CharField(max_length=20, choices=ThirdRater.choices, default=ThirdRater.ESCALATION)
+    third_rater = models.CharField(
+        max_length=20, choices=ThirdRater.choices, default=ThirdRater.ESCALATION
+    )
     pipeline_settings = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -79,11 +83,17 @@ class Membership(models.Model):
     """A user's role in a project; a user may hold several roles in one project."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
     role = models.CharField(max_length=20, choices=Role.choices)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["project", "user", "role"], name="unique_membership_role")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "user", "role"], name="unique_membership_role"
+            )
+        ]
 
     def __str__(self):
         return f"{self.user} as {self.role} in {self.project}"
@@ -128,10 +138,14 @@ class ItemStage(models.Model):
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="stages")
     stage = models.PositiveSmallIntegerField(default=1)
-    status = models.CharField(max_length=20, choices=StageStatus.choices, default=StageStatus.PRECOMPUTING)
+    status = models.CharField(
+        max_length=20, choices=StageStatus.choices, default=StageStatus.PRECOMPUTING
+    )
     content = models.JSONField(default=dict, blank=True)
     suggestion = models.JSONField(null=True, blank=True)
-    provenance = models.JSONField(default=dict, blank=True, help_text="Which backend/model produced what.")
+    provenance = models.JSONField(
+        default=dict, blank=True, help_text="Which backend/model produced what."
+    )
     precompute_error = models.TextField(blank=True)
     discard_reason = models.TextField(blank=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -160,9 +174,15 @@ class Assignment(models.Model):
     """An item-stage given to one annotator, with the annotator's answer on it."""
 
     item_stage = models.ForeignKey(ItemStage, on_delete=models.CASCADE, related_name="assignments")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
-    role = models.CharField(max_length=20, choices=AssignmentRole.choices, default=AssignmentRole.ANNOTATOR)
-    status = models.CharField(max_length=20, choices=AssignmentStatus.choices, default=AssignmentStatus.ASSIGNED)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
+    )
+    role = models.CharField(
+        max_length=20, choices=AssignmentRole.choices, default=AssignmentRole.ANNOTATOR
+    )
+    status = models.CharField(
+        max_length=20, choices=AssignmentStatus.choices, default=AssignmentStatus.ASSIGNED
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
@@ -170,7 +190,9 @@ class Assignment(models.Model):
 
     class Meta:
         ordering = ["id"]
-        constraints = [models.UniqueConstraint(fields=["item_stage", "user"], name="unique_assignment_user")]
+        constraints = [
+            models.UniqueConstraint(fields=["item_stage", "user"], name="unique_assignment_user")
+        ]
         indexes = [models.Index(fields=["user", "status"])]
 
     def __str__(self):
@@ -184,7 +206,9 @@ class Annotation(models.Model):
     stale browser tab never overwrites newer work.
     """
 
-    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="annotation")
+    assignment = models.OneToOneField(
+        Assignment, on_delete=models.CASCADE, related_name="annotation"
+    )
     payload = models.JSONField(default=dict)
     version = models.PositiveIntegerField(default=0)
     submitted = models.BooleanField(default=False)
@@ -204,21 +228,38 @@ class ConsolidationStatus(models.TextChoices):
 class Consolidation(models.Model):
     """The consolidator's task on an item-stage whose annotators all submitted."""
 
-    item_stage = models.OneToOneField(ItemStage, on_delete=models.CASCADE, related_name="consolidation")
-    consolidator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="consolidations"
+    item_stage = models.OneToOneField(
+        ItemStage, on_delete=models.CASCADE, related_name="consolidation"
     )
-    status = models.CharField(max_length=20, choices=ConsolidationStatus.choices, default=ConsolidationStatus.OPEN)
-    draft = models.JSONField(default=dict, blank=True, help_text="The consolidator's payload so far.")
-    disagreed = models.JSONField(default=list, blank=True, help_text="Paths of the fields the annotators disagree on.")
-    alignment = models.JSONField(null=True, blank=True, help_text="How the annotators' units line up (e.g. claims).")
+    consolidator = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="consolidations",
+    )
+    status = models.CharField(
+        max_length=20, choices=ConsolidationStatus.choices, default=ConsolidationStatus.OPEN
+    )
+    draft = models.JSONField(
+        default=dict, blank=True, help_text="The consolidator's payload so far."
+    )
+    disagreed = models.JSONField(
+        default=list, blank=True, help_text="Paths of the fields the annotators disagree on."
+    )
+    alignment = models.JSONField(
+        null=True, blank=True, help_text="How the annotators' units line up (e.g. claims)."
+    )
     draft_rows = models.JSONField(
-        null=True, blank=True,
+        null=True,
+        blank=True,
         help_text="Per unit, the alignment row each unit of the draft came from (null: written by the consolidator).",
     )
     version = models.PositiveIntegerField(default=0)
     discard_reason = models.TextField(blank=True)
-    escalation_reason = models.TextField(blank=True, help_text="Why the consolidator asked for a third rater.")
+    escalation_reason = models.TextField(
+        blank=True, help_text="Why the consolidator asked for a third rater."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -230,7 +271,7 @@ class Consolidation(models.Model):
 
     @property
     def disagreement_summary(self) -> str:
-        """"2 segments (5 fields)": consolidators plan their work by units, not by field paths."""
+        """ "2 segments (5 fields)": consolidators plan their work by units, not by field paths."""
         if not self.disagreed:
             return "none"
         fields = f"{len(self.disagreed)} field{'s' if len(self.disagreed) != 1 else ''}"
@@ -255,7 +296,9 @@ class GoldRecord(models.Model):
 
     item_stage = models.OneToOneField(ItemStage, on_delete=models.CASCADE, related_name="gold")
     payload = models.JSONField()
-    source = models.CharField(max_length=20, choices=GoldSource.choices, default=GoldSource.CONSOLIDATION)
+    source = models.CharField(
+        max_length=20, choices=GoldSource.choices, default=GoldSource.CONSOLIDATION
+    )
     consolidated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -283,7 +326,11 @@ class ExportLine(models.Model):
     line = models.TextField()
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["item", "format"], name="one_export_line_per_item_and_format")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item", "format"], name="one_export_line_per_item_and_format"
+            )
+        ]
 
 
 class JobState(models.TextChoices):
@@ -307,7 +354,12 @@ class BackgroundJob(models.Model):
     while "importing" and is over once "embedding").
     """
 
-    QUEUED, RUNNING, DONE, FAILED = JobState.QUEUED, JobState.RUNNING, JobState.DONE, JobState.FAILED
+    QUEUED, RUNNING, DONE, FAILED = (
+        JobState.QUEUED,
+        JobState.RUNNING,
+        JobState.DONE,
+        JobState.FAILED,
+    )
     ENDED_STATES = (JobState.DONE, JobState.FAILED)
 
     state = models.CharField(max_length=12, choices=JobState.choices, default=JobState.QUEUED)
@@ -335,7 +387,9 @@ class BackgroundJob(models.Model):
         """Queued or running, and silent for JOB_STALLED_AFTER_SECONDS."""
         if self.state not in (self.QUEUED, self.RUNNING) or self.last_sign_of_life is None:
             return False
-        return timezone.now() - self.last_sign_of_life > timedelta(seconds=settings.JOB_STALLED_AFTER_SECONDS)
+        return timezone.now() - self.last_sign_of_life > timedelta(
+            seconds=settings.JOB_STALLED_AFTER_SECONDS
+        )
 
 
 class UploadJob(BackgroundJob):
@@ -345,8 +399,12 @@ class UploadJob(BackgroundJob):
     # scored from its stored predictions); other jobs keep naming where their file was.
     FORGETS_UPLOAD = False
 
-    file_path = models.CharField(max_length=300, blank=True, help_text="The stored upload, relative to DATA_DIR.")
-    file_name = models.CharField(max_length=255, blank=True, help_text="The name the file was uploaded under.")
+    file_path = models.CharField(
+        max_length=300, blank=True, help_text="The stored upload, relative to DATA_DIR."
+    )
+    file_name = models.CharField(
+        max_length=255, blank=True, help_text="The name the file was uploaded under."
+    )
     file_size = models.BigIntegerField(default=0)
 
     class Meta:
@@ -407,8 +465,9 @@ class Corpus(UploadJob):
 
     name = models.CharField(max_length=200)
     projects = models.ManyToManyField(Project, related_name="corpora", blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     passage_sentences = models.PositiveSmallIntegerField(default=5)
     passage_stride = models.PositiveSmallIntegerField(default=2)
     state = models.CharField(max_length=12, choices=CorpusState.choices, default=CorpusState.QUEUED)
@@ -420,9 +479,11 @@ class Corpus(UploadJob):
     # a vector (retrieval may have embedded some beyond it already).
     embedded_through = models.BigIntegerField(default=0)
     frequent_terms = models.JSONField(
-        default=list, blank=True,
+        default=list,
+        blank=True,
         help_text="Lexemes in more than 1 % of the passages (PostgreSQL): left out of full-text candidate queries, "
-                  "which would otherwise rank most of the corpus; the ranking still weighs them.")
+        "which would otherwise rank most of the corpus; the ranking still weighs them.",
+    )
     imported_at = models.DateTimeField(null=True, blank=True)
     embedded_at = models.DateTimeField(null=True, blank=True)
 
@@ -454,10 +515,19 @@ class Passage(models.Model):
 
     class Meta:
         ordering = ["corpus", "document", "position"]
-        constraints = [models.UniqueConstraint(fields=["corpus", "document", "position"], name="unique_passage_position")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["corpus", "document", "position"], name="unique_passage_position"
+            )
+        ]
         # PostgreSQL also has a GIN index on ``search`` (migration 0004: created only there).
-        indexes = [models.Index(fields=["corpus", "id"], condition=models.Q(embedding__isnull=True),
-                                name="passage_unembedded")]
+        indexes = [
+            models.Index(
+                fields=["corpus", "id"],
+                condition=models.Q(embedding__isnull=True),
+                name="passage_unembedded",
+            )
+        ]
 
     def __str__(self):
         return f"{self.title or self.url or 'passage'} #{self.position}"
@@ -471,10 +541,15 @@ class EvidenceSearch(BackgroundJob):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="evidence_searches")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     query = models.CharField(max_length=500)
-    claim = models.TextField(blank=True, help_text="The claim being checked: ranking also weighs it.")
+    claim = models.TextField(
+        blank=True, help_text="The claim being checked: ranking also weighs it."
+    )
     results = models.JSONField(default=list, blank=True)
-    problems = models.JSONField(default=list, blank=True, help_text="What went wrong, as the page shows it "
-                                                                    "(a web search that failed, say).")
+    problems = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="What went wrong, as the page shows it (a web search that failed, say).",
+    )
 
     class Meta:
         ordering = ["-id"]
@@ -491,9 +566,14 @@ class StageEvent(models.Model):
     RESTORED = "restored"
 
     item_stage = models.ForeignKey(ItemStage, on_delete=models.CASCADE, related_name="events")
-    action = models.CharField(max_length=20, choices=[(REOPENED, "Gold record reopened"), (RESTORED, "Discarded item restored")])
+    action = models.CharField(
+        max_length=20,
+        choices=[(REOPENED, "Gold record reopened"), (RESTORED, "Discarded item restored")],
+    )
     reason = models.TextField()
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -525,11 +605,15 @@ class SystemRun(UploadJob):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="system_runs")
     system = models.CharField(max_length=100)
     version = models.CharField(max_length=50, blank=True)
-    source = models.CharField(max_length=20, choices=SystemRunSource.choices, default=SystemRunSource.UPLOAD)
+    source = models.CharField(
+        max_length=20, choices=SystemRunSource.choices, default=SystemRunSource.UPLOAD
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    options = models.JSONField(default=dict, blank=True, help_text="Upload or LLM-rater settings (never secrets).")
+    options = models.JSONField(
+        default=dict, blank=True, help_text="Upload or LLM-rater settings (never secrets)."
+    )
     units_total = models.PositiveIntegerField(default=0)
     units_done = models.PositiveIntegerField(default=0)
     predictions = models.JSONField(default=dict, blank=True)
@@ -538,7 +622,9 @@ class SystemRun(UploadJob):
     class Meta:
         ordering = ["-id"]
         constraints = [
-            models.UniqueConstraint(fields=["project", "system", "version"], name="system_run_unique_version"),
+            models.UniqueConstraint(
+                fields=["project", "system", "version"], name="system_run_unique_version"
+            ),
         ]
 
     def __str__(self):

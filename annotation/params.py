@@ -3,6 +3,7 @@
 ``str.isdigit`` accepts "²" and other digits ``int`` refuses (a ValueError, a 500); ids are
 ASCII digits only, and at most 18 of them so they fit a 64-bit database column.
 """
+
 import re
 
 NATURAL = re.compile(r"[0-9]{1,18}")

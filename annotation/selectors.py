@@ -1,5 +1,6 @@
 """Reads of the workflow core: who may see what, queues, progress. (Agreement and scores:
 annotation.research.selectors; export rows: annotation.exports.selectors.)"""
+
 from collections import defaultdict
 from datetime import timedelta
 from statistics import median
@@ -30,15 +31,23 @@ from annotation.models import (
 )
 
 User = get_user_model()
-VISIBLE_TO_ANNOTATORS = (StageStatus.ANNOTATING, StageStatus.CONSOLIDATING, StageStatus.DONE, StageStatus.DISCARDED)
+VISIBLE_TO_ANNOTATORS = (
+    StageStatus.ANNOTATING,
+    StageStatus.CONSOLIDATING,
+    StageStatus.DONE,
+    StageStatus.DISCARDED,
+)
 
 
 # -- access -----------------------------------------------------------------------------------
 
+
 def user_roles(user, project: Project) -> set[str]:
     if not user.is_authenticated:
         return set()
-    roles = set(Membership.objects.filter(project=project, user=user).values_list("role", flat=True))
+    roles = set(
+        Membership.objects.filter(project=project, user=user).values_list("role", flat=True)
+    )
     if user.is_superuser:
         roles.add(Role.ADMIN)
     return roles
@@ -79,7 +88,11 @@ def can_create_users(user) -> bool:
 def projects_administered_by(user) -> QuerySet[Project]:
     if user.is_superuser:
         return Project.objects.order_by("name")
-    return Project.objects.filter(memberships__user=user, memberships__role=Role.ADMIN).distinct().order_by("name")
+    return (
+        Project.objects.filter(memberships__user=user, memberships__role=Role.ADMIN)
+        .distinct()
+        .order_by("name")
+    )
 
 
 def can_change_llm_settings(user) -> bool:
@@ -107,15 +120,24 @@ def projects_for_user(user) -> QuerySet[Project]:
 
 
 def members(project: Project) -> QuerySet[Membership]:
-    return Membership.objects.filter(project=project).select_related("user").order_by("role", "user__username")
+    return (
+        Membership.objects.filter(project=project)
+        .select_related("user")
+        .order_by("role", "user__username")
+    )
 
 
 # -- annotator queue --------------------------------------------------------------------------
 
+
 def assignments_for_user(project: Project, user) -> QuerySet[Assignment]:
     """The caller's own assignments; never anyone else's (blind double annotation)."""
     return (
-        Assignment.objects.filter(user=user, item_stage__item__project=project, item_stage__status__in=VISIBLE_TO_ANNOTATORS)
+        Assignment.objects.filter(
+            user=user,
+            item_stage__item__project=project,
+            item_stage__status__in=VISIBLE_TO_ANNOTATORS,
+        )
         .select_related("item_stage__item", "annotation")
         .order_by("id")
     )
@@ -123,7 +145,8 @@ def assignments_for_user(project: Project, user) -> QuerySet[Assignment]:
 
 def next_assignment(project: Project, user, after_id: int | None = None) -> Assignment | None:
     pending = assignments_for_user(project, user).filter(
-        item_stage__status=StageStatus.ANNOTATING, status__in=(AssignmentStatus.ASSIGNED, AssignmentStatus.IN_PROGRESS)
+        item_stage__status=StageStatus.ANNOTATING,
+        status__in=(AssignmentStatus.ASSIGNED, AssignmentStatus.IN_PROGRESS),
     )
     if after_id is not None:
         later = pending.filter(id__gt=after_id).first()
@@ -138,11 +161,20 @@ def annotation_state(assignment: Assignment) -> dict:
     annotation = getattr(assignment, "annotation", None)
     if annotation is None:
         kind = get_kind(stage.item.project.kind)
-        return {"payload": kind.empty_payload(stage.stage, stage.content, stage.suggestion), "version": 0, "submitted": False}
-    return {"payload": annotation.payload, "version": annotation.version, "submitted": annotation.submitted}
+        return {
+            "payload": kind.empty_payload(stage.stage, stage.content, stage.suggestion),
+            "version": 0,
+            "submitted": False,
+        }
+    return {
+        "payload": annotation.payload,
+        "version": annotation.version,
+        "submitted": annotation.submitted,
+    }
 
 
 # -- consolidation ----------------------------------------------------------------------------
+
 
 def previous_step(stage: ItemStage) -> dict | None:
     """The content and gold record of the item's step before ``stage``, or None."""
@@ -158,7 +190,9 @@ def consolidation_counts(project: Project) -> dict[str, int]:
     """How many consolidations of the project are open, done and discarded."""
     counts = dict(
         Consolidation.objects.filter(item_stage__item__project=project)
-        .values_list("status").annotate(n=Count("id")).order_by()
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .order_by()
     )
     return {status: counts.get(status, 0) for status in ConsolidationStatus.values}
 
@@ -166,27 +200,48 @@ def consolidation_counts(project: Project) -> dict[str, int]:
 def gold_counts(project: Project) -> dict:
     """The project's gold records, whether consolidated here or imported with the items: in all,
     imported, and per step. A record under reconsolidation is not counted until saved again."""
-    rows = (GoldRecord.objects.filter(item_stage__item__project=project, item_stage__status=StageStatus.DONE)
-            .values_list("item_stage__stage", "source").annotate(n=Count("id")).order_by())
+    rows = (
+        GoldRecord.objects.filter(
+            item_stage__item__project=project, item_stage__status=StageStatus.DONE
+        )
+        .values_list("item_stage__stage", "source")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
     by_step: dict[int, int] = {step: 0 for step in get_kind(project.kind).stages}
     imported = 0
     for step, source, n in rows:
         by_step[step] = by_step.get(step, 0) + n
         imported += n if source == GoldSource.IMPORT else 0
-    return {"total": sum(by_step.values()), "imported": imported, "by_step": sorted(by_step.items())}
+    return {
+        "total": sum(by_step.values()),
+        "imported": imported,
+        "by_step": sorted(by_step.items()),
+    }
 
 
 def waiting_without_third_rater(project: Project) -> QuerySet[Consolidation]:
     """Consolidations waiting for a third rater nobody could be given (no annotator was free)."""
     return (
-        Consolidation.objects.filter(item_stage__item__project=project, status=ConsolidationStatus.WAITING)
-        .annotate(raters=Count("item_stage__assignments", filter=Q(item_stage__assignments__role=AssignmentRole.THIRD_RATER)))
+        Consolidation.objects.filter(
+            item_stage__item__project=project, status=ConsolidationStatus.WAITING
+        )
+        .annotate(
+            raters=Count(
+                "item_stage__assignments",
+                filter=Q(item_stage__assignments__role=AssignmentRole.THIRD_RATER),
+            )
+        )
         .filter(raters=0)
     )
 
 
-def consolidations_for_project(project: Project, status: str | list[str] | None = None) -> QuerySet[Consolidation]:
-    queryset = Consolidation.objects.filter(item_stage__item__project=project).select_related("item_stage__item", "consolidator")
+def consolidations_for_project(
+    project: Project, status: str | list[str] | None = None
+) -> QuerySet[Consolidation]:
+    queryset = Consolidation.objects.filter(item_stage__item__project=project).select_related(
+        "item_stage__item", "consolidator"
+    )
     if isinstance(status, list):
         queryset = queryset.filter(status__in=status)
     elif status:
@@ -202,13 +257,19 @@ def consolidation_annotations(consolidation: Consolidation) -> list[dict]:
         .order_by("assignment_id")
     )
     return [
-        {"slot": chr(ord("A") + i), "annotator": row.assignment.user.username, "role": row.assignment.role,
-         "payload": row.payload}
+        {
+            "slot": chr(ord("A") + i),
+            "annotator": row.assignment.user.username,
+            "role": row.assignment.role,
+            "payload": row.payload,
+        }
         for i, row in enumerate(rows)
     ]
 
 
-def next_consolidation(project: Project, after_id: int | None = None, user=None) -> Consolidation | None:
+def next_consolidation(
+    project: Project, after_id: int | None = None, user=None
+) -> Consolidation | None:
     """The next open consolidation, skipping items ``user`` annotated."""
     open_ones = consolidations_for_project(project, ConsolidationStatus.OPEN)
     if user is not None:
@@ -222,9 +283,13 @@ def next_consolidation(project: Project, after_id: int | None = None, user=None)
 
 # -- progress ---------------------------------------------------------------------------------
 
+
 def project_progress(project: Project) -> dict:
     by_status = dict(
-        ItemStage.objects.filter(item__project=project).values_list("status").annotate(n=Count("id")).order_by()
+        ItemStage.objects.filter(item__project=project)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .order_by()
     )
     annotators = (
         Assignment.objects.filter(item_stage__item__project=project)
@@ -244,7 +309,9 @@ def project_progress(project: Project) -> dict:
                 "username": row["user__username"],
                 "assigned": row["assigned"],
                 "submitted": row["submitted"],
-                "seconds_per_item": (row["active_seconds"] or 0) / row["submitted"] if row["submitted"] else None,
+                "seconds_per_item": (row["active_seconds"] or 0) / row["submitted"]
+                if row["submitted"]
+                else None,
             }
             for row in annotators
         ],
@@ -259,8 +326,12 @@ def item_detail(item: Item) -> list[dict]:
     suggestion and provenance, each annotator's work, the consolidation, the gold record, and a
     timeline of what happened when. Never shown to annotators."""
     steps = []
-    stages = (ItemStage.objects.filter(item=item).select_related("consolidation__consolidator", "gold__consolidated_by")
-              .prefetch_related("assignments__user", "assignments__annotation").order_by("stage"))
+    stages = (
+        ItemStage.objects.filter(item=item)
+        .select_related("consolidation__consolidator", "gold__consolidated_by")
+        .prefetch_related("assignments__user", "assignments__annotation")
+        .order_by("stage")
+    )
     kind = get_kind(item.project.kind)
     for stage in stages:
         consolidation = getattr(stage, "consolidation", None)
@@ -268,7 +339,13 @@ def item_detail(item: Item) -> list[dict]:
         assignments = list(stage.assignments.all())
         events = []
         for a in assignments:
-            events.append((a.created_at, f"assigned to {a.user.username}" + (" (third rater)" if a.role == AssignmentRole.THIRD_RATER else "")))
+            events.append(
+                (
+                    a.created_at,
+                    f"assigned to {a.user.username}"
+                    + (" (third rater)" if a.role == AssignmentRole.THIRD_RATER else ""),
+                )
+            )
             if a.started_at:
                 events.append((a.started_at, f"{a.user.username} started"))
             if a.submitted_at:
@@ -276,28 +353,55 @@ def item_detail(item: Item) -> list[dict]:
         if consolidation:
             events.append((consolidation.created_at, "consolidation opened"))
             if consolidation.status != ConsolidationStatus.OPEN:
-                who = f" by {consolidation.consolidator.username}" if consolidation.consolidator else ""
-                events.append((consolidation.updated_at, f"consolidation {consolidation.get_status_display().lower()}{who}"))
+                who = (
+                    f" by {consolidation.consolidator.username}"
+                    if consolidation.consolidator
+                    else ""
+                )
+                events.append(
+                    (
+                        consolidation.updated_at,
+                        f"consolidation {consolidation.get_status_display().lower()}{who}",
+                    )
+                )
         if gold:
-            source = {GoldSource.IMPORT: "imported", GoldSource.SINGLE: "taken from the one annotator's submission"}.get(
-                gold.source, "saved")
+            source = {
+                GoldSource.IMPORT: "imported",
+                GoldSource.SINGLE: "taken from the one annotator's submission",
+            }.get(gold.source, "saved")
             who = f" by {gold.consolidated_by.username}" if gold.consolidated_by else ""
             events.append((gold.created_at, f"gold record {source}{who}"))
             if gold.updated_at and gold.updated_at > gold.created_at + timedelta(seconds=1):
                 events.append((gold.updated_at, "gold record changed"))
         for event in stage.events.select_related("user"):
             who = f" by {event.user.username}" if event.user else ""
-            events.append((event.created_at, f"{event.get_action_display().lower()}{who}: {event.reason}"))
+            events.append(
+                (event.created_at, f"{event.get_action_display().lower()}{who}: {event.reason}")
+            )
         field = kind.split_field(stage.stage)
-        steps.append({
-            "stage": stage, "assignments": [{"assignment": a, "annotation": getattr(a, "annotation", None)} for a in assignments],
-            "consolidation": consolidation, "gold": gold, "events": sorted(events, key=lambda e: e[0]),
-            "split_field": field, "units": (stage.content or {}).get(field) if field else None,
-            "warnings": kind.item_warnings(stage.stage, stage.content or {}, item.metadata or {},
-                                           gold.payload if gold else None),
-            "can_split": bool(field) and stage.status in (StageStatus.READY, StageStatus.ANNOTATING, StageStatus.FAILED)
-                         and not any(getattr(a, "annotation", None) for a in assignments),
-        })
+        steps.append(
+            {
+                "stage": stage,
+                "assignments": [
+                    {"assignment": a, "annotation": getattr(a, "annotation", None)}
+                    for a in assignments
+                ],
+                "consolidation": consolidation,
+                "gold": gold,
+                "events": sorted(events, key=lambda e: e[0]),
+                "split_field": field,
+                "units": (stage.content or {}).get(field) if field else None,
+                "warnings": kind.item_warnings(
+                    stage.stage,
+                    stage.content or {},
+                    item.metadata or {},
+                    gold.payload if gold else None,
+                ),
+                "can_split": bool(field)
+                and stage.status in (StageStatus.READY, StageStatus.ANNOTATING, StageStatus.FAILED)
+                and not any(getattr(a, "annotation", None) for a in assignments),
+            }
+        )
     return steps
 
 
@@ -309,18 +413,39 @@ def project_overview(project: Project, stuck_days: int = STUCK_AFTER_DAYS) -> di
     step with the median active time of a submitted item, and what is stuck (assignments
     nobody started for ``stuck_days``, failed pre-annotations)."""
     kind = get_kind(project.kind)
-    by_step: dict[int, dict[str, int]] = {step: {status: 0 for status in StageStatus.values} for step in kind.stages}
-    for step, status, n in (ItemStage.objects.filter(item__project=project).values_list("stage", "status")
-                            .annotate(n=Count("id")).order_by()):
+    by_step: dict[int, dict[str, int]] = {
+        step: {status: 0 for status in StageStatus.values} for step in kind.stages
+    }
+    for step, status, n in (
+        ItemStage.objects.filter(item__project=project)
+        .values_list("stage", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    ):
         by_step.setdefault(step, {s: 0 for s in StageStatus.values})[status] = n
-    steps = [{"step": step, "total": sum(counts.values()),
-              "states": [{"status": status, "label": StageStatus(status).label, "count": n} for status, n in counts.items() if n]}
-             for step, counts in sorted(by_step.items())]
+    steps = [
+        {
+            "step": step,
+            "total": sum(counts.values()),
+            "states": [
+                {"status": status, "label": StageStatus(status).label, "count": n}
+                for status, n in counts.items()
+                if n
+            ],
+        }
+        for step, counts in sorted(by_step.items())
+    ]
     work: dict[tuple[str, int], dict] = {}
-    rows = (Assignment.objects.filter(item_stage__item__project=project)
-            .values_list("user__username", "item_stage__stage", "status", "active_seconds").order_by())
+    rows = (
+        Assignment.objects.filter(item_stage__item__project=project)
+        .values_list("user__username", "item_stage__stage", "status", "active_seconds")
+        .order_by()
+    )
     for username, step, status, seconds in rows.iterator(chunk_size=5000):
-        entry = work.setdefault((username, step), {"username": username, "step": step, "assigned": 0, "submitted": 0, "seconds": []})
+        entry = work.setdefault(
+            (username, step),
+            {"username": username, "step": step, "assigned": 0, "submitted": 0, "seconds": []},
+        )
         entry["assigned"] += 1
         if status == AssignmentStatus.SUBMITTED:
             entry["submitted"] += 1
@@ -332,14 +457,30 @@ def project_overview(project: Project, stuck_days: int = STUCK_AFTER_DAYS) -> di
         entry["median_seconds"] = median(seconds) if seconds else None
         annotators.append(entry)
     cutoff = timezone.now() - timedelta(days=stuck_days)
-    untouched = (Assignment.objects.filter(item_stage__item__project=project, status=AssignmentStatus.ASSIGNED,
-                                           created_at__lt=cutoff, item_stage__status=StageStatus.ANNOTATING)
-                 .select_related("user", "item_stage__item").order_by("created_at"))
-    failed = (ItemStage.objects.filter(item__project=project, status=StageStatus.FAILED)
-              .select_related("item").order_by("item_id"))
-    return {"steps": steps, "annotators": annotators, "stuck_days": stuck_days,
-            "untouched": untouched[:50], "untouched_count": untouched.count(),
-            "failed": failed[:50], "failed_count": failed.count()}
+    untouched = (
+        Assignment.objects.filter(
+            item_stage__item__project=project,
+            status=AssignmentStatus.ASSIGNED,
+            created_at__lt=cutoff,
+            item_stage__status=StageStatus.ANNOTATING,
+        )
+        .select_related("user", "item_stage__item")
+        .order_by("created_at")
+    )
+    failed = (
+        ItemStage.objects.filter(item__project=project, status=StageStatus.FAILED)
+        .select_related("item")
+        .order_by("item_id")
+    )
+    return {
+        "steps": steps,
+        "annotators": annotators,
+        "stuck_days": stuck_days,
+        "untouched": untouched[:50],
+        "untouched_count": untouched.count(),
+        "failed": failed[:50],
+        "failed_count": failed.count(),
+    }
 
 
 def user_progress(project: Project, user) -> dict:
@@ -363,4 +504,10 @@ def corpora_for_user(user) -> QuerySet:
     """Every corpus for staff; for others, the corpora of the projects they administer."""
     if can_create_projects(user):
         return Corpus.objects.order_by("-id")
-    return Corpus.objects.filter(projects__memberships__user=user, projects__memberships__role=Role.ADMIN).distinct().order_by("-id")
+    return (
+        Corpus.objects.filter(
+            projects__memberships__user=user, projects__memberships__role=Role.ADMIN
+        )
+        .distinct()
+        .order_by("-id")
+    )

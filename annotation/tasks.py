@@ -4,14 +4,17 @@ Services queue these by name through ``annotation.dispatch`` and never import th
 the dependency runs one way: tasks → services. Each task is safe to redeliver (see the service
 it calls); the retry policy of each is set here.
 """
+
 import logging
 import time
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError
+from django.db import OperationalError
 
 from annotation import dispatch
-from annotation.evidence import corpora, retrieval as evidence, search as evidence_search, vector_index
+from annotation.evidence import corpora, vector_index
+from annotation.evidence import retrieval as evidence
+from annotation.evidence import search as evidence_search
 from annotation.exports import lines as export_lines
 from annotation.imports import jobs as import_jobs
 from annotation.models import Project
@@ -22,7 +25,12 @@ EMBED_TASK_SECONDS = 30
 logger = logging.getLogger(__name__)
 
 
-@shared_task(bind=True, autoretry_for=(OperationalError, ConnectionError, TimeoutError), retry_backoff=True, max_retries=5)
+@shared_task(
+    bind=True,
+    autoretry_for=(OperationalError, ConnectionError, TimeoutError),
+    retry_backoff=True,
+    max_retries=5,
+)
 def precompute_stages(self, stage_ids: list[int]) -> dict:
     """Compute the content and suggestions of item-stages, then hand them to annotators
     (services.stages.precompute_stages)."""
@@ -36,22 +44,34 @@ def run_import(self, job_id: int) -> dict:
     Redelivery after a worker died (acks_late) is safe: an ended job is skipped, and a half-run
     one left nothing behind. A database that stays unreachable fails the job after the retries.
     """
-    job, failed = run_retrying_on_database_errors(self, import_jobs.run_import_job, import_jobs.fail_import_job, job_id, "imported")
+    job, failed = run_retrying_on_database_errors(
+        self, import_jobs.run_import_job, import_jobs.fail_import_job, job_id, "imported"
+    )
     return {"job": job_id, "state": "failed" if failed else job.state if job else None}
 
 
-def run_retrying_on_database_errors(task, run, fail, object_id: int, nothing_was: str, before_retry=None):
+def run_retrying_on_database_errors(
+    task, run, fail, object_id: int, nothing_was: str, before_retry=None
+):
     """(``run(object_id)``, False), retried with backoff while the database is unreachable; after
     the task's last retry, or on any other exception, ``fail(object_id, message)`` ends the job:
     (None, True). The one catch-all of every job (services.jobs.run_job)."""
-    return jobs.run_job(task, run, fail, object_id, nothing_was, before_retry=before_retry, label=task.name)
+    return jobs.run_job(
+        task, run, fail, object_id, nothing_was, before_retry=before_retry, label=task.name
+    )
 
 
 @shared_task(bind=True, max_retries=5)
 def import_corpus(self, corpus_id: int) -> dict:
     """Cut an uploaded corpus into passages (evidence.corpora.run_corpus_import)."""
-    corpus, failed = run_retrying_on_database_errors(self, corpora.run_corpus_import, corpora.fail_corpus, corpus_id, "imported",
-                                                     before_retry=corpora.requeue_corpus)
+    corpus, failed = run_retrying_on_database_errors(
+        self,
+        corpora.run_corpus_import,
+        corpora.fail_corpus,
+        corpus_id,
+        "imported",
+        before_retry=corpora.requeue_corpus,
+    )
     return {"corpus": corpus_id, "state": "failed" if failed else corpus.state if corpus else None}
 
 
@@ -90,12 +110,22 @@ def build_vector_index(corpus_id: int) -> dict:
 @shared_task(bind=True, max_retries=3)
 def run_evidence_search(self, search_id: int) -> str | None:
     """Answer a search an annotator typed on the step-2 page (evidence.search)."""
-    search, failed = run_retrying_on_database_errors(self, evidence_search.run_search, evidence_search.fail_search, search_id, "found",
-                                                     before_retry=evidence_search.requeue_search)
+    search, failed = run_retrying_on_database_errors(
+        self,
+        evidence_search.run_search,
+        evidence_search.fail_search,
+        search_id,
+        "found",
+        before_retry=evidence_search.requeue_search,
+    )
     return "failed" if failed else search.state if search else None
 
 
-@shared_task(autoretry_for=(OperationalError, ConnectionError, TimeoutError), retry_backoff=True, max_retries=5)
+@shared_task(
+    autoretry_for=(OperationalError, ConnectionError, TimeoutError),
+    retry_backoff=True,
+    max_retries=5,
+)
 def retrieve_unit_again(stage_id: int, index: int) -> bool:
     """Retrieve one unit's evidence again (evidence.retrieval); idempotent, so a redelivery after
     a dead worker only repeats the retrieval."""
@@ -114,7 +144,9 @@ def score_system_run(self, run_id: int) -> dict:
     """Check, store and score a system's predictions (a SystemRun); see
     research.predictions.run_system_run. Safe to redeliver; a database that stays unreachable
     fails the run after the retries."""
-    run, failed = run_retrying_on_database_errors(self, predictions.run_system_run, predictions.fail_system_run, run_id, "stored")
+    run, failed = run_retrying_on_database_errors(
+        self, predictions.run_system_run, predictions.fail_system_run, run_id, "stored"
+    )
     return {"run": run_id, "state": "failed" if failed else run.state if run else None}
 
 
@@ -123,8 +155,14 @@ def run_llm_rater(self, run_id: int) -> dict:
     """Rate a project's items with an LLM, then score the answers (research.llm_rater.execute).
     A redelivery while the run is under way elsewhere does nothing; a database that stays
     unreachable fails the run after the retries."""
-    run, failed = run_retrying_on_database_errors(self, llm_rater.execute, llm_rater.fail_run, run_id, "stored",
-                                                  before_retry=llm_rater.requeue_run)
+    run, failed = run_retrying_on_database_errors(
+        self,
+        llm_rater.execute,
+        llm_rater.fail_run,
+        run_id,
+        "stored",
+        before_retry=llm_rater.requeue_run,
+    )
     return {"run": run_id, "state": "failed" if failed else run.state if run else None}
 
 

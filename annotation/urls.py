@@ -1,10 +1,10 @@
 from django.urls import path, register_converter
 
-from .params import NATURAL
 from . import views
 from .evidence import views as evidence_views
 from .exports import views as export_views
 from .imports import views as import_views
+from .params import NATURAL
 from .research import views as research_views
 
 
@@ -34,27 +34,75 @@ urlpatterns = [
     path("projects/<id:project_id>/settings/", views.project_edit, name="project-edit"),
     path("projects/<id:project_id>/import/", import_views.project_import, name="project-import"),
     path("projects/<id:project_id>/members/", views.project_members, name="project-members"),
-    path("projects/<id:project_id>/corpora/", evidence_views.project_corpus_upload, name="project-corpora"),
-    path("projects/<id:project_id>/retry/", import_views.project_retry_failed, name="project-retry"),
+    path(
+        "projects/<id:project_id>/corpora/",
+        evidence_views.project_corpus_upload,
+        name="project-corpora",
+    ),
+    path(
+        "projects/<id:project_id>/retry/", import_views.project_retry_failed, name="project-retry"
+    ),
     path("projects/<id:project_id>/items/<id:item_id>/", views.item_page, name="item"),
-    path("projects/<id:project_id>/assignments/<id:assignment_id>/reassign/", views.reassign, name="reassign"),
-    path("projects/<id:project_id>/items/<id:item_id>/claims/<id:claim>/retrieve/", evidence_views.project_retrieve_claim,
-         name="retrieve-claim"),
-    path("projects/<id:project_id>/export/<str:fmt>/", export_views.project_export, name="project-export"),
+    path(
+        "projects/<id:project_id>/assignments/<id:assignment_id>/reassign/",
+        views.reassign,
+        name="reassign",
+    ),
+    path(
+        "projects/<id:project_id>/items/<id:item_id>/claims/<id:claim>/retrieve/",
+        evidence_views.project_retrieve_claim,
+        name="retrieve-claim",
+    ),
+    path(
+        "projects/<id:project_id>/export/<str:fmt>/",
+        export_views.project_export,
+        name="project-export",
+    ),
     path("projects/<id:project_id>/agreement/", research_views.agreement_page, name="agreement"),
-    path("projects/<id:project_id>/agreement/status/", research_views.agreement_status, name="agreement-status"),
+    path(
+        "projects/<id:project_id>/agreement/status/",
+        research_views.agreement_status,
+        name="agreement-status",
+    ),
     path("projects/<id:project_id>/llm-rater/", research_views.llm_rater_page, name="llm-rater"),
-    path("projects/<id:project_id>/leaderboard/", research_views.leaderboard_page, name="leaderboard"),
-    path("projects/<id:project_id>/leaderboard/upload/", research_views.system_run_upload, name="system-run-upload"),
-    path("projects/<id:project_id>/leaderboard/rescore/", research_views.system_runs_rescore, name="system-runs-rescore"),
-    path("projects/<id:project_id>/system-runs/<id:run_id>/delete/", research_views.system_run_delete,
-         name="system-run-delete"),
+    path(
+        "projects/<id:project_id>/leaderboard/", research_views.leaderboard_page, name="leaderboard"
+    ),
+    path(
+        "projects/<id:project_id>/leaderboard/upload/",
+        research_views.system_run_upload,
+        name="system-run-upload",
+    ),
+    path(
+        "projects/<id:project_id>/leaderboard/rescore/",
+        research_views.system_runs_rescore,
+        name="system-runs-rescore",
+    ),
+    path(
+        "projects/<id:project_id>/system-runs/<id:run_id>/delete/",
+        research_views.system_run_delete,
+        name="system-run-delete",
+    ),
     path("projects/<id:project_id>/next/", views.next_item, name="next-item"),
-    path("projects/<id:project_id>/consolidations/", views.consolidation_list, name="consolidations"),
-    path("projects/<id:project_id>/consolidations/next/", views.next_consolidation, name="next-consolidation"),
+    path(
+        "projects/<id:project_id>/consolidations/", views.consolidation_list, name="consolidations"
+    ),
+    path(
+        "projects/<id:project_id>/consolidations/next/",
+        views.next_consolidation,
+        name="next-consolidation",
+    ),
     path("assignments/<id:assignment_id>/", views.annotate, name="annotate"),
     path("assignments/<id:assignment_id>/reopen/", views.reopen_submission, name="reopen"),
     path("consolidations/<id:consolidation_id>/", views.consolidate, name="consolidate"),
-    path("consolidations/<id:consolidation_id>/discard/", views.consolidation_discard, name="consolidation-discard"),
-    path("consolidations/<id:consolidation_id>/escalate/", views.consolidation_escalate, name="consolidation-escalate"),
+    path(
+        "consolidations/<id:consolidation_id>/discard/",
+        views.consolidation_discard,
+        name="consolidation-discard",
+    ),
+    path(
+        "consolidations/<id:consolidation_id>/escalate/",
+        views.consolidation_escalate,
+        name="consolidation-escalate",
+    ),
 ]

@@ -5,6 +5,7 @@ render templates. (The wings' pages: annotation/{imports,evidence,research,expor
 The annotation and consolidation pages are driven by static JavaScript that talks to the
 REST API with the session cookie and CSRF token.
 """
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -17,12 +18,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation import selectors
-from annotation.research import selectors as research_selectors
-from annotation.exports import selectors as export_selectors
-from annotation.exports import formats as exports
 from annotation import guidelines as guideline_text
+from annotation import selectors
+from annotation.evidence import corpora as corpus_services
+from annotation.evidence.forms import CorpusForm
 from annotation.exceptions import DomainError
+from annotation.exports import formats as exports
+from annotation.exports import selectors as export_selectors
 from annotation.forms import (
     DiscardForm,
     EscalateForm,
@@ -33,7 +35,6 @@ from annotation.forms import (
     SplitForm,
     UserCreateForm,
 )
-from annotation.evidence.forms import CorpusForm
 from annotation.imports.forms import ImportForm
 from annotation.imports.views import recent_imports
 from annotation.kinds import KINDS, get_kind
@@ -52,27 +53,41 @@ from annotation.models import (
 )
 from annotation.pages import project_for
 from annotation.params import parse_natural
+from annotation.research import selectors as research_selectors
 from annotation.services import annotations as annotation_services
 from annotation.services import assignments as assignment_services
 from annotation.services import consolidation as consolidation_services
-from annotation.evidence import corpora as corpus_services
 from annotation.services import projects as project_services
 from annotation.services import stages as stage_services
 from annotation.services import third_rater as third_rater_services
+
 
 @login_required
 def home(request):
     projects = []
     for project in selectors.projects_for_user(request.user).order_by("name"):
         roles = selectors.user_roles(request.user, project)
-        projects.append({
-            "project": project, "roles": sorted(roles), "progress": selectors.user_progress(project, request.user),
-            "consolidations": selectors.consolidation_counts(project) if roles & {Role.ADMIN, Role.CONSOLIDATOR} else None,
-            "gold": selectors.gold_counts(project)["total"] if roles & {Role.ADMIN, Role.CONSOLIDATOR} else None,
-        })
-    return render(request, "annotation/home.html", {
-        "projects": projects, "can_create": selectors.can_create_projects(request.user),
-    })
+        projects.append(
+            {
+                "project": project,
+                "roles": sorted(roles),
+                "progress": selectors.user_progress(project, request.user),
+                "consolidations": selectors.consolidation_counts(project)
+                if roles & {Role.ADMIN, Role.CONSOLIDATOR}
+                else None,
+                "gold": selectors.gold_counts(project)["total"]
+                if roles & {Role.ADMIN, Role.CONSOLIDATOR}
+                else None,
+            }
+        )
+    return render(
+        request,
+        "annotation/home.html",
+        {
+            "projects": projects,
+            "can_create": selectors.can_create_projects(request.user),
+        },
+    )
 
 
 @login_required
@@ -91,8 +106,12 @@ def project_create(request):
     # changes and the text is still a template); left empty, the service fills it in too.
     templates = {key: spec.guidelines_template() for key, spec in KINDS.items()}
     if not form.is_bound:
-        form.initial["guidelines"] = templates.get(form.fields["kind"].initial or form.fields["kind"].choices[0][0], "")
-    return render(request, "annotation/project_form.html", {"form": form, "guideline_templates": templates})
+        form.initial["guidelines"] = templates.get(
+            form.fields["kind"].initial or form.fields["kind"].choices[0][0], ""
+        )
+    return render(
+        request, "annotation/project_form.html", {"form": form, "guideline_templates": templates}
+    )
 
 
 @login_required
@@ -108,15 +127,22 @@ def user_create(request):
         data = form.cleaned_data
         try:
             user = project_services.create_user(
-                username=data["username"], password=data["password"], email=data["email"], is_staff=data["is_staff"],
-                project=data["project"], role=data["role"] or None)
+                username=data["username"],
+                password=data["password"],
+                email=data["email"],
+                is_staff=data["is_staff"],
+                project=data["project"],
+                role=data["role"] or None,
+            )
         except DjangoValidationError as exc:
             for field, errors in exc.message_dict.items():
                 form.add_error(field if field in form.fields else None, errors)
         except IntegrityError:  # the same name created by a concurrent request
             form.add_error("username", "a user with this username exists")
         else:
-            where = f" and added to {data['project'].name} as {data['role']}" if data["project"] else ""
+            where = (
+                f" and added to {data['project'].name} as {data['role']}" if data["project"] else ""
+            )
             messages.success(request, f"User {user.username} created{where}.")
             if data["project"]:
                 return redirect("annotation:project", project_id=data["project"].id)
@@ -127,9 +153,14 @@ def user_create(request):
 @login_required
 def project_edit(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN})
-    initial = {"name": project.name, "annotators_per_item": project.annotators_per_item,
-               "overlap_share": project.overlap_share, "third_rater": project.third_rater,
-               "guidelines": project.guidelines, "pipeline_settings": selectors.masked_pipeline_settings(project)}
+    initial = {
+        "name": project.name,
+        "annotators_per_item": project.annotators_per_item,
+        "overlap_share": project.overlap_share,
+        "third_rater": project.third_rater,
+        "guidelines": project.guidelines,
+        "pipeline_settings": selectors.masked_pipeline_settings(project),
+    }
     form = ProjectEditForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         changes = {key: value for key, value in form.cleaned_data.items() if value != initial[key]}
@@ -143,23 +174,41 @@ def project_edit(request, project_id):
             except (DjangoValidationError, PermissionDenied) as exc:
                 form.add_error("pipeline_settings", "; ".join(getattr(exc, "messages", [str(exc)])))
             else:
-                messages.success(request, "Project settings saved." if changes else "Nothing changed.")
+                messages.success(
+                    request, "Project settings saved." if changes else "Nothing changed."
+                )
                 return redirect("annotation:project", project_id=project.id)
-    return render(request, "annotation/project_form.html", {"form": form, "project": project, "title": f"Settings of {project.name}",
-                                                            "button": "Save"})
+    return render(
+        request,
+        "annotation/project_form.html",
+        {
+            "form": form,
+            "project": project,
+            "title": f"Settings of {project.name}",
+            "button": "Save",
+        },
+    )
 
 
 @login_required
 def project_detail(request, project_id):
     project, roles = project_for(request, project_id)
-    context = {"project": project, "roles": roles, "is_admin": Role.ADMIN in roles,
-               "can_consolidate": bool(roles & {Role.ADMIN, Role.CONSOLIDATOR})}
+    context = {
+        "project": project,
+        "roles": roles,
+        "is_admin": Role.ADMIN in roles,
+        "can_consolidate": bool(roles & {Role.ADMIN, Role.CONSOLIDATOR}),
+    }
     if context["can_consolidate"]:
         context["consolidations"] = selectors.consolidation_counts(project)
         context["gold"] = selectors.gold_counts(project)
         context["waiting_without_rater"] = selectors.waiting_without_third_rater(project).count()
         annotators = selectors.members(project).filter(role=Role.ANNOTATOR).count()
-        context["too_few_annotators"] = (annotators, project.annotators_per_item) if annotators < project.annotators_per_item else None
+        context["too_few_annotators"] = (
+            (annotators, project.annotators_per_item)
+            if annotators < project.annotators_per_item
+            else None
+        )
         able, annotating = selectors.consolidators_who_annotate(project)
         context["every_consolidator_annotates"] = able > 0 and annotating == able
     if Role.ANNOTATOR in roles:
@@ -173,29 +222,41 @@ def project_detail(request, project_id):
             raise BadRequest(f"status: must be one of {', '.join(StageStatus.values)}")
         if status:
             items = items.filter(stages__status=status).distinct()
-        context.update({
-            "progress": selectors.project_progress(project),
-            "overview": selectors.project_overview(project),
-            "items_page": Paginator(items, 50).get_page(request.GET.get("page")),
-            "status_filter": status or "",
-            "statuses": StageStatus.choices,
-            "members": selectors.members(project),
-            "import_form": ImportForm(formats=get_kind(project.kind).import_formats, kind=project.kind),
-            "import_jobs": recent_imports(project),
-            "corpora": project.corpora.order_by("-id") if get_kind(project.kind).searches_evidence else None,
-            "corpus_form": CorpusForm(),
-            "corpus_worker": corpus_services.embedded_by_worker(),
-            "import_max_bytes": settings.IMPORT_MAX_UPLOAD_BYTES,
-            "member_form": MemberForm(),
-            "roles": Role.choices,
-            "can_create_users": selectors.can_create_users(request.user),
-            "export_summary": export_selectors.export_summary(project),
-            "export_formats": [(fmt, "zip" if fmt in get_kind(project.kind).archive_formats else "JSONL",
-                                fmt if fmt in exports.COMMON_FORMATS else "") for fmt in exports.export_formats(project)],
-            # Read-only here for everyone: only staff change them, through the API.
-            "pipeline_settings": selectors.masked_pipeline_settings(project),
-            "can_change_llm_settings": selectors.can_change_llm_settings(request.user),
-        })
+        context.update(
+            {
+                "progress": selectors.project_progress(project),
+                "overview": selectors.project_overview(project),
+                "items_page": Paginator(items, 50).get_page(request.GET.get("page")),
+                "status_filter": status or "",
+                "statuses": StageStatus.choices,
+                "members": selectors.members(project),
+                "import_form": ImportForm(
+                    formats=get_kind(project.kind).import_formats, kind=project.kind
+                ),
+                "import_jobs": recent_imports(project),
+                "corpora": project.corpora.order_by("-id")
+                if get_kind(project.kind).searches_evidence
+                else None,
+                "corpus_form": CorpusForm(),
+                "corpus_worker": corpus_services.embedded_by_worker(),
+                "import_max_bytes": settings.IMPORT_MAX_UPLOAD_BYTES,
+                "member_form": MemberForm(),
+                "roles": Role.choices,
+                "can_create_users": selectors.can_create_users(request.user),
+                "export_summary": export_selectors.export_summary(project),
+                "export_formats": [
+                    (
+                        fmt,
+                        "zip" if fmt in get_kind(project.kind).archive_formats else "JSONL",
+                        fmt if fmt in exports.COMMON_FORMATS else "",
+                    )
+                    for fmt in exports.export_formats(project)
+                ],
+                # Read-only here for everyone: only staff change them, through the API.
+                "pipeline_settings": selectors.masked_pipeline_settings(project),
+                "can_change_llm_settings": selectors.can_change_llm_settings(request.user),
+            }
+        )
     if get_kind(project.kind).has_paragraph_scores and context["can_consolidate"]:
         context["dfactscore_scores"] = research_selectors.consolidated_scores(project)
     return render(request, "annotation/project_detail.html", context)
@@ -205,7 +266,9 @@ def project_detail(request, project_id):
 def guidelines(request, project_id):
     project, _ = project_for(request, project_id)
     html = guideline_text.render(project.guidelines)
-    return render(request, "annotation/guidelines.html", {"project": project, "guidelines_html": html})
+    return render(
+        request, "annotation/guidelines.html", {"project": project, "guidelines_html": html}
+    )
 
 
 @login_required
@@ -213,35 +276,62 @@ def guidelines(request, project_id):
 def project_members(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN})
     if request.POST.get("remove"):
-        membership = get_object_or_404(Membership, project=project, pk=parse_natural(request.POST["remove"]) or 0)
+        membership = get_object_or_404(
+            Membership, project=project, pk=parse_natural(request.POST["remove"]) or 0
+        )
         try:
-            project_services.remove_member(project=project, user=membership.user, role=membership.role)
+            project_services.remove_member(
+                project=project, user=membership.user, role=membership.role
+            )
         except DomainError as exc:
             messages.error(request, f"Not removed: {exc}.")
         else:
-            messages.success(request, f"{membership.user.username} is no longer {membership.role}"
-                             + ("; their open assignments went to the other annotators." if membership.role == Role.ANNOTATOR else "."))
+            messages.success(
+                request,
+                f"{membership.user.username} is no longer {membership.role}"
+                + (
+                    "; their open assignments went to the other annotators."
+                    if membership.role == Role.ANNOTATOR
+                    else "."
+                ),
+            )
         return redirect("annotation:project", project_id=project.id)
     if request.POST.get("change"):
         change_member_role(request, project)
         return redirect("annotation:project", project_id=project.id)
     form = MemberForm(request.POST)
     if form.is_valid():
-        project_services.add_member(project=project, user=form.cleaned_data["user"], role=form.cleaned_data["role"])
-        messages.success(request, f"{form.cleaned_data['username']} added as {form.cleaned_data['role']}.")
+        project_services.add_member(
+            project=project, user=form.cleaned_data["user"], role=form.cleaned_data["role"]
+        )
+        messages.success(
+            request, f"{form.cleaned_data['username']} added as {form.cleaned_data['role']}."
+        )
     else:
-        messages.error(request, "Member not added: " + "; ".join(
-            f"{field}: {message}" for field, errors in form.errors.items() for message in errors))
+        messages.error(
+            request,
+            "Member not added: "
+            + "; ".join(
+                f"{field}: {message}" for field, errors in form.errors.items() for message in errors
+            ),
+        )
     return redirect("annotation:project", project_id=project.id)
 
 
 def change_member_role(request, project: Project) -> None:
     form = MemberRoleForm(request.POST)
     if not form.is_valid():
-        messages.error(request, "Role not changed: " + "; ".join(
-            f"{field}: {message}" for field, errors in form.errors.items() for message in errors))
+        messages.error(
+            request,
+            "Role not changed: "
+            + "; ".join(
+                f"{field}: {message}" for field, errors in form.errors.items() for message in errors
+            ),
+        )
         return
-    membership = get_object_or_404(Membership.objects.select_related("user"), project=project, pk=form.cleaned_data["change"])
+    membership = get_object_or_404(
+        Membership.objects.select_related("user"), project=project, pk=form.cleaned_data["change"]
+    )
     old_role, role = membership.role, form.cleaned_data["role"]
     if role == old_role:
         messages.info(request, f"{membership.user.username} is already {role}.")
@@ -251,8 +341,15 @@ def change_member_role(request, project: Project) -> None:
     except DomainError as exc:
         messages.error(request, f"Role not changed: {exc}.")
     else:
-        messages.success(request, f"{membership.user.username} is now {role}, no longer {old_role}"
-                         + ("; their open assignments went to the other annotators." if old_role == Role.ANNOTATOR else "."))
+        messages.success(
+            request,
+            f"{membership.user.username} is now {role}, no longer {old_role}"
+            + (
+                "; their open assignments went to the other annotators."
+                if old_role == Role.ANNOTATOR
+                else "."
+            ),
+        )
 
 
 @login_required
@@ -264,11 +361,14 @@ def item_page(request, project_id, item_id):
     if request.method == "POST":
         if not is_admin:
             raise PermissionDenied("only the project's admins change an item")
-        stage = get_object_or_404(ItemStage, item=item, stage=parse_natural(request.POST.get("stage", "")) or 0)
+        stage = get_object_or_404(
+            ItemStage, item=item, stage=parse_natural(request.POST.get("stage", "")) or 0
+        )
         if "reopen" in request.POST:
             try:
-                consolidation = consolidation_services.reopen_stage(stage=stage, user=request.user,
-                                                                    reason=request.POST.get("reason", ""))
+                consolidation = consolidation_services.reopen_stage(
+                    stage=stage, user=request.user, reason=request.POST.get("reason", "")
+                )
             except DomainError as exc:
                 messages.error(request, f"Not reopened: {exc}.")
             else:
@@ -280,15 +380,26 @@ def item_page(request, project_id, item_id):
             messages.error(request, "Give the sentences, one a line.")
         else:
             try:
-                stage_services.correct_split(stage=stage, units=form.cleaned_data["units"].splitlines())
+                stage_services.correct_split(
+                    stage=stage, units=form.cleaned_data["units"].splitlines()
+                )
             except DomainError as exc:
                 messages.error(request, f"Not changed: {exc}.")
             else:
-                messages.success(request, f"Step {stage.stage} has the new split; its pre-annotation runs again.")
+                messages.success(
+                    request, f"Step {stage.stage} has the new split; its pre-annotation runs again."
+                )
         return redirect("annotation:item", project_id=project.id, item_id=item.id)
-    return render(request, "annotation/item_detail.html", {
-        "project": project, "item": item, "steps": selectors.item_detail(item), "is_admin": is_admin,
-    })
+    return render(
+        request,
+        "annotation/item_detail.html",
+        {
+            "project": project,
+            "item": item,
+            "steps": selectors.item_detail(item),
+            "is_admin": is_admin,
+        },
+    )
 
 
 @login_required
@@ -330,27 +441,42 @@ def next_item(request, project_id):
 def annotate(request, assignment_id):
     # Only the assignee may open an assignment: anyone else gets 404, not a hint that it exists.
     assignment = get_object_or_404(
-        Assignment.objects.select_related("item_stage__item__project"), pk=assignment_id, user=request.user
+        Assignment.objects.select_related("item_stage__item__project"),
+        pk=assignment_id,
+        user=request.user,
     )
     stage = assignment.item_stage
     if stage.status not in selectors.VISIBLE_TO_ANNOTATORS:
         raise Http404("this item is not open for annotation yet")
     project = stage.item.project
     annotation_state = selectors.annotation_state(assignment)
-    return render(request, stage_template("annotate", project.kind, stage.stage), {
-        "project": project, "assignment": assignment, "item": stage.item, "stage": stage,
-        "state": {"assignment_id": assignment.id, "content": stage.content, "suggestion": stage.suggestion,
-                  "provenance": stage.provenance,
-                  # Submitted work is final even while the other annotator is still working.
-                  "read_only": stage.status != StageStatus.ANNOTATING or annotation_state["submitted"],
-                  **annotation_state,
-                  "api_url": reverse("assignment-annotation", args=[assignment.id]),
-                  "next_url": reverse("annotation:next-item", args=[project.id]) + f"?after={assignment.id}",
-                  **stage_page_state(project, stage)},
-        "progress": selectors.user_progress(project, request.user),
-        "can_reopen": annotation_state["submitted"] and stage.status == StageStatus.ANNOTATING,
-        "third_rater": assignment.role == AssignmentRole.THIRD_RATER,
-    })
+    return render(
+        request,
+        stage_template("annotate", project.kind, stage.stage),
+        {
+            "project": project,
+            "assignment": assignment,
+            "item": stage.item,
+            "stage": stage,
+            "state": {
+                "assignment_id": assignment.id,
+                "content": stage.content,
+                "suggestion": stage.suggestion,
+                "provenance": stage.provenance,
+                # Submitted work is final even while the other annotator is still working.
+                "read_only": stage.status != StageStatus.ANNOTATING
+                or annotation_state["submitted"],
+                **annotation_state,
+                "api_url": reverse("assignment-annotation", args=[assignment.id]),
+                "next_url": reverse("annotation:next-item", args=[project.id])
+                + f"?after={assignment.id}",
+                **stage_page_state(project, stage),
+            },
+            "progress": selectors.user_progress(project, request.user),
+            "can_reopen": annotation_state["submitted"] and stage.status == StageStatus.ANNOTATING,
+            "third_rater": assignment.role == AssignmentRole.THIRD_RATER,
+        },
+    )
 
 
 @login_required
@@ -362,7 +488,9 @@ def reopen_submission(request, assignment_id):
     except DomainError as exc:
         messages.error(request, f"Not reopened: {exc}.")
     else:
-        messages.success(request, "Reopened: your answer is a draft again. Submit it when you are done.")
+        messages.success(
+            request, "Reopened: your answer is a draft again. Submit it when you are done."
+        )
     return redirect("annotation:annotate", assignment_id=assignment.id)
 
 
@@ -371,15 +499,26 @@ def consolidation_list(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN, Role.CONSOLIDATOR})
     # by default what is still to do: open, and waiting for a third rater (shown as such)
     status = request.GET.get("status") or "todo"
-    filters = [("todo", "to do (open or waiting)"), ("open", "open"), ("waiting", "waiting for a third rater"),
-               ("done", "done"), ("discarded", "discarded"), ("all", "all")]
+    filters = [
+        ("todo", "to do (open or waiting)"),
+        ("open", "open"),
+        ("waiting", "waiting for a third rater"),
+        ("done", "done"),
+        ("discarded", "discarded"),
+        ("all", "all"),
+    ]
     if status not in dict(filters):
         raise Http404(f"no consolidation status {status!r}")
-    chosen = {"all": None, "todo": [ConsolidationStatus.OPEN, ConsolidationStatus.WAITING]}.get(status, status)
+    chosen = {"all": None, "todo": [ConsolidationStatus.OPEN, ConsolidationStatus.WAITING]}.get(
+        status, status
+    )
     consolidations = selectors.consolidations_for_project(project, chosen)
     page = Paginator(consolidations, 50).get_page(request.GET.get("page"))
-    return render(request, "annotation/consolidation_list.html",
-                  {"project": project, "page": page, "status": status, "status_filters": filters})
+    return render(
+        request,
+        "annotation/consolidation_list.html",
+        {"project": project, "page": page, "status": status, "status_filters": filters},
+    )
 
 
 @login_required
@@ -393,7 +532,9 @@ def next_consolidation(request, project_id):
 
 
 def consolidation_for(request, consolidation_id) -> Consolidation:
-    consolidation = get_object_or_404(Consolidation.objects.select_related("item_stage__item__project"), pk=consolidation_id)
+    consolidation = get_object_or_404(
+        Consolidation.objects.select_related("item_stage__item__project"), pk=consolidation_id
+    )
     project_for(request, consolidation.item_stage.item.project_id, {Role.ADMIN, Role.CONSOLIDATOR})
     consolidation_services.check_not_annotator(consolidation, request.user)
     return consolidation
@@ -405,39 +546,60 @@ def consolidate(request, consolidation_id):
     stage = consolidation.item_stage
     project = stage.item.project
     has_third = stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists()
-    can_escalate = (consolidation.status == ConsolidationStatus.OPEN and third_rater_services.allows_third_rater(project, stage.stage)
-                    and not has_third)
-    return render(request, stage_template("consolidate", project.kind, stage.stage), {
-        "project": project, "consolidation": consolidation, "item": stage.item, "stage": stage, "discard_form": DiscardForm(),
-        "escalate_form": EscalateForm() if can_escalate else None,
-        "item_warnings": get_kind(project.kind).item_warnings(stage.stage, stage.content or {}, stage.item.metadata or {},
-                                                              consolidation.draft),
-        # with nobody free, an escalated item waits for the next annotator added (said before and after)
-        "no_free_third_rater": (can_escalate or consolidation.status == ConsolidationStatus.WAITING) and not has_third
-        and not assignment_services.free_annotators(stage, {request.user.pk}),
-        "state": {
-            "consolidation_id": consolidation.id, "status": consolidation.status, "content": stage.content,
-            "version": consolidation.version,
-            "payload": consolidation.draft,
-            "disagreed": consolidation.disagreed,
-            "alignment": consolidation.alignment,
-            "draft_rows": consolidation.draft_rows,
-            "annotations": selectors.consolidation_annotations(consolidation),
-            "read_only": consolidation.status != "open",
-            "api_url": reverse("consolidation-detail", args=[consolidation.id]),
-            "next_url": reverse("annotation:next-consolidation", args=[project.id]) + f"?after={consolidation.id}",
-            "provenance": stage.provenance,
-            **stage_page_state(project, stage),
+    can_escalate = (
+        consolidation.status == ConsolidationStatus.OPEN
+        and third_rater_services.allows_third_rater(project, stage.stage)
+        and not has_third
+    )
+    return render(
+        request,
+        stage_template("consolidate", project.kind, stage.stage),
+        {
+            "project": project,
+            "consolidation": consolidation,
+            "item": stage.item,
+            "stage": stage,
+            "discard_form": DiscardForm(),
+            "escalate_form": EscalateForm() if can_escalate else None,
+            "item_warnings": get_kind(project.kind).item_warnings(
+                stage.stage, stage.content or {}, stage.item.metadata or {}, consolidation.draft
+            ),
+            # with nobody free, an escalated item waits for the next annotator added (said before and after)
+            "no_free_third_rater": (
+                can_escalate or consolidation.status == ConsolidationStatus.WAITING
+            )
+            and not has_third
+            and not assignment_services.free_annotators(stage, {request.user.pk}),
+            "state": {
+                "consolidation_id": consolidation.id,
+                "status": consolidation.status,
+                "content": stage.content,
+                "version": consolidation.version,
+                "payload": consolidation.draft,
+                "disagreed": consolidation.disagreed,
+                "alignment": consolidation.alignment,
+                "draft_rows": consolidation.draft_rows,
+                "annotations": selectors.consolidation_annotations(consolidation),
+                "read_only": consolidation.status != "open",
+                "api_url": reverse("consolidation-detail", args=[consolidation.id]),
+                "next_url": reverse("annotation:next-consolidation", args=[project.id])
+                + f"?after={consolidation.id}",
+                "provenance": stage.provenance,
+                **stage_page_state(project, stage),
+            },
         },
-    })
+    )
 
 
 def stage_page_state(project: Project, stage) -> dict:
     """What a later step's page also shows: the step before (its content and gold record), and
     where to search for evidence in projects whose annotators do."""
     kind = get_kind(project.kind)
-    state = {"response": stage.item.response, "guideline": kind.stage_guideline(stage.stage),
-             "rules": page_rules(project.kind, stage.stage)}
+    state = {
+        "response": stage.item.response,
+        "guideline": kind.stage_guideline(stage.stage),
+        "rules": page_rules(project.kind, stage.stage),
+    }
     if stage.stage > 1:
         state["previous"] = selectors.previous_step(stage)
     if kind.searches_evidence:
@@ -451,7 +613,9 @@ def stage_template(page: str, kind: str, stage: int) -> list[str]:
     return [f"annotation/{page}_{kind}_step{stage}.html", f"annotation/{page}_{kind}.html"]
 
 
-def _consolidation_form_action(request, consolidation_id, form_class, act, *, invalid: str, done: str, failed: str):
+def _consolidation_form_action(
+    request, consolidation_id, form_class, act, *, invalid: str, done: str, failed: str
+):
     """A consolidator's form on the consolidation page (discard, escalate): the form's reason to
     ``act``; back to the page on a refusal, on to the next consolidation when done."""
     consolidation = consolidation_for(request, consolidation_id)
@@ -465,27 +629,43 @@ def _consolidation_form_action(request, consolidation_id, form_class, act, *, in
         messages.error(request, f"{failed}: {exc}.")
         return redirect("annotation:consolidate", consolidation_id=consolidation.id)
     messages.success(request, done(consolidation) if callable(done) else done)
-    return redirect("annotation:next-consolidation", project_id=consolidation.item_stage.item.project_id)
+    return redirect(
+        "annotation:next-consolidation", project_id=consolidation.item_stage.item.project_id
+    )
 
 
 @login_required
 @require_POST
 def consolidation_escalate(request, consolidation_id):
     return _consolidation_form_action(
-        request, consolidation_id, EscalateForm, consolidation_services.escalate, invalid="Say why the item needs a third rater.",
-        done=_escalated_message, failed="Not escalated")
+        request,
+        consolidation_id,
+        EscalateForm,
+        consolidation_services.escalate,
+        invalid="Say why the item needs a third rater.",
+        done=_escalated_message,
+        failed="Not escalated",
+    )
 
 
 def _escalated_message(consolidation) -> str:
     if consolidation.item_stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists():
         return "A third rater now annotates this item; it comes back here when they submit."
-    return ("No annotator of the project is free to be the third rater: the item waits until an annotator is added "
-            "to the project, who is then given it (the project page says so too).")
+    return (
+        "No annotator of the project is free to be the third rater: the item waits until an annotator is added "
+        "to the project, who is then given it (the project page says so too)."
+    )
 
 
 @login_required
 @require_POST
 def consolidation_discard(request, consolidation_id):
     return _consolidation_form_action(
-        request, consolidation_id, DiscardForm, consolidation_services.discard_item_stage,
-        invalid="A reason is required to discard an item.", done="Item discarded.", failed="Not discarded")
+        request,
+        consolidation_id,
+        DiscardForm,
+        consolidation_services.discard_item_stage,
+        invalid="A reason is required to discard an item.",
+        done="Item discarded.",
+        failed="Not discarded",
+    )

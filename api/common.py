@@ -1,4 +1,5 @@
 """What the API's modules share: path ids, error responses, query parameters, the upload limit."""
+
 from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.exceptions import NotFound, ValidationError
@@ -12,9 +13,13 @@ from . import serializers
 
 STAGES = sorted({stage for kind in KINDS.values() for stage in kind.annotatable_stages})
 TRUE_VALUES, FALSE_VALUES = ("true", "1", "yes"), ("false", "0", "no")
-ERROR_400 = OpenApiResponse(serializers.ErrorSerializer, description="invalid input, or a change the item's state refuses")
-ERROR_409 = OpenApiResponse(serializers.VersionConflictSerializer,
-                            description="stale version: another save came first (stored_version)")
+ERROR_400 = OpenApiResponse(
+    serializers.ErrorSerializer, description="invalid input, or a change the item's state refuses"
+)
+ERROR_409 = OpenApiResponse(
+    serializers.VersionConflictSerializer,
+    description="stale version: another save came first (stored_version)",
+)
 UPLOAD_FRAMING_BYTES = 64 * 1024
 
 
@@ -50,7 +55,9 @@ ID = NATURAL.pattern
 
 
 def item_stage_of(project: Project, item_id, stage) -> ItemStage:
-    item_stage = ItemStage.objects.filter(item__project=project, item_id=item_id, stage=stage).first()
+    item_stage = ItemStage.objects.filter(
+        item__project=project, item_id=item_id, stage=stage
+    ).first()
     if item_stage is None:
         raise NotFound("no such item step in this project")
     return item_stage

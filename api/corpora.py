@@ -3,6 +3,7 @@
 Staff manage every corpus. A project admin uploads corpora for the projects they run and sees
 the corpora of those projects; attaching a corpus to a project needs admin rights on it.
 """
+
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -10,14 +11,21 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 
 from annotation import selectors
-from annotation.params import NATURAL
-from annotation.models import Corpus
 from annotation.evidence import corpora as corpus_services
+from annotation.models import Corpus
+from annotation.params import NATURAL
 
-from .serializers import CorpusCreateSerializer, CorpusProjectsSerializer, CorpusSerializer, ErrorSerializer
+from .serializers import (
+    CorpusCreateSerializer,
+    CorpusProjectsSerializer,
+    CorpusSerializer,
+    ErrorSerializer,
+)
 
 ERROR_400 = OpenApiResponse(ErrorSerializer, description="invalid input")
-ERROR_404 = OpenApiResponse(ErrorSerializer, description="no such corpus, or not one of the caller's projects")
+ERROR_404 = OpenApiResponse(
+    ErrorSerializer, description="no such corpus, or not one of the caller's projects"
+)
 
 
 def _check_admin_of(user, projects) -> None:
@@ -42,10 +50,19 @@ class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
             raise NotFound("no such corpus")
         return corpus
 
-    @extend_schema(request={"multipart/form-data": CorpusCreateSerializer},
-                   responses={202: CorpusSerializer, 400: ERROR_400,
-                              403: OpenApiResponse(ErrorSerializer, description="not an admin of every project named"),
-                              413: OpenApiResponse(ErrorSerializer, description="larger than IMPORT_MAX_UPLOAD_BYTES")})
+    @extend_schema(
+        request={"multipart/form-data": CorpusCreateSerializer},
+        responses={
+            202: CorpusSerializer,
+            400: ERROR_400,
+            403: OpenApiResponse(
+                ErrorSerializer, description="not an admin of every project named"
+            ),
+            413: OpenApiResponse(
+                ErrorSerializer, description="larger than IMPORT_MAX_UPLOAD_BYTES"
+            ),
+        },
+    )
     def create(self, request):
         """Upload a corpus; a worker cuts it into passages (poll the corpus for its state)."""
         data = CorpusCreateSerializer(data=request.data)
@@ -55,15 +72,25 @@ class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
             raise PermissionDenied("name at least one project you administer")
         _check_admin_of(request.user, projects)
         corpus = corpus_services.create_corpus(
-            name=data.validated_data["name"], user=request.user, upload=data.validated_data["file"], projects=projects,
+            name=data.validated_data["name"],
+            user=request.user,
+            upload=data.validated_data["file"],
+            projects=projects,
             passage_sentences=data.validated_data["passage_sentences"],
             passage_stride=data.validated_data["passage_stride"],
         )
         corpus.refresh_from_db()  # without a broker the import has already run
         return Response(CorpusSerializer(corpus).data, status=status.HTTP_202_ACCEPTED)
 
-    @extend_schema(request=CorpusProjectsSerializer, responses={200: CorpusSerializer, 400: ERROR_400, 404: ERROR_404,
-                                                                403: OpenApiResponse(ErrorSerializer)})
+    @extend_schema(
+        request=CorpusProjectsSerializer,
+        responses={
+            200: CorpusSerializer,
+            400: ERROR_400,
+            404: ERROR_404,
+            403: OpenApiResponse(ErrorSerializer),
+        },
+    )
     @action(detail=True, methods=["put"])
     def projects(self, request, pk=None):
         """Set the projects that search this corpus; changes only to projects the caller administers."""
@@ -75,8 +102,15 @@ class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         corpus_services.share_corpus(corpus, list(wanted))
         return Response(CorpusSerializer(corpus).data)
 
-    @extend_schema(request=None, responses={200: CorpusSerializer, 400: ERROR_400, 404: ERROR_404,
-                                            403: OpenApiResponse(ErrorSerializer)})
+    @extend_schema(
+        request=None,
+        responses={
+            200: CorpusSerializer,
+            400: ERROR_400,
+            404: ERROR_404,
+            403: OpenApiResponse(ErrorSerializer),
+        },
+    )
     @action(detail=True, methods=["post"])
     def cancel(self, request, pk=None):
         """Cancel a queued or running import: its passages and upload are deleted, the corpus fails

@@ -1,4 +1,5 @@
 """The API of the evidence wing: evidence searches and retrieving a claim again (a ProjectViewSet mixin)."""
+
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
@@ -20,10 +21,16 @@ class EvidenceActions:
 
     @extend_schema(
         request=serializers.EvidenceSearchRequestSerializer,
-        responses={202: OpenApiResponse(serializers.EvidenceSearchSerializer,
-                                        description="queued: poll the search's url until its state is done or failed"),
-                   400: ERROR_400,
-                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such project, or not a member of it")},
+        responses={
+            202: OpenApiResponse(
+                serializers.EvidenceSearchSerializer,
+                description="queued: poll the search's url until its state is done or failed",
+            ),
+            400: ERROR_400,
+            404: OpenApiResponse(
+                serializers.ErrorSerializer, description="no such project, or not a member of it"
+            ),
+        },
     )
     @action(detail=True, methods=["post"], url_path="evidence-searches")
     def evidence_searches(self, request, pk=None):
@@ -34,17 +41,30 @@ class EvidenceActions:
             raise ValidationError({"detail": "this kind of project has no evidence step"})
         data = serializers.EvidenceSearchRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        search = evidence_search_services.start_search(project=project, user=request.user, **data.validated_data)
+        search = evidence_search_services.start_search(
+            project=project, user=request.user, **data.validated_data
+        )
         search.refresh_from_db()  # without a broker the task has already run
         body = serializers.EvidenceSearchSerializer(search).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
     @extend_schema(
-        parameters=[OpenApiParameter("search_id", int, OpenApiParameter.PATH, description="the search's id")],
-        responses={200: serializers.EvidenceSearchSerializer,
-                   404: OpenApiResponse(serializers.ErrorSerializer, description="no search of the caller's with this id")},
+        parameters=[
+            OpenApiParameter("search_id", int, OpenApiParameter.PATH, description="the search's id")
+        ],
+        responses={
+            200: serializers.EvidenceSearchSerializer,
+            404: OpenApiResponse(
+                serializers.ErrorSerializer, description="no search of the caller's with this id"
+            ),
+        },
     )
-    @action(detail=True, methods=["get"], url_path=rf"evidence-searches/(?P<search_id>{ID})", url_name="evidence-search")
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path=rf"evidence-searches/(?P<search_id>{ID})",
+        url_name="evidence-search",
+    )
     def evidence_search(self, request, pk=None, search_id=None):
         """One of the caller's searches: state (queued, running, done, failed) and results."""
         search = selectors.evidence_search(self.get_object(), request.user, search_id)
@@ -53,21 +73,43 @@ class EvidenceActions:
         return Response(serializers.EvidenceSearchSerializer(search).data)
 
     @extend_schema(
-        parameters=[OpenApiParameter("item_id", int, OpenApiParameter.PATH, description="the item's id"),
-                    OpenApiParameter("claim", int, OpenApiParameter.PATH,
-                                     description="the claim's number in the step-2 content (0-based)")],
+        parameters=[
+            OpenApiParameter("item_id", int, OpenApiParameter.PATH, description="the item's id"),
+            OpenApiParameter(
+                "claim",
+                int,
+                OpenApiParameter.PATH,
+                description="the claim's number in the step-2 content (0-based)",
+            ),
+        ],
         request=None,
-        responses={202: OpenApiResponse(serializers.ErrorSerializer, description="queued: the item's step 2 shows the new passages"),
-                   400: ERROR_400,
-                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such item with a step 2 in this project")},
+        responses={
+            202: OpenApiResponse(
+                serializers.ErrorSerializer,
+                description="queued: the item's step 2 shows the new passages",
+            ),
+            400: ERROR_400,
+            404: OpenApiResponse(
+                serializers.ErrorSerializer,
+                description="no such item with a step 2 in this project",
+            ),
+        },
     )
-    @action(detail=True, methods=["post"], url_path=rf"items/(?P<item_id>{ID})/claims/(?P<claim>{ID})/retrieve",
-            url_name="retrieve-claim")
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=rf"items/(?P<item_id>{ID})/claims/(?P<claim>{ID})/retrieve",
+        url_name="retrieve-claim",
+    )
     def retrieve_claim(self, request, pk=None, item_id=None, claim=None):
         """Retrieve one step-2 claim's evidence again (e.g. after its web search failed), until
         an annotator of the item submits; the drafts' stances of that claim start again."""
         project = self.get_object()
-        stage = ItemStage.objects.filter(item__project=project, item_id=item_id, stage__in=get_kind(project.kind).retrievable_stages).first()
+        stage = ItemStage.objects.filter(
+            item__project=project,
+            item_id=item_id,
+            stage__in=get_kind(project.kind).retrievable_stages,
+        ).first()
         if stage is None:
             raise NotFound("no such item with evidence to retrieve in this project")
         evidence_services.request_retrieval(stage=stage, index=int(claim))

@@ -1,4 +1,5 @@
 """The API of the imports wing: a project's item imports (a ProjectViewSet mixin)."""
+
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.decorators import action
@@ -18,13 +19,21 @@ class ImportActions:
     @extend_schema(
         request={"multipart/form-data": serializers.ImportSerializer},
         responses={
-            202: OpenApiResponse(serializers.ImportJobSerializer,
-                                 description="stored and queued: poll the job's url until its state is done or failed"),
-            400: OpenApiResponse(serializers.ErrorSerializer,
-                                 description="unknown format, labels_as or on_error, a bad domain, or no file"),
-            404: OpenApiResponse(serializers.ErrorSerializer, description="no such project, or not a member of it"),
-            413: OpenApiResponse(serializers.ErrorSerializer,
-                                 description="the file is larger than IMPORT_MAX_UPLOAD_BYTES (max_bytes says how large)"),
+            202: OpenApiResponse(
+                serializers.ImportJobSerializer,
+                description="stored and queued: poll the job's url until its state is done or failed",
+            ),
+            400: OpenApiResponse(
+                serializers.ErrorSerializer,
+                description="unknown format, labels_as or on_error, a bad domain, or no file",
+            ),
+            404: OpenApiResponse(
+                serializers.ErrorSerializer, description="no such project, or not a member of it"
+            ),
+            413: OpenApiResponse(
+                serializers.ErrorSerializer,
+                description="the file is larger than IMPORT_MAX_UPLOAD_BYTES (max_bytes says how large)",
+            ),
         },
     )
     @action(detail=True, methods=["post"], url_path="import")
@@ -43,9 +52,13 @@ class ImportActions:
         data = serializers.ImportSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         job = import_jobs.create_import_job(
-            project=project, user=request.user, upload=data.validated_data["file"],
-            fmt=data.validated_data["format"], labels_as=data.validated_data["labels_as"],
-            on_error=data.validated_data["on_error"], domain=data.validated_data["domain"],
+            project=project,
+            user=request.user,
+            upload=data.validated_data["file"],
+            fmt=data.validated_data["format"],
+            labels_as=data.validated_data["labels_as"],
+            on_error=data.validated_data["on_error"],
+            domain=data.validated_data["domain"],
         )
         job.refresh_from_db()  # without a broker the task has already run
         body = serializers.ImportJobSerializer(job).data
@@ -59,11 +72,21 @@ class ImportActions:
         return self.get_paginated_response(serializers.ImportJobSerializer(page, many=True).data)
 
     @extend_schema(
-        parameters=[OpenApiParameter("job_id", int, OpenApiParameter.PATH, description="the import job's id")],
-        responses={200: serializers.ImportJobSerializer,
-                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such job in a project of the caller's")},
+        parameters=[
+            OpenApiParameter(
+                "job_id", int, OpenApiParameter.PATH, description="the import job's id"
+            )
+        ],
+        responses={
+            200: serializers.ImportJobSerializer,
+            404: OpenApiResponse(
+                serializers.ErrorSerializer, description="no such job in a project of the caller's"
+            ),
+        },
     )
-    @action(detail=True, methods=["get"], url_path=rf"imports/(?P<job_id>{ID})", url_name="import-job")
+    @action(
+        detail=True, methods=["get"], url_path=rf"imports/(?P<job_id>{ID})", url_name="import-job"
+    )
     def import_job(self, request, pk=None, job_id=None):
         """One import: state (queued, running, done, failed), lines read, errors and result."""
         job = selectors.import_jobs(self.get_object()).filter(pk=job_id).first()

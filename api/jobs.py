@@ -4,6 +4,7 @@ Who may: the job's owner (who uploaded the file or typed the search) and the adm
 project (for a corpus: of one of its projects); staff for every job. Consolidators, who see system
 runs on the leaderboard, get 403 for those; everyone else 404, as for a job that does not exist.
 """
+
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers as drf_serializers
 from rest_framework import status
@@ -22,9 +23,15 @@ class JobStatusSerializer(drf_serializers.Serializer):
     kind = drf_serializers.ChoiceField(choices=sorted(jobs.KINDS))
     id = drf_serializers.IntegerField()
     state = drf_serializers.CharField()
-    stalled = drf_serializers.BooleanField(help_text="no progress for JOB_STALLED_AFTER_SECONDS: its worker may have died")
-    state_detail = drf_serializers.CharField(help_text="what the job does or waits for, e.g. the queue it waits on")
-    progress_at = drf_serializers.DateTimeField(allow_null=True, help_text="the task's last sign of life")
+    stalled = drf_serializers.BooleanField(
+        help_text="no progress for JOB_STALLED_AFTER_SECONDS: its worker may have died"
+    )
+    state_detail = drf_serializers.CharField(
+        help_text="what the job does or waits for, e.g. the queue it waits on"
+    )
+    progress_at = drf_serializers.DateTimeField(
+        allow_null=True, help_text="the task's last sign of life"
+    )
 
 
 def _visible_job(user, kind: jobs.JobKind, job_id: int):
@@ -42,7 +49,11 @@ def _visible_job(user, kind: jobs.JobKind, job_id: int):
         admin = any(selectors.is_project_admin(user, p) for p in job.projects.all())
     else:
         admin = selectors.is_project_admin(user, job.project)
-    sees = admin or owner or (kind.name == "system-run" and selectors.can_consolidate(user, job.project))
+    sees = (
+        admin
+        or owner
+        or (kind.name == "system-run" and selectors.can_consolidate(user, job.project))
+    )
     if not sees:
         raise NotFound(f"no such {kind.label}")
     return job, admin or owner
@@ -51,12 +62,20 @@ def _visible_job(user, kind: jobs.JobKind, job_id: int):
 class JobRestartView(APIView):
     @extend_schema(
         request=None,
-        parameters=[OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=sorted(jobs.KINDS)),
-                    OpenApiParameter("job_id", int, OpenApiParameter.PATH)],
-        responses={202: JobStatusSerializer,
-                   400: OpenApiResponse(ErrorSerializer, description="the job is not stalled, or has ended"),
-                   403: OpenApiResponse(ErrorSerializer, description="neither the job's owner nor an admin of its project"),
-                   404: OpenApiResponse(ErrorSerializer, description="no such job the caller can see")},
+        parameters=[
+            OpenApiParameter("kind", str, OpenApiParameter.PATH, enum=sorted(jobs.KINDS)),
+            OpenApiParameter("job_id", int, OpenApiParameter.PATH),
+        ],
+        responses={
+            202: JobStatusSerializer,
+            400: OpenApiResponse(
+                ErrorSerializer, description="the job is not stalled, or has ended"
+            ),
+            403: OpenApiResponse(
+                ErrorSerializer, description="neither the job's owner nor an admin of its project"
+            ),
+            404: OpenApiResponse(ErrorSerializer, description="no such job the caller can see"),
+        },
         summary="Restart a stalled job",
     )
     def post(self, request, kind, job_id):
@@ -68,7 +87,9 @@ class JobRestartView(APIView):
             raise NotFound("no such kind of job")
         job, may_restart = _visible_job(request.user, found, int(job_id))
         if not may_restart:
-            raise PermissionDenied(f"only the {found.label}'s owner and the project's admins may restart it")
+            raise PermissionDenied(
+                f"only the {found.label}'s owner and the project's admins may restart it"
+            )
         try:
             job = jobs.restart(job)
         except DomainError as exc:

@@ -1,4 +1,5 @@
 """Request body parsers: hostile JSON is a 400 (or 413) that says why, never a 500."""
+
 from django.conf import settings
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
@@ -28,7 +29,9 @@ class JSONParser(parsers.JSONParser):
             except ValueError:
                 length = 0
             if length > limit:
-                raise PayloadTooLarge(f"the request body has {length} bytes, more than the {limit} accepted")
+                raise PayloadTooLarge(
+                    f"the request body has {length} bytes, more than the {limit} accepted"
+                )
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:

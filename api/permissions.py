@@ -1,4 +1,5 @@
 """Permission rules of the API; each one has a test in tests/workflow/test_permissions.py."""
+
 from rest_framework.permissions import BasePermission
 
 from annotation import selectors

@@ -1,4 +1,5 @@
 """The API of the research wing: agreement, system runs and the leaderboard (a ProjectViewSet mixin)."""
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -14,22 +15,46 @@ from annotation.research import predictions as prediction_services
 from annotation.research import selectors as research_selectors
 
 from . import serializers
-from .common import ERROR_400, FALSE_VALUES, ID, STAGES, TRUE_VALUES, bool_param, refuse_oversized_upload
+from .common import (
+    ERROR_400,
+    FALSE_VALUES,
+    ID,
+    STAGES,
+    TRUE_VALUES,
+    bool_param,
+    refuse_oversized_upload,
+)
 
 
 class ResearchActions:
     """``/projects/{id}/agreement/``, ``system-runs/`` (and ``{run_id}/``), ``leaderboard/``."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT,
-                              202: OpenApiResponse(serializers.AgreementPendingSerializer, description=(
-                                  "not computed yet for the step's current data: a Celery task computes it (one "
-                                  "per project, step, resamples and seed); ask the same address again after "
-                                  "Retry-After seconds")),
-                              400: ERROR_400},
-                   parameters=[OpenApiParameter("stage", int, enum=STAGES, description="one of the project kind's stages"),
-                               OpenApiParameter("resamples", int, description="bootstrap resamples of the 95 % intervals "
-                                                f"(default {research_selectors.DEFAULT_RESAMPLES}, 0 = none, at most {research_selectors.MAX_RESAMPLES})"),
-                               OpenApiParameter("seed", int, description="seed of the bootstrap (default 0)")])
+    @extend_schema(
+        responses={
+            200: OpenApiTypes.OBJECT,
+            202: OpenApiResponse(
+                serializers.AgreementPendingSerializer,
+                description=(
+                    "not computed yet for the step's current data: a Celery task computes it (one "
+                    "per project, step, resamples and seed); ask the same address again after "
+                    "Retry-After seconds"
+                ),
+            ),
+            400: ERROR_400,
+        },
+        parameters=[
+            OpenApiParameter(
+                "stage", int, enum=STAGES, description="one of the project kind's stages"
+            ),
+            OpenApiParameter(
+                "resamples",
+                int,
+                description="bootstrap resamples of the 95 % intervals "
+                f"(default {research_selectors.DEFAULT_RESAMPLES}, 0 = none, at most {research_selectors.MAX_RESAMPLES})",
+            ),
+            OpenApiParameter("seed", int, description="seed of the bootstrap (default 0)"),
+        ],
+    )
     @action(detail=True, methods=["get"])
     def agreement(self, request, pk=None):
         """Agreement per field of one step (admins and consolidators), with 95 % bootstrap intervals.
@@ -42,7 +67,9 @@ class ResearchActions:
             stages = get_kind(project.kind).annotatable_stages
             raise ValidationError({"stage": f"must be one of {', '.join(map(str, stages))}"})
         try:
-            resamples, seed = research_selectors.bootstrap_options(request.query_params.get("resamples"), request.query_params.get("seed"))
+            resamples, seed = research_selectors.bootstrap_options(
+                request.query_params.get("resamples"), request.query_params.get("seed")
+            )
         except ValueError as error:
             raise ValidationError(error.args[0])
         found = agreement_cache.lookup(project, stage, resamples, seed)
@@ -52,26 +79,49 @@ class ResearchActions:
         if found.state == "failed":
             detail = f"the agreement could not be computed: {found.error}"
         else:
-            detail = (f"the agreement{f' with {resamples:,}-resample bootstrap intervals' if resamples else ''} is being "
-                      "computed; ask this address again in a few seconds")
+            detail = (
+                f"the agreement{f' with {resamples:,}-resample bootstrap intervals' if resamples else ''} is being "
+                "computed; ask this address again in a few seconds"
+            )
         url = request.build_absolute_uri()
-        body = {"state": found.state, "detail": detail, "step": status_body["step"], "done": status_body["done"],
-                "total": status_body["total"], "error": found.error, "url": url}
+        body = {
+            "state": found.state,
+            "detail": detail,
+            "step": status_body["step"],
+            "done": status_body["done"],
+            "total": status_body["total"],
+            "error": found.error,
+            "url": url,
+        }
         retry = agreement_cache.FAILURE_SECONDS if found.state == "failed" else 2
-        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": url, "Retry-After": str(retry)})
+        return Response(
+            body,
+            status=status.HTTP_202_ACCEPTED,
+            headers={"Location": url, "Retry-After": str(retry)},
+        )
 
     @extend_schema(methods=["GET"], responses=serializers.SystemRunSerializer(many=True))
     @extend_schema(
         methods=["POST"],
         request={"multipart/form-data": serializers.SystemRunCreateSerializer},
         responses={
-            202: OpenApiResponse(serializers.SystemRunSerializer,
-                                 description="stored and queued: poll the run's url until its state is done or failed"),
-            400: OpenApiResponse(serializers.ErrorSerializer, description=(
-                "no file or system, a bad option, or this system and version uploaded already (errors names version)")),
-            404: OpenApiResponse(serializers.ErrorSerializer, description="no such project, or not a member of it"),
-            413: OpenApiResponse(serializers.ErrorSerializer,
-                                 description="the file is larger than IMPORT_MAX_UPLOAD_BYTES (max_bytes says how large)"),
+            202: OpenApiResponse(
+                serializers.SystemRunSerializer,
+                description="stored and queued: poll the run's url until its state is done or failed",
+            ),
+            400: OpenApiResponse(
+                serializers.ErrorSerializer,
+                description=(
+                    "no file or system, a bad option, or this system and version uploaded already (errors names version)"
+                ),
+            ),
+            404: OpenApiResponse(
+                serializers.ErrorSerializer, description="no such project, or not a member of it"
+            ),
+            413: OpenApiResponse(
+                serializers.ErrorSerializer,
+                description="the file is larger than IMPORT_MAX_UPLOAD_BYTES (max_bytes says how large)",
+            ),
         },
     )
     @action(detail=True, methods=["get", "post"], url_path="system-runs", url_name="system-runs")
@@ -88,28 +138,52 @@ class ResearchActions:
         project = self.get_object()
         if request.method == "GET":
             page = self.paginate_queryset(leaderboard_selectors.system_runs(project))
-            return self.get_paginated_response(serializers.SystemRunSerializer(page, many=True).data)
+            return self.get_paginated_response(
+                serializers.SystemRunSerializer(page, many=True).data
+            )
         refuse_oversized_upload(request)
         data = serializers.SystemRunCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        run = prediction_services.create_system_run(project=project, user=request.user, upload=data.validated_data["file"],
-                                                    **{k: v for k, v in data.validated_data.items() if k != "file"})
+        run = prediction_services.create_system_run(
+            project=project,
+            user=request.user,
+            upload=data.validated_data["file"],
+            **{k: v for k, v in data.validated_data.items() if k != "file"},
+        )
         run.refresh_from_db()  # without a broker the task has already run
         body = serializers.SystemRunSerializer(run).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
     @extend_schema(
         methods=["GET"],
-        parameters=[OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="the run's id")],
-        responses={200: serializers.SystemRunSerializer,
-                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such run in this project")},
+        parameters=[
+            OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="the run's id")
+        ],
+        responses={
+            200: serializers.SystemRunSerializer,
+            404: OpenApiResponse(
+                serializers.ErrorSerializer, description="no such run in this project"
+            ),
+        },
     )
     @extend_schema(
         methods=["DELETE"],
-        parameters=[OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="the run's id")],
-        responses={204: None, 404: OpenApiResponse(serializers.ErrorSerializer, description="no such run in this project")},
+        parameters=[
+            OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="the run's id")
+        ],
+        responses={
+            204: None,
+            404: OpenApiResponse(
+                serializers.ErrorSerializer, description="no such run in this project"
+            ),
+        },
     )
-    @action(detail=True, methods=["get", "delete"], url_path=rf"system-runs/(?P<run_id>{ID})", url_name="system-run")
+    @action(
+        detail=True,
+        methods=["get", "delete"],
+        url_path=rf"system-runs/(?P<run_id>{ID})",
+        url_name="system-run",
+    )
     def system_run(self, request, pk=None, run_id=None):
         """One run: state (queued, running, done, failed), progress, errors and scores; DELETE
         removes it with its predictions and scores."""
@@ -121,14 +195,31 @@ class ResearchActions:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(serializers.SystemRunSerializer(run).data)
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, 400: ERROR_400},
-                   parameters=[OpenApiParameter("task", str, description="a task of the project with scores (default: "
-                                                                         "the first), e.g. checkworthiness, segment"),
-                               OpenApiParameter("reference", int, description="the run the differences are to (default: "
-                                                                              "the best system on the current gold)"),
-                               OpenApiParameter("agreed", bool, description=(
-                                   "scores on the units all annotators agreed on: "
-                                   f"{', '.join(TRUE_VALUES)} (or {', '.join(FALSE_VALUES)})"))])
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT, 400: ERROR_400},
+        parameters=[
+            OpenApiParameter(
+                "task",
+                str,
+                description="a task of the project with scores (default: "
+                "the first), e.g. checkworthiness, segment",
+            ),
+            OpenApiParameter(
+                "reference",
+                int,
+                description="the run the differences are to (default: "
+                "the best system on the current gold)",
+            ),
+            OpenApiParameter(
+                "agreed",
+                bool,
+                description=(
+                    "scores on the units all annotators agreed on: "
+                    f"{', '.join(TRUE_VALUES)} (or {', '.join(FALSE_VALUES)})"
+                ),
+            ),
+        ],
+    )
     @action(detail=True, methods=["get"])
     def leaderboard(self, request, pk=None):
         """The leaderboard of one task: ``tasks``, ``metrics``, ``differences`` (the columns),
@@ -144,8 +235,12 @@ class ResearchActions:
             if reference is None:
                 raise ValidationError({"reference": "must be a run id in digits 0-9"})
         try:
-            board = leaderboard_selectors.leaderboard(project, request.query_params.get("task") or None, reference,
-                                                      bool_param(request, "agreed"))
+            board = leaderboard_selectors.leaderboard(
+                project,
+                request.query_params.get("task") or None,
+                reference,
+                bool_param(request, "agreed"),
+            )
         except ValueError as error:
             raise ValidationError(error.args[0])
         return Response(board)

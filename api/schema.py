@@ -1,4 +1,5 @@
 """The OpenAPI schema also documents the error answers each operation can give."""
+
 from drf_spectacular.openapi import AutoSchema as BaseAutoSchema
 from drf_spectacular.plumbing import get_view_model
 from rest_framework.permissions import SAFE_METHODS, AllowAny, IsAuthenticated
@@ -19,8 +20,8 @@ ERROR_DESCRIPTIONS = {
 # Answered by gunicorn before the application sees the request, so as its HTML page, not JSON.
 REQUEST_LINE_TOO_LONG = {
     "description": "The request line (method, path and query string) is longer than the server reads "
-                   "(gunicorn's `limit_request_line`, 4094 bytes by default): answered by the HTTP server "
-                   "as a short HTML page, before the application sees the request",
+    "(gunicorn's `limit_request_line`, 4094 bytes by default): answered by the HTTP server "
+    "as a short HTML page, before the application sees the request",
     "content": {"text/html": {"schema": {"type": "string"}}},
 }
 # Permissions that never answer 403 to a signed-in caller (a non-member's project is a 404).
@@ -45,7 +46,9 @@ class AutoSchema(BaseAutoSchema):
             codes.append("400")
         if self.view.authentication_classes:
             codes.append("401")
-        if method not in SAFE_METHODS or any(not isinstance(p, NEVER_FORBIDDEN) for p in self.view.get_permissions()):
+        if method not in SAFE_METHODS or any(
+            not isinstance(p, NEVER_FORBIDDEN) for p in self.view.get_permissions()
+        ):
             codes.append("403")
         if any(p["in"] == "path" for p in parameters):
             codes.append("404")
@@ -54,7 +57,11 @@ class AutoSchema(BaseAutoSchema):
         error = self._error_schema()
         for code in codes:
             operation["responses"].setdefault(
-                code, {"description": ERROR_DESCRIPTIONS[code], "content": {"application/json": {"schema": error}}}
+                code,
+                {
+                    "description": ERROR_DESCRIPTIONS[code],
+                    "content": {"application/json": {"schema": error}},
+                },
             )
         # Any request line can be too long (a path, a query string).
         operation["responses"].setdefault("414", REQUEST_LINE_TOO_LONG)
@@ -70,7 +77,9 @@ class AutoSchema(BaseAutoSchema):
             if parameter["schema"].get("pattern") == f"^{NATURAL.pattern}$":
                 parameter["schema"] = {"type": "integer"}
                 if model is not None and not parameter.get("description"):
-                    parameter["description"] = f"A unique integer value identifying this {model._meta.verbose_name}."
+                    parameter["description"] = (
+                        f"A unique integer value identifying this {model._meta.verbose_name}."
+                    )
         return parameters
 
     def _error_schema(self):

@@ -32,13 +32,26 @@ urlpatterns = [
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    re_path(rf"^projects/(?P<project_id>{NATURAL.pattern})/llm-rater/$", llm_rater.RaterRunsView.as_view(), name="api-llm-rater"),
-    re_path(rf"^projects/(?P<project_id>{NATURAL.pattern})/llm-rater/estimate/$", llm_rater.RaterEstimateView.as_view(),
-            name="api-llm-rater-estimate"),
-    re_path(rf"^projects/(?P<project_id>{NATURAL.pattern})/llm-rater/(?P<run_id>{NATURAL.pattern})/$",
-            llm_rater.RaterRunView.as_view(), name="api-llm-rater-run"),
-    re_path(rf"^jobs/(?P<kind>[a-z-]{{1,20}})/(?P<job_id>{NATURAL.pattern})/restart/$", jobs.JobRestartView.as_view(),
-            name="api-job-restart"),
+    re_path(
+        rf"^projects/(?P<project_id>{NATURAL.pattern})/llm-rater/$",
+        llm_rater.RaterRunsView.as_view(),
+        name="api-llm-rater",
+    ),
+    re_path(
+        rf"^projects/(?P<project_id>{NATURAL.pattern})/llm-rater/estimate/$",
+        llm_rater.RaterEstimateView.as_view(),
+        name="api-llm-rater-estimate",
+    ),
+    re_path(
+        rf"^projects/(?P<project_id>{NATURAL.pattern})/llm-rater/(?P<run_id>{NATURAL.pattern})/$",
+        llm_rater.RaterRunView.as_view(),
+        name="api-llm-rater-run",
+    ),
+    re_path(
+        rf"^jobs/(?P<kind>[a-z-]{{1,20}})/(?P<job_id>{NATURAL.pattern})/restart/$",
+        jobs.JobRestartView.as_view(),
+        name="api-job-restart",
+    ),
     path("", include(router.urls)),
     # Last: what no pattern above takes is a JSON 404 (without the slash, Django still redirects).
     # [\s\S], not ".": a path with a newline (%0A in an id) too, not left to the site's HTML 404.

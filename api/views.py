@@ -1,4 +1,5 @@
 """API views: check permissions, parse input, call a service or selector, serialize."""
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -18,17 +19,33 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 
 from annotation import selectors
-from annotation.models import Assignment, Consolidation, ConsolidationStatus, Item, Project, StageStatus, ThirdRater
+from annotation.models import (
+    Assignment,
+    Consolidation,
+    ConsolidationStatus,
+    Item,
+    Project,
+    StageStatus,
+    ThirdRater,
+)
 from annotation.services import annotations as annotation_services
 from annotation.services import assignments as assignment_services
 from annotation.services import consolidation as consolidation_services
 from annotation.services import projects as project_services
 from annotation.services import stages as stage_services
-
 from config.lockout import lockout_message
 
 from . import serializers
-from .common import ERROR_400, ERROR_409, FALSE_VALUES, ID, TRUE_VALUES, bool_param, choice_param, item_stage_of
+from .common import (
+    ERROR_400,
+    ERROR_409,
+    FALSE_VALUES,
+    ID,
+    TRUE_VALUES,
+    bool_param,
+    choice_param,
+    item_stage_of,
+)
 from .evidence import EvidenceActions
 from .exports import ExportActions
 from .imports import ImportActions
@@ -46,15 +63,21 @@ class UserViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.Gener
     queryset = User.objects.order_by("username")
     serializer_class = serializers.UserSerializer
 
-    @extend_schema(request=serializers.UserCreateSerializer, responses={201: serializers.UserSerializer})
+    @extend_schema(
+        request=serializers.UserCreateSerializer, responses={201: serializers.UserSerializer}
+    )
     def create(self, request, *args, **kwargs):
         data = serializers.UserCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
             with transaction.atomic():
                 user = project_services.create_user(**data.validated_data)
-        except DjangoValidationError as exc:  # the password's validators, or the name taken in another case
-            raise ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"password": exc.messages}) from exc
+        except (
+            DjangoValidationError
+        ) as exc:  # the password's validators, or the name taken in another case
+            raise ValidationError(
+                exc.message_dict if hasattr(exc, "error_dict") else {"password": exc.messages}
+            ) from exc
         except IntegrityError:  # the same name created by a concurrent request
             raise ValidationError({"username": ["a user with this username exists"]}) from None
         return Response(serializers.UserSerializer(user).data, status=status.HTTP_201_CREATED)
@@ -64,7 +87,9 @@ class UserViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.Gener
 # lookup the database cannot hold (OverflowError on SQLite: a 500).
 # The wings' actions come from their mixins (api/imports.py, evidence.py, research.py, exports.py);
 # the docstring below is the schema's description of every project operation.
-class ProjectViewSet(ImportActions, EvidenceActions, ResearchActions, ExportActions, viewsets.ModelViewSet):
+class ProjectViewSet(
+    ImportActions, EvidenceActions, ResearchActions, ExportActions, viewsets.ModelViewSet
+):
     """Projects the caller is a member of; staff create them, project admins run them."""
 
     serializer_class = serializers.ProjectSerializer
@@ -83,10 +108,30 @@ class ProjectViewSet(ImportActions, EvidenceActions, ResearchActions, ExportActi
     def get_permissions(self):
         if self.action == "create":
             return [IsStaff()]
-        if self.action in {"partial_update", "destroy", "members", "member", "import_items", "imports", "import_job", "items", "export",
-                           "progress", "retrieve_claim", "reopen_stage", "split_stage", "reassign"}:
+        if self.action in {
+            "partial_update",
+            "destroy",
+            "members",
+            "member",
+            "import_items",
+            "imports",
+            "import_job",
+            "items",
+            "export",
+            "progress",
+            "retrieve_claim",
+            "reopen_stage",
+            "split_stage",
+            "reassign",
+        }:
             return [IsAuthenticated(), IsProjectAdmin()]
-        if self.action in {"consolidations", "agreement", "system_runs", "system_run", "leaderboard"}:
+        if self.action in {
+            "consolidations",
+            "agreement",
+            "system_runs",
+            "system_run",
+            "leaderboard",
+        }:
             return [IsAuthenticated(), CanConsolidate()]
         # evidence_searches, evidence_search: any member (annotators, consolidators, admins)
         return [IsAuthenticated(), IsProjectMember()]
@@ -109,10 +154,14 @@ class ProjectViewSet(ImportActions, EvidenceActions, ResearchActions, ExportActi
     def perform_create(self, serializer):
         data = serializer.validated_data
         serializer.instance = project_services.create_project(
-            name=data["name"], kind=data["kind"], created_by=self.request.user,
-            annotators_per_item=data.get("annotators_per_item", 2), guidelines=data.get("guidelines", ""),
+            name=data["name"],
+            kind=data["kind"],
+            created_by=self.request.user,
+            annotators_per_item=data.get("annotators_per_item", 2),
+            guidelines=data.get("guidelines", ""),
             third_rater=data.get("third_rater", ThirdRater.ESCALATION),
-            pipeline_settings=data.get("pipeline_settings") or {}, overlap_share=data.get("overlap_share", 1.0),
+            pipeline_settings=data.get("pipeline_settings") or {},
+            overlap_share=data.get("overlap_share", 1.0),
         )
 
     def perform_update(self, serializer):
@@ -128,51 +177,96 @@ class ProjectViewSet(ImportActions, EvidenceActions, ResearchActions, ExportActi
             raise NotFound("this project was deleted")
 
     @extend_schema(methods=["GET"], responses=serializers.MembershipSerializer(many=True))
-    @extend_schema(methods=["POST"], request=serializers.MembershipSerializer, responses={201: serializers.MembershipSerializer})
+    @extend_schema(
+        methods=["POST"],
+        request=serializers.MembershipSerializer,
+        responses={201: serializers.MembershipSerializer},
+    )
     @action(detail=True, methods=["get", "post"])
     def members(self, request, pk=None):
         project = self.get_object()
         if request.method == "GET":
             page = self.paginate_queryset(selectors.members(project))
-            return self.get_paginated_response(serializers.MembershipSerializer(page, many=True).data)
+            return self.get_paginated_response(
+                serializers.MembershipSerializer(page, many=True).data
+            )
         data = serializers.MembershipSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        membership = project_services.add_member(project=project, user=data.validated_data["user"], role=data.validated_data["role"])
-        return Response(serializers.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
+        membership = project_services.add_member(
+            project=project, user=data.validated_data["user"], role=data.validated_data["role"]
+        )
+        return Response(
+            serializers.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED
+        )
 
-    @extend_schema(methods=["PATCH"], request=serializers.MemberRoleSerializer,
-                   responses={200: serializers.MembershipSerializer,
-                              400: OpenApiResponse(serializers.ErrorSerializer, description="unknown role, or the last admin")})
-    @extend_schema(methods=["DELETE"], responses={204: None, 400: OpenApiResponse(serializers.ErrorSerializer,
-                                                                                 description="the project's last admin")})
-    @action(detail=True, methods=["patch", "delete"], url_path=rf"members/(?P<membership_id>{ID})", url_name="member")
+    @extend_schema(
+        methods=["PATCH"],
+        request=serializers.MemberRoleSerializer,
+        responses={
+            200: serializers.MembershipSerializer,
+            400: OpenApiResponse(
+                serializers.ErrorSerializer, description="unknown role, or the last admin"
+            ),
+        },
+    )
+    @extend_schema(
+        methods=["DELETE"],
+        responses={
+            204: None,
+            400: OpenApiResponse(
+                serializers.ErrorSerializer, description="the project's last admin"
+            ),
+        },
+    )
+    @action(
+        detail=True,
+        methods=["patch", "delete"],
+        url_path=rf"members/(?P<membership_id>{ID})",
+        url_name="member",
+    )
     def member(self, request, pk=None, membership_id=None):
         """Move a member to another role (PATCH ``{"role"}``) or take the role away (DELETE).
 
         An annotator's open assignments go back to the pool and on to the other annotators;
         their submitted work stays. A project keeps at least one admin."""
         project = self.get_object()
-        membership = project.memberships.select_related("user").filter(pk=int(membership_id)).first()
+        membership = (
+            project.memberships.select_related("user").filter(pk=int(membership_id)).first()
+        )
         if membership is None:
             raise NotFound("no such member of this project")
         if request.method == "DELETE":
-            project_services.remove_member(project=project, user=membership.user, role=membership.role)
+            project_services.remove_member(
+                project=project, user=membership.user, role=membership.role
+            )
             return Response(status=status.HTTP_204_NO_CONTENT)
         data = serializers.MemberRoleSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        membership = project_services.change_member_role(project=project, membership=membership,
-                                                         role=data.validated_data["role"])
+        membership = project_services.change_member_role(
+            project=project, membership=membership, role=data.validated_data["role"]
+        )
         return Response(serializers.MembershipSerializer(membership).data)
 
     @extend_schema(
-        parameters=[OpenApiParameter("item_id", int, OpenApiParameter.PATH, description="the item's id"),
-                    OpenApiParameter("stage", int, OpenApiParameter.PATH, description="the step")],
+        parameters=[
+            OpenApiParameter("item_id", int, OpenApiParameter.PATH, description="the item's id"),
+            OpenApiParameter("stage", int, OpenApiParameter.PATH, description="the step"),
+        ],
         request=serializers.DiscardSerializer,
-        responses={200: serializers.ConsolidationSerializer, 400: ERROR_400,
-                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such item step in this project")},
+        responses={
+            200: serializers.ConsolidationSerializer,
+            400: ERROR_400,
+            404: OpenApiResponse(
+                serializers.ErrorSerializer, description="no such item step in this project"
+            ),
+        },
     )
-    @action(detail=True, methods=["post"], url_path=rf"items/(?P<item_id>{ID})/stages/(?P<stage>{ID})/reopen",
-            url_name="reopen-stage")
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=rf"items/(?P<item_id>{ID})/stages/(?P<stage>{ID})/reopen",
+        url_name="reopen-stage",
+    )
     def reopen_stage(self, request, pk=None, item_id=None, stage=None):
         """Reopen a saved gold record, or restore a discarded item, with a reason (kept in the
         item's history): its consolidation opens again. Refused once the next step has
@@ -181,19 +275,31 @@ class ProjectViewSet(ImportActions, EvidenceActions, ResearchActions, ExportActi
         item_stage = item_stage_of(project, item_id, stage)
         data = serializers.DiscardSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        consolidation = consolidation_services.reopen_stage(stage=item_stage, user=request.user, reason=data.validated_data["reason"])
+        consolidation = consolidation_services.reopen_stage(
+            stage=item_stage, user=request.user, reason=data.validated_data["reason"]
+        )
         return Response(serializers.ConsolidationSerializer(consolidation).data)
 
     @extend_schema(
-        parameters=[OpenApiParameter("item_id", int, OpenApiParameter.PATH, description="the item's id"),
-                    OpenApiParameter("stage", int, OpenApiParameter.PATH, description="the step")],
+        parameters=[
+            OpenApiParameter("item_id", int, OpenApiParameter.PATH, description="the item's id"),
+            OpenApiParameter("stage", int, OpenApiParameter.PATH, description="the step"),
+        ],
         request=serializers.SplitSerializer,
-        responses={200: OpenApiResponse(description="the new split is stored; pre-annotation runs again"),
-                   400: ERROR_400,
-                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such item step in this project")},
+        responses={
+            200: OpenApiResponse(description="the new split is stored; pre-annotation runs again"),
+            400: ERROR_400,
+            404: OpenApiResponse(
+                serializers.ErrorSerializer, description="no such item step in this project"
+            ),
+        },
     )
-    @action(detail=True, methods=["post"], url_path=rf"items/(?P<item_id>{ID})/stages/(?P<stage>{ID})/split",
-            url_name="split-stage")
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=rf"items/(?P<item_id>{ID})/stages/(?P<stage>{ID})/split",
+        url_name="split-stage",
+    )
     def split_stage(self, request, pk=None, item_id=None, stage=None):
         """Correct an item's sentence split (FELM: segmentation) before any annotator has started it."""
         project = self.get_object()
@@ -204,38 +310,74 @@ class ProjectViewSet(ImportActions, EvidenceActions, ResearchActions, ExportActi
         return Response({"detail": "split corrected; pre-annotation runs again"})
 
     @extend_schema(
-        parameters=[OpenApiParameter("assignment_id", int, OpenApiParameter.PATH, description="the assignment's id")],
+        parameters=[
+            OpenApiParameter(
+                "assignment_id", int, OpenApiParameter.PATH, description="the assignment's id"
+            )
+        ],
         request=None,
-        responses={200: serializers.AssignmentSerializer, 400: ERROR_400,
-                   404: OpenApiResponse(serializers.ErrorSerializer, description="no such assignment in this project")},
+        responses={
+            200: serializers.AssignmentSerializer,
+            400: ERROR_400,
+            404: OpenApiResponse(
+                serializers.ErrorSerializer, description="no such assignment in this project"
+            ),
+        },
     )
-    @action(detail=True, methods=["post"], url_path=rf"assignments/(?P<assignment_id>{ID})/reassign",
-            url_name="reassign")
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=rf"assignments/(?P<assignment_id>{ID})/reassign",
+        url_name="reassign",
+    )
     def reassign(self, request, pk=None, assignment_id=None):
         """Give an assignment nobody started to another annotator of the project (a stalled item)."""
         project = self.get_object()
-        assignment = Assignment.objects.filter(item_stage__item__project=project, pk=assignment_id).first()
+        assignment = Assignment.objects.filter(
+            item_stage__item__project=project, pk=assignment_id
+        ).first()
         if assignment is None:
             raise NotFound("no such assignment in this project")
         moved = assignment_services.reassign(assignment)
         return Response(serializers.AssignmentSerializer(moved, context={"request": request}).data)
 
-    @extend_schema(responses=serializers.ItemSerializer(many=True),
-                   parameters=[OpenApiParameter("status", str, enum=StageStatus.values,
-                                                description="only items with a stage in this status")])
+    @extend_schema(
+        responses=serializers.ItemSerializer(many=True),
+        parameters=[
+            OpenApiParameter(
+                "status",
+                str,
+                enum=StageStatus.values,
+                description="only items with a stage in this status",
+            )
+        ],
+    )
     @action(detail=True, methods=["get"])
     def items(self, request, pk=None):
         project = self.get_object()
         stage_status = choice_param(request, "status", StageStatus.values)
-        queryset = serializers.ItemSerializer.listing(Item.objects.filter(project=project)).prefetch_related("stages").order_by("id")
+        queryset = (
+            serializers.ItemSerializer.listing(Item.objects.filter(project=project))
+            .prefetch_related("stages")
+            .order_by("id")
+        )
         if stage_status:
             queryset = queryset.filter(stages__status=stage_status).distinct()
         page = self.paginate_queryset(queryset)
         return self.get_paginated_response(serializers.ItemSerializer(page, many=True).data)
 
-    @extend_schema(responses=serializers.AssignmentSerializer(many=True),
-                   parameters=[OpenApiParameter("mine", bool, description=(
-                       f"only the caller's assignments: {', '.join(TRUE_VALUES)} (or {', '.join(FALSE_VALUES)})"))])
+    @extend_schema(
+        responses=serializers.AssignmentSerializer(many=True),
+        parameters=[
+            OpenApiParameter(
+                "mine",
+                bool,
+                description=(
+                    f"only the caller's assignments: {', '.join(TRUE_VALUES)} (or {', '.join(FALSE_VALUES)})"
+                ),
+            )
+        ],
+    )
     @action(detail=True, methods=["get"])
     def assignments(self, request, pk=None):
         project = self.get_object()
@@ -243,18 +385,26 @@ class ProjectViewSet(ImportActions, EvidenceActions, ResearchActions, ExportActi
         if mine or not selectors.is_project_admin(request.user, project):
             queryset = selectors.assignments_for_user(project, request.user)
         else:
-            queryset = Assignment.objects.filter(item_stage__item__project=project).select_related("item_stage__item", "user")
+            queryset = Assignment.objects.filter(item_stage__item__project=project).select_related(
+                "item_stage__item", "user"
+            )
         page = self.paginate_queryset(queryset.select_related("user").order_by("id"))
         return self.get_paginated_response(serializers.AssignmentSerializer(page, many=True).data)
 
-    @extend_schema(responses=serializers.ConsolidationSerializer(many=True),
-                   parameters=[OpenApiParameter("status", str, enum=ConsolidationStatus.values)])
+    @extend_schema(
+        responses=serializers.ConsolidationSerializer(many=True),
+        parameters=[OpenApiParameter("status", str, enum=ConsolidationStatus.values)],
+    )
     @action(detail=True, methods=["get"])
     def consolidations(self, request, pk=None):
         project = self.get_object()
         consolidation_status = choice_param(request, "status", ConsolidationStatus.values)
-        page = self.paginate_queryset(selectors.consolidations_for_project(project, consolidation_status))
-        return self.get_paginated_response(serializers.ConsolidationSerializer(page, many=True).data)
+        page = self.paginate_queryset(
+            selectors.consolidations_for_project(project, consolidation_status)
+        )
+        return self.get_paginated_response(
+            serializers.ConsolidationSerializer(page, many=True).data
+        )
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"])
@@ -270,11 +420,16 @@ class AssignmentViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     queryset = Assignment.objects.none()
 
     def get_queryset(self):
-        return Assignment.objects.filter(user=self.request.user).select_related("item_stage__item__project", "user")
+        return Assignment.objects.filter(user=self.request.user).select_related(
+            "item_stage__item__project", "user"
+        )
 
     @extend_schema(methods=["GET"], responses=serializers.AnnotationReadSerializer)
-    @extend_schema(methods=["PUT"], request=serializers.AnnotationWriteSerializer,
-                   responses={200: serializers.AnnotationReadSerializer, 400: ERROR_400, 409: ERROR_409})
+    @extend_schema(
+        methods=["PUT"],
+        request=serializers.AnnotationWriteSerializer,
+        responses={200: serializers.AnnotationReadSerializer, 400: ERROR_400, 409: ERROR_409},
+    )
     @action(detail=True, methods=["get", "put"])
     def annotation(self, request, pk=None):
         if request.method == "GET":
@@ -283,20 +438,34 @@ class AssignmentViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         data.is_valid(raise_exception=True)
         try:
             # The service reads (and locks) the caller's own assignment once.
-            saved = annotation_services.save_annotation(assignment=Assignment(pk=pk), user=request.user, **data.validated_data)
+            saved = annotation_services.save_annotation(
+                assignment=Assignment(pk=pk), user=request.user, **data.validated_data
+            )
         except (Assignment.DoesNotExist, ValueError):
             raise NotFound() from None
-        return Response({"payload": saved.payload, "version": saved.version, "submitted": saved.submitted})
+        return Response(
+            {"payload": saved.payload, "version": saved.version, "submitted": saved.submitted}
+        )
 
-    @extend_schema(request=None, responses={200: serializers.AnnotationReadSerializer, 400: ERROR_400})
+    @extend_schema(
+        request=None, responses={200: serializers.AnnotationReadSerializer, 400: ERROR_400}
+    )
     @action(detail=True, methods=["post"])
     def reopen(self, request, pk=None):
         """Take a submission back to edit it, until every annotator of the item has submitted."""
         try:
-            reopened = annotation_services.reopen_annotation(assignment=Assignment(pk=pk), user=request.user)
+            reopened = annotation_services.reopen_annotation(
+                assignment=Assignment(pk=pk), user=request.user
+            )
         except (Assignment.DoesNotExist, ValueError):
             raise NotFound() from None
-        return Response({"payload": reopened.payload, "version": reopened.version, "submitted": reopened.submitted})
+        return Response(
+            {
+                "payload": reopened.payload,
+                "version": reopened.version,
+                "submitted": reopened.submitted,
+            }
+        )
 
 
 class ConsolidationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -315,29 +484,42 @@ class ConsolidationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         consolidation_services.check_not_annotator(consolidation, self.request.user)
         return consolidation
 
-    @extend_schema(request=serializers.ConsolidationWriteSerializer,
-                   responses={200: serializers.ConsolidationDetailSerializer, 400: ERROR_400, 409: ERROR_409})
+    @extend_schema(
+        request=serializers.ConsolidationWriteSerializer,
+        responses={200: serializers.ConsolidationDetailSerializer, 400: ERROR_400, 409: ERROR_409},
+    )
     def update(self, request, pk=None):
         consolidation = self.get_object()
         data = serializers.ConsolidationWriteSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         saved = consolidation_services.save_consolidation(
-            consolidation=consolidation, user=request.user, payload=data.validated_data["payload"],
-            version=data.validated_data["version"], submit=data.validated_data["submit"],
+            consolidation=consolidation,
+            user=request.user,
+            payload=data.validated_data["payload"],
+            version=data.validated_data["version"],
+            submit=data.validated_data["submit"],
             draft_rows=data.validated_data["draft_rows"],
         )
         return Response(serializers.ConsolidationDetailSerializer(saved).data)
 
-    @extend_schema(request=serializers.DiscardSerializer, responses={200: serializers.ConsolidationSerializer, 400: ERROR_400})
+    @extend_schema(
+        request=serializers.DiscardSerializer,
+        responses={200: serializers.ConsolidationSerializer, 400: ERROR_400},
+    )
     @action(detail=True, methods=["post"])
     def discard(self, request, pk=None):
         consolidation = self.get_object()
         data = serializers.DiscardSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        saved = consolidation_services.discard_item_stage(consolidation=consolidation, user=request.user, reason=data.validated_data["reason"])
+        saved = consolidation_services.discard_item_stage(
+            consolidation=consolidation, user=request.user, reason=data.validated_data["reason"]
+        )
         return Response(serializers.ConsolidationSerializer(saved).data)
 
-    @extend_schema(request=serializers.EscalateSerializer, responses={200: serializers.ConsolidationSerializer, 400: ERROR_400})
+    @extend_schema(
+        request=serializers.EscalateSerializer,
+        responses={200: serializers.ConsolidationSerializer, 400: ERROR_400},
+    )
     @action(detail=True, methods=["post"])
     def escalate(self, request, pk=None):
         """Ask for a third rater (steps that allow one): the consolidation waits until the third
@@ -345,7 +527,9 @@ class ConsolidationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         consolidation = self.get_object()
         data = serializers.EscalateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        saved = consolidation_services.escalate(consolidation=consolidation, user=request.user, reason=data.validated_data["reason"])
+        saved = consolidation_services.escalate(
+            consolidation=consolidation, user=request.user, reason=data.validated_data["reason"]
+        )
         return Response(serializers.ConsolidationSerializer(saved).data)
 
 
@@ -362,11 +546,20 @@ class TokenView(ObtainAuthToken):
     permission_classes = [AllowAny]
     serializer_class = serializers.TokenLoginSerializer
 
-    @extend_schema(request=serializers.TokenLoginSerializer, responses={
-        200: serializers.TokenLoginSerializer,
-        400: OpenApiResponse(serializers.ErrorSerializer, description="missing fields, or wrong username or password"),
-        429: OpenApiResponse(serializers.ErrorSerializer, description="too many failed logins: locked out for a while"),
-    })
+    @extend_schema(
+        request=serializers.TokenLoginSerializer,
+        responses={
+            200: serializers.TokenLoginSerializer,
+            400: OpenApiResponse(
+                serializers.ErrorSerializer,
+                description="missing fields, or wrong username or password",
+            ),
+            429: OpenApiResponse(
+                serializers.ErrorSerializer,
+                description="too many failed logins: locked out for a while",
+            ),
+        },
+    )
     def post(self, request, *args, **kwargs):
         serializer = self.get_serializer(data=request.data)
         try:

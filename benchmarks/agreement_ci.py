@@ -59,15 +59,25 @@ def main() -> int:
     point = field_agreement(data, labels=ORDER, ordinal=True)
     point_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    result = field_agreement(data, labels=ORDER, ordinal=True, resamples=args.resamples, seed=args.seed,
-                             item_of=lambda key: key[0])
+    result = field_agreement(
+        data,
+        labels=ORDER,
+        ordinal=True,
+        resamples=args.resamples,
+        seed=args.seed,
+        item_of=lambda key: key[0],
+    )
     total_seconds = time.perf_counter() - start
     cpu = time.process_time() - cpu
 
-    print(f"{args.items:,} items × {args.units} units = {result['units']:,} units, {len(result['pairs'])} annotator pairs, "
-          f"{args.resamples:,} resamples")
+    print(
+        f"{args.items:,} items × {args.units} units = {result['units']:,} units, {len(result['pairs'])} annotator pairs, "
+        f"{args.resamples:,} resamples"
+    )
     print(f"point numbers only:        {point_seconds:6.3f} s")
-    print(f"point numbers + intervals: {total_seconds:6.3f} s  (intervals ≈ {total_seconds - point_seconds:.3f} s)")
+    print(
+        f"point numbers + intervals: {total_seconds:6.3f} s  (intervals ≈ {total_seconds - point_seconds:.3f} s)"
+    )
     print(f"CPU seconds of the process: {cpu:.3f}")
     for name, interval in result["ci"].items():
         print(f"  {name:28} {point[name]:.4f} [{interval[0]:.4f}, {interval[1]:.4f}]")

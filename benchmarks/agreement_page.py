@@ -28,6 +28,7 @@ What is printed:
 5. the page on a hit (best and median of ``--repeats``), the API and a CSV download on a hit, and
    the status address the page polls.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,7 +64,11 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=2024)
     args = parser.parse_args(argv)
-    if not 1 <= args.items <= 1_000_000 or not 0 <= args.resamples <= 10_000 or not 1 <= args.repeats <= 100:
+    if (
+        not 1 <= args.items <= 1_000_000
+        or not 0 <= args.resamples <= 10_000
+        or not 1 <= args.repeats <= 100
+    ):
         parser.error("--items 1..1000000, --resamples 0..10000, --repeats 1..100")
 
     broker = os.environ.get("CELERY_BROKER_URL", "")
@@ -101,15 +106,18 @@ def run(args, broker: str) -> int:
     from django.core.cache import cache
     from django.test import Client
 
-    from annotation.research import selectors
-    from annotation.models import Membership, Project, Role
-    from annotation.research import agreement_cache
     from annotation.imports.items import import_jsonl
+    from annotation.models import Membership, Project, Role
+    from annotation.research import agreement_cache, selectors
 
-    print(f"{args.items:,} FELM items × {felm_data.SEGMENTS_PER_ITEM} segments, 2 annotators, gold on every item; "
-          f"{args.resamples:,} resamples")
-    print(f"cache: {settings.CACHES['default']['BACKEND'].rsplit('.', 1)[-1]}; broker: {broker or 'memory://'}; "
-          f"load avg {load_average():.1f}")
+    print(
+        f"{args.items:,} FELM items × {felm_data.SEGMENTS_PER_ITEM} segments, 2 annotators, gold on every item; "
+        f"{args.resamples:,} resamples"
+    )
+    print(
+        f"cache: {settings.CACHES['default']['BACKEND'].rsplit('.', 1)[-1]}; broker: {broker or 'memory://'}; "
+        f"load avg {load_average():.1f}"
+    )
     with tempfile.TemporaryDirectory(prefix="agreement-page-bench-") as tmp:
         path = Path(tmp) / "felm.jsonl"
         felm_data.generate_felm_jsonl(path, args.items, args.seed)
@@ -136,9 +144,11 @@ def run(args, broker: str) -> int:
 
     _, seconds = timed(lambda: selectors.project_agreement(project, 1, resamples=0), 3)
     results["points_s"] = min(seconds)
-    print(f"2. point estimates in-process (resamples=0):     {describe(seconds)}  "
-          f"-> {'could' if min(seconds) <= MISS_BUDGET_S else 'too slow to'} be computed in the request "
-          f"(limit {MISS_BUDGET_S} s)")
+    print(
+        f"2. point estimates in-process (resamples=0):     {describe(seconds)}  "
+        f"-> {'could' if min(seconds) <= MISS_BUDGET_S else 'too slow to'} be computed in the request "
+        f"(limit {MISS_BUDGET_S} s)"
+    )
 
     response, seconds = timed(lambda: client.get(page_url, query))
     assert response.status_code == 200 and b"Computing" in response.content, response.status_code
@@ -151,26 +161,41 @@ def run(args, broker: str) -> int:
     assert response.json()["state"] == "queued"
     print(f"   status the page polls meanwhile:              {describe(seconds)}")
 
-    lock = cache.get(agreement_cache._lock_key(agreement_cache._base_key(project, 1, args.resamples, 0)))
-    outcome, seconds = timed(lambda: agreement_cache.fill(project_id, 1, args.resamples, 0, lock["token"]))
+    lock = cache.get(
+        agreement_cache._lock_key(agreement_cache._base_key(project, 1, args.resamples, 0))
+    )
+    outcome, seconds = timed(
+        lambda: agreement_cache.fill(project_id, 1, args.resamples, 0, lock["token"])
+    )
     assert outcome["stored"], outcome
     stamp = agreement_cache.data_stamp(project, 1)
-    keys = [agreement_cache._result_key(agreement_cache._base_key(project, 1, r, 0), stamp) for r in (0, args.resamples)]
+    keys = [
+        agreement_cache._result_key(agreement_cache._base_key(project, 1, r, 0), stamp)
+        for r in (0, args.resamples)
+    ]
     size = len(pickle.dumps(cache.get(keys[1]), pickle.HIGHEST_PROTOCOL))
-    print(f"4. the task (points, then {args.resamples:,} resamples): {describe(seconds)}  "
-          f"(result {size / 1024:.0f} KiB pickled)")
+    print(
+        f"4. the task (points, then {args.resamples:,} resamples): {describe(seconds)}  "
+        f"(result {size / 1024:.0f} KiB pickled)"
+    )
 
     _, seconds = timed(lambda: agreement_cache.compute(project, 1, args.resamples, 0))
-    print(f"   of which what the page computed inside each request before the cache: {describe(seconds)}")
+    print(
+        f"   of which what the page computed inside each request before the cache: {describe(seconds)}"
+    )
 
     response, seconds = timed(lambda: client.get(page_url, query), args.repeats)
     assert response.status_code == 200 and b"Computing" not in response.content
     results["hit_s"] = min(seconds)
     print(f"5. page on a hit:                                {describe(seconds)}")
-    response, seconds = timed(lambda: client.get(f"/api/projects/{project_id}/agreement/", query), args.repeats)
+    response, seconds = timed(
+        lambda: client.get(f"/api/projects/{project_id}/agreement/", query), args.repeats
+    )
     assert response.status_code == 200, response.status_code
     print(f"   API on a hit:                                 {describe(seconds)}")
-    response, seconds = timed(lambda: client.get(page_url, {**query, "download": "csv", "table": "fields"}), args.repeats)
+    response, seconds = timed(
+        lambda: client.get(page_url, {**query, "download": "csv", "table": "fields"}), args.repeats
+    )
     assert response.status_code == 200, response.status_code
     print(f"   CSV download on a hit:                        {describe(seconds)}")
     response, seconds = timed(lambda: client.get(f"{page_url}status/", query), args.repeats)
@@ -179,8 +204,10 @@ def run(args, broker: str) -> int:
     cache.delete_many(keys)
 
     ok = results["miss_s"] <= MISS_BUDGET_S and results["hit_s"] <= HIT_BUDGET_S
-    print(f"\npage miss {results['miss_s']:.3f} s (<= {MISS_BUDGET_S} s), hit {results['hit_s']:.3f} s "
-          f"(<= {HIT_BUDGET_S} s): {'ok' if ok else 'OVER'}")
+    print(
+        f"\npage miss {results['miss_s']:.3f} s (<= {MISS_BUDGET_S} s), hit {results['hit_s']:.3f} s "
+        f"(<= {HIT_BUDGET_S} s): {'ok' if ok else 'OVER'}"
+    )
     return 0 if ok else 1
 
 

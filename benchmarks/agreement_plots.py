@@ -51,8 +51,10 @@ def campaign(items: int, units: int, annotators: int, weeks: int, seed: int):
         submitted[item] = date(2024, 1, 1) + timedelta(days=rng.randrange(weeks * 7))
         for unit in range(units):
             truth = rng.choice(ORDER)
-            ratings[(item, unit)] = {a: truth if rng.random() < 0.9 else rng.choice(ORDER),
-                                     b: truth if rng.random() < 0.8 else rng.choice(ORDER)}
+            ratings[(item, unit)] = {
+                a: truth if rng.random() < 0.9 else rng.choice(ORDER),
+                b: truth if rng.random() < 0.8 else rng.choice(ORDER),
+            }
             gold[(item, unit)] = truth
     return ratings, gold, submitted
 
@@ -67,29 +69,53 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    ratings, gold, submitted = campaign(args.items, args.units, args.annotators, args.weeks, args.seed)
-    options = {"labels": ORDER, "resamples": args.resamples, "seed": args.seed, "item_of": lambda key: key[0]}
+    ratings, gold, submitted = campaign(
+        args.items, args.units, args.annotators, args.weeks, args.seed
+    )
+    options = {
+        "labels": ORDER,
+        "resamples": args.resamples,
+        "seed": args.seed,
+        "item_of": lambda key: key[0],
+    }
     field, [reference_seconds] = timed(lambda: field_agreement(ratings, ordinal=True, **options))
-    field["over_time"], [week_seconds] = timed(lambda: agreement_over_time(ratings, submitted, ordinal=True, **options))
+    field["over_time"], [week_seconds] = timed(
+        lambda: agreement_over_time(ratings, submitted, ordinal=True, **options)
+    )
 
     def versus_gold():
-        return [{"annotator": str(rater), **agreement_with_reference(
-            {key: (values[rater], gold[key]) for key, values in ratings.items() if rater in values}, **options)}
-            for rater in range(args.annotators)]
+        return [
+            {
+                "annotator": str(rater),
+                **agreement_with_reference(
+                    {
+                        key: (values[rater], gold[key])
+                        for key, values in ratings.items()
+                        if rater in values
+                    },
+                    **options,
+                ),
+            }
+            for rater in range(args.annotators)
+        ]
 
     field["versus_gold"], [gold_seconds] = timed(versus_gold)
     _, [plot_seconds] = timed(lambda: agreement_figures(field))
     added = week_seconds + gold_seconds + plot_seconds
 
-    print(f"{args.items:,} items × {args.units} units, {args.annotators} annotators, {args.weeks} weeks, "
-          f"{args.resamples:,} resamples")
+    print(
+        f"{args.items:,} items × {args.units} units, {args.annotators} annotators, {args.weeks} weeks, "
+        f"{args.resamples:,} resamples"
+    )
     print(f"field_agreement with intervals (reference): {reference_seconds:6.3f} s")
     print(f"agreement per week ({len(field['over_time'])} weeks):      {week_seconds:6.3f} s")
     print(f"each annotator against gold ({args.annotators}):        {gold_seconds:6.3f} s")
     print(f"plot geometry:                              {plot_seconds:6.3f} s")
     for row in field["versus_gold"]:
         low, high = row["ci"]["cohen_kappa"]
-        print(f"  annotator {row['annotator']} vs gold: κ {row['cohen_kappa']:.4f} [{low:.4f}, {high:.4f}] on {row['units']:,} units")
+        print(
+            f"  annotator {row['annotator']} vs gold: κ {row['cohen_kappa']:.4f} [{low:.4f}, {high:.4f}] on {row['units']:,} units"
+        )
     within = added <= BUDGET_SECONDS
     print(f"plots' numbers {added:.3f} s, budget {BUDGET_SECONDS} s: {'ok' if within else 'OVER'}")
     return 0 if within else 1

@@ -16,6 +16,7 @@ Then gunicorn (``config.wsgi``, sync workers, as the Makefile starts it) and one
 Printed: per endpoint the count, errors, p50/p95/p99 (ms), throughput, and the peak RSS of the
 web tier (master + workers, sampled every 0.5 s) and of the Celery worker.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,9 +61,9 @@ def set_up(tmp: Path, items: int) -> dict:
 
     from annotation import tasks
     from annotation.exports import formats as exports
+    from annotation.imports.items import import_jsonl
     from annotation.models import Assignment, Role
     from annotation.services.annotations import save_annotation
-    from annotation.imports.items import import_jsonl
     from annotation.services.projects import add_member, create_project
     from benchmarks.factcheck_export import released_item
     from felm_data import generate_felm_jsonl
@@ -75,8 +76,13 @@ def set_up(tmp: Path, items: int) -> dict:
         entry = {"name": name, "token": Token.objects.create(user=user).key}
         if staff:
             session = SessionStore()
-            session.update({"_auth_user_id": str(user.pk), "_auth_user_hash": user.get_session_auth_hash(),
-                            "_auth_user_backend": "django.contrib.auth.backends.ModelBackend"})
+            session.update(
+                {
+                    "_auth_user_id": str(user.pk),
+                    "_auth_user_hash": user.get_session_auth_hash(),
+                    "_auth_user_backend": "django.contrib.auth.backends.ModelBackend",
+                }
+            )
             session.create()
             entry["session"] = session.session_key
         return user, entry
@@ -104,14 +110,20 @@ def set_up(tmp: Path, items: int) -> dict:
     submitted = 0
     for item in felm.items.order_by("id")[:50]:
         for assignment in Assignment.objects.filter(item_stage__item=item):
-            segments = [{"label": rng.random() < 0.8, "error_type": None, "comment": "", "refs": []}
-                        for _ in item.stages.get().content["segments"]]
+            segments = [
+                {"label": rng.random() < 0.8, "error_type": None, "comment": "", "refs": []}
+                for _ in item.stages.get().content["segments"]
+            ]
             for segment in segments:
                 if not segment["label"]:
                     segment.update(error_type="knowledge_error", comment="wrong")
-            save_annotation(assignment=assignment, payload={"segments": segments}, version=0, submit=True)
+            save_annotation(
+                assignment=assignment, payload={"segments": segments}, version=0, submit=True
+            )
             submitted += 1
-    factcheck = create_project(name="campaign Factcheck-Bench", kind="factcheck", created_by=admins[0][0])
+    factcheck = create_project(
+        name="campaign Factcheck-Bench", kind="factcheck", created_by=admins[0][0]
+    )
     for user, _ in admins[1:] + researchers:
         add_member(project=factcheck, user=user, role=Role.ADMIN)
     fc_path = tmp / "factcheck.jsonl"
@@ -126,18 +138,26 @@ def set_up(tmp: Path, items: int) -> dict:
 
     connections.close_all()
     return {
-        "felm_project": felm.id, "factcheck_project": factcheck.id, "import_project": target.id,
-        "felm_formats": list(exports.export_formats(felm)), "factcheck_formats": list(exports.export_formats(factcheck)),
-        "annotators": [e for _, e in annotators], "consolidators": [e for _, e in consolidators],
-        "admins": [e for _, e in admins], "researchers": [e for _, e in researchers],
-        "session_cookie": settings.SESSION_COOKIE_NAME, "import_file": str(tmp / "import.jsonl"),
+        "felm_project": felm.id,
+        "factcheck_project": factcheck.id,
+        "import_project": target.id,
+        "felm_formats": list(exports.export_formats(felm)),
+        "factcheck_formats": list(exports.export_formats(factcheck)),
+        "annotators": [e for _, e in annotators],
+        "consolidators": [e for _, e in consolidators],
+        "admins": [e for _, e in admins],
+        "researchers": [e for _, e in researchers],
+        "session_cookie": settings.SESSION_COOKIE_NAME,
+        "import_file": str(tmp / "import.jsonl"),
         "submitted": submitted,
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--items", type=int, default=2000, help="FELM items of the campaign (default 2000)")
+    parser.add_argument(
+        "--items", type=int, default=2000, help="FELM items of the campaign (default 2000)"
+    )
     parser.add_argument("--run-time", default="90s", help="locust --run-time (default 90s)")
     parser.add_argument("--web-workers", type=int, default=4)
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/5")
@@ -147,10 +167,17 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="campaign-bench-"))
     queue = f"campaign-{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, **bench_environment(args.db, tmp / "data"), "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-           "CELERY_BROKER_URL": args.redis, "CELERY_TASK_DEFAULT_QUEUE": queue,
-           "INTERACTIVE_QUEUE": queue}  # the interactive tasks too: one queue, served by the worker started here
-    os.environ.update({k: v for k, v in env.items() if k != "CELERY_BROKER_URL"})  # set-up runs tasks in-process
+    env = {
+        **os.environ,
+        **bench_environment(args.db, tmp / "data"),
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+        "CELERY_BROKER_URL": args.redis,
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "INTERACTIVE_QUEUE": queue,
+    }  # the interactive tasks too: one queue, served by the worker started here
+    os.environ.update(
+        {k: v for k, v in env.items() if k != "CELERY_BROKER_URL"}
+    )  # set-up runs tasks in-process
     create_database(args.db)
     web = worker = None
     peaks = {"web": 0.0, "worker": 0.0}
@@ -158,18 +185,42 @@ def main() -> None:
         started = time.perf_counter()
         config = set_up(tmp, args.items)
         (tmp / "config.json").write_text(json.dumps(config))
-        print(f"set-up {time.perf_counter() - started:.0f} s: FELM {args.items} items ({config['submitted']} submissions, "
-              f"consolidations open), Factcheck-Bench 200 items with gold; load average {load_average():.1f}")
+        print(
+            f"set-up {time.perf_counter() - started:.0f} s: FELM {args.items} items ({config['submitted']} submissions, "
+            f"consolidations open), Factcheck-Bench 200 items with gold; load average {load_average():.1f}"
+        )
         port = free_port()
         bin_dir = Path(sys.executable).parent
-        web = start_process(gunicorn_command(port, "--workers", str(args.web_workers), "--timeout", "60"),
-                            tmp / "gunicorn.log", env)
+        web = start_process(
+            gunicorn_command(port, "--workers", str(args.web_workers), "--timeout", "60"),
+            tmp / "gunicorn.log",
+            env,
+        )
         worker = start_process(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING", "-Q", queue,
-             "--hostname", f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            tmp / "worker.log", env)
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--pool=solo",
+                "--loglevel=WARNING",
+                "-Q",
+                queue,
+                "--hostname",
+                f"{queue}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            tmp / "worker.log",
+            env,
+        )
         # every worker booted and answering: the clock starts on a running server
-        wait_until_answers(port, web, tmp / "gunicorn.log", answers=args.web_workers * 3, timeout=180)
+        wait_until_answers(
+            port, web, tmp / "gunicorn.log", answers=args.web_workers * 3, timeout=180
+        )
         time.sleep(1)
         stop = threading.Event()
 
@@ -183,27 +234,67 @@ def main() -> None:
         sampler.start()
         users = 59
         locust = subprocess.run(
-            [str(bin_dir / "locust"), "-f", str(REPO_ROOT / "benchmarks" / "campaign_locust.py"), "--headless",
-             "-u", str(users), "-r", "20", "--run-time", args.run_time, "--host", f"http://127.0.0.1:{port}",
-             "--csv", str(tmp / "campaign"), "--only-summary", "--stop-timeout", "30", "--loglevel", "WARNING"],
-            cwd=REPO_ROOT, env={**os.environ, "CAMPAIGN_CONFIG": str(tmp / "config.json")},
-            capture_output=True, text=True)
+            [
+                str(bin_dir / "locust"),
+                "-f",
+                str(REPO_ROOT / "benchmarks" / "campaign_locust.py"),
+                "--headless",
+                "-u",
+                str(users),
+                "-r",
+                "20",
+                "--run-time",
+                args.run_time,
+                "--host",
+                f"http://127.0.0.1:{port}",
+                "--csv",
+                str(tmp / "campaign"),
+                "--only-summary",
+                "--stop-timeout",
+                "30",
+                "--loglevel",
+                "WARNING",
+            ],
+            cwd=REPO_ROOT,
+            env={**os.environ, "CAMPAIGN_CONFIG": str(tmp / "config.json")},
+            capture_output=True,
+            text=True,
+        )
         stop.set()
         sampler.join()
         if locust.returncode not in (0, 1):  # 1: some requests failed (reported below)
             print(locust.stderr[-3000:])
-        print(f"\nload average at the end {load_average():.1f}; gunicorn {args.web_workers} sync workers, Celery worker "
-              f"--pool=solo, {users} users for {args.run_time}\n")
+        print(
+            f"\nload average at the end {load_average():.1f}; gunicorn {args.web_workers} sync workers, Celery worker "
+            f"--pool=solo, {users} users for {args.run_time}\n"
+        )
         with open(tmp / "campaign_stats.csv", newline="") as handle:
-            print_table(("endpoint", "requests", "errors", "p50 ms", "p95 ms", "p99 ms", "req/s"),
-                        [(row["Name"], row["Request Count"], row["Failure Count"], row["50%"], row["95%"], row["99%"],
-                          f"{float(row['Requests/s']):.1f}") for row in csv.DictReader(handle)], markdown=True)
+            print_table(
+                ("endpoint", "requests", "errors", "p50 ms", "p95 ms", "p99 ms", "req/s"),
+                [
+                    (
+                        row["Name"],
+                        row["Request Count"],
+                        row["Failure Count"],
+                        row["50%"],
+                        row["95%"],
+                        row["99%"],
+                        f"{float(row['Requests/s']):.1f}",
+                    )
+                    for row in csv.DictReader(handle)
+                ],
+                markdown=True,
+            )
         failures = tmp / "campaign_failures.csv"
         if failures.exists():
             for row in list(csv.DictReader(failures.open()))[:10]:
-                print(f"failure: {row['Method']} {row['Name']}: {row['Error'][:200]} x{row['Occurrences']}")
-        print(f"\npeak RSS: web tier (master + {args.web_workers} workers) {peaks['web']:.0f} MiB; "
-              f"Celery worker {peaks['worker']:.0f} MiB")
+                print(
+                    f"failure: {row['Method']} {row['Name']}: {row['Error'][:200]} x{row['Occurrences']}"
+                )
+        print(
+            f"\npeak RSS: web tier (master + {args.web_workers} workers) {peaks['web']:.0f} MiB; "
+            f"Celery worker {peaks['worker']:.0f} MiB"
+        )
     finally:
         stop_processes(web, worker)
         drop_database(args.db)

@@ -32,6 +32,7 @@ are deleted at the end.
    shared by every process of the machine).
 6. Extrapolation to 10 and 30 million passages from the measured per-passage sizes and times.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,7 +62,10 @@ DIM = 384
 
 def status_mb() -> dict:
     """This process's resident memory by kind (MiB), from /proc/self/status."""
-    return {key: status_kib("self", key) / 1024 for key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM")}
+    return {
+        key: status_kib("self", key) / 1024
+        for key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM")
+    }
 
 
 def setup_django(database: str, data_dir: Path) -> None:
@@ -92,8 +96,10 @@ def sentence(rng: random.Random) -> str:
         _CUMULATIVE.extend(itertools.accumulate(evidence_scale.WEIGHTS))
     words_list = evidence_scale.WORDS
     content = rng.choices(words_list, cum_weights=_CUMULATIVE, k=rng.randint(8, 12))
-    words = [content.pop() if content and rng.random() < 0.55 else rng.choice(evidence_scale.FILLER)
-             for _ in range(rng.randint(15, 21))]
+    words = [
+        content.pop() if content and rng.random() < 0.55 else rng.choice(evidence_scale.FILLER)
+        for _ in range(rng.randint(15, 21))
+    ]
     name = rng.choice(words_list[:2000]).capitalize()
     return f"{name} {' '.join(words)} in {rng.randint(1000, 2020)}."
 
@@ -111,7 +117,9 @@ def fold_seconds(directory: Path, meta: dict, vectors, tmp: Path) -> float | Non
     if not meta["ann"]:
         return None
     began = time.perf_counter()
-    vector_index._extend_ann(directory / meta["ann"], vectors, max(0, meta["rows"] - 20_000), tmp / "fold.faiss")
+    vector_index._extend_ann(
+        directory / meta["ann"], vectors, max(0, meta["rows"] - 20_000), tmp / "fold.faiss"
+    )
     seconds = time.perf_counter() - began
     (tmp / "fold.faiss").unlink()
     return seconds
@@ -125,11 +133,17 @@ def synthetic_vectors(count: int, seed: int = 0, block: int = 50_000):
     broad = rng.standard_normal((100, DIM)).astype(np.float32)
     broad /= np.linalg.norm(broad, axis=1, keepdims=True)
     subtopics = max(10, count // 200)
-    sub = broad[rng.integers(0, 100, subtopics)] + rng.standard_normal((subtopics, DIM)).astype(np.float32) * 0.05
+    sub = (
+        broad[rng.integers(0, 100, subtopics)]
+        + rng.standard_normal((subtopics, DIM)).astype(np.float32) * 0.05
+    )
     sub /= np.linalg.norm(sub, axis=1, keepdims=True)
     for start in range(0, count, block):
         n = min(block, count - start)
-        x = sub[rng.integers(0, subtopics, n)] + rng.standard_normal((n, DIM)).astype(np.float32) * 0.05
+        x = (
+            sub[rng.integers(0, subtopics, n)]
+            + rng.standard_normal((n, DIM)).astype(np.float32) * 0.05
+        )
         yield (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -140,9 +154,13 @@ def write_vectors(corpus_id: int) -> float:
 
     started = time.perf_counter()
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id FROM annotation_passage WHERE corpus_id = %s ORDER BY id", [corpus_id])
+        cursor.execute(
+            "SELECT id FROM annotation_passage WHERE corpus_id = %s ORDER BY id", [corpus_id]
+        )
         ids = [row[0] for row in cursor.fetchall()]
-        cursor.execute("CREATE UNLOGGED TABLE bench_vectors (id bigint PRIMARY KEY, embedding bytea)")
+        cursor.execute(
+            "CREATE UNLOGGED TABLE bench_vectors (id bigint PRIMARY KEY, embedding bytea)"
+        )
         raw = cursor.connection  # psycopg 3
         at = 0
         for block in synthetic_vectors(len(ids)):
@@ -150,7 +168,9 @@ def write_vectors(corpus_id: int) -> float:
                 for vector in block:
                     copy.write_row((ids[at], vector.tobytes()))
                     at += 1
-        cursor.execute("UPDATE annotation_passage p SET embedding = v.embedding FROM bench_vectors v WHERE p.id = v.id")
+        cursor.execute(
+            "UPDATE annotation_passage p SET embedding = v.embedding FROM bench_vectors v WHERE p.id = v.id"
+        )
         cursor.execute("DROP TABLE bench_vectors")
     return time.perf_counter() - started
 
@@ -160,13 +180,20 @@ def main() -> None:
 
     logging.disable(logging.INFO)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--database", required=True, help="a PostgreSQL database of yours: it is emptied")
+    parser.add_argument(
+        "--database", required=True, help="a PostgreSQL database of yours: it is emptied"
+    )
     parser.add_argument("--passages", type=int, default=1_000_000)
     parser.add_argument("--claims", type=int, default=200)
-    parser.add_argument("--tmp", default=None, help="where the corpus file and the index go (deleted at the end)")
+    parser.add_argument(
+        "--tmp", default=None, help="where the corpus file and the index go (deleted at the end)"
+    )
     parser.add_argument("--keep", action="store_true")
-    parser.add_argument("--vectors-only", action="store_true",
-                        help="the vector index alone (no PostgreSQL import or full-text search)")
+    parser.add_argument(
+        "--vectors-only",
+        action="store_true",
+        help="the vector index alone (no PostgreSQL import or full-text search)",
+    )
     parser.add_argument("--search-child", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--data-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -197,10 +224,10 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
+    from annotation.evidence import corpora as corpus_services
     from annotation.evidence import vector_index
     from annotation.evidence.corpus_search import _search_postgresql, searchable_corpora
     from annotation.models import Corpus
-    from annotation.evidence import corpora as corpus_services
     from annotation.services.projects import create_project
 
     rng = random.Random(7)
@@ -209,8 +236,11 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     source = tmp / "corpus.jsonl"
     started = time.perf_counter()
     documents = write_corpus(source, args.passages, rng)
-    print(f"0. generated {documents} documents, {source.stat().st_size / 2**20:.0f} MiB, in "
-          f"{time.perf_counter() - started:.0f} s", flush=True)
+    print(
+        f"0. generated {documents} documents, {source.stat().st_size / 2**20:.0f} MiB, in "
+        f"{time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
 
     phases = {}
     fill = corpus_services._fill_search_vectors
@@ -219,21 +249,29 @@ def run(args, tmp: Path, data_dir: Path) -> None:
         began = time.perf_counter()
         fill(corpus_id)
         phases["fill"] = time.perf_counter() - began
+
     corpus_services._fill_search_vectors = timed_fill
     before = maxrss_mib()
     started = time.perf_counter()
     with source.open("rb") as upload:
-        corpus = corpus_services.create_corpus(name="bench", user=admin, upload=upload, projects=[project])
+        corpus = corpus_services.create_corpus(
+            name="bench", user=admin, upload=upload, projects=[project]
+        )
     corpus_services.run_corpus_import(corpus.id)
     imported = time.perf_counter() - started
     corpus = Corpus.objects.get(pk=corpus.id)
-    print(f"1. import: {corpus.passages} passages searchable (lexically) after {imported:.0f} s "
-          f"({corpus.passages / imported:.0f} passages/s); of which search vectors + VACUUM ANALYZE + frequent "
-          f"terms {phases['fill']:.0f} s; {len(corpus.frequent_terms)} frequent terms; peak RSS {before:.0f} MB "
-          f"before, {maxrss_mib():.0f} MB after; load {load_average():.1f}", flush=True)
+    print(
+        f"1. import: {corpus.passages} passages searchable (lexically) after {imported:.0f} s "
+        f"({corpus.passages / imported:.0f} passages/s); of which search vectors + VACUUM ANALYZE + frequent "
+        f"terms {phases['fill']:.0f} s; {len(corpus.frequent_terms)} frequent terms; peak RSS {before:.0f} MB "
+        f"before, {maxrss_mib():.0f} MB after; load {load_average():.1f}",
+        flush=True,
+    )
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_total_relation_size('annotation_passage'), pg_relation_size('passage_search_gin')")
+        cursor.execute(
+            "SELECT pg_total_relation_size('annotation_passage'), pg_relation_size('passage_search_gin')"
+        )
         table_bytes, gin_bytes = cursor.fetchone()
     claims = [sentence(rng) for _ in range(args.claims)]
     questions = [[" ".join(rng.sample(c.split(), 4)) + "?" for _ in range(3)] for c in claims]
@@ -246,14 +284,19 @@ def run(args, tmp: Path, data_dir: Path) -> None:
         began = time.perf_counter()
         _search_postgresql(corpora, [claim, *asked], 50, with_text=True)
         four.append(time.perf_counter() - began)
-    print(f"2. full-text search (with the passages' text), p50/p95: one query {1000 * percentile(one, .5):.0f} / "
-          f"{1000 * percentile(one, .95):.0f} ms; a claim's 4 queries {1000 * percentile(four, .5):.0f} / "
-          f"{1000 * percentile(four, .95):.0f} ms; table without vectors {table_bytes / 2**20:.0f} MiB (GIN index "
-          f"{gin_bytes / 2**20:.0f} MiB); load {load_average():.1f}", flush=True)
+    print(
+        f"2. full-text search (with the passages' text), p50/p95: one query {1000 * percentile(one, 0.5):.0f} / "
+        f"{1000 * percentile(one, 0.95):.0f} ms; a claim's 4 queries {1000 * percentile(four, 0.5):.0f} / "
+        f"{1000 * percentile(four, 0.95):.0f} ms; table without vectors {table_bytes / 2**20:.0f} MiB (GIN index "
+        f"{gin_bytes / 2**20:.0f} MiB); load {load_average():.1f}",
+        flush=True,
+    )
 
     written = write_vectors(corpus.id)
     last = corpus.passage_set.order_by("-id").values_list("id", flat=True).first()
-    Corpus.objects.filter(pk=corpus.pk).update(embedded=corpus.passages, embedded_through=last, state="ready")
+    Corpus.objects.filter(pk=corpus.pk).update(
+        embedded=corpus.passages, embedded_through=last, state="ready"
+    )
     began = time.perf_counter()
     corpus_services.tidy_passages()
     tidied = time.perf_counter() - began
@@ -265,21 +308,47 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     built = time.perf_counter() - began
     directory = vector_index.index_dir(corpus.id)
     sizes = index_sizes(directory)
-    vectors = np.memmap(directory / f"vectors-{meta['generation']}.f32", dtype=np.float32, mode="r",
-                        shape=(meta["rows"], DIM))
+    vectors = np.memmap(
+        directory / f"vectors-{meta['generation']}.f32",
+        dtype=np.float32,
+        mode="r",
+        shape=(meta["rows"], DIM),
+    )
     fold = fold_seconds(directory, meta, vectors, tmp)
-    print(f"3. vectors generated (not embedded) and written with COPY in {written:.0f} s, VACUUM ANALYZE "
-          f"{tidied:.0f} s; table with vectors {table_with_vectors / 2**20:.0f} MiB. Index build (read from "
-          f"PostgreSQL, {'IVF-SQ8 trained and filled' if meta['ann'] else 'exact: no ANN index'}) {built:.0f} s; "
-          f"files: " + ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in sorted(sizes.items()))
-          + (f"; folding a 20,000-row tail into the ANN index {fold:.1f} s" if fold is not None else "")
-          + f"; load {load_average():.1f}", flush=True)
+    print(
+        f"3. vectors generated (not embedded) and written with COPY in {written:.0f} s, VACUUM ANALYZE "
+        f"{tidied:.0f} s; table with vectors {table_with_vectors / 2**20:.0f} MiB. Index build (read from "
+        f"PostgreSQL, {'IVF-SQ8 trained and filled' if meta['ann'] else 'exact: no ANN index'}) {built:.0f} s; "
+        f"files: "
+        + ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in sorted(sizes.items()))
+        + (
+            f"; folding a 20,000-row tail into the ANN index {fold:.1f} s"
+            if fold is not None
+            else ""
+        )
+        + f"; load {load_average():.1f}",
+        flush=True,
+    )
 
     print_recall(meta, directory, vectors, Corpus.objects.get(pk=corpus.pk))
 
-    child = subprocess.run([sys.executable, __file__, "--database", args.database, "--search-child", str(corpus.id),
-                            "--claims", str(args.claims), "--data-dir", str(data_dir)],
-                           capture_output=True, text=True, env=os.environ | {"DJANGO_DATA_DIR": str(data_dir)})
+    child = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--database",
+            args.database,
+            "--search-child",
+            str(corpus.id),
+            "--claims",
+            str(args.claims),
+            "--data-dir",
+            str(data_dir),
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"DJANGO_DATA_DIR": str(data_dir)},
+    )
     if child.returncode:
         print(child.stderr[-3000:])
         raise SystemExit("the searching process failed")
@@ -287,25 +356,36 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     start, end = result["start"], result["end"]
     for label in ("1 query", "4 queries"):
         r = result[label]
-        print(f"5. retrieval + ranking per claim, {label} ({args.claims} claims, query embedding included): p50 "
-              f"{r['p50']:.0f} ms, p95 {r['p95']:.0f} ms; of which searching p50 {r['search_p50']:.0f} ms "
-              f"(dense alone p50 {r['dense_p50']:.1f} ms), ranking p50 {r['rank_p50']:.0f} ms; load {r['load']:.1f}")
-    print(f"   first search (imports faiss {result['faiss_import'] * 1000:.0f} ms, opens the index) {result['first'] * 1000:.0f} ms; RSS at start {start['VmRSS']:.0f} MiB, "
-          f"after {end['VmRSS']:.0f} MiB (+{end['VmRSS'] - start['VmRSS']:.0f}): own memory (RssAnon) "
-          f"+{end['RssAnon'] - start['RssAnon']:.0f} MiB, mapped files (RssFile, shared page cache) "
-          f"+{end['RssFile'] - start['RssFile']:.0f} MiB", flush=True)
+        print(
+            f"5. retrieval + ranking per claim, {label} ({args.claims} claims, query embedding included): p50 "
+            f"{r['p50']:.0f} ms, p95 {r['p95']:.0f} ms; of which searching p50 {r['search_p50']:.0f} ms "
+            f"(dense alone p50 {r['dense_p50']:.1f} ms), ranking p50 {r['rank_p50']:.0f} ms; load {r['load']:.1f}"
+        )
+    print(
+        f"   first search (imports faiss {result['faiss_import'] * 1000:.0f} ms, opens the index) {result['first'] * 1000:.0f} ms; RSS at start {start['VmRSS']:.0f} MiB, "
+        f"after {end['VmRSS']:.0f} MiB (+{end['VmRSS'] - start['VmRSS']:.0f}): own memory (RssAnon) "
+        f"+{end['RssAnon'] - start['RssAnon']:.0f} MiB, mapped files (RssFile, shared page cache) "
+        f"+{end['RssFile'] - start['RssFile']:.0f} MiB",
+        flush=True,
+    )
 
     n = corpus.passages
-    per_passage = {"postgresql (text, search vector, GIN, vector bytea)": table_with_vectors / n,
-                   "index files (float32 vectors, ids, IVF-SQ8)": sum(sizes.values()) / n}
-    print("6. extrapolation (linear in passages for sizes; see benchmarks/README.md for the method):")
+    per_passage = {
+        "postgresql (text, search vector, GIN, vector bytea)": table_with_vectors / n,
+        "index files (float32 vectors, ids, IVF-SQ8)": sum(sizes.values()) / n,
+    }
+    print(
+        "6. extrapolation (linear in passages for sizes; see benchmarks/README.md for the method):"
+    )
     for millions in (1, 10, 30):
         total = millions * 1_000_000
-        print(f"   {millions:>2} M passages: " + "; ".join(f"{k} {v * total / 2**30:.1f} GiB" for k, v in
-                                                          per_passage.items())
-              + f"; import about {imported * total / n / 3600:.1f} h; index build {built * total / n / 3600:.1f} h "
-                f"(linear) to {built * (total / n) ** 1.5 / 3600:.1f} h (IVF assignment grows as N x nlist, nlist as "
-                f"sqrt N)")
+        print(
+            f"   {millions:>2} M passages: "
+            + "; ".join(f"{k} {v * total / 2**30:.1f} GiB" for k, v in per_passage.items())
+            + f"; import about {imported * total / n / 3600:.1f} h; index build {built * total / n / 3600:.1f} h "
+            f"(linear) to {built * (total / n) ** 1.5 / 3600:.1f} h (IVF assignment grows as N x nlist, nlist as "
+            f"sqrt N)"
+        )
 
 
 def index_sizes(directory: Path) -> dict:
@@ -327,8 +407,10 @@ def run_vectors_only(args, tmp: Path) -> None:
     corpus_id, model = 1, vector_index.model_key()
     directory = vector_index.index_dir(corpus_id, model)
     began = time.perf_counter()
-    blocks = ((np.arange(start + 1, start + len(block) + 1, dtype=np.int64), block)
-              for start, block in zip(range(0, args.passages, 50_000), synthetic_vectors(args.passages)))
+    blocks = (
+        (np.arange(start + 1, start + len(block) + 1, dtype=np.int64), block)
+        for start, block in zip(range(0, args.passages, 50_000), synthetic_vectors(args.passages))
+    )
     with vector_index._locked(directory):
         meta = vector_index._fresh(directory, model)
         from django.conf import settings
@@ -340,34 +422,66 @@ def run_vectors_only(args, tmp: Path) -> None:
         began = time.perf_counter()
         meta = vector_index._append(corpus_id, directory, meta, args.passages, source=iter(()))
         built = time.perf_counter() - began
-    vectors = np.memmap(directory / f"vectors-{meta['generation']}.f32", dtype=np.float32, mode="r",
-                        shape=(meta["rows"], DIM))
+    vectors = np.memmap(
+        directory / f"vectors-{meta['generation']}.f32",
+        dtype=np.float32,
+        mode="r",
+        shape=(meta["rows"], DIM),
+    )
     fold = fold_seconds(directory, meta, vectors, tmp)
     sizes = index_sizes(directory)
-    print(f"3. {meta['rows']} generated vectors (not embedded) appended to the index files in {appended:.0f} s; "
-          f"IVF-SQ8 built (trained on a sample, every row added, written) in {built:.0f} s; folding a "
-          f"20,000-row tail in {fold or 0:.1f} s; files: " + ", ".join(f"{k} {v / 2**20:.0f} MiB"
-                                                                      for k, v in sorted(sizes.items()))
-          + f"; load {load_average():.1f}", flush=True)
-    print_recall(meta, directory, vectors, types.SimpleNamespace(id=corpus_id, embedded_through=args.passages,
-                                                                 embedded=args.passages))
-    child = subprocess.run([sys.executable, __file__, "--database", args.database, "--search-child", str(corpus_id),
-                            "--vectors-only", "--passages", str(args.passages), "--claims", str(args.claims),
-                            "--data-dir", str(tmp / "data")], capture_output=True, text=True,
-                           env=os.environ | {"DJANGO_DATA_DIR": str(tmp / "data")})
+    print(
+        f"3. {meta['rows']} generated vectors (not embedded) appended to the index files in {appended:.0f} s; "
+        f"IVF-SQ8 built (trained on a sample, every row added, written) in {built:.0f} s; folding a "
+        f"20,000-row tail in {fold or 0:.1f} s; files: "
+        + ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in sorted(sizes.items()))
+        + f"; load {load_average():.1f}",
+        flush=True,
+    )
+    print_recall(
+        meta,
+        directory,
+        vectors,
+        types.SimpleNamespace(id=corpus_id, embedded_through=args.passages, embedded=args.passages),
+    )
+    child = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--database",
+            args.database,
+            "--search-child",
+            str(corpus_id),
+            "--vectors-only",
+            "--passages",
+            str(args.passages),
+            "--claims",
+            str(args.claims),
+            "--data-dir",
+            str(tmp / "data"),
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"DJANGO_DATA_DIR": str(tmp / "data")},
+    )
     if child.returncode:
         print(child.stderr[-3000:])
         raise SystemExit("the searching process failed")
     result = json.loads(child.stdout.strip().splitlines()[-1])
     for label in ("1 query", "4 queries"):
         r = result[label]
-        print(f"5. dense search + the candidates' vectors per claim, {label} ({args.claims} claims): p50 "
-              f"{r['p50']:.2f} ms, p95 {r['p95']:.2f} ms; load {r['load']:.1f}")
+        print(
+            f"5. dense search + the candidates' vectors per claim, {label} ({args.claims} claims): p50 "
+            f"{r['p50']:.2f} ms, p95 {r['p95']:.2f} ms; load {r['load']:.1f}"
+        )
     start, end = result["start"], result["end"]
-    print(f"   first search (maps the index) {result['first'] * 1000:.1f} ms; RSS at start {start['VmRSS']:.0f} MiB, "
-          f"after {end['VmRSS']:.0f} MiB (+{end['VmRSS'] - start['VmRSS']:.0f}): own memory (RssAnon) "
-          f"+{end['RssAnon'] - start['RssAnon']:.0f} MiB, mapped files (RssFile, shared page cache) "
-          f"+{end['RssFile'] - start['RssFile']:.0f} MiB; faiss imported: {result['faiss']}", flush=True)
+    print(
+        f"   first search (maps the index) {result['first'] * 1000:.1f} ms; RSS at start {start['VmRSS']:.0f} MiB, "
+        f"after {end['VmRSS']:.0f} MiB (+{end['VmRSS'] - start['VmRSS']:.0f}): own memory (RssAnon) "
+        f"+{end['RssAnon'] - start['RssAnon']:.0f} MiB, mapped files (RssFile, shared page cache) "
+        f"+{end['RssFile'] - start['RssFile']:.0f} MiB; faiss imported: {result['faiss']}",
+        flush=True,
+    )
 
 
 def print_recall(meta, directory, vectors, corpus) -> None:
@@ -384,12 +498,17 @@ def print_recall(meta, directory, vectors, corpus) -> None:
     scores = np.empty((len(queries), 0), dtype=np.float32)
     best = np.empty((len(queries), 0), dtype=np.int64)
     for start in range(0, meta["rows"], 200_000):  # exact: every vector, in blocks
-        block = queries @ np.asarray(vectors[start:start + 200_000]).T
+        block = queries @ np.asarray(vectors[start : start + 200_000]).T
         scores = np.concatenate([scores, block], axis=1)
-        best = np.concatenate([best, np.arange(start, start + block.shape[1])[None, :].repeat(len(queries), 0)], axis=1)
+        best = np.concatenate(
+            [best, np.arange(start, start + block.shape[1])[None, :].repeat(len(queries), 0)],
+            axis=1,
+        )
         keep = np.argpartition(-scores, 49, axis=1)[:, :50]
         scores, best = np.take_along_axis(scores, keep, 1), np.take_along_axis(best, keep, 1)
-    ids = np.memmap(directory / f"ids-{meta['generation']}.i64", dtype=np.int64, mode="r", shape=(meta["rows"],))
+    ids = np.memmap(
+        directory / f"ids-{meta['generation']}.i64", dtype=np.int64, mode="r", shape=(meta["rows"],)
+    )
     truth = [set(ids[row].tolist()) for row in best]
     reader = vector_index.reader(corpus)
     from django.conf import settings
@@ -398,10 +517,15 @@ def print_recall(meta, directory, vectors, corpus) -> None:
     for nprobe in (8, 16, 32):
         settings.VECTOR_INDEX_NPROBE = nprobe
         found = reader.search(queries, 50)
-        recall[nprobe] = statistics.mean(len({p for p, _ in f} & t) / 50 for f, t in zip(found, truth))
+        recall[nprobe] = statistics.mean(
+            len({p for p, _ in f} & t) / 50 for f, t in zip(found, truth)
+        )
     settings.VECTOR_INDEX_NPROBE = None
-    print("4. ANN recall@50 of the exact top 50 (200 queries near the data): "
-          + ", ".join(f"nprobe {k}: {v:.3f}" for k, v in recall.items()), flush=True)
+    print(
+        "4. ANN recall@50 of the exact top 50 (200 queries near the data): "
+        + ", ".join(f"nprobe {k}: {v:.3f}" for k, v in recall.items()),
+        flush=True,
+    )
 
 
 def search_child_vectors(args) -> None:
@@ -412,7 +536,9 @@ def search_child_vectors(args) -> None:
     from annotation.evidence import vector_index
     from annotation.evidence.corpus_search import _dense_scan, _indexed_vectors
 
-    corpus = types.SimpleNamespace(id=args.search_child, embedded_through=args.passages, embedded=args.passages)
+    corpus = types.SimpleNamespace(
+        id=args.search_child, embedded_through=args.passages, embedded=args.passages
+    )
     rng = np.random.default_rng(5)
     queries = rng.standard_normal((args.claims * 4, DIM)).astype(np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
@@ -429,11 +555,14 @@ def search_child_vectors(args) -> None:
         for n in range(args.claims):
             began = time.perf_counter()
             readers = [vector_index.reader(corpus)]  # a stat of meta.json, as every search
-            found = _dense_scan(readers, queries[n * 4:n * 4 + width], 50)
+            found = _dense_scan(readers, queries[n * 4 : n * 4 + width], 50)
             _indexed_vectors(readers, sorted({pid for hits in found for pid, _ in hits}))
             timings.append(time.perf_counter() - began)
-        result[label] = {"p50": 1000 * percentile(timings, .5), "p95": 1000 * percentile(timings, .95),
-                         "load": load_average()}
+        result[label] = {
+            "p50": 1000 * percentile(timings, 0.5),
+            "p95": 1000 * percentile(timings, 0.95),
+            "load": load_average(),
+        }
     result["end"] = status_mb()
     result["faiss"] = "faiss" in sys.modules
     print(json.dumps(result))
@@ -459,14 +588,26 @@ def search_child(args) -> None:
     began = time.perf_counter()
     search(claims[0], vector, retrieval.CANDIDATES_PER_QUERY)
     first = time.perf_counter() - began
-    faiss_import = float(subprocess.run(  # in another interpreter: this one has imported it
-        [sys.executable, "-c", "import time; t = time.perf_counter(); import faiss; print(time.perf_counter() - t)"],
-        check=True, capture_output=True, text=True).stdout.split()[-1])
+    faiss_import = float(
+        subprocess.run(  # in another interpreter: this one has imported it
+            [
+                sys.executable,
+                "-c",
+                "import time; t = time.perf_counter(); import faiss; print(time.perf_counter() - t)",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()[-1]
+    )
     result = {"start": start, "first": first, "faiss_import": faiss_import}
     from annotation.evidence.corpus_search import dense_hits_many, searchable_corpora
 
     corpora = searchable_corpora(project)
-    for label, lists in (("1 query", [[c] for c in claims]), ("4 queries", [[c, *q] for c, q in zip(claims, questions)])):
+    for label, lists in (
+        ("1 query", [[c] for c in claims]),
+        ("4 queries", [[c, *q] for c, q in zip(claims, questions)]),
+    ):
         totals, searching, ranking, dense = [], [], [], []
         for claim, queries in zip(claims, lists):
             t0 = time.perf_counter()
@@ -483,9 +624,14 @@ def search_child(args) -> None:
             t0 = time.perf_counter()
             dense_hits_many(corpora, vector[None, :], retrieval.CANDIDATES_PER_QUERY)
             dense.append(time.perf_counter() - t0)
-        result[label] = {"p50": 1000 * percentile(totals, .5), "p95": 1000 * percentile(totals, .95),
-                         "search_p50": 1000 * percentile(searching, .5), "rank_p50": 1000 * percentile(ranking, .5),
-                         "dense_p50": 1000 * percentile(dense, .5), "load": load_average()}
+        result[label] = {
+            "p50": 1000 * percentile(totals, 0.5),
+            "p95": 1000 * percentile(totals, 0.95),
+            "search_p50": 1000 * percentile(searching, 0.5),
+            "rank_p50": 1000 * percentile(ranking, 0.5),
+            "dense_p50": 1000 * percentile(dense, 0.5),
+            "load": load_average(),
+        }
     result["end"] = status_mb()
     print(json.dumps(result))
 

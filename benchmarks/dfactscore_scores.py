@@ -37,15 +37,22 @@ BUDGET_SECONDS = 2.0
 
 def make_paragraph(rng: random.Random, facts: int) -> tuple[dict, dict, dict]:
     """(content, payload of annotator A, payload of annotator B)."""
-    candidates = [{"title": f"Person {c}", "url": f"https://example.org/{c}", "text": "", "passages": []}
-                  for c in range(4)]
-    content = {"name": "Person", "facts": [{"text": f"Person did thing {i}.", "span": None} for i in range(facts)],
-               "candidates": candidates}
+    candidates = [
+        {"title": f"Person {c}", "url": f"https://example.org/{c}", "text": "", "passages": []}
+        for c in range(4)
+    ]
+    content = {
+        "name": "Person",
+        "facts": [{"text": f"Person did thing {i}.", "span": None} for i in range(facts)],
+        "candidates": candidates,
+    }
 
     def payload(base: list[int] | None) -> dict:
         individuals = rng.randint(2, 3)
-        groups = [g if base is not None and rng.random() < 0.85 else rng.randrange(individuals)
-                  for g in (base or [None] * facts)]
+        groups = [
+            g if base is not None and rng.random() < 0.85 else rng.randrange(individuals)
+            for g in (base or [None] * facts)
+        ]
         groups = [g % individuals for g in groups]
         groups[:individuals] = range(individuals)  # every group holds a fact
         return {
@@ -57,8 +64,15 @@ def make_paragraph(rng: random.Random, facts: int) -> tuple[dict, dict, dict]:
     def fact(group: int) -> dict:
         label = rng.choice(LABELS)
         # a fact its individual's page supports is supported by some page (FActScore ≥ D-FActScore)
-        any_page = "supported" if label == "supported" else rng.choice(("supported", "not_supported"))
-        return {"group": group, "label": label, "any_page": any_page, "entity": rng.choice([0, 1, 2, 3, "none"])}
+        any_page = (
+            "supported" if label == "supported" else rng.choice(("supported", "not_supported"))
+        )
+        return {
+            "group": group,
+            "label": label,
+            "any_page": any_page,
+            "entity": rng.choice([0, 1, 2, 3, "none"]),
+        }
 
     first = payload(None)
     return content, first, payload([f["group"] for f in first["facts"]])
@@ -74,7 +88,9 @@ def main() -> None:
 
     rng = random.Random(args.seed)
     data = [make_paragraph(rng, args.facts) for _ in range(args.paragraphs)]
-    print(f"{args.paragraphs:,} paragraphs x {args.facts} facts, two annotators each, {args.models} models")
+    print(
+        f"{args.paragraphs:,} paragraphs x {args.facts} facts, two annotators each, {args.models} models"
+    )
 
     cpu_started = time.process_time()
     started = time.perf_counter()
@@ -82,12 +98,13 @@ def main() -> None:
     t_paragraphs = time.perf_counter() - started
 
     started = time.perf_counter()
-    per_model = {f"model-{m}": model_scores(scored[m::args.models]) for m in range(args.models)}
+    per_model = {f"model-{m}": model_scores(scored[m :: args.models]) for m in range(args.models)}
     t_models = time.perf_counter() - started
 
     started = time.perf_counter()
-    agreements = partition_agreements([([f["group"] for f in a["facts"]], [f["group"] for f in b["facts"]])
-                                       for _, a, b in data])
+    agreements = partition_agreements(
+        [([f["group"] for f in a["facts"]], [f["group"] for f in b["facts"]]) for _, a, b in data]
+    )
     t_agreement = time.perf_counter() - started
 
     total = t_paragraphs + t_models + t_agreement
@@ -95,13 +112,19 @@ def main() -> None:
     print(f"paragraph_scores      {t_paragraphs:6.3f} s")
     print(f"model_scores          {t_models:6.3f} s")
     print(f"partition_agreements  {t_agreement:6.3f} s")
-    print(f"total                 {total:6.3f} s  (budget {BUDGET_SECONDS:.1f} s: {'ok' if total <= BUDGET_SECONDS else 'OVER'}); "
-          f"CPU {cpu:.3f} s (wall > CPU: the machine is busy)")
+    print(
+        f"total                 {total:6.3f} s  (budget {BUDGET_SECONDS:.1f} s: {'ok' if total <= BUDGET_SECONDS else 'OVER'}); "
+        f"CPU {cpu:.3f} s (wall > CPU: the machine is busy)"
+    )
     for model, result in per_model.items():
-        print(f"  {model}: FActScore {result['init_score']:.4f}  D-FActScore {result['init_global_score']:.4f}  "
-              f"groups {result['num_groups']:.2f}  facts/response {result['num_facts_per_response']:.2f}")
+        print(
+            f"  {model}: FActScore {result['init_score']:.4f}  D-FActScore {result['init_global_score']:.4f}  "
+            f"groups {result['num_groups']:.2f}  facts/response {result['num_facts_per_response']:.2f}"
+        )
     valid = [a for a in agreements if a is not None]
-    print(f"  mean adjusted Rand index {sum(valid) / len(valid):.4f} over {len(valid):,} paragraphs")
+    print(
+        f"  mean adjusted Rand index {sum(valid) / len(valid):.4f} over {len(valid):,} paragraphs"
+    )
     if total > BUDGET_SECONDS:
         sys.exit(1)
 

@@ -16,6 +16,7 @@ printed for each run, with the load average. Variants:
 
 Ranking quality per backend: ``EMBEDDING_BACKEND=<name> python benchmarks/retrieval_quality.py``.
 """
+
 import argparse
 import json
 import os
@@ -30,7 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline import embedding_backends  # noqa: E402
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "factcheck-bench" / "factcheck-GPT-benchmark.jsonl"
+DEFAULT = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "data"
+    / "factcheck-bench"
+    / "factcheck-GPT-benchmark.jsonl"
+)
 WORDS = 90
 
 
@@ -57,8 +64,9 @@ def load(variant: str):
         from torch.ao.quantization import per_channel_dynamic_qconfig
 
         model = embedding_backends.load_torch_model()
-        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear: per_channel_dynamic_qconfig},
-                                                      dtype=torch.qint8)
+        return torch.ao.quantization.quantize_dynamic(
+            model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8
+        )
     return embedding_backends.OnnxEncoder(embedding_backends.onnx_file(variant), backend=variant)
 
 
@@ -77,13 +85,17 @@ def main() -> None:
 
     texts = passages(args.data, args.passages)
     variants = args.variants.split(",")
-    print(f"{len(texts)} passages of {WORDS} words, batch {args.batch_size}, {os.cpu_count()} CPUs, "
-          f"load average {load_average()}")
+    print(
+        f"{len(texts)} passages of {WORDS} words, batch {args.batch_size}, {os.cpu_count()} CPUs, "
+        f"load average {load_average()}"
+    )
     models = {}
     for variant in variants:
         started = time.perf_counter()
         models[variant] = load(variant)
-        models[variant].encode(texts[:args.batch_size], batch_size=args.batch_size, normalize_embeddings=True)
+        models[variant].encode(
+            texts[: args.batch_size], batch_size=args.batch_size, normalize_embeddings=True
+        )
         print(f"  {variant}: loaded and warmed up in {time.perf_counter() - started:.1f} s")
     # Round robin, so that every variant sees the same changes of load from other processes.
     rates = {v: [] for v in variants}
@@ -93,17 +105,28 @@ def main() -> None:
         for variant in variants:
             before = load_average()
             started, cpu_started = time.perf_counter(), time.process_time()
-            vectors[variant] = np.asarray(models[variant].encode(
-                texts, batch_size=args.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                show_progress_bar=False), dtype=np.float32)
+            vectors[variant] = np.asarray(
+                models[variant].encode(
+                    texts,
+                    batch_size=args.batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                ),
+                dtype=np.float32,
+            )
             wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
             rates[variant].append(len(texts) / wall)
             cpu_rates[variant].append(len(texts) / cpu)
-            print(f"  run {run} {variant}: {rates[variant][-1]:.1f} passages/s, {cpu_rates[variant][-1]:.1f} "
-                  f"passages per CPU-second (load average before {before}, after {load_average()})")
+            print(
+                f"  run {run} {variant}: {rates[variant][-1]:.1f} passages/s, {cpu_rates[variant][-1]:.1f} "
+                f"passages per CPU-second (load average before {before}, after {load_average()})"
+            )
     print(f"load average at the end: {load_average()}\n")
-    print("| variant | passages/s, 3 runs | median | passages per CPU-second (median) | × torch (median) "
-          "| cosine with torch's vectors: min / mean |\n| --- | --- | --- | --- | --- | --- |")
+    print(
+        "| variant | passages/s, 3 runs | median | passages per CPU-second (median) | × torch (median) "
+        "| cosine with torch's vectors: min / mean |\n| --- | --- | --- | --- | --- | --- |"
+    )
     median = {v: sorted(r)[len(r) // 2] for v, r in rates.items()}
     for variant in variants:
         ratio = f"{median[variant] / median['torch']:.2f}" if "torch" in median else "–"
@@ -112,8 +135,10 @@ def main() -> None:
             cosines = np.sum(vectors[variant] * vectors["torch"], axis=1)
             agreement = f"{cosines.min():.4f} / {cosines.mean():.4f}"
         cpu_median = sorted(cpu_rates[variant])[len(cpu_rates[variant]) // 2]
-        print(f"| {variant} | {', '.join(f'{r:.1f}' for r in rates[variant])} | {median[variant]:.1f} "
-              f"| {cpu_median:.1f} | {ratio} | {agreement} |")
+        print(
+            f"| {variant} | {', '.join(f'{r:.1f}' for r in rates[variant])} | {median[variant]:.1f} "
+            f"| {cpu_median:.1f} | {ratio} | {agreement} |"
+        )
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ postgres), migrates it and drops it at the end. Everything runs on loopback.
 
 Peak RSS of this process (ru_maxrss) is printed after each step.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,7 +53,24 @@ from harness import (  # noqa: E402  (and the repository on the path)
 )
 
 DB = "workbench_evidence_bench"
-SYLLABLES = ("ka", "lo", "mi", "ner", "sto", "va", "rin", "del", "tor", "ash", "bel", "cu", "dra", "fen", "gal", "hu")
+SYLLABLES = (
+    "ka",
+    "lo",
+    "mi",
+    "ner",
+    "sto",
+    "va",
+    "rin",
+    "del",
+    "tor",
+    "ash",
+    "bel",
+    "cu",
+    "dra",
+    "fen",
+    "gal",
+    "hu",
+)
 FILLER = "the of and in to was is for on with as by at from its their".split()
 
 
@@ -73,7 +91,10 @@ def sentence(rng: random.Random) -> str:
         WORDS.extend(vocabulary(random.Random(1)))
         WEIGHTS.extend(1 / rank for rank in range(1, len(WORDS) + 1))
     content = rng.choices(WORDS, weights=WEIGHTS, k=rng.randint(8, 12))
-    words = [content.pop() if content and rng.random() < 0.55 else rng.choice(FILLER) for _ in range(rng.randint(15, 21))]
+    words = [
+        content.pop() if content and rng.random() < 0.55 else rng.choice(FILLER)
+        for _ in range(rng.randint(15, 21))
+    ]
     name = rng.choice(WORDS[:2000]).capitalize()
     return f"{name} {' '.join(words)} in {rng.randint(1000, 2020)}."
 
@@ -85,8 +106,16 @@ def write_corpus(path: Path, passages: int, rng: random.Random, make_sentence=No
     with path.open("w") as file:
         for number in range(documents):
             text = " ".join(make_sentence(rng) for _ in range(13))
-            file.write(json.dumps({"title": f"Document {number}", "url": f"https://corpus.example/{number}",
-                                   "text": text}) + "\n")
+            file.write(
+                json.dumps(
+                    {
+                        "title": f"Document {number}",
+                        "url": f"https://corpus.example/{number}",
+                        "text": text,
+                    }
+                )
+                + "\n"
+            )
     return documents
 
 
@@ -98,7 +127,9 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=100_000)
     parser.add_argument("--claims", type=int, default=200)
     parser.add_argument("--embed-sample", type=int, default=512)
-    parser.add_argument("--keep", action="store_true", help="keep the database for a look afterwards")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the database for a look afterwards"
+    )
     args = parser.parse_args()
     rng = random.Random(7)
 
@@ -120,9 +151,9 @@ def run(args, rng: random.Random) -> None:
     import numpy as np
     from django.contrib.auth import get_user_model
 
+    from annotation.evidence.corpora import create_corpus, run_corpus_import, tidy_passages
     from annotation.evidence.corpus_search import corpus_search
     from annotation.models import Corpus, Passage
-    from annotation.evidence.corpora import create_corpus, run_corpus_import, tidy_passages
     from annotation.services.projects import create_project
     from pipeline import retrieval
     from pipeline.factcheck_step2 import search_queries
@@ -137,40 +168,71 @@ def run(args, rng: random.Random) -> None:
         source = Path(tmp) / "corpus.jsonl"
         documents = write_corpus(source, args.passages, rng)
         started = time.perf_counter()
-        with source.open("rb") as upload:  # no broker: the import task runs as the corpus is created
+        with source.open(
+            "rb"
+        ) as upload:  # no broker: the import task runs as the corpus is created
             corpus = create_corpus(name="bench", user=admin, upload=upload, projects=[project])
         run_corpus_import(corpus.id)  # a no-op when it has run
         elapsed = time.perf_counter() - started
     corpus = Corpus.objects.get(pk=corpus.id)
-    words = statistics.mean(len(t.split()) for t in Passage.objects.filter(corpus=corpus)
-                            .values_list("text", flat=True)[:2000])
-    print(f"1. corpus import: {documents} documents -> {corpus.passages} passages (mean {words:.0f} words) "
-          f"searchable after {elapsed:.1f} s ({corpus.passages / elapsed:.0f} passages/s); peak RSS {maxrss_mib():.0f} MB")
+    words = statistics.mean(
+        len(t.split())
+        for t in Passage.objects.filter(corpus=corpus).values_list("text", flat=True)[:2000]
+    )
+    print(
+        f"1. corpus import: {documents} documents -> {corpus.passages} passages (mean {words:.0f} words) "
+        f"searchable after {elapsed:.1f} s ({corpus.passages / elapsed:.0f} passages/s); peak RSS {maxrss_mib():.0f} MB"
+    )
 
-    sample = list(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", "text")[:args.embed_sample])
+    sample = list(
+        Passage.objects.filter(corpus=corpus)
+        .order_by("id")
+        .values_list("id", "text")[: args.embed_sample]
+    )
     retrieval.embed(["warm up"])
     started = time.perf_counter()
     vectors = retrieval.embed([text for _, text in sample])
     rate = len(sample) / (time.perf_counter() - started)
-    print(f"2. embedding: {rate:.1f} passages/s (batch 32) -> the whole corpus in {corpus.passages / rate / 60:.0f} min "
-          f"of one worker; peak RSS {maxrss_mib():.0f} MB")
-    Passage.objects.bulk_update([Passage(id=pid, embedding=v.tobytes()) for (pid, _), v in zip(sample, vectors)],
-                                ["embedding"])
-    rest = Passage.objects.filter(corpus=corpus, embedding__isnull=True).order_by("id").values_list("id", flat=True)
+    print(
+        f"2. embedding: {rate:.1f} passages/s (batch 32) -> the whole corpus in {corpus.passages / rate / 60:.0f} min "
+        f"of one worker; peak RSS {maxrss_mib():.0f} MB"
+    )
+    Passage.objects.bulk_update(
+        [Passage(id=pid, embedding=v.tobytes()) for (pid, _), v in zip(sample, vectors)],
+        ["embedding"],
+    )
+    rest = (
+        Passage.objects.filter(corpus=corpus, embedding__isnull=True)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
     ids = list(rest)
     for start in range(0, len(ids), 5000):
-        chunk = ids[start:start + 5000]
-        random_vectors = np.random.default_rng(start).standard_normal((len(chunk), retrieval.EMBEDDING_DIMENSIONS))
-        random_vectors = (random_vectors / np.linalg.norm(random_vectors, axis=1, keepdims=True)).astype(np.float32)
-        Passage.objects.bulk_update([Passage(id=pid, embedding=v.tobytes()) for pid, v in zip(chunk, random_vectors)],
-                                    ["embedding"], batch_size=1000)
-    last = Passage.objects.filter(corpus=corpus).order_by("-id").values_list("id", flat=True).first()
-    Corpus.objects.filter(pk=corpus.pk).update(embedded=corpus.passages, embedded_through=last, state="ready")
+        chunk = ids[start : start + 5000]
+        random_vectors = np.random.default_rng(start).standard_normal(
+            (len(chunk), retrieval.EMBEDDING_DIMENSIONS)
+        )
+        random_vectors = (
+            random_vectors / np.linalg.norm(random_vectors, axis=1, keepdims=True)
+        ).astype(np.float32)
+        Passage.objects.bulk_update(
+            [Passage(id=pid, embedding=v.tobytes()) for pid, v in zip(chunk, random_vectors)],
+            ["embedding"],
+            batch_size=1000,
+        )
+    last = (
+        Passage.objects.filter(corpus=corpus).order_by("-id").values_list("id", flat=True).first()
+    )
+    Corpus.objects.filter(pk=corpus.pk).update(
+        embedded=corpus.passages, embedded_through=last, state="ready"
+    )
     tidy_passages()  # what embed_next_batch does once it has written a corpus's last vector
 
     claims = [sentence(rng) for _ in range(args.claims)]
     # What a model's questions add to a claim: three more queries (pseudo-words of the claim).
-    questions = [[" ".join(rng.sample(claim.split(), 4)) + "?" for _ in range(3)] for claim in claims]
+    questions = [
+        [" ".join(rng.sample(claim.split(), 4)) + "?" for _ in range(3)] for claim in claims
+    ]
     search = corpus_search(project)
 
     def retrieve(claim: str, queries: list[str]) -> tuple[float, float, float]:
@@ -196,20 +258,28 @@ def run(args, rng: random.Random) -> None:
     started = time.perf_counter()
     search(claims[0], retrieval.embed([claims[0]])[0], retrieval.CANDIDATES_PER_QUERY)
     first = time.perf_counter() - started
-    for label, query_lists in (("offline queries", [retrieval.offline_queries(c) for c in claims]),
-                               ("claim + 3 questions, as with a model", [[c, *q] for c, q in zip(claims, questions)])):
+    for label, query_lists in (
+        ("offline queries", [retrieval.offline_queries(c) for c in claims]),
+        ("claim + 3 questions, as with a model", [[c, *q] for c, q in zip(claims, questions)]),
+    ):
         phases = [retrieve(claim, queries) for claim, queries in zip(claims, query_lists)]
         timings = [sum(p) for p in phases]
-        print(f"3. retrieval + ranking per claim over {corpus.passages} embedded passages ({len(claims)} claims, "
-              f"{label}: {statistics.mean(len(q) for q in query_lists):.1f} a claim; query embedding included): "
-              f"p50 {1000 * percentile(timings, 0.5):.0f} ms, p95 {1000 * percentile(timings, 0.95):.0f} ms; "
-              f"p50 of embedding the queries {1000 * percentile([p[0] for p in phases], 0.5):.0f} ms, "
-              f"searching {1000 * percentile([p[1] for p in phases], 0.5):.0f} ms, "
-              f"ranking {1000 * percentile([p[2] for p in phases], 0.5):.0f} ms; load average "
-              f"{load_average():.1f}")
+        print(
+            f"3. retrieval + ranking per claim over {corpus.passages} embedded passages ({len(claims)} claims, "
+            f"{label}: {statistics.mean(len(q) for q in query_lists):.1f} a claim; query embedding included): "
+            f"p50 {1000 * percentile(timings, 0.5):.0f} ms, p95 {1000 * percentile(timings, 0.95):.0f} ms; "
+            f"p50 of embedding the queries {1000 * percentile([p[0] for p in phases], 0.5):.0f} ms, "
+            f"searching {1000 * percentile([p[1] for p in phases], 0.5):.0f} ms, "
+            f"ranking {1000 * percentile([p[2] for p in phases], 0.5):.0f} ms; load average "
+            f"{load_average():.1f}"
+        )
     # Where the search's time goes, for the claims alone: full-text search, the dense scan, the rest
     # (fetching the passages' text, building candidates).
-    from annotation.evidence.corpus_search import dense_hits_many, lexical_hits_many, searchable_corpora
+    from annotation.evidence.corpus_search import (
+        dense_hits_many,
+        lexical_hits_many,
+        searchable_corpora,
+    )
 
     corpora = searchable_corpora(project)
     vectors = retrieval.embed(claims)
@@ -221,15 +291,21 @@ def run(args, rng: random.Random) -> None:
         dense_hits_many(corpora, vector[None, :], retrieval.CANDIDATES_PER_QUERY)
         lexical.append(middle - started)
         dense.append(time.perf_counter() - middle)
-    print(f"   one query's full-text search p50 {1000 * percentile(lexical, 0.5):.1f} ms, p95 "
-          f"{1000 * percentile(lexical, 0.95):.1f} ms; dense scan p50 {1000 * percentile(dense, 0.5):.1f} ms; "
-          f"first search, loading the vectors: {first:.1f} s; peak RSS {maxrss_mib():.0f} MB")
+    print(
+        f"   one query's full-text search p50 {1000 * percentile(lexical, 0.5):.1f} ms, p95 "
+        f"{1000 * percentile(lexical, 0.95):.1f} ms; dense scan p50 {1000 * percentile(dense, 0.5):.1f} ms; "
+        f"first search, loading the vectors: {first:.1f} s; peak RSS {maxrss_mib():.0f} MB"
+    )
 
     from pipeline.factcheck_step2 import ClaimToCheck, suggest_step2
     from tests.helpers.fake_llm import FakeLLMServer, last_user_message
 
     def answer(request):
-        return '["When did it happen?", "Who did it?"]' if "Questions:" in last_user_message(request) else "irrelevant"
+        return (
+            '["When did it happen?", "Who did it?"]'
+            if "Questions:" in last_user_message(request)
+            else "irrelevant"
+        )
 
     # the fake LLM listens on loopback, which the outbound policy allows a staff-set service only with this
     os.environ["OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS"] = "1"
@@ -239,13 +315,20 @@ def run(args, rng: random.Random) -> None:
     for _ in range(3):
         with FakeLLMServer(answer, delay=0.2) as server:
             started = time.perf_counter()
-            result = suggest_step2(item, search=search, llm=server.config(concurrency=concurrency), embed=retrieval.embed)
+            result = suggest_step2(
+                item,
+                search=search,
+                llm=server.config(concurrency=concurrency),
+                embed=retrieval.embed,
+            )
             walls.append(time.perf_counter() - started)
     calls = len(server.requests)
-    print(f"4. pre-annotation of one item with 5 claims, loopback LLM at 200 ms, llm.concurrency {concurrency}: "
-          f"{' / '.join(f'{w:.2f}' for w in walls)} s wall in three runs ({calls} calls a run, "
-          f"{sum(len(c['evidence']) for c in result['claims'])} passages with stance hints); load average "
-          f"{load_average():.1f}")
+    print(
+        f"4. pre-annotation of one item with 5 claims, loopback LLM at 200 ms, llm.concurrency {concurrency}: "
+        f"{' / '.join(f'{w:.2f}' for w in walls)} s wall in three runs ({calls} calls a run, "
+        f"{sum(len(c['evidence']) for c in result['claims'])} passages with stance hints); load average "
+        f"{load_average():.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ factcheck-bench serves each item's stored line (ExportLine, rendered by a task a
 or consolidation): "stored" is that export; "rendered" is the first export after the stored
 lines went stale (e.g. a new version of the export code), which renders every line.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,28 @@ from harness import (  # noqa: E402
 
 DB = "workbench_export_bench"
 TARGET_S = 2.0
-WORDS = ("tower", "river", "treaty", "century", "museum", "engineer", "bridge", "painter", "element", "orbit",
-         "capital", "language", "island", "emperor", "theory", "festival", "harbour", "library", "desert", "glacier")
+WORDS = (
+    "tower",
+    "river",
+    "treaty",
+    "century",
+    "museum",
+    "engineer",
+    "bridge",
+    "painter",
+    "element",
+    "orbit",
+    "capital",
+    "language",
+    "island",
+    "emperor",
+    "theory",
+    "festival",
+    "harbour",
+    "library",
+    "desert",
+    "glacier",
+)
 
 
 def sentence(rng: random.Random, words: int = 14) -> str:
@@ -55,36 +76,63 @@ def sentence(rng: random.Random, words: int = 14) -> str:
 def released_item(index: int, rng: random.Random) -> dict:
     """One item in the released shape with all three steps filled in."""
     sentences = {}
-    for s in range(1, 4):  # the released items average 3.3 sentences, 2.2 claims each, 5 passages a claim
+    for s in range(
+        1, 4
+    ):  # the released items average 3.3 sentences, 2.2 claims each, 5 passages a claim
         text = sentence(rng)
         claims = [sentence(rng, 8) for _ in range(2)]
         needs = [rng.choice(("no", "no", "yes", "not_enough_evidence")) for _ in claims]
         sentences[f"sentence{s}"] = {
-            "text": text, "decontext": text, "sentence_factuality_label": all(n == "no" for n in needs),
-            "revised_decontext": text, "sentence_checkworthiness": "yes", "most_importance_sentence": "yes",
-            "claims": claims, "claim_checkworthiness": ["factual"] * 2,
-            "if_automatic_evidence_enough_to_verify": ["yes"] * 2, "human_evidence": ["NA"] * 2,
-            "auto_evidence": [[" ".join(sentence(rng) for _ in range(6)) for _ in range(5)] for _ in claims],
-            "auto_evidence_url": [[f"https://e.example/{index}/{s}/{k}/{p}" for p in range(5)] for k in range(2)],
-            "stance_claim_autoEvid": [[rng.choice(("completely-support", "partially-support", "refute", "irrelevant"))
-                                       for _ in range(5)] for _ in claims],
+            "text": text,
+            "decontext": text,
+            "sentence_factuality_label": all(n == "no" for n in needs),
+            "revised_decontext": text,
+            "sentence_checkworthiness": "yes",
+            "most_importance_sentence": "yes",
+            "claims": claims,
+            "claim_checkworthiness": ["factual"] * 2,
+            "if_automatic_evidence_enough_to_verify": ["yes"] * 2,
+            "human_evidence": ["NA"] * 2,
+            "auto_evidence": [
+                [" ".join(sentence(rng) for _ in range(6)) for _ in range(5)] for _ in claims
+            ],
+            "auto_evidence_url": [
+                [f"https://e.example/{index}/{s}/{k}/{p}" for p in range(5)] for k in range(2)
+            ],
+            "stance_claim_autoEvid": [
+                [
+                    rng.choice(("completely-support", "partially-support", "refute", "irrelevant"))
+                    for _ in range(5)
+                ]
+                for _ in claims
+            ],
             "if_claim_needs_edit": needs,
-            "claims_factuality_label": [{"no": True, "yes": False, "not_enough_evidence": "unknown"}[n] for n in needs],
-            "revised_claims": claims, "usedEvidence_index_in_revision": ["1" if n == "yes" else "-1" for n in needs],
+            "claims_factuality_label": [
+                {"no": True, "yes": False, "not_enough_evidence": "unknown"}[n] for n in needs
+            ],
+            "revised_claims": claims,
+            "usedEvidence_index_in_revision": ["1" if n == "yes" else "-1" for n in needs],
             "if_most_important_claim": ["yes"] * 2,
         }
     response = " ".join(s["text"] for s in sentences.values())
-    return {"prompt": f"Question {index}?", "response": response, "revised_response": response,
-            "response_factuality": rng.random() < 0.4, "sentences": sentences}
+    return {
+        "prompt": f"Question {index}?",
+        "response": response,
+        "revised_response": response,
+        "response_factuality": rng.random() < 0.4,
+        "sentences": sentences,
+    }
 
 
 def load(items: int, name: str) -> int:
-    from annotation.models import Project
     from annotation.imports.items import import_jsonl
+    from annotation.models import Project
     from annotation.services.projects import create_project
 
     rng = random.Random(items)
-    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as handle:
+    with tempfile.NamedTemporaryFile(
+        "w", suffix=".jsonl", delete=False, encoding="utf-8"
+    ) as handle:
         for index in range(items):
             handle.write(json.dumps(released_item(index, rng)) + "\n")
         path = handle.name
@@ -93,16 +141,22 @@ def load(items: int, name: str) -> int:
     from annotation.imports import items as import_writer
 
     enqueue = import_writer.enqueue_store_export_lines
-    import_writer.enqueue_store_export_lines = lambda *args, **kwargs: None  # timed on its own below
+    import_writer.enqueue_store_export_lines = (
+        lambda *args, **kwargs: None
+    )  # timed on its own below
     started = time.perf_counter()
     with open(path, "rb") as file:
         result = import_jsonl(project, file, fmt="factcheck-bench", labels_as="gold")
     os.unlink(path)
-    print(f"  imported {result.items} items ({result.gold_records} gold records) in {time.perf_counter() - started:.1f} s")
+    print(
+        f"  imported {result.items} items ({result.gold_records} gold records) in {time.perf_counter() - started:.1f} s"
+    )
     import_writer.enqueue_store_export_lines = enqueue
     started = time.perf_counter()
     stored = tasks.store_export_lines(project.id)
-    print(f"  stored {stored} export lines (the task after an import) in {time.perf_counter() - started:.1f} s")
+    print(
+        f"  stored {stored} export lines (the task after an import) in {time.perf_counter() - started:.1f} s"
+    )
     return Project.objects.get(name=name).id
 
 
@@ -124,7 +178,11 @@ def _export(project_id: int, fmt: str, traced: bool, queue, stored: bool = True)
     size = 0
     for chunk in exports.export(project, fmt).chunks:
         size += len(chunk)
-    result = {"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "bytes": size}
+    result = {
+        "seconds": time.perf_counter() - wall,
+        "cpu": time.process_time() - cpu,
+        "bytes": size,
+    }
     if traced:
         result["peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
     queue.put(result)
@@ -144,7 +202,9 @@ def measure(project_id: int, fmt: str, stored: bool = True) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--small-items", type=int, default=2_000)
     parser.add_argument("--keep", action="store_true")
@@ -160,15 +220,37 @@ def main() -> None:
         projects = {n: load(n, f"export bench {n}") for n in (args.small_items, args.items)}
         rows = []
         for items, project_id in projects.items():
-            for fmt, stored in (("factcheck-bench", True), ("factcheck-bench", False), ("factcheck-subtasks", True)):
+            for fmt, stored in (
+                ("factcheck-bench", True),
+                ("factcheck-bench", False),
+                ("factcheck-subtasks", True),
+            ):
                 r = measure(project_id, fmt, stored)
-                label = f"{fmt} ({'stored' if stored else 'rendered'} lines)" if fmt == "factcheck-bench" else fmt
-                rows.append((f"{items:,}", label, f"{r['seconds']:.2f}", f"{r['cpu']:.2f}",
-                             f"{r['bytes'] / 2**20:.1f}", f"{r['peak_mib']:.1f}"))
+                label = (
+                    f"{fmt} ({'stored' if stored else 'rendered'} lines)"
+                    if fmt == "factcheck-bench"
+                    else fmt
+                )
+                rows.append(
+                    (
+                        f"{items:,}",
+                        label,
+                        f"{r['seconds']:.2f}",
+                        f"{r['cpu']:.2f}",
+                        f"{r['bytes'] / 2**20:.1f}",
+                        f"{r['peak_mib']:.1f}",
+                    )
+                )
         print()
-        print_table(("items", "format", "seconds", "CPU s", "MiB written", "traced peak MiB"), rows, markdown=True)
-        print(f"\nload average {load_average():.2f}; target: factcheck-bench ≤ {TARGET_S} s at {args.items:,} items, "
-              "peak memory the same at both sizes")
+        print_table(
+            ("items", "format", "seconds", "CPU s", "MiB written", "traced peak MiB"),
+            rows,
+            markdown=True,
+        )
+        print(
+            f"\nload average {load_average():.2f}; target: factcheck-bench ≤ {TARGET_S} s at {args.items:,} items, "
+            "peak memory the same at both sizes"
+        )
     finally:
         if not args.keep:
             from django.db import connections

@@ -2,6 +2,7 @@
 FELM project with its members, and both annotators' submissions with a gold record per item.
 Used by felm_scale.py, agreement_page.py and campaign_load.py; needs Django set up (harness)
 for everything but the generated lines."""
+
 from __future__ import annotations
 
 import json
@@ -15,24 +16,60 @@ DOMAINS = ("wk", "science", "writing_rec", "reasoning", "math")
 SOURCES = ("quora", "twitter", "MATH", "gsm8k", "chatgpt", "sciq")
 
 _SUBJECTS = (
-    "The Eiffel Tower", "Marie Curie", "The Amazon River", "The Python language", "The Treaty of Versailles",
-    "Mount Everest", "The human heart", "Photosynthesis", "The Great Wall of China", "Albert Einstein",
-    "The speed of light", "Jupiter", "The French Revolution", "Penicillin", "The Pacific Ocean", "Ada Lovelace",
+    "The Eiffel Tower",
+    "Marie Curie",
+    "The Amazon River",
+    "The Python language",
+    "The Treaty of Versailles",
+    "Mount Everest",
+    "The human heart",
+    "Photosynthesis",
+    "The Great Wall of China",
+    "Albert Einstein",
+    "The speed of light",
+    "Jupiter",
+    "The French Revolution",
+    "Penicillin",
+    "The Pacific Ocean",
+    "Ada Lovelace",
 )
 _PREDICATES = (
-    "was completed in", "was first described in", "is usually compared with", "was first released in",
-    "was signed in", "is located close to", "is discussed at length in", "became widely known after",
-    "is larger than", "was studied extensively in", "is often confused with", "was celebrated in",
+    "was completed in",
+    "was first described in",
+    "is usually compared with",
+    "was first released in",
+    "was signed in",
+    "is located close to",
+    "is discussed at length in",
+    "became widely known after",
+    "is larger than",
+    "was studied extensively in",
+    "is often confused with",
+    "was celebrated in",
 )
 _OBJECTS = (
-    "1889", "the early twentieth century", "several neighbouring countries", "1991", "1919", "the Himalayas",
-    "most biology textbooks", "the industrial revolution", "the Mediterranean Sea", "a 1905 paper",
-    "the work of earlier scientists", "the second world war", "the Roman Empire", "modern computing",
+    "1889",
+    "the early twentieth century",
+    "several neighbouring countries",
+    "1991",
+    "1919",
+    "the Himalayas",
+    "most biology textbooks",
+    "the industrial revolution",
+    "the Mediterranean Sea",
+    "a 1905 paper",
+    "the work of earlier scientists",
+    "the second world war",
+    "the Roman Empire",
+    "modern computing",
 )
 _TAILS = (
-    "according to most historical sources", "which many people still find surprising",
-    "as reported by several encyclopaedias", "although some accounts disagree on the details",
-    "and this is mentioned in many school curricula", "which explains its lasting reputation",
+    "according to most historical sources",
+    "which many people still find surprising",
+    "as reported by several encyclopaedias",
+    "although some accounts disagree on the details",
+    "and this is mentioned in many school curricula",
+    "which explains its lasting reputation",
 )
 
 
@@ -118,11 +155,17 @@ def _disagreed_fields(payloads: tuple[dict, dict]) -> list[str]:
     """Paths of the segment fields the two annotators answered differently (as consolidation lists them)."""
     out = []
     for index, (a, b) in enumerate(zip(payloads[0]["segments"], payloads[1]["segments"])):
-        out.extend(f"segments[{index}].{key}" for key in ("label", "error_type", "comment", "refs") if a[key] != b[key])
+        out.extend(
+            f"segments[{index}].{key}"
+            for key in ("label", "error_type", "comment", "refs")
+            if a[key] != b[key]
+        )
     return out
 
 
-def populate_submissions(project_id: int, *, seed: int, disagreement: float = 0.10, via_services: int = 20) -> dict:
+def populate_submissions(
+    project_id: int, *, seed: int, disagreement: float = 0.10, via_services: int = 20
+) -> dict:
     """Both annotators submit every item and a consolidator makes every gold record.
 
     The first ``via_services`` items go through the real services (save_annotation, which opens
@@ -167,10 +210,16 @@ def populate_submissions(project_id: int, *, seed: int, disagreement: float = 0.
     for stage_id in stage_ids[:via_services]:
         payloads = _annotator_pair(rng, disagreement)
         for assignment_id, payload in zip(by_stage[stage_id], payloads):
-            save_annotation(assignment=Assignment(pk=assignment_id), payload=payload, version=0, submit=True)
+            save_annotation(
+                assignment=Assignment(pk=assignment_id), payload=payload, version=0, submit=True
+            )
         consolidation = Consolidation.objects.get(item_stage_id=stage_id)
-        gold = {"segments": [dict(s) for s in payloads[0]["segments"]]}  # the consolidator sides with A
-        save_consolidation(consolidation=consolidation, user=consolidator, payload=gold, version=0, submit=True)
+        gold = {
+            "segments": [dict(s) for s in payloads[0]["segments"]]
+        }  # the consolidator sides with A
+        save_consolidation(
+            consolidation=consolidation, user=consolidator, payload=gold, version=0, submit=True
+        )
 
     # the rest in bulk
     now = timezone.now()
@@ -179,13 +228,30 @@ def populate_submissions(project_id: int, *, seed: int, disagreement: float = 0.
     for stage_id in bulk_stages:
         payloads = _annotator_pair(rng, disagreement)
         for assignment_id, payload in zip(by_stage[stage_id], payloads):
-            annotations.append(Annotation(assignment_id=assignment_id, payload=payload, version=3, submitted=True))
+            annotations.append(
+                Annotation(assignment_id=assignment_id, payload=payload, version=3, submitted=True)
+            )
         disagreed = _disagreed_fields(payloads)
         gold = {"segments": [dict(s) for s in payloads[0]["segments"]]}
-        consolidations.append(Consolidation(item_stage_id=stage_id, consolidator=consolidator, status=ConsolidationStatus.DONE,
-                                            draft=gold, disagreed=disagreed, version=1))
-        golds.append(GoldRecord(item_stage_id=stage_id, payload=gold, source=GoldSource.CONSOLIDATION,
-                                consolidated_by=consolidator, disagreed_fields=disagreed))
+        consolidations.append(
+            Consolidation(
+                item_stage_id=stage_id,
+                consolidator=consolidator,
+                status=ConsolidationStatus.DONE,
+                draft=gold,
+                disagreed=disagreed,
+                version=1,
+            )
+        )
+        golds.append(
+            GoldRecord(
+                item_stage_id=stage_id,
+                payload=gold,
+                source=GoldSource.CONSOLIDATION,
+                consolidated_by=consolidator,
+                disagreed_fields=disagreed,
+            )
+        )
     with transaction.atomic():
         Annotation.objects.bulk_create(annotations, batch_size=2000)
         Assignment.objects.filter(item_stage_id__in=bulk_stages).update(
@@ -194,10 +260,16 @@ def populate_submissions(project_id: int, *, seed: int, disagreement: float = 0.
         Consolidation.objects.bulk_create(consolidations, batch_size=2000)
         GoldRecord.objects.bulk_create(golds, batch_size=2000)
         ItemStage.objects.filter(id__in=bulk_stages).update(status=StageStatus.DONE)
-    labelled = Annotation.objects.filter(assignment__item_stage__item__project=project, submitted=True).count()
+    labelled = Annotation.objects.filter(
+        assignment__item_stage__item__project=project, submitted=True
+    ).count()
     done = ItemStage.objects.filter(item__project=project, status=StageStatus.DONE).count()
-    return {"annotations": labelled, "done_stages": done, "via_services": min(via_services, len(stage_ids)),
-            "seconds": time.perf_counter() - started}
+    return {
+        "annotations": labelled,
+        "done_stages": done,
+        "via_services": min(via_services, len(stage_ids)),
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def analyze_tables() -> None:
@@ -213,8 +285,8 @@ def warm_imports() -> None:
     """Load the app modules the steps use, so a step's time and memory exclude module imports
     (importing annotation.kinds pulls in pipeline/, NLTK, SciPy and openai: seconds, ~135 MiB RSS)."""
     import annotation.exports  # noqa: F401
-    import annotation.selectors  # noqa: F401
     import annotation.imports.items  # noqa: F401
+    import annotation.selectors  # noqa: F401
     from annotation.kinds import get_kind
 
     get_kind("felm")

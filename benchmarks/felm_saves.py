@@ -2,6 +2,7 @@
 (``PUT /api/assignments/{id}/annotation/``, draft saves) from concurrent HTTP clients against
 gunicorn, per worker configuration, with the PostgreSQL backends' wait events sampled during the
 load; and the same save in-process (Django test client) with its SQL statements."""
+
 from __future__ import annotations
 
 import http.client
@@ -26,8 +27,8 @@ def setup_save_project(clients: int, per_client: int) -> list[tuple[str, list[in
     from django.contrib.auth import get_user_model
     from rest_framework.authtoken.models import Token
 
-    from annotation.models import Assignment, Project, Role, StageStatus
     from annotation.imports.items import import_jsonl
+    from annotation.models import Assignment, Project, Role, StageStatus
     from annotation.services.projects import add_member, create_project
 
     User = get_user_model()
@@ -43,8 +44,13 @@ def setup_save_project(clients: int, per_client: int) -> list[tuple[str, list[in
     import_jsonl(project, lines, fmt="felm")
     out = []
     for user in users:
-        ids = list(Assignment.objects.filter(user=user, item_stage__item__project=project,
-                                             item_stage__status=StageStatus.ANNOTATING).values_list("id", flat=True))
+        ids = list(
+            Assignment.objects.filter(
+                user=user,
+                item_stage__item__project=project,
+                item_stage__status=StageStatus.ANNOTATING,
+            ).values_list("id", flat=True)
+        )
         out.append((Token.objects.create(user=user).key, ids))
     assert Project.objects.get(pk=project.pk).items.count() == items
     return out
@@ -57,14 +63,24 @@ def draft_body(rng: random.Random, version: int) -> bytes:
         if roll < 0.7:
             segments.append({"label": True, "error_type": None, "comment": "", "refs": []})
         elif roll < 0.9:
-            segments.append({"label": False, "error_type": rng.choice(ERROR_TYPES), "comment": "wrong year",
-                             "refs": ["https://en.wikipedia.org/wiki/Example"]})
+            segments.append(
+                {
+                    "label": False,
+                    "error_type": rng.choice(ERROR_TYPES),
+                    "comment": "wrong year",
+                    "refs": ["https://en.wikipedia.org/wiki/Example"],
+                }
+            )
         else:
             segments.append({"label": None, "error_type": None, "comment": "", "refs": []})
-    return json.dumps({"payload": {"segments": segments}, "version": version, "submit": False}).encode()
+    return json.dumps(
+        {"payload": {"segments": segments}, "version": version, "submit": False}
+    ).encode()
 
 
-def _http(conn: http.client.HTTPConnection, method: str, path: str, token: str, body: bytes | None = None):
+def _http(
+    conn: http.client.HTTPConnection, method: str, path: str, token: str, body: bytes | None = None
+):
     headers = {"Authorization": f"Token {token}", "Accept": "application/json"}
     if body is not None:
         headers["Content-Type"] = "application/json"
@@ -73,7 +89,9 @@ def _http(conn: http.client.HTTPConnection, method: str, path: str, token: str, 
     return response.status, response.read()
 
 
-def _client_loop(port, token, assignment_ids, warmup, saves, start_barrier, measured_barrier, sink, seed, think):
+def _client_loop(
+    port, token, assignment_ids, warmup, saves, start_barrier, measured_barrier, sink, seed, think
+):
     """One client: warm up, wait for everyone, then ``saves`` timed draft saves, each followed
     by ``think`` seconds of pause (0: back to back)."""
     rng = random.Random(seed)
@@ -93,9 +111,13 @@ def _client_loop(port, token, assignment_ids, warmup, saves, start_barrier, meas
                 body = draft_body(rng, versions[aid])
                 started = time.perf_counter()
                 status, data = 0, b""
-                for _attempt in range(2):  # a keep-alive connection the server closed: reconnect once
+                for _attempt in range(
+                    2
+                ):  # a keep-alive connection the server closed: reconnect once
                     try:
-                        status, data = _http(conn, "PUT", f"/api/assignments/{aid}/annotation/", token, body)
+                        status, data = _http(
+                            conn, "PUT", f"/api/assignments/{aid}/annotation/", token, body
+                        )
                         break
                     except (OSError, http.client.HTTPException):
                         conn.close()
@@ -127,8 +149,10 @@ class WaitSampler(threading.Thread):
     def run(self):
         import psycopg
 
-        sql = ("SELECT coalesce(wait_event_type || ':' || wait_event, 'cpu') FROM pg_stat_activity "
-               "WHERE datname = %s AND state = 'active' AND pid <> pg_backend_pid()")
+        sql = (
+            "SELECT coalesce(wait_event_type || ':' || wait_event, 'cpu') FROM pg_stat_activity "
+            "WHERE datname = %s AND state = 'active' AND pid <> pg_backend_pid()"
+        )
         with psycopg.connect(f"{PG_SERVER}/{self.db_name}", autocommit=True) as conn:
             while not self.stop.wait(0.02):
                 for (event,) in conn.execute(sql, (self.db_name,)):
@@ -140,15 +164,36 @@ class WaitSampler(threading.Thread):
         return ", ".join(f"{event} {100 * count / total:.0f}%" for event, count in top)
 
 
-def load_test(port: int, client_specs: list[tuple[str, list[int]]], *, warmup: int, saves: int, think: float = 0,
-              db_name: str = DEFAULT_DB) -> dict:
+def load_test(
+    port: int,
+    client_specs: list[tuple[str, list[int]]],
+    *,
+    warmup: int,
+    saves: int,
+    think: float = 0,
+    db_name: str = DEFAULT_DB,
+) -> dict:
     """``len(client_specs)`` threads, each ``warmup`` + ``saves`` saves on its own assignments."""
     n = len(client_specs)
     start_barrier, measured_barrier = threading.Barrier(n), threading.Barrier(n + 1)
     sink: list = []
     threads = [
-        threading.Thread(target=_client_loop, daemon=True,
-                         args=(port, token, ids, warmup, saves, start_barrier, measured_barrier, sink, number, think))
+        threading.Thread(
+            target=_client_loop,
+            daemon=True,
+            args=(
+                port,
+                token,
+                ids,
+                warmup,
+                saves,
+                start_barrier,
+                measured_barrier,
+                sink,
+                number,
+                think,
+            ),
+        )
         for number, (token, ids) in enumerate(client_specs)
     ]
     for thread in threads:
@@ -170,9 +215,18 @@ def load_test(port: int, client_specs: list[tuple[str, list[int]]], *, warmup: i
     if len(latencies) < 2:
         raise RuntimeError("the load test produced no measurements")
     q = statistics.quantiles(latencies, n=100, method="inclusive")
-    return {"requests": len(latencies), "errors": sum(errors.values()), "error_statuses": errors, "p50_ms": q[49] * 1000, "p95_ms": q[94] * 1000,
-            "p99_ms": q[98] * 1000, "max_ms": latencies[-1] * 1000, "rps": len(latencies) / wall,
-            "pg_waits": sampler.summary(), "load": os.getloadavg()[0]}
+    return {
+        "requests": len(latencies),
+        "errors": sum(errors.values()),
+        "error_statuses": errors,
+        "p50_ms": q[49] * 1000,
+        "p95_ms": q[94] * 1000,
+        "p99_ms": q[98] * 1000,
+        "max_ms": latencies[-1] * 1000,
+        "rps": len(latencies) / wall,
+        "pg_waits": sampler.summary(),
+        "load": os.getloadavg()[0],
+    }
 
 
 def parse_config(text: str) -> tuple[str, list[str]]:
@@ -182,10 +236,18 @@ def parse_config(text: str) -> tuple[str, list[str]]:
         return f"sync, {int(spec)} workers", ["--workers", str(int(spec))]
     if worker_class == "gthread":
         workers, _, threads = spec.partition("x")
-        return (f"gthread, {int(workers)} workers x {int(threads)} threads",
-                ["--worker-class", "gthread", "--workers", str(int(workers)), "--threads", str(int(threads))])
+        return (
+            f"gthread, {int(workers)} workers x {int(threads)} threads",
+            [
+                "--worker-class",
+                "gthread",
+                "--workers",
+                str(int(workers)),
+                "--threads",
+                str(int(threads)),
+            ],
+        )
     raise ValueError(f"unknown worker configuration {text!r} (sync:N or gthread:WxT)")
-
 
 
 def inprocess_save_profile(client_spec: tuple[str, list[int]], count: int = 200) -> dict:
@@ -194,7 +256,9 @@ def inprocess_save_profile(client_spec: tuple[str, list[int]], count: int = 200)
     from django.test.utils import CaptureQueriesContext
     from rest_framework.test import APIClient
 
-    warnings.filterwarnings("ignore", message="No directory at")  # whitenoise: static files not collected
+    warnings.filterwarnings(
+        "ignore", message="No directory at"
+    )  # whitenoise: static files not collected
     token, ids = client_spec
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
@@ -206,29 +270,51 @@ def inprocess_save_profile(client_spec: tuple[str, list[int]], count: int = 200)
         body = draft_body(rng, version)
         with CaptureQueriesContext(connection) as captured:
             started = time.perf_counter()
-            response = client.put(f"/api/assignments/{aid}/annotation/", data=body, content_type="application/json")
+            response = client.put(
+                f"/api/assignments/{aid}/annotation/", data=body, content_type="application/json"
+            )
             latencies.append(time.perf_counter() - started)
         if response.status_code != 200:
-            raise RuntimeError(f"in-process save failed: {response.status_code} {response.content[:300]!r}")
+            raise RuntimeError(
+                f"in-process save failed: {response.status_code} {response.content[:300]!r}"
+            )
         version = response.json()["version"]
         queries.append(len(captured.captured_queries))
     sql = [q["sql"][:90] for q in captured.captured_queries]
-    return {"median_ms": statistics.median(latencies) * 1000, "queries": statistics.median(queries), "sql": sql}
+    return {
+        "median_ms": statistics.median(latencies) * 1000,
+        "queries": statistics.median(queries),
+        "sql": sql,
+    }
 
 
-def bench_save(tmp: Path, *, clients: int, per_client: int, warmup: int, saves: int, configs: list[str],
-               think_ms: int, think_saves: int, db_name: str) -> dict:
+def bench_save(
+    tmp: Path,
+    *,
+    clients: int,
+    per_client: int,
+    warmup: int,
+    saves: int,
+    configs: list[str],
+    think_ms: int,
+    think_saves: int,
+    db_name: str,
+) -> dict:
     """Closed-loop load (each client saves again as soon as it has its answer) for every worker
     configuration; then, for the best one, the same clients pausing ``think_ms`` between saves
     (the browser's autosave waits 600 ms after the last change)."""
     specs = setup_save_project(clients, per_client)
     inproc = inprocess_save_profile(specs[0])
-    print(f"  in-process (test client, no HTTP): median {inproc['median_ms']:.1f} ms, {inproc['queries']:.0f} SQL "
-          f"statements per save:")
+    print(
+        f"  in-process (test client, no HTTP): median {inproc['median_ms']:.1f} ms, {inproc['queries']:.0f} SQL "
+        f"statements per save:"
+    )
     for sql in inproc["sql"]:
         print(f"      {sql}")
-    print(f"  {clients} clients x ({warmup} warm-up + {saves} measured) back-to-back draft saves, "
-          f"{per_client} own assignments each, on {os.cpu_count()} CPUs shared with the clients:")
+    print(
+        f"  {clients} clients x ({warmup} warm-up + {saves} measured) back-to-back draft saves, "
+        f"{per_client} own assignments each, on {os.cpu_count()} CPUs shared with the clients:"
+    )
     header = f"    {'configuration':34s} {'p50 ms':>8s} {'p95 ms':>8s} {'p99 ms':>8s} {'max ms':>8s} {'req/s':>7s} {'errors':>6s} {'load':>5s}"
     print(header + "  PostgreSQL backends were")
     runs = {}
@@ -236,12 +322,18 @@ def bench_save(tmp: Path, *, clients: int, per_client: int, warmup: int, saves: 
     def run_one(text: str, think: float, count: int) -> dict:
         label, options = parse_config(text)
         with Gunicorn(options, tmp / f"gunicorn-{text.replace(':', '-')}.log") as server:
-            server.wait_ready(f"/api/assignments/{specs[0][1][0]}/annotation/",
-                              {"Authorization": f"Token {specs[0][0]}", "Accept": "application/json"})
-            run = load_test(server.port, specs, warmup=warmup, saves=count, think=think, db_name=db_name)
+            server.wait_ready(
+                f"/api/assignments/{specs[0][1][0]}/annotation/",
+                {"Authorization": f"Token {specs[0][0]}", "Accept": "application/json"},
+            )
+            run = load_test(
+                server.port, specs, warmup=warmup, saves=count, think=think, db_name=db_name
+            )
         errors = f"{run['errors']}" + (f" {run['error_statuses']}" if run["errors"] else "")
-        print(f"    {label:34s} {run['p50_ms']:8.1f} {run['p95_ms']:8.1f} {run['p99_ms']:8.1f} {run['max_ms']:8.1f} "
-              f"{run['rps']:7.0f} {errors:>6s} {run['load']:5.1f}  {run['pg_waits']}")
+        print(
+            f"    {label:34s} {run['p50_ms']:8.1f} {run['p95_ms']:8.1f} {run['p99_ms']:8.1f} {run['max_ms']:8.1f} "
+            f"{run['rps']:7.0f} {errors:>6s} {run['load']:5.1f}  {run['pg_waits']}"
+        )
         return {"label": label, **run}
 
     for text in configs:
@@ -250,8 +342,9 @@ def bench_save(tmp: Path, *, clients: int, per_client: int, warmup: int, saves: 
     print(f"  best by p95 (back to back): {runs[best]['label']}")
     paced = None
     if think_ms:
-        print(f"  {clients} clients pausing {think_ms} ms after each answer ({think_saves} saves each), "
-              f"with {runs[best]['label']}:")
+        print(
+            f"  {clients} clients pausing {think_ms} ms after each answer ({think_saves} saves each), "
+            f"with {runs[best]['label']}:"
+        )
         paced = run_one(best, think_ms / 1000, think_saves)
     return {"runs": runs, "best": best, "paced": paced, "think_ms": think_ms, "inprocess": inproc}
-

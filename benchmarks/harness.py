@@ -5,6 +5,7 @@ starting and stopping gunicorn (and other child servers); printing result tables
 Each benchmark makes and drops a database of its own on ``PG_SERVER`` (never ``workbench``),
 so that a run never touches a developer's data.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -28,6 +29,7 @@ PG_SERVER = "postgres://postgres@127.0.0.1:5432"
 
 
 # -- database and Django ------------------------------------------------------------------------
+
 
 def admin_sql(statement: str) -> None:
     """One statement on the server's ``postgres`` database (CREATE/DROP DATABASE)."""
@@ -88,6 +90,7 @@ def migrate() -> float:
 
 # -- timing -------------------------------------------------------------------------------------
 
+
 def timed(function: Callable[[], object], repeats: int = 1) -> tuple[object, list[float]]:
     """The last result of ``repeats`` calls and the wall seconds of each."""
     seconds, result = [], None
@@ -125,6 +128,7 @@ def load_average() -> float:
 
 
 # -- memory -------------------------------------------------------------------------------------
+
 
 def maxrss_mib() -> float:
     """This process's peak resident set (getrusage; Linux reports KiB)."""
@@ -164,6 +168,7 @@ def reset_peak_rss(pid: int) -> None:
 
 # -- servers ------------------------------------------------------------------------------------
 
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -172,16 +177,29 @@ def free_port() -> int:
 
 def gunicorn_command(port: int, *options: str) -> list[str]:
     """gunicorn serving the app on loopback ``port``; ``options`` such as --workers 4."""
-    return [str(Path(sys.executable).with_name("gunicorn")), "config.wsgi", "--bind", f"127.0.0.1:{port}",
-            "--log-level", "warning", *options]
+    return [
+        str(Path(sys.executable).with_name("gunicorn")),
+        "config.wsgi",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--log-level",
+        "warning",
+        *options,
+    ]
 
 
 def start_process(command: Sequence[str], log: Path, env: dict | None = None) -> subprocess.Popen:
     """A child server in the repository, its output to ``log``, in a session of its own so that
     stopping it reaches its workers and nothing else."""
     with log.open("wb") as output:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen(list(command), cwd=REPO_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        return subprocess.Popen(
+            list(command),
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
 
 def stop_processes(*processes: subprocess.Popen | None, timeout: float = 30) -> None:
@@ -210,8 +228,15 @@ def http_status(port: int, path: str, headers: dict | None = None, timeout: floa
         conn.close()
 
 
-def wait_until_answers(port: int, process: subprocess.Popen, log: Path, path: str = "/accounts/login/",
-                       headers: dict | None = None, timeout: float = 60, answers: int = 1) -> None:
+def wait_until_answers(
+    port: int,
+    process: subprocess.Popen,
+    log: Path,
+    path: str = "/accounts/login/",
+    headers: dict | None = None,
+    timeout: float = 60,
+    answers: int = 1,
+) -> None:
     """Until the server has answered ``path`` with 200 ``answers`` times (one per worker and
     more: the clock starts on a running server); its log's end if it exits first."""
     deadline = time.monotonic() + timeout
@@ -244,8 +269,13 @@ class Gunicorn:
         self.process = start_process(gunicorn_command(self.port, *self.options), self.log, self.env)
         return self
 
-    def wait_ready(self, path: str = "/accounts/login/", headers: dict | None = None, timeout: float = 60,
-                   answers: int = 1) -> None:
+    def wait_ready(
+        self,
+        path: str = "/accounts/login/",
+        headers: dict | None = None,
+        timeout: float = 60,
+        answers: int = 1,
+    ) -> None:
         wait_until_answers(self.port, self.process, self.log, path, headers, timeout, answers)
 
     def __exit__(self, *exc) -> None:
@@ -254,7 +284,10 @@ class Gunicorn:
 
 # -- printing -----------------------------------------------------------------------------------
 
-def print_table(header: Sequence[str], rows: Iterable[Sequence[object]], markdown: bool = False) -> None:
+
+def print_table(
+    header: Sequence[str], rows: Iterable[Sequence[object]], markdown: bool = False
+) -> None:
     """Rows under a header: columns padded to their widest cell, or a Markdown table (for
     pasting into benchmarks/README.md)."""
     cells = [[str(cell) for cell in row] for row in rows]

@@ -19,6 +19,7 @@ polling request is timed. Reported: end-to-end seconds (POST to done), the worke
 peak RSS (VmHWM, reset through /proc/PID/clear_refs before each import) of each gunicorn worker
 and of the Celery worker process. Targets: no web request over 1 s, worker peak RSS under 300 MB.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,11 +53,32 @@ from harness import (  # noqa: E402
 DB_NAME = "workbench_bench_import"
 TARGET_REQUEST_S = 1.0
 TARGET_WORKER_RSS_MIB = 300
-WORDS = ("claim", "river", "paper", "treaty", "signal", "museum", "vaccine", "orbit", "harbour", "engine", "ledger",
-         "protein", "glacier", "sonata", "census", "bridge", "archive", "comet", "lattice", "meadow")
+WORDS = (
+    "claim",
+    "river",
+    "paper",
+    "treaty",
+    "signal",
+    "museum",
+    "vaccine",
+    "orbit",
+    "harbour",
+    "engine",
+    "ledger",
+    "protein",
+    "glacier",
+    "sonata",
+    "census",
+    "bridge",
+    "archive",
+    "comet",
+    "lattice",
+    "meadow",
+)
 
 
 # -- environment, database, processes -----------------------------------------------------------
+
 
 def child_environment(data_dir: Path, redis_url: str, queue: str) -> dict:
     env = {
@@ -68,9 +90,23 @@ def child_environment(data_dir: Path, redis_url: str, queue: str) -> dict:
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
         "IMPORT_MAX_UPLOAD_BYTES": str(400 * 2**20),
     }
-    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "CELERY_BROKER_URL",
-                                           "CELERY_TASK_DEFAULT_QUEUE", "INTERACTIVE_QUEUE", "DJANGO_DATA_DIR", "DJANGO_SECRET_KEY",
-                                           "DJANGO_DEBUG", "DJANGO_ALLOWED_HOSTS", "LOG_LEVEL")})
+    os.environ.update(
+        {
+            k: env[k]
+            for k in (
+                "DJANGO_SETTINGS_MODULE",
+                "DATABASE_URL",
+                "CELERY_BROKER_URL",
+                "CELERY_TASK_DEFAULT_QUEUE",
+                "INTERACTIVE_QUEUE",
+                "DJANGO_DATA_DIR",
+                "DJANGO_SECRET_KEY",
+                "DJANGO_DEBUG",
+                "DJANGO_ALLOWED_HOSTS",
+                "LOG_LEVEL",
+            )
+        }
+    )
     return env
 
 
@@ -83,20 +119,42 @@ class Processes:
         self.web = self.worker = None
 
     def __enter__(self):
-        self.web = start_process(gunicorn_command(self.port, "--workers", str(self.web_workers), "--timeout", "30"),
-                                 self.tmp / "gunicorn.log", self.env)
+        self.web = start_process(
+            gunicorn_command(self.port, "--workers", str(self.web_workers), "--timeout", "30"),
+            self.tmp / "gunicorn.log",
+            self.env,
+        )
         self.worker = start_process(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING",
-             "-Q", self.env["CELERY_TASK_DEFAULT_QUEUE"], "--hostname", f"bench-{uuid.uuid4().hex[:6]}@%h",
-             "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            self.tmp / "worker.log", self.env)
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--pool=solo",
+                "--loglevel=WARNING",
+                "-Q",
+                self.env["CELERY_TASK_DEFAULT_QUEUE"],
+                "--hostname",
+                f"bench-{uuid.uuid4().hex[:6]}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            self.tmp / "worker.log",
+            self.env,
+        )
         return self
 
     def web_workers_pids(self) -> list[int]:
         return children_of(self.web.pid)
 
     def check_alive(self) -> None:
-        for name, process, log in (("gunicorn", self.web, "gunicorn.log"), ("worker", self.worker, "worker.log")):
+        for name, process, log in (
+            ("gunicorn", self.web, "gunicorn.log"),
+            ("worker", self.worker, "worker.log"),
+        ):
             if process.poll() is not None:
                 raise RuntimeError(f"{name} exited: {(self.tmp / log).read_text()[-3000:]}")
 
@@ -106,14 +164,22 @@ class Processes:
 
 # -- data ---------------------------------------------------------------------------------------
 
+
 def sentence(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
 
 
 def felm_line(index: int, rng: random.Random, segments: int, words: int) -> bytes:
     parts = [sentence(rng, words) for _ in range(segments)]
-    record = {"index": f"bench-{index}", "source": "bench", "prompt": f"Question {index}?", "response": " ".join(parts),
-              "segmented_response": parts, "ref": [], "domain": "wk"}
+    record = {
+        "index": f"bench-{index}",
+        "source": "bench",
+        "prompt": f"Question {index}?",
+        "response": " ".join(parts),
+        "segmented_response": parts,
+        "ref": [],
+        "domain": "wk",
+    }
     return json.dumps(record).encode() + b"\n"
 
 
@@ -137,8 +203,15 @@ def write_big(path: Path, mib: int) -> int:
 
 # -- HTTP ---------------------------------------------------------------------------------------
 
-def request(port: int, method: str, path: str, token: str, body: bytes | None = None,
-            content_type: str | None = None) -> tuple[int, dict, float]:
+
+def request(
+    port: int,
+    method: str,
+    path: str,
+    token: str,
+    body: bytes | None = None,
+    content_type: str | None = None,
+) -> tuple[int, dict, float]:
     started = time.perf_counter()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     headers = {"Authorization": f"Token {token}", "Accept": "application/json"}
@@ -158,15 +231,22 @@ def request(port: int, method: str, path: str, token: str, body: bytes | None = 
 
 def multipart(path: Path, fields: dict) -> tuple[bytes, str]:
     boundary = uuid.uuid4().hex
-    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode() for k, v in fields.items()]
-    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{path.name}"\r\n'
-                 "Content-Type: application/jsonl\r\n\r\n".encode())
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
+        for k, v in fields.items()
+    ]
+    parts.append(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{path.name}"\r\n'
+        "Content-Type: application/jsonl\r\n\r\n".encode()
+    )
     parts.append(path.read_bytes())
     parts.append(f"\r\n--{boundary}--\r\n".encode())
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
-def wait_until_serving(processes: Processes, token: str, project_id: int, timeout: float = 60) -> None:
+def wait_until_serving(
+    processes: Processes, token: str, project_id: int, timeout: float = 60
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         processes.check_alive()
@@ -183,11 +263,15 @@ def run_import(processes: Processes, token: str, project_id: int, path: Path) ->
     web_pids, worker_pid = processes.web_workers_pids(), processes.worker.pid
     for pid in [*web_pids, worker_pid]:
         reset_peak_rss(pid)
-    baseline = {"worker_rss_mib": status_kib(worker_pid, "VmRSS") / 1024,
-                "web_rss_mib": max(status_kib(pid, "VmRSS") for pid in web_pids) / 1024}
+    baseline = {
+        "worker_rss_mib": status_kib(worker_pid, "VmRSS") / 1024,
+        "web_rss_mib": max(status_kib(pid, "VmRSS") for pid in web_pids) / 1024,
+    }
     body, content_type = multipart(path, {"format": "felm", "labels_as": "ignore"})
     started = time.perf_counter()
-    status, job, upload_s = request(processes.port, "POST", f"/api/projects/{project_id}/import/", token, body, content_type)
+    status, job, upload_s = request(
+        processes.port, "POST", f"/api/projects/{project_id}/import/", token, body, content_type
+    )
     del body
     if status != 202:
         raise RuntimeError(f"import answered {status}: {job}")
@@ -198,7 +282,9 @@ def run_import(processes: Processes, token: str, project_id: int, path: Path) ->
         if time.monotonic() > deadline:
             raise RuntimeError(f"the import job is still {job['state']} after an hour")
         status, job, seconds = request(processes.port, "GET", job["url"], token)
-        _, _, progress_s = request(processes.port, "GET", f"/api/projects/{project_id}/progress/", token)
+        _, _, progress_s = request(
+            processes.port, "GET", f"/api/projects/{project_id}/progress/", token
+        )
         job_times.append(seconds)
         progress_times.append(progress_s)
         states.append((job["state"], job["lines_read"]))
@@ -208,41 +294,75 @@ def run_import(processes: Processes, token: str, project_id: int, path: Path) ->
     total = time.perf_counter() - started
     from django.utils.dateparse import parse_datetime
 
-    worker_s = (parse_datetime(job["finished_at"]) - parse_datetime(job["started_at"])).total_seconds()
+    worker_s = (
+        parse_datetime(job["finished_at"]) - parse_datetime(job["started_at"])
+    ).total_seconds()
     progress_seen = sorted({lines for state, lines in states if state == "running"})
     return {
-        "state": job["state"], "errors": job["errors"][:3], "result": job["result"], "file_mib": path.stat().st_size / 2**20,
-        "upload_s": upload_s, "total_s": total, "worker_s": worker_s, "polls": len(job_times) * 2,
-        "longest_poll_s": max(job_times + progress_times), "longest_job_s": max(job_times),
+        "state": job["state"],
+        "errors": job["errors"][:3],
+        "result": job["result"],
+        "file_mib": path.stat().st_size / 2**20,
+        "upload_s": upload_s,
+        "total_s": total,
+        "worker_s": worker_s,
+        "polls": len(job_times) * 2,
+        "longest_poll_s": max(job_times + progress_times),
+        "longest_job_s": max(job_times),
         "longest_progress_s": max(progress_times),
         "p95_poll_s": sorted(job_times + progress_times)[int(0.95 * (len(job_times) * 2 - 1))],
         "progress_values": len(progress_seen),
         "web_peak_mib": max(status_kib(pid, "VmHWM") for pid in web_pids) / 1024,
-        "worker_peak_mib": status_kib(worker_pid, "VmHWM") / 1024, **baseline,
+        "worker_peak_mib": status_kib(worker_pid, "VmHWM") / 1024,
+        **baseline,
     }
 
 
 def report(name: str, r: dict) -> None:
-    print(f"\n{name}: {r['file_mib']:.1f} MiB, state {r['state']}, result {r['result']}"
-          + (f", errors {r['errors']}" if r["errors"] else ""))
-    print(f"  end to end (POST to done): {r['total_s']:.1f} s; worker (started_at to finished_at): {r['worker_s']:.1f} s")
+    print(
+        f"\n{name}: {r['file_mib']:.1f} MiB, state {r['state']}, result {r['result']}"
+        + (f", errors {r['errors']}" if r["errors"] else "")
+    )
+    print(
+        f"  end to end (POST to done): {r['total_s']:.1f} s; worker (started_at to finished_at): {r['worker_s']:.1f} s"
+    )
     print(f"  upload request (POST, 202): {r['upload_s']:.2f} s")
-    print(f"  longest of {r['polls']} web requests while polling: {r['longest_poll_s'] * 1000:.0f} ms "
-          f"(target < {TARGET_REQUEST_S * 1000:.0f} ms: {'met' if r['longest_poll_s'] < TARGET_REQUEST_S else 'MISSED'}); "
-          f"{r['progress_values']} distinct progress values seen while running")
-    print(f"    p95 {r['p95_poll_s'] * 1000:.0f} ms; longest GET job {r['longest_job_s'] * 1000:.0f} ms, "
-          f"longest GET progress {r['longest_progress_s'] * 1000:.0f} ms")
-    print(f"  peak RSS: web worker {r['web_peak_mib']:.0f} MiB (before: {r['web_rss_mib']:.0f} MiB); Celery worker "
-          f"{r['worker_peak_mib']:.0f} MiB (before: {r['worker_rss_mib']:.0f} MiB; target < {TARGET_WORKER_RSS_MIB} MB: "
-          f"{'met' if r['worker_peak_mib'] * 1.048576 < TARGET_WORKER_RSS_MIB else 'MISSED'})")
+    print(
+        f"  longest of {r['polls']} web requests while polling: {r['longest_poll_s'] * 1000:.0f} ms "
+        f"(target < {TARGET_REQUEST_S * 1000:.0f} ms: {'met' if r['longest_poll_s'] < TARGET_REQUEST_S else 'MISSED'}); "
+        f"{r['progress_values']} distinct progress values seen while running"
+    )
+    print(
+        f"    p95 {r['p95_poll_s'] * 1000:.0f} ms; longest GET job {r['longest_job_s'] * 1000:.0f} ms, "
+        f"longest GET progress {r['longest_progress_s'] * 1000:.0f} ms"
+    )
+    print(
+        f"  peak RSS: web worker {r['web_peak_mib']:.0f} MiB (before: {r['web_rss_mib']:.0f} MiB); Celery worker "
+        f"{r['worker_peak_mib']:.0f} MiB (before: {r['worker_rss_mib']:.0f} MiB; target < {TARGET_WORKER_RSS_MIB} MB: "
+        f"{'met' if r['worker_peak_mib'] * 1.048576 < TARGET_WORKER_RSS_MIB else 'MISSED'})"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--items", type=int, default=100_000, help="small FELM lines in the first file (default 100000)")
-    parser.add_argument("--big-mib", type=int, default=100, help="size of the second file in MiB (default 100; 0: skip)")
-    parser.add_argument("--redis", default="redis://127.0.0.1:6379/5", help="broker (a queue of its own is used)")
-    parser.add_argument("--web-workers", type=int, default=3, help="gunicorn sync workers (default 3)")
+    parser.add_argument(
+        "--items",
+        type=int,
+        default=100_000,
+        help="small FELM lines in the first file (default 100000)",
+    )
+    parser.add_argument(
+        "--big-mib",
+        type=int,
+        default=100,
+        help="size of the second file in MiB (default 100; 0: skip)",
+    )
+    parser.add_argument(
+        "--redis", default="redis://127.0.0.1:6379/5", help="broker (a queue of its own is used)"
+    )
+    parser.add_argument(
+        "--web-workers", type=int, default=3, help="gunicorn sync workers (default 3)"
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the finally below cleans up
 
@@ -276,19 +396,30 @@ def main() -> None:
         connection.close()
 
         small, big = tmp / "small.jsonl", tmp / "big.jsonl"
-        print(f"generated {args.items} small FELM lines: {write_small(small, args.items) / 2**20:.1f} MiB")
+        print(
+            f"generated {args.items} small FELM lines: {write_small(small, args.items) / 2**20:.1f} MiB"
+        )
         if args.big_mib:
-            print(f"generated the large file: {write_big(big, args.big_mib) / 2**20:.1f} MiB "
-                  f"({sum(1 for _ in big.open('rb'))} lines)")
-        print(f"machine: {os.cpu_count()} cores, load average {load_average():.1f}; gunicorn {args.web_workers} sync "
-              "workers; Celery worker --pool=solo; PostgreSQL on loopback")
+            print(
+                f"generated the large file: {write_big(big, args.big_mib) / 2**20:.1f} MiB "
+                f"({sum(1 for _ in big.open('rb'))} lines)"
+            )
+        print(
+            f"machine: {os.cpu_count()} cores, load average {load_average():.1f}; gunicorn {args.web_workers} sync "
+            "workers; Celery worker --pool=solo; PostgreSQL on loopback"
+        )
 
         with Processes(env, tmp, args.web_workers) as processes:
             wait_until_serving(processes, token, projects[0])
             time.sleep(3)  # let the Celery worker connect to the broker
-            report(f"1. {args.items} small FELM lines", run_import(processes, token, projects[0], small))
+            report(
+                f"1. {args.items} small FELM lines",
+                run_import(processes, token, projects[0], small),
+            )
             if args.big_mib:
-                report(f"2. a {args.big_mib} MiB file", run_import(processes, token, projects[1], big))
+                report(
+                    f"2. a {args.big_mib} MiB file", run_import(processes, token, projects[1], big)
+                )
             leftovers = list((tmp / "data" / "imports").glob("*"))
             print(f"\nstored uploads left after the jobs: {len(leftovers)}")
     finally:

@@ -71,9 +71,13 @@ def bench_llm(items: list[tuple[str, str]], latency: float, concurrency: int) ->
         f"llm (loopback, {latency * 1000:.0f} ms/call, concurrency {concurrency}): {len(items)} items"
         f" in {elapsed:.2f} s = {len(items) / elapsed:.2f} items/s; max calls in flight {max_in_flight}"
     )
-    print_table(("item", "calls", "wall s", "sum of calls s", "overlap"),
-                [(index, calls, f"{wall:.2f}", f"{call_sum:.2f}", f"{call_sum / wall:.1f}x")
-                 for index, (wall, calls, call_sum) in enumerate(rows)])
+    print_table(
+        ("item", "calls", "wall s", "sum of calls s", "overlap"),
+        [
+            (index, calls, f"{wall:.2f}", f"{call_sum:.2f}", f"{call_sum / wall:.1f}x")
+            for index, (wall, calls, call_sum) in enumerate(rows)
+        ],
+    )
     walls = [r[0] for r in rows]
     sums = [r[2] for r in rows]
     print(

@@ -8,6 +8,7 @@ Reports recall@5, MRR and nDCG@5 for BM25 alone, embeddings alone and the shippe
 
     python benchmarks/retrieval_quality.py [path/to/factcheck-GPT-benchmark.jsonl]
 """
+
 import json
 import math
 import sys
@@ -20,7 +21,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline import retrieval  # noqa: E402
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "factcheck-bench" / "factcheck-GPT-benchmark.jsonl"
+DEFAULT = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "data"
+    / "factcheck-bench"
+    / "factcheck-GPT-benchmark.jsonl"
+)
 RELEVANT = {"completely-support", "partially-support", "refute"}
 K = 5
 
@@ -46,8 +53,11 @@ def load(path: Path):
                 categories = sentence.get("claim_checkworthiness") or []
                 if i >= len(categories) or categories[i] != "factual" or i >= len(stances):
                     continue
-                relevant = {passages[" ".join(t.split())] for t, s in zip(passages_i, stances[i])
-                            if s in RELEVANT and " ".join(t.split())}
+                relevant = {
+                    passages[" ".join(t.split())]
+                    for t, s in zip(passages_i, stances[i])
+                    if s in RELEVANT and " ".join(t.split())
+                }
                 if relevant:
                     claims.append((claim, relevant))
     return list(passages), urls, claims
@@ -81,17 +91,25 @@ def main() -> None:
         started = time.perf_counter()
         vectors = retrieval.embed(passages)
         elapsed = time.perf_counter() - started
-        print(f"embeddings: {len(passages)} passages in {elapsed:.1f} s ({len(passages) / elapsed:.1f} passages/s)")
+        print(
+            f"embeddings: {len(passages)} passages in {elapsed:.1f} s ({len(passages) / elapsed:.1f} passages/s)"
+        )
         cache.parent.mkdir(exist_ok=True)
         np.save(cache, vectors)
 
-    totals = {"BM25 only": np.zeros(3), "embeddings only": np.zeros(3), "shipped ranking": np.zeros(3)}
+    totals = {
+        "BM25 only": np.zeros(3),
+        "embeddings only": np.zeros(3),
+        "shipped ranking": np.zeros(3),
+    }
     timings = []
     for claim, relevant in claims:
         lexical_ranked = [i for i, _ in index.search(claim, k=len(passages))]
         totals["BM25 only"] += scores(lexical_ranked, relevant)
         claim_vector = retrieval.embed([claim])[0]
-        dense_ranked = [i for i, _ in retrieval.dense_search(claim_vector, vectors, k=len(passages))]
+        dense_ranked = [
+            i for i, _ in retrieval.dense_search(claim_vector, vectors, k=len(passages))
+        ]
         totals["embeddings only"] += scores(dense_ranked, relevant)
 
         started = time.perf_counter()
@@ -100,12 +118,18 @@ def main() -> None:
             query_vector = claim_vector if query == claim else retrieval.embed([query])[0]
             for i, _ in index.search(query) + retrieval.dense_search(query_vector, vectors):
                 found.setdefault(i, query)
-        candidates = [retrieval.Candidate(text=passages[i], url=urls[i], query=q, passage_id=i, vector=vectors[i])
-                      for i, q in found.items()]
+        candidates = [
+            retrieval.Candidate(
+                text=passages[i], url=urls[i], query=q, passage_id=i, vector=vectors[i]
+            )
+            for i, q in found.items()
+        ]
         retrieval.rank_candidates(claim, candidates, claim_vector=claim_vector)
         timings.append(time.perf_counter() - started)
         # The whole pool in shipped order, for MRR beyond the five an annotator sees.
-        ranked = retrieval.rank_candidates(claim, candidates, claim_vector=claim_vector, top_k=len(candidates))
+        ranked = retrieval.rank_candidates(
+            claim, candidates, claim_vector=claim_vector, top_k=len(candidates)
+        )
         shipped = [r.passage_id for r in ranked]
         totals["shipped ranking"] += scores(shipped, relevant)
 
@@ -114,8 +138,10 @@ def main() -> None:
         recall, mrr, ndcg = total / len(claims)
         print(f"| {name} | {recall:.3f} | {mrr:.3f} | {ndcg:.3f} |")
     timings.sort()
-    print(f"\nshipped top 5 per claim (query embedding, candidates, fusion; claim embedding excluded): "
-          f"p50 {1000 * timings[len(timings) // 2]:.1f} ms, p95 {1000 * timings[int(len(timings) * 0.95)]:.1f} ms")
+    print(
+        f"\nshipped top 5 per claim (query embedding, candidates, fusion; claim embedding excluded): "
+        f"p50 {1000 * timings[len(timings) // 2]:.1f} ms, p95 {1000 * timings[int(len(timings) * 0.95)]:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

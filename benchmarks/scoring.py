@@ -3,6 +3,7 @@ resamples over items (pipeline.scoring.score). Target: ≤ 2 s.
 
 Usage: .venv/bin/python benchmarks/scoring.py [--items 10000] [--units 5] [--resamples 1000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,11 +31,15 @@ def main() -> None:
     rng = np.random.default_rng(0)
     n = args.items * args.units
     gold, predicted = rng.choice(LABELS, n), rng.choice(LABELS, n)
-    units = [Scored(i // args.units, str(g), str(p)) for i, (g, p) in enumerate(zip(gold, predicted))]
+    units = [
+        Scored(i // args.units, str(g), str(p)) for i, (g, p) in enumerate(zip(gold, predicted))
+    ]
     result, wall, cpu = wall_and_cpu(lambda: score(units, resamples=args.resamples))
     f1 = result["macro"]["f1"] if "macro" in result else None
-    print(f"{result['items']:,} items, {result['units']:,} units, {args.resamples} resamples: "
-          f"{wall:.2f} s wall, {cpu:.2f} s CPU (target ≤ {TARGET_S} s: {'met' if wall <= TARGET_S else 'NOT met'})")
+    print(
+        f"{result['items']:,} items, {result['units']:,} units, {args.resamples} resamples: "
+        f"{wall:.2f} s wall, {cpu:.2f} s CPU (target ≤ {TARGET_S} s: {'met' if wall <= TARGET_S else 'NOT met'})"
+    )
     if f1 is not None:
         print(f"macro F1 {f1['value']:.3f} [{f1['low']:.3f}, {f1['high']:.3f}]")
     sys.exit(0 if wall <= TARGET_S else 1)

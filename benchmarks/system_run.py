@@ -20,6 +20,7 @@ Printed: wall and CPU time of each step and the run's own step count. The scorin
 Celery task with visible progress, so its time is not a web request's; it is printed to see
 where it goes.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,25 +74,67 @@ def build_project(items: int):
     project = create_project(name="bench", kind="felm", created_by=admin)
     rng = random.Random(0)
     gold = [[rng.random() > 0.2 for _ in range(SEGMENTS)] for _ in range(items)]
-    created = Item.objects.bulk_create([Item(project=project, external_id=str(i), prompt="Q?", response="S. " * SEGMENTS)
-                                        for i in range(items)], batch_size=2000)
-    stages = ItemStage.objects.bulk_create([ItemStage(item=item, stage=1, status=StageStatus.DONE,
-                                                      content={"segments": ["S."] * SEGMENTS}) for item in created],
-                                           batch_size=2000)
+    created = Item.objects.bulk_create(
+        [
+            Item(project=project, external_id=str(i), prompt="Q?", response="S. " * SEGMENTS)
+            for i in range(items)
+        ],
+        batch_size=2000,
+    )
+    stages = ItemStage.objects.bulk_create(
+        [
+            ItemStage(
+                item=item, stage=1, status=StageStatus.DONE, content={"segments": ["S."] * SEGMENTS}
+            )
+            for item in created
+        ],
+        batch_size=2000,
+    )
 
     def payload(labels):
-        return {"segments": [{"label": ok, "error_type": None if ok else "knowledge_error", "comment": "", "refs": []}
-                             for ok in labels]}
+        return {
+            "segments": [
+                {
+                    "label": ok,
+                    "error_type": None if ok else "knowledge_error",
+                    "comment": "",
+                    "refs": [],
+                }
+                for ok in labels
+            ]
+        }
 
-    GoldRecord.objects.bulk_create([GoldRecord(item_stage=stage, payload=payload(labels))
-                                    for stage, labels in zip(stages, gold)], batch_size=2000)
+    GoldRecord.objects.bulk_create(
+        [
+            GoldRecord(item_stage=stage, payload=payload(labels))
+            for stage, labels in zip(stages, gold)
+        ],
+        batch_size=2000,
+    )
     for user, flip in ((alice, 0.0), (bob, 0.1)):
         assignments = Assignment.objects.bulk_create(
-            [Assignment(item_stage=stage, user=user, role=AssignmentRole.ANNOTATOR, status=AssignmentStatus.SUBMITTED)
-             for stage in stages], batch_size=2000)
+            [
+                Assignment(
+                    item_stage=stage,
+                    user=user,
+                    role=AssignmentRole.ANNOTATOR,
+                    status=AssignmentStatus.SUBMITTED,
+                )
+                for stage in stages
+            ],
+            batch_size=2000,
+        )
         Annotation.objects.bulk_create(
-            [Annotation(assignment=a, submitted=True, payload=payload([ok != (rng.random() < flip) for ok in labels]))
-             for a, labels in zip(assignments, gold)], batch_size=2000)
+            [
+                Annotation(
+                    assignment=a,
+                    submitted=True,
+                    payload=payload([ok != (rng.random() < flip) for ok in labels]),
+                )
+                for a, labels in zip(assignments, gold)
+            ],
+            batch_size=2000,
+        )
     return project, gold
 
 
@@ -100,9 +143,13 @@ def predictions_file(gold, error_rate: float, seed: int) -> io.BytesIO:
     lines = []
     for i, labels in enumerate(gold):
         guessed = [ok != (rng.random() < error_rate) for ok in labels]
-        lines += [json.dumps({"item": str(i), "segment": k, "label": "correct" if ok else "error"})
-                  for k, ok in enumerate(guessed)]
-        lines.append(json.dumps({"item": str(i), "response_label": "correct" if all(guessed) else "error"}))
+        lines += [
+            json.dumps({"item": str(i), "segment": k, "label": "correct" if ok else "error"})
+            for k, ok in enumerate(guessed)
+        ]
+        lines.append(
+            json.dumps({"item": str(i), "response_label": "correct" if all(guessed) else "error"})
+        )
     buffer = io.BytesIO(("\n".join(lines) + "\n").encode())
     buffer.name = f"system{seed}.jsonl"
     return buffer
@@ -118,7 +165,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--resamples", type=int, default=1000)
-    parser.add_argument("--keep", action="store_true", help="keep the database (dropped by default)")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the database (dropped by default)"
+    )
     args = parser.parse_args()
     import tempfile
 
@@ -138,22 +187,37 @@ def run(args) -> None:
     from annotation.research.leaderboard import leaderboard
     from annotation.research.predictions import create_system_run, run_system_run
 
-    (project, gold), _ = timed(lambda: build_project(args.items), f"set-up: {args.items:,} FELM items of {SEGMENTS} segments")
+    (project, gold), _ = timed(
+        lambda: build_project(args.items),
+        f"set-up: {args.items:,} FELM items of {SEGMENTS} segments",
+    )
     walls = {}
     for number, (system, error_rate) in enumerate((("first", 0.15), ("second", 0.1)), start=1):
         upload = predictions_file(gold, error_rate, number)
-        run_row = create_system_run(project=project, user=None, upload=upload, system=system,
-                                    resamples=args.resamples, queue=False)
-        done, walls[system] = timed(lambda: run_system_run(run_row.id), f"{system} run ({len(upload.getvalue()) / 2**20:.1f} MiB, "
-                                                                       f"{args.resamples} resamples)")
+        run_row = create_system_run(
+            project=project,
+            user=None,
+            upload=upload,
+            system=system,
+            resamples=args.resamples,
+            queue=False,
+        )
+        done, walls[system] = timed(
+            lambda: run_system_run(run_row.id),
+            f"{system} run ({len(upload.getvalue()) / 2**20:.1f} MiB, {args.resamples} resamples)",
+        )
         assert done.state == "done", done.errors
         segment = done.scores["segment"]
-        print(f"  {done.units_total:,} steps (lines + scores); segment units {segment['units']:,}, agreed "
-              f"{segment['agreed']['units']:,}; macro F1 {segment['macro']['f1']['value']:.3f} "
-              f"[{segment['macro']['f1']['low']:.3f}, {segment['macro']['f1']['high']:.3f}]; "
-              f"differences: {', '.join(sorted(segment['differences']))}")
+        print(
+            f"  {done.units_total:,} steps (lines + scores); segment units {segment['units']:,}, agreed "
+            f"{segment['agreed']['units']:,}; macro F1 {segment['macro']['f1']['value']:.3f} "
+            f"[{segment['macro']['f1']['low']:.3f}, {segment['macro']['f1']['high']:.3f}]; "
+            f"differences: {', '.join(sorted(segment['differences']))}"
+        )
     board, wall = timed(lambda: leaderboard(project, "segment"), "leaderboard (a page load)")
-    print(f"  {len(board['rows'])} rows; target ≤ {LEADERBOARD_TARGET_S} s: {'met' if wall <= LEADERBOARD_TARGET_S else 'NOT met'}")
+    print(
+        f"  {len(board['rows'])} rows; target ≤ {LEADERBOARD_TARGET_S} s: {'met' if wall <= LEADERBOARD_TARGET_S else 'NOT met'}"
+    )
     sys.exit(0 if wall <= LEADERBOARD_TARGET_S else 1)
 
 

@@ -17,6 +17,7 @@ shared after a fork) of the master and each worker:
 The broker is ``memory://`` unless ``CELERY_BROKER_URL`` is set: then the agreement task is only
 queued (no worker runs here), as on a real server. The database is dropped at the end.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -56,16 +57,24 @@ def pss_kib(pid: int) -> int:
 
 def snapshot(master: int) -> dict:
     pids = [master, *children_of(master)]
-    return {pid: {"rss": status_kib(pid, "VmRSS") / 1024, "pss": pss_kib(pid) / 1024,
-                  "hwm": status_kib(pid, "VmHWM") / 1024} for pid in pids}
+    return {
+        pid: {
+            "rss": status_kib(pid, "VmRSS") / 1024,
+            "pss": pss_kib(pid) / 1024,
+            "hwm": status_kib(pid, "VmHWM") / 1024,
+        }
+        for pid in pids
+    }
 
 
 def show(label: str, master: int, snap: dict) -> None:
     workers = [v for pid, v in snap.items() if pid != master]
     total = sum(v["rss"] for v in snap.values())
-    print(f"{label}: master {snap[master]['rss']:.0f} MiB; workers " +
-          ", ".join(f"{v['rss']:.0f}" for v in workers) +
-          f" MiB; total RSS {total:.0f} MiB, total PSS {sum(v['pss'] for v in snap.values()):.0f} MiB")
+    print(
+        f"{label}: master {snap[master]['rss']:.0f} MiB; workers "
+        + ", ".join(f"{v['rss']:.0f}" for v in workers)
+        + f" MiB; total RSS {total:.0f} MiB, total PSS {sum(v['pss'] for v in snap.values()):.0f} MiB"
+    )
 
 
 def get(port: int, path: str, headers: dict, method: str = "GET", body: bytes | None = None) -> int:
@@ -80,7 +89,9 @@ def get(port: int, path: str, headers: dict, method: str = "GET", body: bytes | 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=0, help="gthread workers with this many threads (0: sync)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="gthread workers with this many threads (0: sync)"
+    )
     parser.add_argument("--preload", action="store_true", help="gunicorn --preload")
     parser.add_argument("--db", default="workbench_bench_memory")
     parser.add_argument("--rounds", type=int, default=3)
@@ -88,9 +99,24 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     tmp = Path(tempfile.mkdtemp(prefix="memory-bench-"))
-    env = {**os.environ, **bench_environment(args.db, tmp / "data"), "DJANGO_ALLOWED_HOSTS": "127.0.0.1"}
-    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "DATABASE_URL", "DJANGO_DATA_DIR",
-                                           "DJANGO_SECRET_KEY", "DJANGO_DEBUG", "DJANGO_ALLOWED_HOSTS")})
+    env = {
+        **os.environ,
+        **bench_environment(args.db, tmp / "data"),
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+    }
+    os.environ.update(
+        {
+            k: env[k]
+            for k in (
+                "DJANGO_SETTINGS_MODULE",
+                "DATABASE_URL",
+                "DJANGO_DATA_DIR",
+                "DJANGO_SECRET_KEY",
+                "DJANGO_DEBUG",
+                "DJANGO_ALLOWED_HOSTS",
+            )
+        }
+    )
     create_database(args.db)
     web = None
     try:
@@ -104,8 +130,8 @@ def main() -> None:
         from django.db import connection
         from rest_framework.authtoken.models import Token
 
-        from annotation.models import Assignment, Role
         from annotation.imports.items import import_jsonl
+        from annotation.models import Assignment, Role
         from annotation.services.projects import add_member, create_project
 
         call_command("migrate", verbosity=0, interactive=False)
@@ -114,18 +140,35 @@ def main() -> None:
         alice = User.objects.create_user("bench-alice", password=None)
         project = create_project(name="memory bench", kind="felm", created_by=admin)
         for name in ("alice", "bob"):
-            add_member(project=project, user=User.objects.get_or_create(username=f"bench-{name}")[0],
-                       role=Role.ANNOTATOR)
-        lines = [json.dumps({"index": i, "source": "wk", "prompt": f"Question {i}?",
-                             "response": f"First claim {i}. Second claim {i}.",
-                             "segmented_response": [f"First claim {i}.", f"Second claim {i}."],
-                             "labels": [True, False], "comment": ["", "wrong"], "type": ["", "knowledge_error"],
-                             "ref": ["", ""], "domain": "wk"}) for i in range(50)]
+            add_member(
+                project=project,
+                user=User.objects.get_or_create(username=f"bench-{name}")[0],
+                role=Role.ANNOTATOR,
+            )
+        lines = [
+            json.dumps(
+                {
+                    "index": i,
+                    "source": "wk",
+                    "prompt": f"Question {i}?",
+                    "response": f"First claim {i}. Second claim {i}.",
+                    "segmented_response": [f"First claim {i}.", f"Second claim {i}."],
+                    "labels": [True, False],
+                    "comment": ["", "wrong"],
+                    "type": ["", "knowledge_error"],
+                    "ref": ["", ""],
+                    "domain": "wk",
+                }
+            )
+            for i in range(50)
+        ]
         path = tmp / "felm.jsonl"
         path.write_text("\n".join(lines) + "\n")
         with path.open("rb") as handle:
             import_jsonl(project, handle, fmt="felm")
-        assignment = Assignment.objects.filter(user=alice, item_stage__item__project=project).first()
+        assignment = Assignment.objects.filter(
+            user=alice, item_stage__item__project=project
+        ).first()
         token = Token.objects.create(user=alice).key
         session = SessionStore()
         session["_auth_user_id"] = str(admin.pk)
@@ -141,7 +184,10 @@ def main() -> None:
         cookie = {"Cookie": f"{settings.SESSION_COOKIE_NAME}={session.session_key}"}
         alice_cookie = {"Cookie": f"{settings.SESSION_COOKIE_NAME}={alice_session.session_key}"}
         api = {"Authorization": f"Token {token}", "Accept": "application/json"}
-        admin_api = {"Authorization": f"Token {Token.objects.create(user=admin).key}", "Accept": "application/json"}
+        admin_api = {
+            "Authorization": f"Token {Token.objects.create(user=admin).key}",
+            "Accept": "application/json",
+        }
 
         port = free_port()
         command = gunicorn_command(port, "--workers", str(args.workers), "--timeout", "60")
@@ -156,7 +202,10 @@ def main() -> None:
             if web.poll() is not None:
                 raise RuntimeError((tmp / "gunicorn.log").read_text()[-3000:])
             try:
-                if get(port, "/accounts/login/", {}) == 200 and len(children_of(web.pid)) == args.workers:
+                if (
+                    get(port, "/accounts/login/", {}) == 200
+                    and len(children_of(web.pid)) == args.workers
+                ):
                     break
             except OSError:
                 pass
@@ -167,10 +216,16 @@ def main() -> None:
         show("right after start", web.pid, snapshot(web.pid))
 
         pid = project.id
-        pages = [(cookie, "/"), (cookie, f"/projects/{pid}/"), (alice_cookie, f"/assignments/{assignment.id}/"),
-                 (admin_api, f"/api/projects/{pid}/items/"), (api, f"/api/assignments/{assignment.id}/annotation/"),
-                 (cookie, f"/projects/{pid}/agreement/"), (cookie, f"/projects/{pid}/leaderboard/"),
-                 (cookie, f"/projects/{pid}/export/felm/")]
+        pages = [
+            (cookie, "/"),
+            (cookie, f"/projects/{pid}/"),
+            (alice_cookie, f"/assignments/{assignment.id}/"),
+            (admin_api, f"/api/projects/{pid}/items/"),
+            (api, f"/api/assignments/{assignment.id}/annotation/"),
+            (cookie, f"/projects/{pid}/agreement/"),
+            (cookie, f"/projects/{pid}/leaderboard/"),
+            (cookie, f"/projects/{pid}/export/felm/"),
+        ]
         statuses = {}
         for _ in range(args.rounds * args.workers):
             for headers, page in pages:
@@ -178,8 +233,10 @@ def main() -> None:
         print("statuses:", {page: sorted(s) for page, s in statuses.items()})
         snap = snapshot(web.pid)
         show(f"after {args.rounds * args.workers} rounds of the common pages", web.pid, snap)
-        print(f"peak (VmHWM): total {sum(v['hwm'] for v in snap.values()):.0f} MiB, largest worker "
-              f"{max(v['hwm'] for p, v in snap.items() if p != web.pid):.0f} MiB")
+        print(
+            f"peak (VmHWM): total {sum(v['hwm'] for v in snap.values()):.0f} MiB, largest worker "
+            f"{max(v['hwm'] for p, v in snap.items() if p != web.pid):.0f} MiB"
+        )
     finally:
         stop_processes(web)
         from django.db import connections

@@ -3,6 +3,7 @@
 Without ``CELERY_BROKER_URL`` the settings make tasks run in-process (embedded default);
 with it, tasks go to the broker and real workers run them.
 """
+
 import os
 
 from celery import Celery, signals

@@ -3,6 +3,7 @@
 Failures count per username and client address (AXES_LOCKOUT_PARAMETERS), so one attacker
 cannot lock a user out everywhere, and a locked-out address can still log in as someone else.
 """
+
 from django.conf import settings
 from django.shortcuts import render
 
@@ -38,14 +39,22 @@ def cooloff_minutes() -> int:
 
 
 def lockout_message() -> str:
-    return (f"Too many failed logins for this username from your address: "
-            f"try again in {cooloff_minutes()} minutes.")
+    return (
+        f"Too many failed logins for this username from your address: "
+        f"try again in {cooloff_minutes()} minutes."
+    )
 
 
 def lockout_response(request, original_response=None, credentials=None):
     """The login page's answer to a locked-out client (AXES_LOCKOUT_CALLABLE); the token
     endpoint answers JSON itself (api.views.TokenView)."""
-    return render(request, "registration/lockout.html", {
-        "message": lockout_message(), "minutes": cooloff_minutes(),
-        "failure_limit": settings.AXES_FAILURE_LIMIT,
-    }, status=settings.AXES_HTTP_RESPONSE_CODE)
+    return render(
+        request,
+        "registration/lockout.html",
+        {
+            "message": lockout_message(),
+            "minutes": cooloff_minutes(),
+            "failure_limit": settings.AXES_FAILURE_LIMIT,
+        },
+        status=settings.AXES_HTTP_RESPONSE_CODE,
+    )

@@ -1,5 +1,6 @@
 """Where SECRET_KEY comes from. A fixed fallback key would let anyone who read the source forge
 sessions and password-reset links, so without one configured the server refuses to start."""
+
 import os
 import secrets
 from collections.abc import Mapping
@@ -47,7 +48,11 @@ def _key_from_file(path: Path) -> str:
                 temporary.unlink()
         key = path.read_text().strip()
     except OSError as exc:
-        raise ImproperlyConfigured(f"DJANGO_SECRET_KEY_FILE={path}: cannot read or create it ({exc.strerror})") from exc
+        raise ImproperlyConfigured(
+            f"DJANGO_SECRET_KEY_FILE={path}: cannot read or create it ({exc.strerror})"
+        ) from exc
     if not key:
-        raise ImproperlyConfigured(f"DJANGO_SECRET_KEY_FILE={path} is empty: delete it to have a key generated")
+        raise ImproperlyConfigured(
+            f"DJANGO_SECRET_KEY_FILE={path} is empty: delete it to have a key generated"
+        )
     return key

@@ -4,6 +4,7 @@ Embedded default (nothing set): SQLite file in the repository, Celery tasks run 
 offline pipeline backends. Full stack: ``DATABASE_URL`` (PostgreSQL) and
 ``CELERY_BROKER_URL`` (Redis) switch to the real services.
 """
+
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -129,7 +130,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 8}},
+    {
+        "NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+        "OPTIONS": {"min_length": 8},
+    },
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -169,8 +173,10 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # ... in the data directory (made on first upload), not the system's temp directory; a file of
 # an upload cut off mid-body is removed (annotation.imports.uploads).
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "upload-tmp")
-FILE_UPLOAD_HANDLERS = ["django.core.files.uploadhandler.MemoryFileUploadHandler",
-                        "annotation.imports.uploads.DataDirUploadHandler"]
+FILE_UPLOAD_HANDLERS = [
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "annotation.imports.uploads.DataDirUploadHandler",
+]
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 # Largest import file accepted (bytes); larger uploads answer 413. Imports are stored under
 # DATA_DIR / "imports" until their Celery task has run.
@@ -188,8 +194,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     # JSON nested too deeply is a 400, not a RecursionError (500).
-    "DEFAULT_PARSER_CLASSES": ["api.parsers.JSONParser", "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],
+    "DEFAULT_PARSER_CLASSES": [
+        "api.parsers.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     # Documents the 4xx answers of each operation too.
     "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
     # `format` is a domain parameter here (export/import formats), not content negotiation.
@@ -228,8 +237,15 @@ INTERACTIVE_QUEUE = os.environ.get("INTERACTIVE_QUEUE", "interactive")
 EMBEDDING_QUEUE = os.environ.get("EMBEDDING_QUEUE", "")
 CELERY_TASK_ROUTES = {
     f"annotation.tasks.{name}": {"queue": INTERACTIVE_QUEUE}
-    for name in ("run_import", "import_corpus", "run_evidence_search", "retrieve_unit_again", "compute_agreement",
-                 "score_system_run", "run_llm_rater")
+    for name in (
+        "run_import",
+        "import_corpus",
+        "run_evidence_search",
+        "retrieve_unit_again",
+        "compute_agreement",
+        "score_system_run",
+        "run_llm_rater",
+    )
 }
 if EMBEDDING_QUEUE:
     CELERY_TASK_ROUTES["annotation.tasks.embed_corpus"] = {"queue": EMBEDDING_QUEUE}
@@ -260,7 +276,9 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # Corpus vector indexes (annotation.evidence.vector_index): on disk, shared by the processes of a machine
 # (several machines: a shared volume, as DATA_DIR). Unset: DATA_DIR / "vector_index".
 VECTOR_INDEX_DIR = os.environ.get("VECTOR_INDEX_DIR") or None
-VECTOR_INDEX_EXACT_MAX = int(os.environ.get("VECTOR_INDEX_EXACT_MAX", "20000"))  # up to this, exact search
+VECTOR_INDEX_EXACT_MAX = int(
+    os.environ.get("VECTOR_INDEX_EXACT_MAX", "20000")
+)  # up to this, exact search
 VECTOR_INDEX_NPROBE = int(os.environ.get("VECTOR_INDEX_NPROBE", "16"))  # IVF lists searched a query
 # 1: gunicorn and Celery workers import faiss on a thread once up, not at their first search.
 VECTOR_INDEX_PREWARM = os.environ.get("VECTOR_INDEX_PREWARM", "0") == "1"
@@ -270,11 +288,17 @@ VECTOR_INDEX_PREWARM = os.environ.get("VECTOR_INDEX_PREWARM", "0") == "1"
 # they share: Redis, CACHE_URL or else the broker's server and database, under a key prefix of its
 # own (never call cache.clear() there: it would empty the broker's queues too). Without a broker,
 # tasks run in the web process and its local memory is shared with them.
-CACHE_URL = os.environ.get("CACHE_URL") or (CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+CACHE_URL = os.environ.get("CACHE_URL") or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
+)
 CACHES = {
-    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL,
-                "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "workbench-cache")}
-    if CACHE_URL else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": CACHE_URL,
+        "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "workbench-cache"),
+    }
+    if CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
 
 # The pipeline reads LLM_BASE_URL, LLM_API_KEY and LLM_MODEL from the environment itself;

@@ -103,6 +103,7 @@ Label: other
 Claim: {claim}
 Label:"""
 
+
 def parse_category(answer: str | None) -> str:
     """Exactly one category label (case, quotes, "Label:" and "not a claim" spelling tolerated)."""
     return parse_label(answer, CLAIM_CATEGORIES, "_")

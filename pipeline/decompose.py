@@ -131,7 +131,7 @@ def parse_decomposition(answer: str | None) -> tuple[str | None, list[str]]:
     line = _DECONTEXT_LINE.search(answer)
     if line:
         decontext = line.group(1).strip(_QUOTES).strip() or None
-        answer = answer[: line.start()] + answer[line.end():]
+        answer = answer[: line.start()] + answer[line.end() :]
     facts = _FACTS_LABEL.sub("", strip_code_fence(answer), count=1)
     return decontext, parse_string_list(facts)
 
@@ -144,12 +144,20 @@ def _from_llm_answer(
     if error is None:
         try:
             decontext, claims = parse_decomposition(result.text)
-            return SentenceDecomposition(sentence, decontext or offline.decontext, claims, backend=LLM, model=model)
+            return SentenceDecomposition(
+                sentence, decontext or offline.decontext, claims, backend=LLM, model=model
+            )
         except ParseError as exc:
             error = f"unparseable answer: {exc}"
     logger.warning("decomposition falls back to the sentence itself (%s): %.80s", error, sentence)
     return SentenceDecomposition(
-        sentence, offline.decontext, [sentence], backend=LLM, model=model, fallback=True, error=error
+        sentence,
+        offline.decontext,
+        [sentence],
+        backend=LLM,
+        model=model,
+        fallback=True,
+        error=error,
     )
 
 
@@ -159,10 +167,16 @@ def _from_llm_answer(
 
 _PERSON_PRONOUNS = {"he": False, "she": False, "his": True, "her": True}  # value: possessive
 _THING_PRONOUNS = {
-    "it": False, "they": False, "its": True, "their": True, "this": False, "these": False
+    "it": False,
+    "they": False,
+    "its": True,
+    "their": True,
+    "this": False,
+    "these": False,
 }
 _NON_REFERRING_SUBJECTS = frozenset(
-    set(_PERSON_PRONOUNS) | set(_THING_PRONOUNS)
+    set(_PERSON_PRONOUNS)
+    | set(_THING_PRONOUNS)
     | {"here", "there", "that", "those", "i", "we", "you", "one", "which", "what", "who"}
 )
 _COPULAS = frozenset({"is", "was", "are", "were"})
@@ -218,11 +232,11 @@ class _DiscourseFocus:
 
 
 def _copula_complement_name(clause: str) -> str | None:
-    """"In 1980, the oldest justice was Justice William O. Douglas." -> "Justice William O. Douglas"."""
+    """ "In 1980, the oldest justice was Justice William O. Douglas." -> "Justice William O. Douglas"."""
     tokens = clause.split()
     for index, token in enumerate(tokens[:-1]):
         if bare(token) in _COPULAS:
-            name = leading_name(" ".join(tokens[index + 1:]))
+            name = leading_name(" ".join(tokens[index + 1 :]))
             if name and bare(name.split()[0]) not in _ARTICLES:
                 return name
     return None
@@ -261,7 +275,7 @@ def _split_coordination(clause: str) -> list[str]:
         key=lambda pair: pair[0].start(),
     )
     for match, after_comma in candidates:
-        left, right = clause[: match.start()].strip(), clause[match.end():].strip()
+        left, right = clause[: match.start()].strip(), clause[match.end() :].strip()
         if not has_verb(left):
             continue
         if after_comma and is_independent_clause(right):
@@ -274,7 +288,7 @@ def _split_coordination(clause: str) -> list[str]:
 
 
 def _list_items(tail: str) -> list[str] | None:
-    """"X, Y, and Z" / "X, Y and Z" / "X or Y" -> items, if a real enumeration of short phrases.
+    """ "X, Y, and Z" / "X, Y and Z" / "X or Y" -> items, if a real enumeration of short phrases.
 
     The tail must end with one "and"/"or" element and contain no other coordinated element,
     colon or verb, so "1989, 1991, and 2002, and six FA Cups: 1993, ..." is left alone.
@@ -295,11 +309,11 @@ def _list_items(tail: str) -> list[str] | None:
 
 
 def _split_list(clause: str) -> list[str]:
-    """"A includes X, Y, and Z." -> ["A includes X.", "A includes Y.", "A includes Z."]."""
+    """ "A includes X, Y, and Z." -> ["A includes X.", "A includes Y.", "A includes Z."]."""
     end = _END_PUNCTUATION.search(clause)
     body, final = (clause[: end.start()], end.group(0)) if end else (clause, ".")
     for trigger in _LIST_TRIGGER.finditer(body):
-        items = _list_items(body[trigger.end():])
+        items = _list_items(body[trigger.end() :])
         if items:
             prefix = body[: trigger.end()].rstrip().rstrip(":")
             return [f"{prefix} {item}{final}" for item in items]

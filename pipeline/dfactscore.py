@@ -139,7 +139,12 @@ def grouping_messages(name: str, facts: Sequence[str]) -> list[dict[str, str]]:
 
 def support_messages(topic: str, fact: str, passages: Sequence[str]) -> list[dict[str, str]]:
     context = "\n\n".join(f"Title: {topic}\nText: {p}" for p in passages)
-    return [{"role": "user", "content": SUPPORT_PROMPT.format(topic=topic, context=context, fact=fact.strip())}]
+    return [
+        {
+            "role": "user",
+            "content": SUPPORT_PROMPT.format(topic=topic, context=context, fact=fact.strip()),
+        }
+    ]
 
 
 def parse_fact_lines(answer: str | None) -> list[str]:
@@ -172,16 +177,22 @@ def parse_groups(answer: str | None, facts: Sequence[str]) -> list[list[int]]:
     for index, fact in enumerate(facts):
         unused.setdefault(_key(fact), []).append(index)
     groups: list[list[int]] = [[]]
-    for number, line in enumerate((text for text in strip_code_fence(answer).splitlines() if text.strip()), 1):
+    for number, line in enumerate(
+        (text for text in strip_code_fence(answer).splitlines() if text.strip()), 1
+    ):
         if _SEPARATOR.match(line):
             groups.append([])
             continue
         match = _FACT_LINE.match(line)
         if not match:
-            raise ParseError(f"line {number} is neither '- fact' nor '- ===': {line.strip()[:60]!r}")
+            raise ParseError(
+                f"line {number} is neither '- fact' nor '- ===': {line.strip()[:60]!r}"
+            )
         indices = unused.get(_key(match.group(1)))
         if not indices:
-            raise ParseError(f"line {number} is not one of the facts (or repeats one): {match.group(1)[:60]!r}")
+            raise ParseError(
+                f"line {number} is not one of the facts (or repeats one): {match.group(1)[:60]!r}"
+            )
         groups[-1].append(indices.pop(0))
     missing = sorted(i for indices in unused.values() for i in indices)
     if missing:
@@ -201,7 +212,11 @@ def sentence_spans(response: str, sentences: Sequence[str]) -> list[list[int] | 
     cursor = 0
     for sentence in sentences:
         words = sentence.split()
-        match = re.compile(r"\s+".join(map(re.escape, words))).search(response, cursor) if words else None
+        match = (
+            re.compile(r"\s+".join(map(re.escape, words))).search(response, cursor)
+            if words
+            else None
+        )
         if match:
             spans.append([match.start(), match.end()])
             cursor = match.end()
@@ -225,9 +240,15 @@ def split_page(text: str, words: int = PASSAGE_WORDS) -> list[str]:
     return passages
 
 
-def fact_span(fact: str, response: str, sentences: Sequence[str], spans: Sequence[list[int] | None]) -> list[int] | None:
+def fact_span(
+    fact: str, response: str, sentences: Sequence[str], spans: Sequence[list[int] | None]
+) -> list[int] | None:
     """The fact's own words when the response holds them, else the best-matching sentence."""
-    found = re.compile(r"\s+".join(map(re.escape, fact.split())), re.I).search(response) if fact.split() else None
+    found = (
+        re.compile(r"\s+".join(map(re.escape, fact.split())), re.I).search(response)
+        if fact.split()
+        else None
+    )
     if found:
         return [found.start(), found.end()]
     best, best_ratio = None, SPAN_MIN_RATIO
@@ -287,23 +308,39 @@ def _without_name(text: str, name: str) -> str:
     words = _WORD.findall(name)
     if not words:
         return text
-    names = [r"\s+".join(map(re.escape, words))] + [re.escape(w) for w in words]  # the whole name first
+    names = [r"\s+".join(map(re.escape, words))] + [
+        re.escape(w) for w in words
+    ]  # the whole name first
     return re.sub(r"\b(?:" + "|".join(names) + r")\b(?:['’]s)?", "the person", text, flags=re.I)
 
 
-def _similarity(facts: list[str], passages: list[str], name: str, embed: EmbedFn | None) -> tuple[np.ndarray, str, str | None]:
+def _similarity(
+    facts: list[str], passages: list[str], name: str, embed: EmbedFn | None
+) -> tuple[np.ndarray, str, str | None]:
     """facts × passages similarity, which measure gave it, and why embeddings were not used."""
     if not facts or not passages:
         return np.zeros((len(facts), len(passages))), "lexical", None
     if embed is not None:
         try:
-            vectors = np.asarray(embed([_without_name(t, name) for t in facts + passages]), dtype=np.float64)
-            cosine = np.clip(vectors[: len(facts)] @ vectors[len(facts):].T, 0.0, 1.0)
+            vectors = np.asarray(
+                embed([_without_name(t, name) for t in facts + passages]), dtype=np.float64
+            )
+            cosine = np.clip(vectors[: len(facts)] @ vectors[len(facts) :].T, 0.0, 1.0)
             lexical = lexical_similarity(facts, passages, name)
-            return LEXICAL_WEIGHT * lexical + (1 - LEXICAL_WEIGHT) * cosine, "embeddings+lexical", None
+            return (
+                LEXICAL_WEIGHT * lexical + (1 - LEXICAL_WEIGHT) * cosine,
+                "embeddings+lexical",
+                None,
+            )
         except Exception as error:  # noqa: BLE001 - any failure of the model falls back to words
-            logger.warning("embeddings unavailable for D-FActScore support (%s); lexical similarity", error)
-            return lexical_similarity(facts, passages, name), "lexical", f"embeddings unavailable: {type(error).__name__}: {error}"
+            logger.warning(
+                "embeddings unavailable for D-FActScore support (%s); lexical similarity", error
+            )
+            return (
+                lexical_similarity(facts, passages, name),
+                "lexical",
+                f"embeddings unavailable: {type(error).__name__}: {error}",
+            )
     return lexical_similarity(facts, passages, name), "lexical", None
 
 
@@ -333,8 +370,12 @@ def offline_groups(best: np.ndarray, threshold: float) -> list[list[int]]:
     return sorted(groups, key=lambda g: g[0])
 
 
-def link_groups(groups: Sequence[Sequence[int]], support: Sequence[Sequence[dict]], candidates: int,
-                method: str = "argmax") -> list[int | None]:
+def link_groups(
+    groups: Sequence[Sequence[int]],
+    support: Sequence[Sequence[dict]],
+    candidates: int,
+    method: str = "argmax",
+) -> list[int | None]:
     """Candidate index per group (None: no candidate supports any of its facts)."""
     counts = np.zeros((len(groups), candidates))
     scores = np.zeros((len(groups), candidates))
@@ -346,7 +387,9 @@ def link_groups(groups: Sequence[Sequence[int]], support: Sequence[Sequence[dict
     if not candidates or not len(groups):
         return [None] * len(groups)
     if method == "hungarian":
-        from scipy.optimize import linear_sum_assignment  # scipy: heavy, only where this is computed
+        from scipy.optimize import (
+            linear_sum_assignment,  # scipy: heavy, only where this is computed
+        )
 
         # Counts first; summed scores only break ties (each below 1 per fact, so scaled under 1).
         weight = counts + scores / (scores.sum() + 1.0)
@@ -370,8 +413,13 @@ def mentions_person(fact: str, name: str) -> bool:
     return bool(words & (set(_WORD.findall(name.lower())) | _PERSON_WORDS))
 
 
-def fact_labels(facts: Sequence[str], name: str, groups: Sequence[Sequence[int]], links: Sequence[int | None],
-                support: Sequence[Sequence[dict]]) -> list[str]:
+def fact_labels(
+    facts: Sequence[str],
+    name: str,
+    groups: Sequence[Sequence[int]],
+    links: Sequence[int | None],
+    support: Sequence[Sequence[dict]],
+) -> list[str]:
     group_of = {fact: g for g, group in enumerate(groups) for fact in group}
     labels = []
     for index, fact in enumerate(facts):
@@ -402,10 +450,15 @@ class _Facts:
 def _decompose(sentences: list[str], config: LLMConfig | None) -> _Facts:
     offline = offline_decompose(sentences)
     if not usable(config):
-        return _Facts([c for d in offline for c in d.claims],
-                      [i for i, d in enumerate(offline) for _ in d.claims], OFFLINE)
+        return _Facts(
+            [c for d in offline for c in d.claims],
+            [i for i, d in enumerate(offline) for _ in d.claims],
+            OFFLINE,
+        )
     texts, origin, notes = [], [], []
-    for index, (result, fallback) in enumerate(zip(run_chats(config, [facts_messages(s) for s in sentences]), offline)):
+    for index, (result, fallback) in enumerate(
+        zip(run_chats(config, [facts_messages(s) for s in sentences]), offline)
+    ):
         error = result.error
         if error is None:
             try:
@@ -424,9 +477,17 @@ def _candidates(candidates: Sequence[dict]) -> list[dict]:
     pages = []
     for candidate in candidates:
         text = candidate.get("text") or ""
-        passages = [p for p in (candidate.get("passages") or []) if isinstance(p, str) and p.strip()]
-        pages.append({"title": candidate.get("title") or "", "url": candidate.get("url") or "", "text": text,
-                      "passages": passages or split_page(text)})
+        passages = [
+            p for p in (candidate.get("passages") or []) if isinstance(p, str) and p.strip()
+        ]
+        pages.append(
+            {
+                "title": candidate.get("title") or "",
+                "url": candidate.get("url") or "",
+                "text": text,
+                "passages": passages or split_page(text),
+            }
+        )
     return pages
 
 
@@ -434,8 +495,15 @@ def _default_embed(texts: Sequence[str]) -> np.ndarray:
     return embed(texts)
 
 
-def preannotate(name: str, response: str, facts: list[str] | None, candidates: list[dict], settings: dict,
-                *, embed: EmbedFn | None = None) -> dict:
+def preannotate(
+    name: str,
+    response: str,
+    facts: list[str] | None,
+    candidates: list[dict],
+    settings: dict,
+    *,
+    embed: EmbedFn | None = None,
+) -> dict:
     """``{"content": stage-1 content, "suggestion": machine pre-annotation}`` of one paragraph.
 
     ``facts`` given (imported) are kept as they are; ``settings`` is the project's
@@ -469,10 +537,24 @@ def preannotate(name: str, response: str, facts: list[str] | None, candidates: l
         if (owner == c).any():
             best[:, c] = matrix[:, owner == c].max(axis=1)
 
-    support = [[{"candidate": c, "score": round(float(best[f, c]), 4), "supported": bool(best[f, c] >= threshold)}
-                for c in range(len(pages))] for f in range(len(texts))]
+    support = [
+        [
+            {
+                "candidate": c,
+                "score": round(float(best[f, c]), 4),
+                "supported": bool(best[f, c] >= threshold),
+            }
+            for c in range(len(pages))
+        ]
+        for f in range(len(texts))
+    ]
     groups = offline_groups(best, threshold)
-    provenance = {"facts": found.source, "grouping": OFFLINE, "support": OFFLINE, "similarity": measure}
+    provenance = {
+        "facts": found.source,
+        "grouping": OFFLINE,
+        "support": OFFLINE,
+        "similarity": measure,
+    }
 
     if llm and texts:
         pairs = [(f, c) for f in range(len(texts)) for c in range(len(pages)) if (owner == c).any()]
@@ -480,7 +562,9 @@ def preannotate(name: str, response: str, facts: list[str] | None, candidates: l
         for f, c in pairs:
             columns = np.flatnonzero(owner == c)
             top = columns[np.argsort(-matrix[f, columns], kind="stable")[:TOP_PASSAGES]]
-            conversations.append(support_messages(pages[c]["title"] or name, texts[f], [passages[i] for i in top]))
+            conversations.append(
+                support_messages(pages[c]["title"] or name, texts[f], [passages[i] for i in top])
+            )
         grouping, *verdicts = run_chats(config, conversations)
         try:
             if grouping.error:
@@ -494,24 +578,37 @@ def preannotate(name: str, response: str, facts: list[str] | None, candidates: l
             try:
                 if result.error:
                     raise ParseError(result.error)
-                support[f][c]["supported"] = parse_label(result.text, ("true", "false"), " ") == "true"
+                support[f][c]["supported"] = (
+                    parse_label(result.text, ("true", "false"), " ") == "true"
+                )
             except ParseError as exc:
                 failed += 1
                 if failed == 1:
                     notes.append(f"support: first unusable verdict ({exc})")
         if failed:
-            notes.append(f"support: {failed} of {len(pairs)} verdicts offline (similarity ≥ {threshold})")
+            notes.append(
+                f"support: {failed} of {len(pairs)} verdicts offline (similarity ≥ {threshold})"
+            )
         provenance["support"] = f"llm:{config.model}"
 
     links = link_groups(groups, support, len(pages), options["linking"])
     labels = fact_labels(texts, name, groups, links, support)
     fact_entries = []
     for text, origin in zip(texts, found.sentence):
-        span = spans[origin] if origin is not None else fact_span(text, response or "", sentences, spans)
+        span = (
+            spans[origin]
+            if origin is not None
+            else fact_span(text, response or "", sentences, spans)
+        )
         fact_entries.append({"text": text, "span": list(span) if span else None})
     provenance["notes"] = notes
     return {
         "content": {"name": name, "facts": fact_entries, "candidates": pages},
-        "suggestion": {"groups": groups, "links": links, "support": support, "labels": labels,
-                       "provenance": provenance},
+        "suggestion": {
+            "groups": groups,
+            "links": links,
+            "support": support,
+            "labels": labels,
+            "provenance": provenance,
+        },
     }

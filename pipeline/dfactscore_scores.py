@@ -37,7 +37,11 @@ IRRELEVANT_MODES = ("exclude", "not_supported")
 def _judged(entries: list[dict] | None) -> list[bool]:
     """The ``is_supported`` values of a generation's entries; an entry without one (or null) was
     not judged and is left out, as a fact without a label is."""
-    return [e["is_supported"] for e in entries or [] if isinstance(e, dict) and isinstance(e.get("is_supported"), bool)]
+    return [
+        e["is_supported"]
+        for e in entries or []
+        if isinstance(e, dict) and isinstance(e.get("is_supported"), bool)
+    ]
 
 
 def _share(entries: list[dict] | None) -> float | None:
@@ -56,11 +60,19 @@ def topic_titles(topic) -> list[str]:
 
 
 def _topics(entries: list[dict] | None) -> int:
-    return len({title for e in entries or [] if isinstance(e, dict) and e.get("is_supported") is True
-                for title in topic_titles(e.get("supporting_topic"))})
+    return len(
+        {
+            title
+            for e in entries or []
+            if isinstance(e, dict) and e.get("is_supported") is True
+            for title in topic_titles(e.get("supporting_topic"))
+        }
+    )
 
 
-def released_lists(content: dict, gold: dict, irrelevant: str = "exclude") -> tuple[list[dict] | None, list[dict] | None]:
+def released_lists(
+    content: dict, gold: dict, irrelevant: str = "exclude"
+) -> tuple[list[dict] | None, list[dict] | None]:
     """(decisions, global_decisions) of one paragraph: the released ones, as given (null, ``[]``
     or the entries), when the gold keeps them, else built from the payload (see the module
     docstring; None for a list without facts)."""
@@ -70,8 +82,14 @@ def released_lists(content: dict, gold: dict, irrelevant: str = "exclude") -> tu
     if released is not None:
         return released.get("decisions"), released.get("global_decisions")
     texts = [f.get("text", "") for f in content.get("facts") or []]
-    titles = {c: candidate.get("title") or None for c, candidate in enumerate(content.get("candidates") or [])}
-    links = [titles.get(g.get("link")) if type(g.get("link")) is int else None for g in gold.get("groups") or []]
+    titles = {
+        c: candidate.get("title") or None
+        for c, candidate in enumerate(content.get("candidates") or [])
+    }
+    links = [
+        titles.get(g.get("link")) if type(g.get("link")) is int else None
+        for g in gold.get("groups") or []
+    ]
     decisions, global_decisions = [], []
     for index, fact in enumerate(gold.get("facts") or []):
         label = fact.get("label")
@@ -81,14 +99,27 @@ def released_lists(content: dict, gold: dict, irrelevant: str = "exclude") -> tu
         group = fact.get("group")
         linked = links[group] if type(group) is int and 0 <= group < len(links) else None
         supported = label == "supported" and linked is not None
-        global_decisions.append({"atom": atom, "is_supported": supported,
-                                 "supporting_topic": linked if supported else None})
+        global_decisions.append(
+            {
+                "atom": atom,
+                "is_supported": supported,
+                "supporting_topic": linked if supported else None,
+            }
+        )
         any_page = fact.get("any_page")
         if any_page is not None and label != "irrelevant":
             supported = any_page == "supported"
         entity = fact.get("entity")
-        topic = (titles.get(entity) if type(entity) is int else None) or (linked if label == "supported" else None)
-        decisions.append({"atom": atom, "is_supported": supported, "supporting_topic": topic if supported else None})
+        topic = (titles.get(entity) if type(entity) is int else None) or (
+            linked if label == "supported" else None
+        )
+        decisions.append(
+            {
+                "atom": atom,
+                "is_supported": supported,
+                "supporting_topic": topic if supported else None,
+            }
+        )
     return decisions or None, global_decisions or None
 
 
@@ -100,7 +131,9 @@ def paragraph_scores(content: dict, gold: dict, irrelevant: str = "exclude") -> 
     if entities:
         distinct = len(set(entities))
     else:
-        distinct = len({g.get("link") for g in gold.get("groups") or [] if g.get("link") not in (None, "none")})
+        distinct = len(
+            {g.get("link") for g in gold.get("groups") or [] if g.get("link") not in (None, "none")}
+        )
     return {
         "facts": len(decisions or []),
         "factscore": _share(decisions),
@@ -130,9 +163,13 @@ def model_scores(paragraphs: list[dict]) -> dict:
     grouped = [p for p in responding if p["dfactscore"] is not None]
     groups = [p["num_groups"] for p in responding if p.get("num_groups") is not None]
     return {
-        "score": _mean([length_penalty(len(_judged(p["decisions"]))) * p["factscore"] for p in plain]),
+        "score": _mean(
+            [length_penalty(len(_judged(p["decisions"]))) * p["factscore"] for p in plain]
+        ),
         "init_score": _mean([p["factscore"] for p in plain]),
-        "global_score": _mean([length_penalty(len(_judged(p["global_decisions"]))) * p["dfactscore"] for p in grouped]),
+        "global_score": _mean(
+            [length_penalty(len(_judged(p["global_decisions"]))) * p["dfactscore"] for p in grouped]
+        ),
         "init_global_score": _mean([p["dfactscore"] for p in grouped]),
         "respond_ratio": len(responding) / len(paragraphs) if paragraphs else None,
         "num_facts_per_response": _mean([len(p["decisions"] or []) for p in responding]),
@@ -144,23 +181,31 @@ def model_scores(paragraphs: list[dict]) -> dict:
     }
 
 
-def _assigned(groups_a: Sequence[int | None], groups_b: Sequence[int | None]) -> tuple[list[int], list[int]]:
+def _assigned(
+    groups_a: Sequence[int | None], groups_b: Sequence[int | None]
+) -> tuple[list[int], list[int]]:
     if len(groups_a) != len(groups_b):
         raise ValueError(f"the two assignments cover {len(groups_a)} and {len(groups_b)} facts")
     pairs = [(a, b) for a, b in zip(groups_a, groups_b) if a is not None and b is not None]
     return [a for a, _ in pairs], [b for _, b in pairs]
 
 
-def partition_agreement(groups_a: Sequence[int | None], groups_b: Sequence[int | None]) -> float | None:
+def partition_agreement(
+    groups_a: Sequence[int | None], groups_b: Sequence[int | None]
+) -> float | None:
     """Adjusted Rand index of two annotators' fact → group assignments (facts either left
     ungrouped are left out; None when no fact is grouped by both)."""
-    from sklearn.metrics import adjusted_rand_score  # scikit-learn: heavy, only where this is computed
+    from sklearn.metrics import (
+        adjusted_rand_score,  # scikit-learn: heavy, only where this is computed
+    )
 
     a, b = _assigned(groups_a, groups_b)
     return float(adjusted_rand_score(a, b)) if a else None
 
 
-def partition_agreements(pairs: Sequence[tuple[Sequence[int | None], Sequence[int | None]]]) -> list[float | None]:
+def partition_agreements(
+    pairs: Sequence[tuple[Sequence[int | None], Sequence[int | None]]],
+) -> list[float | None]:
     """``partition_agreement`` of many paragraphs at once, vectorised (scikit-learn's validation
     costs ~1 ms a call, 10 s for 10,000 paragraphs). The same pair-counting formula as
     ``sklearn.metrics.adjusted_rand_score``, from each paragraph's contingency table."""
@@ -173,7 +218,11 @@ def partition_agreements(pairs: Sequence[tuple[Sequence[int | None], Sequence[in
     count = len(pairs)
     if not rows:
         return [None] * count
-    row, a, b = np.asarray(rows, dtype=np.int64), np.asarray(la, dtype=np.int64), np.asarray(lb, dtype=np.int64)
+    row, a, b = (
+        np.asarray(rows, dtype=np.int64),
+        np.asarray(la, dtype=np.int64),
+        np.asarray(lb, dtype=np.int64),
+    )
     a -= a.min()
     b -= b.min()
     width_a, width_b = int(a.max()) + 1, int(b.max()) + 1
@@ -181,7 +230,9 @@ def partition_agreements(pairs: Sequence[tuple[Sequence[int | None], Sequence[in
     def squares(keys: np.ndarray, per_row: int) -> np.ndarray:
         """Σ over a paragraph's cells of (cell count)²."""
         cells, sizes = np.unique(keys, return_counts=True)
-        return np.bincount(cells // per_row, weights=sizes.astype(np.float64) ** 2, minlength=count).astype(np.int64)
+        return np.bincount(
+            cells // per_row, weights=sizes.astype(np.float64) ** 2, minlength=count
+        ).astype(np.int64)
 
     n = np.bincount(row, minlength=count).astype(np.int64)
     cells = squares((row * width_a + a) * width_b + b, width_a * width_b)
@@ -199,5 +250,9 @@ def partition_agreements(pairs: Sequence[tuple[Sequence[int | None], Sequence[in
             results.append(1.0)
         else:
             t_p, t_n, f_p, f_n = int(tp[k]), int(tn[k]), int(fp[k]), int(fn[k])
-            results.append(2.0 * (t_p * t_n - f_n * f_p) / ((t_p + f_n) * (f_n + t_n) + (t_p + f_p) * (f_p + t_n)))
+            results.append(
+                2.0
+                * (t_p * t_n - f_n * f_p)
+                / ((t_p + f_n) * (f_n + t_n) + (t_p + f_p) * (f_p + t_n))
+            )
     return results

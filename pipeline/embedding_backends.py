@@ -44,11 +44,11 @@ length before batching as ``SentenceTransformer.encode`` does.
 from __future__ import annotations
 
 import hashlib
-from importlib.metadata import version
 import logging
 import os
 import tempfile
 from collections.abc import Sequence
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -92,7 +92,9 @@ def batch_size() -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise ValueError(f"EMBEDDING_BATCH_SIZE={raw!r}: expected a whole number from 1 to 4096") from None
+        raise ValueError(
+            f"EMBEDDING_BATCH_SIZE={raw!r}: expected a whole number from 1 to 4096"
+        ) from None
     if not 1 <= value <= 4096:
         raise ValueError(f"EMBEDDING_BATCH_SIZE={raw!r}: expected a whole number from 1 to 4096")
     return value
@@ -106,10 +108,15 @@ def onnx_providers(device: str) -> list[str]:
     if device != "cpu" and "CUDAExecutionProvider" in available:
         return ["CUDAExecutionProvider", "CPUExecutionProvider"]
     if device == "cuda":
-        logger.warning("EMBEDDING_DEVICE=cuda but ONNX Runtime has no CUDA provider (install onnxruntime-gpu "
-                       "and the CUDA libraries); embedding on the CPU")
+        logger.warning(
+            "EMBEDDING_DEVICE=cuda but ONNX Runtime has no CUDA provider (install onnxruntime-gpu "
+            "and the CUDA libraries); embedding on the CPU"
+        )
     else:
-        logger.info("embedding on the CPU (%s)", "EMBEDDING_DEVICE=cpu" if device == "cpu" else "no CUDA provider")
+        logger.info(
+            "embedding on the CPU (%s)",
+            "EMBEDDING_DEVICE=cpu" if device == "cpu" else "no CUDA provider",
+        )
     return ["CPUExecutionProvider"]
 
 
@@ -135,9 +142,13 @@ def cache_dir() -> Path:
 
 def load_torch_model(device: str = "cpu"):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sentence_transformers import SentenceTransformer  # torch: heavy, only for the torch backend
+    from sentence_transformers import (
+        SentenceTransformer,  # torch: heavy, only for the torch backend
+    )
 
-    return SentenceTransformer(str(model_path()), device=torch_device(device) if device != "cpu" else "cpu")
+    return SentenceTransformer(
+        str(model_path()), device=torch_device(device) if device != "cpu" else "cpu"
+    )
 
 
 def _model_fingerprint(path: Path) -> str:
@@ -180,20 +191,31 @@ def export_onnx(target: Path) -> None:
             self.model = model
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.model(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
-    sample = transformer.tokenizer(["an example passage to trace", "and a second, longer one to trace the padding"],
-                                   padding=True, return_tensors="pt")
+    sample = transformer.tokenizer(
+        ["an example passage to trace", "and a second, longer one to trace the padding"],
+        padding=True,
+        return_tensors="pt",
+    )
     batch, length = torch.export.Dim("batch"), torch.export.Dim("length", max=512)
     axes = {0: batch, 1: length}
 
     def write(tmp: Path) -> None:
         with torch.no_grad():
-            torch.onnx.export(TokenEmbeddings(bert), tuple(sample[name] for name in _INPUTS), str(tmp),
-                              dynamo=True, input_names=list(_INPUTS), output_names=["token_embeddings"],
-                              dynamic_shapes={name: axes for name in _INPUTS}, external_data=False,
-                              verbose=False)
+            torch.onnx.export(
+                TokenEmbeddings(bert),
+                tuple(sample[name] for name in _INPUTS),
+                str(tmp),
+                dynamo=True,
+                input_names=list(_INPUTS),
+                output_names=["token_embeddings"],
+                dynamic_shapes={name: axes for name in _INPUTS},
+                external_data=False,
+                verbose=False,
+            )
 
     _write_atomically(target, write)
 
@@ -202,11 +224,19 @@ def quantize_onnx(source: Path, target: Path) -> None:
     """int8 weights for the MatMuls (ONNX Runtime dynamic quantisation; activations are quantised
     on the fly per batch). One scale per output channel: with one per tensor the vectors drift
     (cosine with torch's as low as 0.91 on released passages; 0.988 per channel)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic  # onnxruntime: heavy, only for the ONNX backends
+    from onnxruntime.quantization import (  # onnxruntime: heavy, only for the ONNX backends
+        QuantType,
+        quantize_dynamic,
+    )
 
     def write(tmp: Path) -> None:
-        quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=["MatMul"])
+        quantize_dynamic(
+            str(source),
+            str(tmp),
+            weight_type=QuantType.QInt8,
+            per_channel=True,
+            op_types_to_quantize=["MatMul"],
+        )
 
     _write_atomically(target, write)
 
@@ -245,8 +275,15 @@ class OnnxEncoder:
 
     backend: str
 
-    def __init__(self, onnx_path: Path, *, backend: str = "onnx", max_seq_length: int = MAX_SEQ_LENGTH,
-                 threads: int | None = None, device: str = "cpu"):
+    def __init__(
+        self,
+        onnx_path: Path,
+        *,
+        backend: str = "onnx",
+        max_seq_length: int = MAX_SEQ_LENGTH,
+        threads: int | None = None,
+        device: str = "cpu",
+    ):
         import onnxruntime  # onnxruntime: heavy, only for the ONNX backends
         from tokenizers import Tokenizer
 
@@ -264,13 +301,19 @@ class OnnxEncoder:
             options.intra_op_num_threads = threads
         providers = onnx_providers(device)
         self.session = onnxruntime.InferenceSession(str(self.path), options, providers=providers)
-        self.device = "cuda" if self.session.get_providers()[0] == "CUDAExecutionProvider" else "cpu"
+        self.device = (
+            "cuda" if self.session.get_providers()[0] == "CUDAExecutionProvider" else "cpu"
+        )
         if providers[0] == "CUDAExecutionProvider" and self.device != "cuda":
-            logger.warning("ONNX Runtime's CUDA provider did not start (CUDA or cuDNN libraries missing?); "
-                           "embedding on the CPU")
+            logger.warning(
+                "ONNX Runtime's CUDA provider did not start (CUDA or cuDNN libraries missing?); "
+                "embedding on the CPU"
+            )
         elif self.device == "cuda" and backend == "onnx-int8":
-            logger.warning("embedding with int8 weights on CUDA: its integer kernels run on the CPU; "
-                           "EMBEDDING_BACKEND=onnx is the GPU backend")
+            logger.warning(
+                "embedding with int8 weights on CUDA: its integer kernels run on the CPU; "
+                "EMBEDDING_BACKEND=onnx is the GPU backend"
+            )
         self._inputs = {i.name for i in self.session.get_inputs()}
 
     def _batch(self, texts: Sequence[str]) -> np.ndarray:
@@ -284,21 +327,30 @@ class OnnxEncoder:
             ids[row, :n] = encoding.ids
             mask[row, :n] = encoding.attention_mask
             types[row, :n] = encoding.type_ids
-        feeds = {name: value for name, value in zip(_INPUTS, (ids, mask, types)) if name in self._inputs}
+        feeds = {
+            name: value for name, value in zip(_INPUTS, (ids, mask, types)) if name in self._inputs
+        }
         tokens = self.session.run(None, feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (tokens * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return pooled.astype(np.float32, copy=False)
 
-    def encode(self, sentences: Sequence[str], batch_size: int = 32, normalize_embeddings: bool = False,
-               convert_to_numpy: bool = True, show_progress_bar: bool = False, **_ignored) -> np.ndarray:
+    def encode(
+        self,
+        sentences: Sequence[str],
+        batch_size: int = 32,
+        normalize_embeddings: bool = False,
+        convert_to_numpy: bool = True,
+        show_progress_bar: bool = False,
+        **_ignored,
+    ) -> np.ndarray:
         texts = [sentences] if isinstance(sentences, str) else list(sentences)
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)
         order = np.argsort([-len(t) for t in texts], kind="stable")
         out = np.empty((len(texts), 384), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
-            rows = order[start:start + batch_size]
+            rows = order[start : start + batch_size]
             out[rows] = self._batch([texts[i] for i in rows])
         if normalize_embeddings:
             out /= np.clip(np.linalg.norm(out, axis=1, keepdims=True), 1e-12, None)
@@ -314,6 +366,12 @@ def load(backend: str | None = None):
         try:
             return OnnxEncoder(onnx_file(backend), backend=backend, device=device)
         except Exception as error:  # noqa: BLE001 - any failure falls back to the reference backend
-            logger.warning("embedding backend %s unavailable (%s: %s); using torch", backend,
-                           type(error).__name__, error)
-    return load_torch_model(device)  # its ``backend`` attribute is "torch", as OnnxEncoder's names its own
+            logger.warning(
+                "embedding backend %s unavailable (%s: %s); using torch",
+                backend,
+                type(error).__name__,
+                error,
+            )
+    return load_torch_model(
+        device
+    )  # its ``backend`` attribute is "torch", as OnnxEncoder's names its own

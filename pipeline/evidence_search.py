@@ -15,9 +15,16 @@ from pipeline.websearch import WebSearchConfig
 RESULTS = 10
 
 
-def search_passages(query: str, *, search: SearchFn | None = None, web: WebSearchConfig | None = None,
-                    embed: EmbedFn | None = None, top_k: int = RESULTS, passage_size: int | None = None,
-                    passage_stride: int | None = None) -> dict:
+def search_passages(
+    query: str,
+    *,
+    search: SearchFn | None = None,
+    web: WebSearchConfig | None = None,
+    embed: EmbedFn | None = None,
+    top_k: int = RESULTS,
+    passage_size: int | None = None,
+    passage_stride: int | None = None,
+) -> dict:
     """``{"evidence": [ranked passage dicts], "problems": [...]}`` for one query."""
     query = " ".join(query.split())
     problems: list[str] = []
@@ -29,7 +36,9 @@ def search_passages(query: str, *, search: SearchFn | None = None, web: WebSearc
         problems.extend(found.problems)
         candidates.extend(found.candidates)
     elif search is None:
-        problems.append("no evidence source is configured: the project has no corpus and no web search API")
+        problems.append(
+            "no evidence source is configured: the project has no corpus and no web search API"
+        )
     ranked = rank_candidates(query, candidates, claim_vector=vector, top_k=top_k)
     for passage in ranked:
         passage.query = query

@@ -68,7 +68,7 @@ def suggest_step1(
     hints_per_sentence: list[list[Hint]] = []
     for d in decompositions:
         hints_per_sentence.append(flat_hints[: len(d.claims)])
-        flat_hints = flat_hints[len(d.claims):]
+        flat_hints = flat_hints[len(d.claims) :]
 
     checkworthy = [sentence_checkworthiness(hints).label for hints in hints_per_sentence]
     importance = [h.label for h in importance_hints(prompt, sentences, checkworthy)]

@@ -19,7 +19,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
 
-
 # Which backend produced a suggestion (recorded in every item's provenance).
 OFFLINE = "offline"
 LLM = "llm"
@@ -86,7 +85,9 @@ class LLMConfig:
 def drop_foreign_server_key(server: dict, overrides: Mapping[str, object]) -> None:
     """The server's key (``server["api_key"]``) belongs to the server's base URL: when
     ``overrides`` point elsewhere without a key of their own, the key is dropped."""
-    if "api_key" not in overrides and not same_base_url(overrides.get("base_url", server["base_url"]), server["base_url"]):
+    if "api_key" not in overrides and not same_base_url(
+        overrides.get("base_url", server["base_url"]), server["base_url"]
+    ):
         server["api_key"] = None
 
 
@@ -145,7 +146,9 @@ class LLMClient:
             api_key=config.api_key or _PLACEHOLDER_API_KEY,
             timeout=config.timeout,
             max_retries=config.max_retries,
-            http_client=openai.DefaultHttpxClient(transport=outbound.GuardedTransport(outbound.service_policy)),
+            http_client=openai.DefaultHttpxClient(
+                transport=outbound.GuardedTransport(outbound.service_policy)
+            ),
         )
 
     def check_address(self) -> None:

@@ -37,7 +37,13 @@ from dataclasses import asdict, dataclass, field
 
 from pipeline.checkworthiness import CATEGORY_PROMPT, claim_category_hints, sentence_checkworthiness
 from pipeline.decompose import build_messages, decompose_response
-from pipeline.dfactscore import TOP_PASSAGES, grouping_messages, preannotate, split_page, support_messages
+from pipeline.dfactscore import (
+    TOP_PASSAGES,
+    grouping_messages,
+    preannotate,
+    split_page,
+    support_messages,
+)
 from pipeline.evidence import STANCE_PROMPT, StanceRequest, stance_hints
 from pipeline.llm import LLMConfig, run_chats, shared_client, usable
 from pipeline.parsing import ParseError, strip_code_fence
@@ -49,7 +55,15 @@ DEFAULT_SECONDS_PER_CALL = 2.0
 FELM_BATCH = 16
 
 DECOMPOSITION, CLAIM_CATEGORY, STANCE, REVISION, FELM_SEGMENTS, GROUPING, SUPPORT, PROBE = (
-    "decomposition", "claim_category", "stance", "revision", "felm_segments", "grouping", "support", "probe")
+    "decomposition",
+    "claim_category",
+    "stance",
+    "revision",
+    "felm_segments",
+    "grouping",
+    "support",
+    "probe",
+)
 CALL_KINDS = {
     DECOMPOSITION: "Step 1: decomposition of a sentence",
     CLAIM_CATEGORY: "Step 1: category of a claim",
@@ -96,8 +110,17 @@ _NUMBER_LIST = re.compile(r"^\s*\d+(?:\s*(?:,|;|and|\s)\s*\d+)*\s*\.?\s*$", re.I
 
 
 def felm_messages(question: str, segments: Sequence[str]) -> list[dict[str, str]]:
-    listed = "\n".join(f"{number}. {' '.join(text.split())}" for number, text in enumerate(segments, start=1))
-    return [{"role": "user", "content": FELM_PROMPT.format(question=" ".join((question or "").split()), segments=listed)}]
+    listed = "\n".join(
+        f"{number}. {' '.join(text.split())}" for number, text in enumerate(segments, start=1)
+    )
+    return [
+        {
+            "role": "user",
+            "content": FELM_PROMPT.format(
+                question=" ".join((question or "").split()), segments=listed
+            ),
+        }
+    ]
 
 
 def parse_felm_errors(answer: str | None, count: int) -> list[bool]:
@@ -120,6 +143,7 @@ def parse_felm_errors(answer: str | None, count: int) -> list[bool]:
 
 
 # -- running the rater ---------------------------------------------------------------------------
+
 
 @dataclass
 class Rating:
@@ -146,8 +170,12 @@ def probe(config: LLMConfig) -> str | None:
     return None
 
 
-def rate_factcheck_step1(response: str, sentences: Sequence[str], gold_claims: Sequence[Sequence[str]] | None,
-                         config: LLMConfig) -> Rating:
+def rate_factcheck_step1(
+    response: str,
+    sentences: Sequence[str],
+    gold_claims: Sequence[Sequence[str]] | None,
+    config: LLMConfig,
+) -> Rating:
     """Sentence checkworthiness (from the model's own decomposition and claim categories) and
     the category of each gold claim (``gold_claims``: per sentence; None without a gold record:
     the suggestion then lists the model's own claims)."""
@@ -156,9 +184,12 @@ def rate_factcheck_step1(response: str, sentences: Sequence[str], gold_claims: S
     gold = [claim for claims in (gold_claims or []) for claim in claims]
     hints = claim_category_hints(own + gold, config)
     rating = Rating({"sentences": []}, calls=len(decompositions) + len(hints))
-    own_hints, gold_hints = hints[:len(own)], hints[len(own):]
+    own_hints, gold_hints = hints[: len(own)], hints[len(own) :]
     for index, decomposition in enumerate(decompositions):
-        mine, own_hints = own_hints[:len(decomposition.claims)], own_hints[len(decomposition.claims):]
+        mine, own_hints = (
+            own_hints[: len(decomposition.claims)],
+            own_hints[len(decomposition.claims) :],
+        )
         checkworthy = None
         if decomposition.fallback:
             rating.errors.append(f"sentence {index + 1}: decomposition: {decomposition.error}")
@@ -169,43 +200,75 @@ def rate_factcheck_step1(response: str, sentences: Sequence[str], gold_claims: S
             checkworthy = sentence_checkworthiness(mine).label
             rating.answered += 1 + len(mine)
         if gold_claims is None:
-            claims = [{"text": text, "category": None if h.fallback else h.label, "importance": None}
-                      for text, h in zip(decomposition.claims, mine)]
+            claims = [
+                {"text": text, "category": None if h.fallback else h.label, "importance": None}
+                for text, h in zip(decomposition.claims, mine)
+            ]
         else:
             texts = list(gold_claims[index]) if index < len(gold_claims) else []
-            theirs, gold_hints = gold_hints[:len(texts)], gold_hints[len(texts):]
+            theirs, gold_hints = gold_hints[: len(texts)], gold_hints[len(texts) :]
             claims = []
             for number, (text, hint) in enumerate(zip(texts, theirs)):
                 if hint.fallback:
-                    rating.errors.append(f"sentence {index + 1}, gold claim {number + 1}: category: {hint.error}")
+                    rating.errors.append(
+                        f"sentence {index + 1}, gold claim {number + 1}: category: {hint.error}"
+                    )
                 else:
                     rating.answered += 1
-                claims.append({"text": text, "category": None if hint.fallback else hint.label, "importance": None})
-        rating.suggestion["sentences"].append({
-            "decontext": None if decomposition.fallback else decomposition.decontext, "importance": None,
-            "checkworthy": checkworthy, "claims": claims})
+                claims.append(
+                    {
+                        "text": text,
+                        "category": None if hint.fallback else hint.label,
+                        "importance": None,
+                    }
+                )
+        rating.suggestion["sentences"].append(
+            {
+                "decontext": None if decomposition.fallback else decomposition.decontext,
+                "importance": None,
+                "checkworthy": checkworthy,
+                "claims": claims,
+            }
+        )
     return rating
 
 
 def rate_factcheck_step2(claims: Sequence[dict], config: LLMConfig) -> Rating:
     """The stance of each passage of each step-2 claim (``{"text", "evidence": [{"text"}]}``):
     ``{"claims": [{"stances": [label or None per passage]}]}``."""
-    pairs = [(c, p) for c, claim in enumerate(claims) for p, _ in enumerate(claim.get("evidence") or [])]
-    hints = stance_hints([StanceRequest(claims[c]["text"], claims[c]["evidence"][p].get("text") or "") for c, p in pairs], config)
-    rating = Rating({"claims": [{"stances": [None] * len(claim.get("evidence") or [])} for claim in claims]},
-                    calls=len(pairs))
+    pairs = [
+        (c, p) for c, claim in enumerate(claims) for p, _ in enumerate(claim.get("evidence") or [])
+    ]
+    hints = stance_hints(
+        [
+            StanceRequest(claims[c]["text"], claims[c]["evidence"][p].get("text") or "")
+            for c, p in pairs
+        ],
+        config,
+    )
+    rating = Rating(
+        {"claims": [{"stances": [None] * len(claim.get("evidence") or [])} for claim in claims]},
+        calls=len(pairs),
+    )
     for (c, p), hint in zip(pairs, hints):
         if hint is None:
-            rating.errors.append(f"claim {c + 1}, passage {p + 1}: stance: the call failed or its answer was not one "
-                                 "of the four labels")
+            rating.errors.append(
+                f"claim {c + 1}, passage {p + 1}: stance: the call failed or its answer was not one "
+                "of the four labels"
+            )
             continue
         rating.suggestion["claims"][c]["stances"][p] = hint.label
         rating.answered += 1
     return rating
 
 
-def rate_factcheck_step3(sentences: Sequence[SentenceToRevise], config: LLMConfig, *, question: str = "",
-                         with_question: bool = False) -> Rating:
+def rate_factcheck_step3(
+    sentences: Sequence[SentenceToRevise],
+    config: LLMConfig,
+    *,
+    question: str = "",
+    with_question: bool = False,
+) -> Rating:
     """The revision of each sentence (a sentence none of whose claims changed is kept, as the
     pipeline keeps it, without a call) and the response they make: ``{"sentences": [{"revised"}],
     "response"}``; the response is None when a sentence got no revision."""
@@ -216,9 +279,13 @@ def rate_factcheck_step3(sentences: Sequence[SentenceToRevise], config: LLMConfi
             rating.errors.append(f"sentence {index + 1}: revision: {revision.error}")
         elif sentence.changed:
             rating.answered += 1
-        rating.suggestion["sentences"].append({"revised": None if revision.fallback else revision.text})
+        rating.suggestion["sentences"].append(
+            {"revised": None if revision.fallback else revision.text}
+        )
     texts = [s["revised"] for s in rating.suggestion["sentences"]]
-    rating.suggestion["response"] = None if None in texts else " ".join(" ".join(t.split()) for t in texts if t.strip())
+    rating.suggestion["response"] = (
+        None if None in texts else " ".join(" ".join(t.split()) for t in texts if t.strip())
+    )
     return rating
 
 
@@ -237,23 +304,39 @@ def rate_felm_items(items: Sequence[tuple[str, Sequence[str]]], config: LLMConfi
             labels = list(parse_felm_errors(result.text, len(segments)))
             rating.answered = 1
         except ParseError as exc:
-            rating.errors.append(f"segments: {exc}" if result.error is None else f"segments: the call failed: {exc}")
-        rating.suggestion = {"segments": [{"label": label, "error_type": None, "comment": "", "refs": []} for label in labels]}
+            rating.errors.append(
+                f"segments: {exc}" if result.error is None else f"segments: the call failed: {exc}"
+            )
+        rating.suggestion = {
+            "segments": [
+                {"label": label, "error_type": None, "comment": "", "refs": []} for label in labels
+            ]
+        }
         ratings.append(rating)
     return ratings
 
 
-def rate_dfactscore(name: str, response: str, facts: Sequence[str], candidates: Sequence[dict], settings: dict,
-                    config: LLMConfig) -> Rating:
+def rate_dfactscore(
+    name: str,
+    response: str,
+    facts: Sequence[str],
+    candidates: Sequence[dict],
+    settings: dict,
+    config: LLMConfig,
+) -> Rating:
     """The pipeline's D-FActScore pre-annotation of one paragraph with the rater's model
     (``settings``: the project's pipeline settings, for embeddings and the D-FActScore options).
     Where its grouping or a support verdict fell back to the offline backend, the paragraph
     gets no answer (None): its labels would mix the model's and the heuristics' verdicts."""
-    result = preannotate(name, response, list(facts), list(candidates), {**settings, "llm": asdict(config)})
+    result = preannotate(
+        name, response, list(facts), list(candidates), {**settings, "llm": asdict(config)}
+    )
     provenance = (result["suggestion"] or {}).get("provenance") or {}
     pairs = sum(1 for c in result["content"]["candidates"] if c["passages"]) * len(facts)
     rating = Rating(result["suggestion"], calls=(1 + pairs) if facts else 0)
-    fallbacks = [note for note in provenance.get("notes") or [] if note.startswith(("grouping:", "support:"))]
+    fallbacks = [
+        note for note in provenance.get("notes") or [] if note.startswith(("grouping:", "support:"))
+    ]
     if fallbacks:
         rating.suggestion = None
         rating.errors.extend(fallbacks)
@@ -263,6 +346,7 @@ def rate_dfactscore(name: str, response: str, facts: Sequence[str], candidates: 
 
 
 # -- planning and estimating -------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class PlannedCall:
@@ -279,17 +363,39 @@ def _chars(messages: Iterable[dict[str, str]]) -> int:
     return sum(len(m["content"]) for m in messages)
 
 
-def plan_factcheck_step1(response: str, sentences: Sequence[str], gold_claims: Sequence[Sequence[str]] | None,
-                         own_claims: Sequence[Sequence[str]] | None) -> list[Batch]:
+def plan_factcheck_step1(
+    response: str,
+    sentences: Sequence[str],
+    gold_claims: Sequence[Sequence[str]] | None,
+    own_claims: Sequence[Sequence[str]] | None,
+) -> list[Batch]:
     """The batches ``rate_factcheck_step1`` makes for one item. The model's own claims are not
     known before it answers: ``own_claims`` stands in for them (the item's stored machine
     suggestion; else its gold claims; else each sentence as its one claim)."""
-    decompositions = [PlannedCall(DECOMPOSITION, _chars(build_messages(response, s)),
-                                  DECOMPOSITION_LABEL_CHARS + 2 * len(s)) for s in sentences]
-    stand_in = own_claims if own_claims is not None else gold_claims if gold_claims is not None else [[s] for s in sentences]
-    claims = [c for claims in stand_in for c in claims] + [c for claims in (gold_claims or []) for c in claims]
-    categories = [PlannedCall(CLAIM_CATEGORY, len(CATEGORY_PROMPT.format(claim=c)), COMPLETION_CHARS[CLAIM_CATEGORY])
-                  for c in claims]
+    decompositions = [
+        PlannedCall(
+            DECOMPOSITION,
+            _chars(build_messages(response, s)),
+            DECOMPOSITION_LABEL_CHARS + 2 * len(s),
+        )
+        for s in sentences
+    ]
+    stand_in = (
+        own_claims
+        if own_claims is not None
+        else gold_claims
+        if gold_claims is not None
+        else [[s] for s in sentences]
+    )
+    claims = [c for claims in stand_in for c in claims] + [
+        c for claims in (gold_claims or []) for c in claims
+    ]
+    categories = [
+        PlannedCall(
+            CLAIM_CATEGORY, len(CATEGORY_PROMPT.format(claim=c)), COMPLETION_CHARS[CLAIM_CATEGORY]
+        )
+        for c in claims
+    ]
     return [batch for batch in (decompositions, categories) if batch]
 
 
@@ -298,16 +404,30 @@ def plan_factcheck_step2(claims: Sequence[dict]) -> list[Batch]:
     for claim in claims:
         for passage in claim.get("evidence") or []:
             request = StanceRequest(claim["text"], passage.get("text") or "")
-            evidence = " ".join(request.evidence.split())[:request.max_evidence_chars]
-            calls.append(PlannedCall(STANCE, len(STANCE_PROMPT.format(claim=request.claim, evidence=evidence)),
-                                     COMPLETION_CHARS[STANCE]))
+            evidence = " ".join(request.evidence.split())[: request.max_evidence_chars]
+            calls.append(
+                PlannedCall(
+                    STANCE,
+                    len(STANCE_PROMPT.format(claim=request.claim, evidence=evidence)),
+                    COMPLETION_CHARS[STANCE],
+                )
+            )
     return [calls] if calls else []
 
 
-def plan_factcheck_step3(sentences: Sequence[SentenceToRevise], *, question: str = "", with_question: bool = False) -> list[Batch]:
+def plan_factcheck_step3(
+    sentences: Sequence[SentenceToRevise], *, question: str = "", with_question: bool = False
+) -> list[Batch]:
     asked = f"Question: {question}\n" if with_question and question.strip() else ""
-    calls = [PlannedCall(REVISION, len(REVISION_PROMPT.format(question=asked, sentence=s.text, claims=_claim_lines(s))),
-                         len(s.text)) for s in sentences if s.changed]
+    calls = [
+        PlannedCall(
+            REVISION,
+            len(REVISION_PROMPT.format(question=asked, sentence=s.text, claims=_claim_lines(s))),
+            len(s.text),
+        )
+        for s in sentences
+        if s.changed
+    ]
     return [calls] if calls else []
 
 
@@ -316,31 +436,52 @@ def plan_dfactscore(name: str, facts: Sequence[str], candidates: Sequence[dict])
     verifier sees depends on similarity; the page's first TOP_PASSAGES stand in for them."""
     if not facts:
         return []
-    calls = [PlannedCall(GROUPING, _chars(grouping_messages(name, facts)), sum(len(f) + 3 for f in facts) + 6)]
+    calls = [
+        PlannedCall(
+            GROUPING, _chars(grouping_messages(name, facts)), sum(len(f) + 3 for f in facts) + 6
+        )
+    ]
     for candidate in candidates:
         passages = [p for p in candidate.get("passages") or [] if isinstance(p, str) and p.strip()]
         passages = (passages or split_page(candidate.get("text") or ""))[:TOP_PASSAGES]
         if passages:
             topic = candidate.get("title") or name
-            calls += [PlannedCall(SUPPORT, _chars(support_messages(topic, fact, passages)), COMPLETION_CHARS[SUPPORT])
-                      for fact in facts]
+            calls += [
+                PlannedCall(
+                    SUPPORT,
+                    _chars(support_messages(topic, fact, passages)),
+                    COMPLETION_CHARS[SUPPORT],
+                )
+                for fact in facts
+            ]
     return [calls]
 
 
 def plan_felm(items: Sequence[tuple[str, Sequence[str]]]) -> list[Batch]:
     """FELM items are rated FELM_BATCH at a time: one batch per such group."""
-    calls = [PlannedCall(FELM_SEGMENTS, _chars(felm_messages(question, segments)), FELM_ANSWER_CHARS + 2 * len(segments))
-             for question, segments in items]
-    return [calls[start:start + FELM_BATCH] for start in range(0, len(calls), FELM_BATCH)]
+    calls = [
+        PlannedCall(
+            FELM_SEGMENTS,
+            _chars(felm_messages(question, segments)),
+            FELM_ANSWER_CHARS + 2 * len(segments),
+        )
+        for question, segments in items
+    ]
+    return [calls[start : start + FELM_BATCH] for start in range(0, len(calls), FELM_BATCH)]
 
 
 def tokens(chars: float) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
-def estimate(batches: Iterable[tuple[Batch, float]], *, concurrency: int,
-             seconds_per_call: float = DEFAULT_SECONDS_PER_CALL, prompt_price_per_1k: float | None = None,
-             completion_price_per_1k: float | None = None) -> dict:
+def estimate(
+    batches: Iterable[tuple[Batch, float]],
+    *,
+    concurrency: int,
+    seconds_per_call: float = DEFAULT_SECONDS_PER_CALL,
+    prompt_price_per_1k: float | None = None,
+    completion_price_per_1k: float | None = None,
+) -> dict:
     """Calls per kind, tokens, time and (with prices) cost of a run making ``batches`` after one
     probe call. Each batch comes with a weight: 1, or total / sampled where the items' plan was
     made for a sample of them."""
@@ -359,7 +500,9 @@ def estimate(batches: Iterable[tuple[Batch, float]], *, concurrency: int,
     completion_tokens = tokens(completion_chars + COMPLETION_CHARS[PROBE])
     cost = None
     if prompt_price_per_1k is not None or completion_price_per_1k is not None:
-        cost = prompt_tokens / 1000 * (prompt_price_per_1k or 0) + completion_tokens / 1000 * (completion_price_per_1k or 0)
+        cost = prompt_tokens / 1000 * (prompt_price_per_1k or 0) + completion_tokens / 1000 * (
+            completion_price_per_1k or 0
+        )
     return {
         "calls": {kind: counts[kind] for kind in CALL_KINDS if kind in counts},
         "calls_total": sum(counts.values()),
@@ -367,7 +510,11 @@ def estimate(batches: Iterable[tuple[Batch, float]], *, concurrency: int,
         "completion_tokens": completion_tokens,
         "cost": None if cost is None else round(cost, 4),
         "seconds": round((round(rounds) + 1) * seconds_per_call, 1),
-        "assumptions": {"chars_per_token": CHARS_PER_TOKEN, "seconds_per_call": seconds_per_call,
-                        "concurrency": concurrency, "prompt_price_per_1k": prompt_price_per_1k,
-                        "completion_price_per_1k": completion_price_per_1k},
+        "assumptions": {
+            "chars_per_token": CHARS_PER_TOKEN,
+            "seconds_per_call": seconds_per_call,
+            "concurrency": concurrency,
+            "prompt_price_per_1k": prompt_price_per_1k,
+            "completion_price_per_1k": completion_price_per_1k,
+        },
     }

@@ -63,7 +63,9 @@ def _networks(raw: str, name: str) -> tuple[Network, ...]:
             try:
                 networks.append(ipaddress.ip_network(part, strict=False))
             except ValueError:
-                raise ValueError(f"{name}: {part!r} is not a network (write CIDRs such as 10.20.0.0/16)") from None
+                raise ValueError(
+                    f"{name}: {part!r} is not a network (write CIDRs such as 10.20.0.0/16)"
+                ) from None
     return tuple(networks)
 
 
@@ -87,13 +89,18 @@ class OutboundPolicy:
     """Loopback and private (not link-local) addresses pass, on any port: staff-set services only."""
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, *, service: bool = False) -> OutboundPolicy:
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, service: bool = False
+    ) -> OutboundPolicy:
         """The policy for web pages, or with ``service`` for the LLM and web-search API URLs."""
         env = os.environ if environ is None else environ
         return cls(
-            allowed_networks=_networks(env.get("OUTBOUND_ALLOWED_NETWORKS", ""), "OUTBOUND_ALLOWED_NETWORKS"),
+            allowed_networks=_networks(
+                env.get("OUTBOUND_ALLOWED_NETWORKS", ""), "OUTBOUND_ALLOWED_NETWORKS"
+            ),
             allowed_ports=_ports(env.get("OUTBOUND_ALLOWED_PORTS", ""), "OUTBOUND_ALLOWED_PORTS"),
-            allow_private=service and env.get("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "").strip().lower() in _TRUE,
+            allow_private=service
+            and env.get("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "").strip().lower() in _TRUE,
         )
 
 
@@ -203,7 +210,9 @@ def check_url(url: str, policy: OutboundPolicy) -> Target:
         raise OutboundRefused(url, f"not a valid URL ({exc})") from None
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
-        raise OutboundRefused(url, f"only http and https are fetched, not {scheme or 'a URL without scheme'}")
+        raise OutboundRefused(
+            url, f"only http and https are fetched, not {scheme or 'a URL without scheme'}"
+        )
     host = (parts.hostname or "").rstrip(".")
     if not host:
         raise OutboundRefused(url, "the URL has no host")
@@ -217,8 +226,14 @@ def check_url(url: str, policy: OutboundPolicy) -> Target:
         if problem:
             named = how or (f"{host} resolves to {ip}: " if str(ip) != host else "")
             raise OutboundRefused(url, f"{named}{problem}")
-    if port != DEFAULT_PORTS[scheme] and port not in policy.allowed_ports and not policy.allow_private:
-        raise OutboundRefused(url, f"port {port} is not allowed (only {DEFAULT_PORTS[scheme]} for {scheme})")
+    if (
+        port != DEFAULT_PORTS[scheme]
+        and port not in policy.allowed_ports
+        and not policy.allow_private
+    ):
+        raise OutboundRefused(
+            url, f"port {port} is not allowed (only {DEFAULT_PORTS[scheme]} for {scheme})"
+        )
     return Target(scheme=scheme, host=host, port=port, ip=str(addresses[0]))
 
 
@@ -228,7 +243,9 @@ class GuardedTransport:
     Duck-typed (httpx needs only these methods), so importing this module loads no httpx:
     settings import it to check the OUTBOUND_* values at start-up."""
 
-    def __init__(self, policy: Callable[[], OutboundPolicy], inner: httpx2.BaseTransport | None = None):
+    def __init__(
+        self, policy: Callable[[], OutboundPolicy], inner: httpx2.BaseTransport | None = None
+    ):
         import httpx2
 
         self.policy = policy
@@ -249,28 +266,52 @@ class GuardedTransport:
         # A copy for the connection: the caller's request keeps the name, which httpx's own
         # redirects resolve against. Host keeps the name (set when the request was built), and
         # TLS sends and checks the name.
-        extensions = {**request.extensions, "sni_hostname": target.host} if target.scheme == "https" else request.extensions
-        pinned = httpx2.Request(request.method, request.url.copy_with(host=ip, port=port), headers=request.headers,
-                                stream=request.stream, extensions=extensions)
+        extensions = (
+            {**request.extensions, "sni_hostname": target.host}
+            if target.scheme == "https"
+            else request.extensions
+        )
+        pinned = httpx2.Request(
+            request.method,
+            request.url.copy_with(host=ip, port=port),
+            headers=request.headers,
+            stream=request.stream,
+            extensions=extensions,
+        )
         return self.inner.handle_request(pinned)
 
     def close(self) -> None:
         self.inner.close()
 
 
-def guarded_client(policy: Callable[[], OutboundPolicy], *, timeout: float, follow_redirects: bool = False,
-                   **kwargs) -> httpx2.Client:
+def guarded_client(
+    policy: Callable[[], OutboundPolicy],
+    *,
+    timeout: float,
+    follow_redirects: bool = False,
+    **kwargs,
+) -> httpx2.Client:
     """An httpx client whose every request goes through the guard (no proxies from the env)."""
     import httpx2
 
-    return httpx2.Client(transport=GuardedTransport(policy), timeout=timeout, follow_redirects=follow_redirects,
-                         trust_env=False, **kwargs)
+    return httpx2.Client(
+        transport=GuardedTransport(policy),
+        timeout=timeout,
+        follow_redirects=follow_redirects,
+        trust_env=False,
+        **kwargs,
+    )
 
 
 @contextmanager
-def get_following_redirects(client: httpx2.Client, url: str, *, headers: Mapping[str, str] | None = None,
-                            params: Mapping[str, str] | None = None,
-                            max_redirects: int = MAX_REDIRECTS) -> Iterator[httpx2.Response]:
+def get_following_redirects(
+    client: httpx2.Client,
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    params: Mapping[str, str] | None = None,
+    max_redirects: int = MAX_REDIRECTS,
+) -> Iterator[httpx2.Response]:
     """GET ``url`` streamed, following at most ``max_redirects`` redirects by hand; each hop goes
     through the client's guard. Credentials are not carried to another host."""
     headers = dict(headers or {})
@@ -288,7 +329,9 @@ def get_following_redirects(client: httpx2.Client, url: str, *, headers: Mapping
         response.close()
         next_url = urljoin(url, location)
         if urlsplit(next_url).hostname != urlsplit(url).hostname:
-            headers = {k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")}
+            headers = {
+                k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")
+            }
         url = next_url
         request = client.build_request("GET", url, headers=headers)
     raise OutboundRefused(url, f"more than {max_redirects} redirects")

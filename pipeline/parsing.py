@@ -50,7 +50,11 @@ def _literal_list(text: str) -> list[str] | None:
     # Items on separate lines with the comma forgotten (the paper's own few-shot examples do
     # this); Python would silently concatenate such adjacent string literals.
     repaired = _MISSING_COMMA.sub(r"\1,\n\2", candidate)
-    for load, source in ((json.loads, candidate), (json.loads, repaired), (ast.literal_eval, repaired)):
+    for load, source in (
+        (json.loads, candidate),
+        (json.loads, repaired),
+        (ast.literal_eval, repaired),
+    ):
         try:
             return _strings(load(source))
         except (ParseError, ValueError, SyntaxError, TypeError, MemoryError, RecursionError):

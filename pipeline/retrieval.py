@@ -25,8 +25,8 @@ from functools import lru_cache
 import numpy as np
 from rapidfuzz import fuzz
 
-from pipeline.segmenter import split_sentences
 from pipeline import embedding_backends
+from pipeline.segmenter import split_sentences
 
 PASSAGE_SENTENCES = 5
 PASSAGE_STRIDE = 2
@@ -41,7 +41,9 @@ NEAR_DUPLICATE_RATIO = 90
 EMBEDDING_DIMENSIONS = 384
 
 
-def split_passages(text: str, *, size: int = PASSAGE_SENTENCES, stride: int = PASSAGE_STRIDE) -> list[str]:
+def split_passages(
+    text: str, *, size: int = PASSAGE_SENTENCES, stride: int = PASSAGE_STRIDE
+) -> list[str]:
     """Windows of ``size`` sentences starting every ``stride`` sentences; the last window always
     reaches the end, so no sentence is left out."""
     if size < 1 or stride < 1:
@@ -52,7 +54,7 @@ def split_passages(text: str, *, size: int = PASSAGE_SENTENCES, stride: int = PA
     starts = list(range(0, len(sentences) - size + 1, stride))
     if starts[-1] + size < len(sentences):
         starts.append(len(sentences) - size)
-    return [" ".join(sentences[start:start + size]) for start in starts]
+    return [" ".join(sentences[start : start + size]) for start in starts]
 
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -91,7 +93,9 @@ class LexicalIndex:
         tokens = tokenize([query])
         if not tokens.ids or not tokens.ids[0]:
             return []
-        ids, scores = self._bm25.retrieve(tokens, k=min(k, self.size), show_progress=False, n_threads=1)
+        ids, scores = self._bm25.retrieve(
+            tokens, k=min(k, self.size), show_progress=False, n_threads=1
+        )
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if s > 0]
 
 
@@ -191,8 +195,13 @@ def embed(texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         from pipeline.embedding_backends import batch_size as configured
 
         batch_size = configured()
-    vectors = embedding_model().encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
-                                       convert_to_numpy=True, show_progress_bar=False)
+    vectors = embedding_model().encode(
+        list(texts),
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
     return np.asarray(vectors, dtype=np.float32)
 
 
@@ -205,15 +214,18 @@ def _nearest(similarities: np.ndarray, k: int) -> list[tuple[int, float]]:
     return [(int(i), float(similarities[i])) for i in best]
 
 
-def dense_search(query_vector: np.ndarray, vectors: np.ndarray, k: int = CANDIDATES_PER_QUERY) -> list[tuple[int, float]]:
+def dense_search(
+    query_vector: np.ndarray, vectors: np.ndarray, k: int = CANDIDATES_PER_QUERY
+) -> list[tuple[int, float]]:
     """(row, cosine) of the ``k`` rows of ``vectors`` nearest to ``query_vector``."""
     if not len(vectors):
         return []
     return _nearest(vectors @ query_vector, k)
 
 
-def dense_search_many(query_vectors: np.ndarray, vectors: np.ndarray,
-                      k: int = CANDIDATES_PER_QUERY) -> list[list[tuple[int, float]]]:
+def dense_search_many(
+    query_vectors: np.ndarray, vectors: np.ndarray, k: int = CANDIDATES_PER_QUERY
+) -> list[list[tuple[int, float]]]:
     """:func:`dense_search` for each row of ``query_vectors``, in one pass over ``vectors``: the
     scan is bound by reading the matrix (150 MB at 100,000 passages), not by arithmetic, so a
     claim's four queries cost about twice what one does, not four times."""
@@ -265,9 +277,15 @@ def _normalise(scores: Sequence[float]) -> list[float]:
     return [s / high if high > 0 else 0.0 for s in scores]
 
 
-def rank_candidates(claim: str, candidates: Sequence[Candidate], *, claim_vector: np.ndarray | None = None,
-                    top_k: int = TOP_K, max_per_source: int = MAX_PER_SOURCE,
-                    lexical_weight: float = LEXICAL_WEIGHT) -> list[RankedPassage]:
+def rank_candidates(
+    claim: str,
+    candidates: Sequence[Candidate],
+    *,
+    claim_vector: np.ndarray | None = None,
+    top_k: int = TOP_K,
+    max_per_source: int = MAX_PER_SOURCE,
+    lexical_weight: float = LEXICAL_WEIGHT,
+) -> list[RankedPassage]:
     """The ``top_k`` best distinct candidates for ``claim``.
 
     Each candidate gets BM25 against the claim (normalised by the best candidate's) and, when
@@ -291,7 +309,9 @@ def rank_candidates(claim: str, candidates: Sequence[Candidate], *, claim_vector
         dense = None
         if claim_vector is not None and candidate.vector is not None:
             dense = float(np.dot(candidate.vector, claim_vector))
-        fused = lex if dense is None else lexical_weight * lex + (1 - lexical_weight) * max(dense, 0.0)
+        fused = (
+            lex if dense is None else lexical_weight * lex + (1 - lexical_weight) * max(dense, 0.0)
+        )
         scored.append((fused, lex, dense, candidate))
     scored.sort(key=lambda row: -row[0])
 
@@ -302,7 +322,10 @@ def rank_candidates(claim: str, candidates: Sequence[Candidate], *, claim_vector
         source_key = candidate.url or candidate.title
         if source_key and per_source.get(source_key, 0) >= max_per_source:
             continue
-        if any(fuzz.token_set_ratio(candidate.text, other[3].text) >= NEAR_DUPLICATE_RATIO for other in kept):
+        if any(
+            fuzz.token_set_ratio(candidate.text, other[3].text) >= NEAR_DUPLICATE_RATIO
+            for other in kept
+        ):
             continue
         kept.append(row)
         if source_key:
@@ -310,9 +333,18 @@ def rank_candidates(claim: str, candidates: Sequence[Candidate], *, claim_vector
         if len(kept) == top_k:
             break
     return [
-        RankedPassage(text=c.text, url=c.url, title=c.title, source=c.source, query=c.query, rank=rank,
-                      score=round(fused, 6), lexical_score=round(lex, 6),
-                      embedding_score=None if dense is None else round(dense, 6), passage_id=c.passage_id)
+        RankedPassage(
+            text=c.text,
+            url=c.url,
+            title=c.title,
+            source=c.source,
+            query=c.query,
+            rank=rank,
+            score=round(fused, 6),
+            lexical_score=round(lex, 6),
+            embedding_score=None if dense is None else round(dense, 6),
+            passage_id=c.passage_id,
+        )
         for rank, (fused, lex, dense, c) in enumerate(kept, start=1)
     ]
 
@@ -342,6 +374,8 @@ def dedupe_queries(queries: Iterable[str], ratio: int = NEAR_DUPLICATE_RATIO) ->
     kept: list[str] = []
     for query in queries:
         query = " ".join((query or "").split())
-        if query and not any(fuzz.token_sort_ratio(query.lower(), k.lower()) >= ratio for k in kept):
+        if query and not any(
+            fuzz.token_sort_ratio(query.lower(), k.lower()) >= ratio for k in kept
+        ):
             kept.append(query)
     return kept

@@ -91,16 +91,30 @@ def _claim_lines(sentence: SentenceToRevise) -> str:
     return "\n".join(lines)
 
 
-def suggest_revisions(sentences: Sequence[SentenceToRevise], config: LLMConfig | None = None, *,
-                      question: str = "", with_question: bool = False) -> list[Revision]:
+def suggest_revisions(
+    sentences: Sequence[SentenceToRevise],
+    config: LLMConfig | None = None,
+    *,
+    question: str = "",
+    with_question: bool = False,
+) -> list[Revision]:
     """One revision per sentence, in order; the model is asked only about changed sentences."""
     out = [Revision(text=offline_revision(s), backend=OFFLINE) for s in sentences]
     changed = [i for i, s in enumerate(sentences) if s.changed]
     if not usable(config) or not changed:
         return out
     asked = f"Question: {question}\n" if with_question and question.strip() else ""
-    conversations = [[{"role": "user", "content": REVISION_PROMPT.format(
-        question=asked, sentence=sentences[i].text, claims=_claim_lines(sentences[i]))}] for i in changed]
+    conversations = [
+        [
+            {
+                "role": "user",
+                "content": REVISION_PROMPT.format(
+                    question=asked, sentence=sentences[i].text, claims=_claim_lines(sentences[i])
+                ),
+            }
+        ]
+        for i in changed
+    ]
     for i, result in zip(changed, run_chats(config, conversations)):
         text = _words((result.text or "").strip().strip('"'))
         if result.error is None and text:

@@ -18,6 +18,7 @@ resample the label set stays the one of the whole data (a label no resampled uni
 0, as scikit-learn with ``labels=`` does). ``mean_with_ci`` gives the same intervals for a
 mean of per-unit numbers (e.g. a revision's edit distance to the gold one).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -34,13 +35,18 @@ CHUNK = 250
 
 class Scored(NamedTuple):
     """One unit: the item it belongs to (the resampling unit), its gold and predicted label."""
+
     item: Hashable
     gold: str
     predicted: str
 
 
-def score(units: Sequence[Scored], labels: Sequence[str] | None = None, resamples: int = DEFAULT_RESAMPLES,
-          seed: int = 0) -> dict:
+def score(
+    units: Sequence[Scored],
+    labels: Sequence[str] | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> dict:
     """Accuracy, balanced accuracy, macro and per-label P/R/F1 of ``units``, each as
     ``{"value", "low", "high"}`` (``low``/``high`` None when ``resamples`` is 0)."""
     if resamples < 0:
@@ -51,20 +57,27 @@ def score(units: Sequence[Scored], labels: Sequence[str] | None = None, resample
     point = _metrics(per_item.sum(axis=0)[None, :], size, len(labels))
     low = high = None
     if resamples:
-        draws = [_metrics(weights @ per_item, size, len(labels))
-                 for weights in resample_weights(per_item.shape[0], resamples, seed)]
+        draws = [
+            _metrics(weights @ per_item, size, len(labels))
+            for weights in resample_weights(per_item.shape[0], resamples, seed)
+        ]
         stacked = {key: np.concatenate([d[key] for d in draws]) for key in point}
         tail = (1 - CONFIDENCE) / 2 * 100
         low = {key: np.nanpercentile(values, tail, axis=0) for key, values in stacked.items()}
-        high = {key: np.nanpercentile(values, 100 - tail, axis=0) for key, values in stacked.items()}
+        high = {
+            key: np.nanpercentile(values, 100 - tail, axis=0) for key, values in stacked.items()
+        }
 
     def estimate(key: str, column: int | None = None) -> dict:
         pick = (lambda a: a[0]) if column is None else (lambda a: a[0][column])
         value = {"value": float(pick(point[key]))}
         if low is None:
             return {**value, "low": None, "high": None}
-        return {**value, "low": float(low[key] if column is None else low[key][column]),
-                "high": float(high[key] if column is None else high[key][column])}
+        return {
+            **value,
+            "low": float(low[key] if column is None else low[key][column]),
+            "high": float(high[key] if column is None else high[key][column]),
+        }
 
     support = point["support"][0]
     return {
@@ -77,18 +90,24 @@ def score(units: Sequence[Scored], labels: Sequence[str] | None = None, resample
         "balanced_accuracy": estimate("balanced_accuracy"),
         "macro": {m: estimate(f"macro_{m}") for m in ("precision", "recall", "f1")},
         "per_label": {
-            label: {**{m: estimate(m, i) for m in ("precision", "recall", "f1")}, "support": int(support[i])}
+            label: {
+                **{m: estimate(m, i) for m in ("precision", "recall", "f1")},
+                "support": int(support[i]),
+            }
             for i, label in enumerate(labels)
         },
     }
 
 
-def _confusions(units: Sequence[Scored], labels: Sequence[str] | None,
-                also: Sequence[Scored] = ()) -> tuple[list[str], np.ndarray, int]:
+def _confusions(
+    units: Sequence[Scored], labels: Sequence[str] | None, also: Sequence[Scored] = ()
+) -> tuple[list[str], np.ndarray, int]:
     """The scored labels and per-item confusion counts, flattened (true × predicted), with the
     scored labels first and any other label present after them (in ``units`` or in ``also``: a
     paired comparison needs both systems' matrices over the same labels)."""
-    present = sorted({u.gold for u in units} | {u.predicted for u in units} | {u.predicted for u in also})
+    present = sorted(
+        {u.gold for u in units} | {u.predicted for u in units} | {u.predicted for u in also}
+    )
     if labels is None:
         labels = present
     else:
@@ -98,7 +117,9 @@ def _confusions(units: Sequence[Scored], labels: Sequence[str] | None,
     every = labels + [label for label in present if label not in labels]
     index = {label: i for i, label in enumerate(every)}
     items: dict = {}
-    item_of = np.fromiter((items.setdefault(u.item, len(items)) for u in units), dtype=np.int64, count=len(units))
+    item_of = np.fromiter(
+        (items.setdefault(u.item, len(items)) for u in units), dtype=np.int64, count=len(units)
+    )
     gold = np.fromiter((index[u.gold] for u in units), dtype=np.int64, count=len(units))
     predicted = np.fromiter((index[u.predicted] for u in units), dtype=np.int64, count=len(units))
     size = len(every)
@@ -107,37 +128,60 @@ def _confusions(units: Sequence[Scored], labels: Sequence[str] | None,
     return labels, per_item, size
 
 
-DIFFERENCE_METRICS = ("accuracy", "balanced_accuracy", "macro_precision", "macro_recall", "macro_f1")
+DIFFERENCE_METRICS = (
+    "accuracy",
+    "balanced_accuracy",
+    "macro_precision",
+    "macro_recall",
+    "macro_f1",
+)
 
 
-def difference(first: Sequence[Scored], second: Sequence[Scored], labels: Sequence[str] | None = None,
-               resamples: int = DEFAULT_RESAMPLES, seed: int = 0, second_labels: Sequence[str] | None = None) -> dict:
+def difference(
+    first: Sequence[Scored],
+    second: Sequence[Scored],
+    labels: Sequence[str] | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    second_labels: Sequence[str] | None = None,
+) -> dict:
     """``first`` minus ``second`` on each of DIFFERENCE_METRICS, with a paired bootstrap CI:
     both systems are scored on the same resampled items in every resample, so the interval is
     that of the difference, not of two independent scores. Both must hold the same units (same
     items and gold, in the same order). ``labels`` scores ``first`` and ``second_labels``
     (default: ``labels``) ``second``, so that each side's macro figures are those its own
     ``score`` shows; with neither, both use the union of both systems' labels."""
-    if len(first) != len(second) or any(a.item != b.item or a.gold != b.gold for a, b in zip(first, second)):
+    if len(first) != len(second) or any(
+        a.item != b.item or a.gold != b.gold for a, b in zip(first, second)
+    ):
         raise ValueError("the two systems must be scored on the same units in the same order")
     if not first:
         raise ValueError("no units to score")
     if labels is None:
-        labels = sorted({u.gold for u in first} | {u.predicted for u in first} | {u.predicted for u in second})
+        labels = sorted(
+            {u.gold for u in first} | {u.predicted for u in first} | {u.predicted for u in second}
+        )
     if second_labels is None:
         second_labels = labels
     labels, per_item_first, size = _confusions(first, labels, also=second)
     second_labels, per_item_second, _ = _confusions(second, second_labels, also=first)
     kept, kept_second = len(labels), len(second_labels)
     # each side: its scored labels first, then any other (the matrices have the same size)
-    point = {key: float(_metrics(per_item_first.sum(axis=0)[None, :], size, kept)[key][0]
-                        - _metrics(per_item_second.sum(axis=0)[None, :], size, kept_second)[key][0])
-             for key in DIFFERENCE_METRICS}
+    point = {
+        key: float(
+            _metrics(per_item_first.sum(axis=0)[None, :], size, kept)[key][0]
+            - _metrics(per_item_second.sum(axis=0)[None, :], size, kept_second)[key][0]
+        )
+        for key in DIFFERENCE_METRICS
+    }
     result = {key: {"value": value, "low": None, "high": None} for key, value in point.items()}
     if resamples:
         draws = {key: [] for key in DIFFERENCE_METRICS}
         for weights in resample_weights(len(per_item_first), resamples, seed):
-            a, b = _metrics(weights @ per_item_first, size, kept), _metrics(weights @ per_item_second, size, kept_second)
+            a, b = (
+                _metrics(weights @ per_item_first, size, kept),
+                _metrics(weights @ per_item_second, size, kept_second),
+            )
             for key in DIFFERENCE_METRICS:
                 draws[key].append(a[key] - b[key])
         tail = (1 - CONFIDENCE) / 2 * 100
@@ -145,11 +189,19 @@ def difference(first: Sequence[Scored], second: Sequence[Scored], labels: Sequen
             stacked = np.concatenate(values)
             result[key]["low"] = float(np.nanpercentile(stacked, tail))
             result[key]["high"] = float(np.nanpercentile(stacked, 100 - tail))
-    return {"units": len(first), "labels": list(labels), "second_labels": list(second_labels), "resamples": resamples,
-            "seed": seed, **result}
+    return {
+        "units": len(first),
+        "labels": list(labels),
+        "second_labels": list(second_labels),
+        "resamples": resamples,
+        "seed": seed,
+        **result,
+    }
 
 
-def resample_weights(n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK) -> Iterable[np.ndarray]:
+def resample_weights(
+    n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK
+) -> Iterable[np.ndarray]:
     """How often each item is drawn in each resample, ``chunk`` resamples at a time
     (arrays of shape (≤ chunk, n_items)). The draws are those of ``bootstrap_indices``."""
     rng = np.random.default_rng(seed)
@@ -158,12 +210,20 @@ def resample_weights(n_items: int, resamples: int, seed: int = 0, chunk: int = C
         count = min(chunk, resamples - done)
         drawn = rng.integers(0, n_items, size=(count, n_items))
         offsets = np.arange(count)[:, None] * n_items
-        yield np.bincount((drawn + offsets).ravel(), minlength=count * n_items).reshape(count, n_items).astype(float)
+        yield (
+            np.bincount((drawn + offsets).ravel(), minlength=count * n_items)
+            .reshape(count, n_items)
+            .astype(float)
+        )
         done += count
 
 
-def mean_with_ci(values: Sequence[float], resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-                 items: Sequence[Hashable] | None = None) -> dict:
+def mean_with_ci(
+    values: Sequence[float],
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    items: Sequence[Hashable] | None = None,
+) -> dict:
     """The mean of ``values`` as ``{"value", "low", "high"}`` with a percentile bootstrap CI
     (``low``/``high`` None when ``resamples`` is 0). Resamples items as ``score`` does (the same
     draws for the same seed and item count): ``items`` names the item of each value (several
@@ -171,8 +231,12 @@ def mean_with_ci(values: Sequence[float], resamples: int = DEFAULT_RESAMPLES, se
     return means_with_ci({"mean": values}, resamples, seed, items)["mean"]
 
 
-def means_with_ci(columns: dict[Hashable, Sequence[float]], resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-                  items: Sequence[Hashable] | None = None) -> dict[Hashable, dict]:
+def means_with_ci(
+    columns: dict[Hashable, Sequence[float]],
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    items: Sequence[Hashable] | None = None,
+) -> dict[Hashable, dict]:
     """``mean_with_ci`` of several equally long columns of values (name → values) over the same
     resampled items, drawn once: the intervals of one system's numbers come from the same draws."""
     if resamples < 0:
@@ -187,14 +251,23 @@ def means_with_ci(columns: dict[Hashable, Sequence[float]], resamples: int = DEF
         if len(items) != len(data):
             raise ValueError(f"{len(items)} items for {len(data)} values")
         index: dict = {}
-        item_of = np.fromiter((index.setdefault(item, len(index)) for item in items), dtype=np.int64, count=len(items))
+        item_of = np.fromiter(
+            (index.setdefault(item, len(index)) for item in items), dtype=np.int64, count=len(items)
+        )
         sums = np.zeros((len(index), len(names)))
         np.add.at(sums, item_of, data)
         counts = np.bincount(item_of, minlength=len(index)).astype(float)
-    result = {name: {"value": float(value), "low": None, "high": None} for name, value in zip(names, data.mean(axis=0))}
+    result = {
+        name: {"value": float(value), "low": None, "high": None}
+        for name, value in zip(names, data.mean(axis=0))
+    }
     if resamples:
-        draws = np.concatenate([(weights @ sums) / (weights @ counts)[:, None]
-                                for weights in resample_weights(len(sums), resamples, seed)])
+        draws = np.concatenate(
+            [
+                (weights @ sums) / (weights @ counts)[:, None]
+                for weights in resample_weights(len(sums), resamples, seed)
+            ]
+        )
         tail = (1 - CONFIDENCE) / 2 * 100
         low, high = np.percentile(draws, [tail, 100 - tail], axis=0)
         for column, name in enumerate(names):
@@ -202,7 +275,9 @@ def means_with_ci(columns: dict[Hashable, Sequence[float]], resamples: int = DEF
     return result
 
 
-def bootstrap_indices(n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK) -> list[np.ndarray]:
+def bootstrap_indices(
+    n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK
+) -> list[np.ndarray]:
     """The items each resample draws (the same draws as ``resample_weights``): for tests and
     for statistics that need the resampled data itself."""
     rng = np.random.default_rng(seed)
@@ -231,12 +306,18 @@ def _metrics(confusion: np.ndarray, size: int, kept: int) -> dict[str, np.ndarra
             "accuracy": hits.sum(axis=1) / total,
             # recall averaged over the labels the gold holds (NaN for the others)
             "balanced_accuracy": np.nansum(recall_all, axis=1) / (true_count > 0).sum(axis=1),
-            "precision": precision, "recall": recall, "f1": f1, "support": true_count[:, :kept],
-            "macro_precision": precision.mean(axis=1), "macro_recall": recall.mean(axis=1), "macro_f1": f1.mean(axis=1),
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+            "support": true_count[:, :kept],
+            "macro_precision": precision.mean(axis=1),
+            "macro_recall": recall.mean(axis=1),
+            "macro_f1": f1.mean(axis=1),
         }
 
 
 # -- baselines ------------------------------------------------------------------------------------
+
 
 def majority_label(gold: Iterable[str]) -> str:
     """The most frequent gold label (ties: the first in sorted order)."""

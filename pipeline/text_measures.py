@@ -13,12 +13,15 @@ On the released file's 61 false responses (response against its gold revision) t
 paper's 0.715 and 0.354 (tests/research/test_text_measures.py). Every figure the app names "word overlap"
 or "normalised edit distance" comes from here; docs/measures.md has the definitions.
 """
+
 from rapidfuzz.distance import Levenshtein
 
 
 def word_overlap(a: str, b: str) -> float:
     tokens_a, tokens_b = (a or "").split(), (b or "").split()
-    longer, shorter = (tokens_a, tokens_b) if len(tokens_a) >= len(tokens_b) else (tokens_b, tokens_a)
+    longer, shorter = (
+        (tokens_a, tokens_b) if len(tokens_a) >= len(tokens_b) else (tokens_b, tokens_a)
+    )
     if not longer:
         return 1.0
     present = set(shorter)

@@ -60,14 +60,19 @@ class WebSearchConfig:
         return bool(self.base_url)
 
     @classmethod
-    def from_env(cls, overrides: Mapping | None = None, environ: Mapping[str, str] | None = None) -> "WebSearchConfig":
+    def from_env(
+        cls, overrides: Mapping | None = None, environ: Mapping[str, str] | None = None
+    ) -> WebSearchConfig:
         """``WEB_SEARCH_URL`` and ``WEB_SEARCH_API_KEY``, then ``overrides`` (a project's settings).
 
         As with the LLM: the server's key belongs to the server's URL, so overrides that point
         elsewhere without a key of their own get no key.
         """
         env = os.environ if environ is None else environ
-        values = {"base_url": env.get("WEB_SEARCH_URL") or None, "api_key": env.get("WEB_SEARCH_API_KEY") or None}
+        values = {
+            "base_url": env.get("WEB_SEARCH_URL") or None,
+            "api_key": env.get("WEB_SEARCH_API_KEY") or None,
+        }
         overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
         unknown = set(overrides) - {f.name for f in fields(cls)}
         if unknown:
@@ -75,7 +80,12 @@ class WebSearchConfig:
         drop_foreign_server_key(values, overrides)
         values.update(overrides)
         values["base_url"] = (values.get("base_url") or "").strip().rstrip("/") or None
-        for name, convert in (("timeout", float), ("max_page_bytes", int), ("results_per_query", int), ("concurrency", int)):
+        for name, convert in (
+            ("timeout", float),
+            ("max_page_bytes", int),
+            ("results_per_query", int),
+            ("concurrency", int),
+        ):
             if name in values:
                 values[name] = convert(values[name])
         return cls(**values)
@@ -101,14 +111,22 @@ def search(config: WebSearchConfig, query: str) -> list[SearchHit]:
     if not config.is_configured:
         raise WebSearchError("no web search API is configured")
     try:
-        with outbound.guarded_client(outbound.service_policy, timeout=config.timeout) as client, \
-                outbound.get_following_redirects(client, f"{config.base_url}/search", params={"q": query, "format": "json"},
-                                                 headers=_headers(config)) as response:
+        with (
+            outbound.guarded_client(outbound.service_policy, timeout=config.timeout) as client,
+            outbound.get_following_redirects(
+                client,
+                f"{config.base_url}/search",
+                params={"q": query, "format": "json"},
+                headers=_headers(config),
+            ) as response,
+        ):
             body = bytearray()
             for chunk in response.iter_bytes(64 * 1024):
                 body.extend(chunk)
                 if len(body) > config.max_page_bytes:
-                    raise WebSearchError(f"the search API's answer is larger than {config.max_page_bytes} bytes")
+                    raise WebSearchError(
+                        f"the search API's answer is larger than {config.max_page_bytes} bytes"
+                    )
     except outbound.OutboundRefused as exc:
         raise WebSearchError(f"the search API's address is refused: {exc.reason}") from None
     except httpx2.TimeoutException:
@@ -125,9 +143,19 @@ def search(config: WebSearchConfig, query: str) -> list[SearchHit]:
         raise WebSearchError("the search API's answer has no results list")
     hits = []
     for result in results:
-        if isinstance(result, dict) and isinstance(result.get("url"), str) and result["url"].startswith(("http://", "https://")):
-            hits.append(SearchHit(url=result["url"], title=str(result.get("title") or ""),
-                                  snippet=str(result.get("content") or ""), query=query))
+        if (
+            isinstance(result, dict)
+            and isinstance(result.get("url"), str)
+            and result["url"].startswith(("http://", "https://"))
+        ):
+            hits.append(
+                SearchHit(
+                    url=result["url"],
+                    title=str(result.get("title") or ""),
+                    snippet=str(result.get("content") or ""),
+                    query=query,
+                )
+            )
         if len(hits) == config.results_per_query:
             break
     return hits
@@ -137,13 +165,19 @@ def fetch_text(config: WebSearchConfig, url: str) -> str:
     """The main text of the page at ``url``; raises WebSearchError for a timeout, an error
     status, a type that is not text, a page over the size limit, or a page with no text."""
     try:
-        with outbound.guarded_client(outbound.pages_policy, timeout=config.timeout) as client, \
-                outbound.get_following_redirects(client, url, headers={"User-Agent": "factcheck-workbench/1.0"}) as response:
+        with (
+            outbound.guarded_client(outbound.pages_policy, timeout=config.timeout) as client,
+            outbound.get_following_redirects(
+                client, url, headers={"User-Agent": "factcheck-workbench/1.0"}
+            ) as response,
+        ):
             if response.status_code >= 400:
                 raise WebSearchError(f"{url} answered {response.status_code}")
             content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if content_type not in TEXT_TYPES:
-                raise WebSearchError(f"{url} is {content_type or 'of no stated type'}, not a web page")
+                raise WebSearchError(
+                    f"{url} is {content_type or 'of no stated type'}, not a web page"
+                )
             body = bytearray()
             for chunk in response.iter_bytes(64 * 1024):
                 body.extend(chunk)
@@ -166,7 +200,12 @@ def fetch_text(config: WebSearchConfig, url: str) -> str:
     else:
         import trafilatura  # trafilatura: heavy, only where web pages are cleaned
 
-        text = trafilatura.extract(raw, include_comments=False, include_tables=True, favor_precision=True) or ""
+        text = (
+            trafilatura.extract(
+                raw, include_comments=False, include_tables=True, favor_precision=True
+            )
+            or ""
+        )
     if not text.strip():
         raise WebSearchError(f"{url} has no readable text")
     return text
@@ -178,8 +217,13 @@ class WebResult:
     problems: list[str]
 
 
-def web_candidates(config: WebSearchConfig, queries: Sequence[str], *, size: int = PASSAGE_SENTENCES,
-                   stride: int = PASSAGE_STRIDE) -> WebResult:
+def web_candidates(
+    config: WebSearchConfig,
+    queries: Sequence[str],
+    *,
+    size: int = PASSAGE_SENTENCES,
+    stride: int = PASSAGE_STRIDE,
+) -> WebResult:
     """Passages of the pages the search API finds for ``queries``, each page fetched once;
     what failed is listed in ``problems`` for the item's page."""
     problems: list[str] = []
@@ -204,5 +248,9 @@ def web_candidates(config: WebSearchConfig, queries: Sequence[str], *, size: int
                 problems.append(problem)
                 continue
             for passage in split_passages(text, size=size, stride=stride):
-                candidates.append(Candidate(text=passage, url=hit.url, title=hit.title, source=WEB, query=hit.query))
+                candidates.append(
+                    Candidate(
+                        text=passage, url=hit.url, title=hit.title, source=WEB, query=hit.query
+                    )
+                )
     return WebResult(candidates=candidates, problems=problems)

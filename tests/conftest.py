@@ -7,6 +7,7 @@ and no test module imports another.
 Tests run on whatever ``DATABASE_URL`` names (SQLite by default, PostgreSQL in CI). Tasks run
 eagerly except in the worker tests, which start a real Celery worker process.
 """
+
 import os
 
 import pytest
@@ -16,7 +17,14 @@ from annotation.imports.items import import_jsonl
 from config.celery import app as celery_app
 from tests.helpers import dfactscore, evidence, phone, research
 from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS, PageProblems, require_browser
-from tests.helpers.builders import PASSWORD, api_client, felm_line, jsonl, project_with_team, segment
+from tests.helpers.builders import (
+    PASSWORD,
+    api_client,
+    felm_line,
+    jsonl,
+    project_with_team,
+    segment,
+)
 from tests.helpers.racer import Racer
 from tests.helpers.stack import EMBEDDED_RUN, require_postgresql
 from tests.helpers.worker import worker_starter
@@ -68,7 +76,9 @@ def fast_password_hashing(settings):
 @pytest.fixture
 def make_user(db):
     def make(username, *, staff=False):
-        return get_user_model().objects.create_user(username=username, password=PASSWORD, is_staff=staff)
+        return get_user_model().objects.create_user(
+            username=username, password=PASSWORD, is_staff=staff
+        )
 
     return make
 
@@ -125,6 +135,7 @@ def felm_items(felm_project):
 @pytest.fixture
 def logged_in(client, users):
     """``logged_in("alice")``: the test client with alice's session."""
+
     def login(name):
         client.force_login(users[name])
         return client
@@ -145,12 +156,16 @@ def open_consolidation(clients, felm_items, users):
     item = felm_items[0]
     for name in ("alice", "bob"):
         assignment = Assignment.objects.get(user=users[name], item_stage__item=item)
-        clients[name].put(f"/api/assignments/{assignment.id}/annotation/",
-                          {"payload": {"segments": [segment(True)] * 3}, "version": 0, "submit": True}, format="json")
+        clients[name].put(
+            f"/api/assignments/{assignment.id}/annotation/",
+            {"payload": {"segments": [segment(True)] * 3}, "version": 0, "submit": True},
+            format="json",
+        )
     return item.stages.get().consolidation
 
 
 # -- data shared by the modules of several folders ------------------------------------------------------
+
 
 @pytest.fixture
 def corpus(factcheck_project, users, data_dir, django_capture_on_commit_callbacks):
@@ -211,4 +226,6 @@ def worker(start_worker):
 
 def pytest_configure(config):
     if EMBEDDED_RUN and (os.environ.get("DATABASE_URL") or os.environ.get("CELERY_BROKER_URL")):
-        raise pytest.UsageError("TEST_STACK=embedded is the run without DATABASE_URL and CELERY_BROKER_URL: unset them")
+        raise pytest.UsageError(
+            "TEST_STACK=embedded is the run without DATABASE_URL and CELERY_BROKER_URL: unset them"
+        )

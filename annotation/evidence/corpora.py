@@ -11,6 +11,7 @@ earlier run wrote, an embedding batch only takes passages that still have no vec
 embedding backend or model changed, ``clear_embeddings`` (``manage.py reembed_corpus``) makes a
 corpus's vectors again.
 """
+
 import logging
 from pathlib import Path
 
@@ -24,12 +25,11 @@ from annotation import dispatch
 from annotation.evidence import vector_index
 from annotation.evidence.corpus_search import forget_vectors
 from annotation.exceptions import DomainError, ImportFailed
+from annotation.imports.reading import check_upload_size, read_json_line
+from annotation.imports.uploads import store_upload, stored_path, upload_name
 from annotation.json_values import MAX_JSON_DEPTH, bad_value, too_deep
 from annotation.kinds.base import is_valid_url
 from annotation.models import Corpus, CorpusState, Passage, Project
-from annotation.imports.uploads import store_upload, stored_path, upload_name
-
-from annotation.imports.reading import check_upload_size, read_json_line
 from annotation.services import jobs
 
 logger = logging.getLogger(__name__)
@@ -41,23 +41,39 @@ MAX_REPORTED_ERRORS = 20
 MAX_PASSAGE_SENTENCES = 50
 # A lexeme in more than 1 % of a corpus's passages (and more than this many) is "frequent".
 FREQUENT_TERM_MIN_PASSAGES = 50
-_TEXT_LIMITS = {"title": Passage._meta.get_field("title").max_length, "url": Passage._meta.get_field("url").max_length}
+_TEXT_LIMITS = {
+    "title": Passage._meta.get_field("title").max_length,
+    "url": Passage._meta.get_field("url").max_length,
+}
 
 
 def check_passage_settings(sentences: int, stride: int) -> None:
     for name, value in (("passage_sentences", sentences), ("passage_stride", stride)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PASSAGE_SENTENCES:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not 1 <= value <= MAX_PASSAGE_SENTENCES
+        ):
             raise DomainError(f"{name} must be a whole number from 1 to {MAX_PASSAGE_SENTENCES}")
     if stride > sentences:
-        raise DomainError("passage_stride must not exceed passage_sentences, or sentences between windows are lost")
+        raise DomainError(
+            "passage_stride must not exceed passage_sentences, or sentences between windows are lost"
+        )
 
 
 def upload_path(corpus: Corpus) -> Path:
     return stored_path(corpus.file_path)
 
 
-def create_corpus(*, name: str, user, upload, projects: list[Project], passage_sentences: int = 5,
-                  passage_stride: int = 2) -> Corpus:
+def create_corpus(
+    *,
+    name: str,
+    user,
+    upload,
+    projects: list[Project],
+    passage_sentences: int = 5,
+    passage_stride: int = 2,
+) -> Corpus:
     """Store the upload and queue its import; the task starts once this transaction commits."""
     if not (name or "").strip():
         raise DomainError("a corpus needs a name")
@@ -67,9 +83,13 @@ def create_corpus(*, name: str, user, upload, projects: list[Project], passage_s
     try:
         with transaction.atomic():
             corpus = Corpus.objects.create(
-                name=name.strip()[:200], created_by=user if getattr(user, "is_authenticated", False) else None,
-                passage_sentences=passage_sentences, passage_stride=passage_stride, file_path=relative,
-                file_size=size, file_name=upload_name(upload),
+                name=name.strip()[:200],
+                created_by=user if getattr(user, "is_authenticated", False) else None,
+                passage_sentences=passage_sentences,
+                passage_stride=passage_stride,
+                file_path=relative,
+                file_size=size,
+                file_name=upload_name(upload),
             )
             corpus.projects.set(projects)
             dispatch.queue("import_corpus", corpus.id)
@@ -87,6 +107,7 @@ def share_corpus(corpus: Corpus, projects: list[Project]) -> Corpus:
 
 def _document(raw: bytes, number: int) -> tuple[dict | None, dict | None]:
     """(document, None) or (None, error naming the line and field)."""
+
     def error(field: str, message: str):
         return None, {"line": number, "field": field, "message": message}
 
@@ -111,9 +132,12 @@ def _document(raw: bytes, number: int) -> tuple[dict | None, dict | None]:
         if key in _TEXT_LIMITS and len(value) > _TEXT_LIMITS[key]:
             return error(key, f"is longer than {_TEXT_LIMITS[key]} characters")
         if key == "text" and len(value) > settings.CORPUS_MAX_DOCUMENT_CHARS:
-            return error(key, f"is {len(value):,} characters long: a document may have at most "
-                              f"{settings.CORPUS_MAX_DOCUMENT_CHARS:,} (CORPUS_MAX_DOCUMENT_CHARS); split it into "
-                              "several lines")
+            return error(
+                key,
+                f"is {len(value):,} characters long: a document may have at most "
+                f"{settings.CORPUS_MAX_DOCUMENT_CHARS:,} (CORPUS_MAX_DOCUMENT_CHARS); split it into "
+                "several lines",
+            )
         document[key] = value.strip()
     if not document["text"]:
         return error("text", "is missing or empty")
@@ -181,10 +205,17 @@ def _fill_search_vectors(corpus_id: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT word FROM ts_stat(%s) WHERE ndoc > %s ORDER BY ndoc DESC",
-            [f"SELECT search FROM annotation_passage WHERE corpus_id = {int(corpus_id)}",
-             max(FREQUENT_TERM_MIN_PASSAGES, Passage.objects.filter(corpus_id=corpus_id).count() // 100)],
+            [
+                f"SELECT search FROM annotation_passage WHERE corpus_id = {int(corpus_id)}",
+                max(
+                    FREQUENT_TERM_MIN_PASSAGES,
+                    Passage.objects.filter(corpus_id=corpus_id).count() // 100,
+                ),
+            ],
         )
-        Corpus.objects.filter(pk=corpus_id).update(frequent_terms=[word for (word,) in cursor.fetchall()])
+        Corpus.objects.filter(pk=corpus_id).update(
+            frequent_terms=[word for (word,) in cursor.fetchall()]
+        )
 
 
 CANCELLED_MESSAGE = "the import was cancelled"
@@ -199,12 +230,18 @@ def cancel_corpus_import(corpus_id: int) -> Corpus:
         if corpus is None:
             raise DomainError(f"no corpus with id {corpus_id}")
         if corpus.state not in (CorpusState.QUEUED, CorpusState.IMPORTING):
-            raise DomainError(f"corpus {corpus.id} ({corpus.name}) is {corpus.get_state_display().lower()}: "
-                              "only a queued or running import can be cancelled")
+            raise DomainError(
+                f"corpus {corpus.id} ({corpus.name}) is {corpus.get_state_display().lower()}: "
+                "only a queued or running import can be cancelled"
+            )
         # A running import's task deletes what it wrote and the upload it reads (_cancelled);
         # no task will look at a queued one again.
-        jobs.fail(Corpus, corpus_id, [{"line": 0, "field": "(import)", "message": CANCELLED_MESSAGE}],
-                  remove_upload=corpus.state == CorpusState.QUEUED)
+        jobs.fail(
+            Corpus,
+            corpus_id,
+            [{"line": 0, "field": "(import)", "message": CANCELLED_MESSAGE}],
+            remove_upload=corpus.state == CorpusState.QUEUED,
+        )
     return Corpus.objects.get(pk=corpus_id)
 
 
@@ -223,7 +260,9 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
     It streams the upload (bounded memory whatever its size) and records after each batch, in the
     batch's transaction, the last line written: a task redelivered after its worker died resumes
     after that line instead of starting over. ``cancel_corpus_import`` stops it between batches."""
-    from pipeline.retrieval import split_passages  # loads NLTK and scikit-learn: kept out of web start-up
+    from pipeline.retrieval import (
+        split_passages,  # loads NLTK and scikit-learn: kept out of web start-up
+    )
 
     corpus = Corpus.objects.filter(pk=corpus_id).first()
     if corpus is None:
@@ -232,8 +271,9 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
     # run beside a live one would write the same passages. A stalled one resumes after its last batch.
     resume_after = corpus.lines_read if corpus.state == CorpusState.IMPORTING else 0
     if resume_after:
-        claimed = Corpus.objects.filter(jobs.claimable(jobs.KINDS["corpus"]), pk=corpus_id,
-                                        state=CorpusState.IMPORTING).update(errors=[], progress_at=timezone.now())
+        claimed = Corpus.objects.filter(
+            jobs.claimable(jobs.KINDS["corpus"]), pk=corpus_id, state=CorpusState.IMPORTING
+        ).update(errors=[], progress_at=timezone.now())
     else:
         claimed = jobs.claim(Corpus, corpus_id, errors=[], lines_read=0, documents=0, passages=0)
     corpus = Corpus.objects.filter(pk=corpus_id).first()
@@ -247,22 +287,37 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
         jobs.fail(Corpus, corpus_id, exc.errors)
         return Corpus.objects.get(pk=corpus_id)
     except FileNotFoundError:
-        jobs.fail(Corpus, corpus_id, [{"line": 0, "field": "(file)",
-                                       "message": "the uploaded file is gone (web and worker must share DATA_DIR)"}])
+        jobs.fail(
+            Corpus,
+            corpus_id,
+            [
+                {
+                    "line": 0,
+                    "field": "(file)",
+                    "message": "the uploaded file is gone (web and worker must share DATA_DIR)",
+                }
+            ],
+        )
         return Corpus.objects.get(pk=corpus_id)
 
     # What a dead worker's run wrote past its last recorded batch (all of it when starting over).
     Passage.objects.filter(corpus_id=corpus_id, document__gt=resume_after).delete()
     if resume_after:
         logger.info("corpus %s: import resumed after line %s", corpus_id, resume_after)
-    batch, documents, passages = [], corpus.documents if resume_after else 0, corpus.passages if resume_after else 0
+    batch, documents, passages = (
+        [],
+        corpus.documents if resume_after else 0,
+        corpus.passages if resume_after else 0,
+    )
 
     def flush() -> bool:
         """Write the batch and the progress together; False when the import was cancelled."""
         with transaction.atomic():
             Passage.objects.bulk_create(batch)
             batch.clear()
-            return jobs.progress(Corpus, corpus_id, lines_read=number, documents=documents, passages=passages)
+            return jobs.progress(
+                Corpus, corpus_id, lines_read=number, documents=documents, passages=passages
+            )
 
     number = resume_after
     try:
@@ -270,10 +325,20 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
             if number <= resume_after:
                 continue
             documents += 1
-            windows = split_passages(document["text"], size=corpus.passage_sentences, stride=corpus.passage_stride)
+            windows = split_passages(
+                document["text"], size=corpus.passage_sentences, stride=corpus.passage_stride
+            )
             for position, text in enumerate(windows):
-                batch.append(Passage(corpus_id=corpus_id, document=number, position=position, title=document["title"],
-                                     url=document["url"], text=text))
+                batch.append(
+                    Passage(
+                        corpus_id=corpus_id,
+                        document=number,
+                        position=position,
+                        title=document["title"],
+                        url=document["url"],
+                        text=text,
+                    )
+                )
             passages += len(windows)
             if len(batch) >= INSERT_BATCH and not flush() and _cancelled(corpus_id, path):
                 return Corpus.objects.get(pk=corpus_id)
@@ -284,7 +349,9 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
             return Corpus.objects.get(pk=corpus_id)
         raise
     _fill_search_vectors(corpus_id)
-    if not jobs.finish(Corpus, corpus_id, only_from=(CorpusState.IMPORTING,), imported_at=timezone.now()):
+    if not jobs.finish(
+        Corpus, corpus_id, only_from=(CorpusState.IMPORTING,), imported_at=timezone.now()
+    ):
         _cancelled(corpus_id, path)  # cancelled while the search vectors were made
         return Corpus.objects.get(pk=corpus_id)
     if not dispatch.runs_in_process():
@@ -303,7 +370,9 @@ def embedded_by_worker() -> bool:
 def fail_corpus(corpus_id: int, message: str) -> None:
     """End an import that cannot go on (an unexpected error, a database that stayed
     unreachable): failed with the reason, without the passages written so far, upload dropped."""
-    if jobs.fail(Corpus, corpus_id, [{"line": 0, "field": "(server)", "message": message[:500]}], passages=0):
+    if jobs.fail(
+        Corpus, corpus_id, [{"line": 0, "field": "(server)", "message": message[:500]}], passages=0
+    ):
         Passage.objects.filter(corpus_id=corpus_id).delete()
 
 
@@ -311,10 +380,18 @@ def stop_embedding(corpus_id: int, exc: BaseException) -> None:
     """The embedding task failed: the corpus stays searchable (lexically, and by the vectors made
     so far; retrieval embeds the candidates it ranks), with the reason among its errors."""
     Corpus.objects.filter(pk=corpus_id, state=CorpusState.EMBEDDING).update(
-        state=CorpusState.READY, embedded_at=timezone.now(), progress_at=timezone.now(),
-        errors=[{"line": 0, "field": "(embedding)",
-                 "message": f"embedding stopped on an unexpected error ({jobs.reason(exc)}); the corpus is searchable, "
-                            "passages without a vector are embedded when retrieval ranks them"}])
+        state=CorpusState.READY,
+        embedded_at=timezone.now(),
+        progress_at=timezone.now(),
+        errors=[
+            {
+                "line": 0,
+                "field": "(embedding)",
+                "message": f"embedding stopped on an unexpected error ({jobs.reason(exc)}); the corpus is searchable, "
+                "passages without a vector are embedded when retrieval ranks them",
+            }
+        ],
+    )
 
 
 def requeue_corpus(corpus_id: int) -> None:
@@ -331,19 +408,35 @@ def embed_next_batch(corpus_id: int, size: int | None = None) -> int:
 
     size = size or max(EMBED_BATCH, 4 * batch_size())
 
-    rows = list(Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=True).order_by("id")
-                .values_list("id", "text")[:size])
+    rows = list(
+        Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=True)
+        .order_by("id")
+        .values_list("id", "text")[:size]
+    )
     if rows:
         vectors = embed([text for _, text in rows])
         Passage.objects.bulk_update(
-            [Passage(id=passage_id, embedding=vector.tobytes()) for (passage_id, _), vector in zip(rows, vectors)],
+            [
+                Passage(id=passage_id, embedding=vector.tobytes())
+                for (passage_id, _), vector in zip(rows, vectors)
+            ],
             ["embedding"],
         )
     embedded = Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=False).count()
-    left = Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=True).order_by("id").values_list("id", flat=True)
+    left = (
+        Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=True)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
     next_missing = left.first()
     if next_missing is None:
-        through = Passage.objects.filter(corpus_id=corpus_id).order_by("-id").values_list("id", flat=True).first() or 0
+        through = (
+            Passage.objects.filter(corpus_id=corpus_id)
+            .order_by("-id")
+            .values_list("id", flat=True)
+            .first()
+            or 0
+        )
     else:
         through = next_missing - 1
     changes = {"embedded": embedded, "embedded_through": through, "progress_at": timezone.now()}
@@ -379,8 +472,11 @@ def embedding_agreement(corpus_id: int, sample: int = AGREEMENT_SAMPLE) -> float
     corpus does not record which model made its vectors, so this compares them instead."""
     from pipeline.retrieval import embed  # loads NLTK and scikit-learn: kept out of web start-up
 
-    rows = list(Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=False).order_by("id")
-                .values_list("text", "embedding")[:sample])
+    rows = list(
+        Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=False)
+        .order_by("id")
+        .values_list("text", "embedding")[:sample]
+    )
     if not rows:
         return None
     stored = np.stack([np.frombuffer(bytes(vector), dtype=np.float32) for _, vector in rows])
@@ -398,11 +494,14 @@ def clear_embeddings(corpus_id: int, *, enqueue: bool = True) -> Corpus:
     with transaction.atomic():
         corpus = Corpus.objects.select_for_update().get(pk=corpus_id)
         if corpus.state not in (CorpusState.EMBEDDING, CorpusState.READY):
-            raise DomainError(f"corpus {corpus.id} ({corpus.name}) is {corpus.get_state_display().lower()}: "
-                              "only an imported corpus has vectors to make again")
+            raise DomainError(
+                f"corpus {corpus.id} ({corpus.name}) is {corpus.get_state_display().lower()}: "
+                "only an imported corpus has vectors to make again"
+            )
         Passage.objects.filter(corpus_id=corpus_id).exclude(embedding=None).update(embedding=None)
-        Corpus.objects.filter(pk=corpus_id).update(state=CorpusState.EMBEDDING, embedded=0, embedded_through=0,
-                                                   embedded_at=None)
+        Corpus.objects.filter(pk=corpus_id).update(
+            state=CorpusState.EMBEDDING, embedded=0, embedded_through=0, embedded_at=None
+        )
         # Other processes notice on their next search (vector_index.reader: the index is gone).
         transaction.on_commit(lambda: (vector_index.remove(corpus_id), forget_vectors(corpus_id)))
         if enqueue and not dispatch.runs_in_process():

@@ -14,6 +14,7 @@ all of them, on a thread of its own while PostgreSQL runs one statement for all 
 searches (with the text of the passages found), then one for the text of the passages only the
 dense scan found. Candidates' vectors come from the mapped index, not the database.
 """
+
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -51,7 +52,9 @@ def _readers(corpora: list[Corpus]) -> list[vector_index.Reader]:
 
 
 def _tsquery_literal(lexemes: list[str], operator: str) -> str:
-    return f" {operator} ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
+    return f" {operator} ".join(
+        "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes
+    )
 
 
 # A query of frequent words only (all of them AND-ed) can match most of a corpus: "ashash &
@@ -105,8 +108,13 @@ def _search_postgresql(corpora: list[Corpus], queries: list[str], k: int, with_t
     when every lexeme is frequent, passages with all of them (AND) instead, at most
     ``COMMON_QUERY_RANKED`` of them ranked."""
     frequent = sorted(set.intersection(*(set(c.frequent_terms) for c in corpora)))
-    params = {"frequent": frequent, "queries": list(queries), "corpora": [c.id for c in corpora], "k": k,
-              "common_limit": COMMON_QUERY_RANKED}
+    params = {
+        "frequent": frequent,
+        "queries": list(queries),
+        "corpora": [c.id for c in corpora],
+        "k": k,
+        "common_limit": COMMON_QUERY_RANKED,
+    }
     found: list[list[tuple[int, float]]] = [[] for _ in queries]
     rows = {} if with_text else None
     with connection.cursor() as cursor:
@@ -121,19 +129,30 @@ def _search_postgresql(corpora: list[Corpus], queries: list[str], k: int, with_t
 
 
 def _lexical_in_memory(corpus: Corpus, query: str, k: int) -> list[tuple[int, float]]:
-    from pipeline.retrieval import LexicalIndex  # loads NLTK and scikit-learn: kept out of web start-up
+    from pipeline.retrieval import (
+        LexicalIndex,  # loads NLTK and scikit-learn: kept out of web start-up
+    )
 
     with _lock:
         cached = _lexical.get(corpus.id)
         if cached is None or cached.passages != corpus.passages:
-            rows = list(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", "title", "text"))
-            cached = _Lexical(corpus.passages, [r[0] for r in rows],
-                              LexicalIndex([f"{title} {text}" for _, title, text in rows]))
+            rows = list(
+                Passage.objects.filter(corpus=corpus)
+                .order_by("id")
+                .values_list("id", "title", "text")
+            )
+            cached = _Lexical(
+                corpus.passages,
+                [r[0] for r in rows],
+                LexicalIndex([f"{title} {text}" for _, title, text in rows]),
+            )
             _lexical[corpus.id] = cached
     return [(cached.ids[number], score) for number, score in cached.index.search(query, k)]
 
 
-def lexical_hits_many(corpora: list[Corpus], queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+def lexical_hits_many(
+    corpora: list[Corpus], queries: list[str], k: int
+) -> list[list[tuple[int, float]]]:
     """(passage id, score) of the best ``k`` lexical matches of each query, best first."""
     searched = [q for q in queries if q.strip()]
     if not corpora or not searched:
@@ -152,8 +171,9 @@ def lexical_hits(corpora: list[Corpus], query: str, k: int) -> list[tuple[int, f
     return lexical_hits_many(corpora, [query], k)[0]
 
 
-def _dense_scan(readers: list[vector_index.Reader], query_vectors: np.ndarray,
-                k: int) -> list[list[tuple[int, float]]]:
+def _dense_scan(
+    readers: list[vector_index.Reader], query_vectors: np.ndarray, k: int
+) -> list[list[tuple[int, float]]]:
     hits: list[list[tuple[int, float]]] = [[] for _ in range(len(query_vectors))]
     for reader in readers:
         for number, found in enumerate(reader.search(query_vectors, k)):
@@ -163,7 +183,9 @@ def _dense_scan(readers: list[vector_index.Reader], query_vectors: np.ndarray,
     return hits
 
 
-def dense_hits_many(corpora: list[Corpus], query_vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+def dense_hits_many(
+    corpora: list[Corpus], query_vectors: np.ndarray, k: int
+) -> list[list[tuple[int, float]]]:
     """(passage id, cosine) of the ``k`` nearest passages to each row of ``query_vectors``."""
     return _dense_scan(_readers(corpora), np.asarray(query_vectors, dtype=np.float32), k)
 
@@ -171,7 +193,9 @@ def dense_hits_many(corpora: list[Corpus], query_vectors: np.ndarray, k: int) ->
 _scanner: ThreadPoolExecutor | None = None
 
 
-def _scan_in_background(readers: list[vector_index.Reader], query_vectors: np.ndarray, k: int) -> Future:
+def _scan_in_background(
+    readers: list[vector_index.Reader], query_vectors: np.ndarray, k: int
+) -> Future:
     """The dense scan on a thread of its own (numpy lets go of the GIL), so that it runs while
     PostgreSQL runs the full-text search: on two cores they overlap instead of adding up."""
     global _scanner
@@ -206,7 +230,10 @@ def corpus_search(project: Project, *, embed_missing: bool = True):
         return None
 
     def many(queries, query_vectors, k: int):
-        from pipeline.retrieval import Candidate, embed  # loads NLTK and scikit-learn: kept out of web start-up
+        from pipeline.retrieval import (  # loads NLTK and scikit-learn: kept out of web start-up
+            Candidate,
+            embed,
+        )
 
         queries = list(queries)
         vectors = list(query_vectors) if query_vectors is not None else [None] * len(queries)
@@ -214,15 +241,20 @@ def corpus_search(project: Project, *, embed_missing: bool = True):
         scan = None
         readers = _readers(corpora) if with_vector else []  # here: a rebuild may read the database
         if with_vector:
-            scan = _scan_in_background(readers, np.stack([np.asarray(vectors[n], dtype=np.float32)
-                                                         for n in with_vector]), k)
+            scan = _scan_in_background(
+                readers,
+                np.stack([np.asarray(vectors[n], dtype=np.float32) for n in with_vector]),
+                k,
+            )
         searched = [n for n, query in enumerate(queries) if query.strip()]
         lexical: list[list[tuple[int, float]]] = [[] for _ in queries]
         rows: dict[int, tuple] = {}
         if connection.vendor == "postgresql" and searched:
             # With the text of its hits: only the columns shown (the vectors of embedded passages
             # are in this process already).
-            found, rows = _search_postgresql(corpora, [queries[n] for n in searched], k, with_text=True)
+            found, rows = _search_postgresql(
+                corpora, [queries[n] for n in searched], k, with_text=True
+            )
             for number, hits_of_query in zip(searched, found):
                 lexical[number] = hits_of_query
         elif searched:
@@ -233,12 +265,20 @@ def corpus_search(project: Project, *, embed_missing: bool = True):
                 dense[number] = found
         wanted = [pid for found in lexical + dense for pid, _ in found if pid not in rows]
         if wanted:
-            rows.update((row[0], row[1:]) for row in Passage.objects.filter(id__in=set(wanted)).order_by()
-                        .values_list(*_ROW_FIELDS))
+            rows.update(
+                (row[0], row[1:])
+                for row in Passage.objects.filter(id__in=set(wanted))
+                .order_by()
+                .values_list(*_ROW_FIELDS)
+            )
         # In the passages' own order (Passage.Meta: corpus, newest first, document, position),
         # which is the order candidates are ranked from on ties.
-        rows = {pid: row[3:] for pid, row in sorted(rows.items(), key=lambda item: (-item[1][0], item[1][1],
-                                                                                     item[1][2]))}
+        rows = {
+            pid: row[3:]
+            for pid, row in sorted(
+                rows.items(), key=lambda item: (-item[1][0], item[1][1], item[1][2])
+            )
+        }
         hits = [dict(found) for found in lexical]
         for number, found in enumerate(dense):
             for pid, score in found:
@@ -247,18 +287,32 @@ def corpus_search(project: Project, *, embed_missing: bool = True):
         vector_of = {pid: indexed.get(pid) for pid in rows}
         uncached = [pid for pid, vector in vector_of.items() if vector is None]
         if uncached:  # embedded past embedded_through (by retrieval), or not embedded yet
-            for pid, stored in Passage.objects.filter(id__in=uncached, embedding__isnull=False).values_list(
-                    "id", "embedding"):
+            for pid, stored in Passage.objects.filter(
+                id__in=uncached, embedding__isnull=False
+            ).values_list("id", "embedding"):
                 vector_of[pid] = np.frombuffer(bytes(stored), dtype=np.float32)
         missing = [pid for pid in rows if vector_of[pid] is None]
         if missing and with_vector and embed_missing:
             fresh = embed([rows[pid][2] for pid in missing])
-            Passage.objects.bulk_update([Passage(id=pid, embedding=v.tobytes()) for pid, v in zip(missing, fresh)],
-                                        ["embedding"])
+            Passage.objects.bulk_update(
+                [Passage(id=pid, embedding=v.tobytes()) for pid, v in zip(missing, fresh)],
+                ["embedding"],
+            )
             vector_of.update(zip(missing, fresh))
         return [
-            [Candidate(text=text, url=url, title=title, source="corpus", query=query, passage_id=pid,
-                       vector=vector_of[pid]) for pid, (title, url, text) in rows.items() if pid in found]
+            [
+                Candidate(
+                    text=text,
+                    url=url,
+                    title=title,
+                    source="corpus",
+                    query=query,
+                    passage_id=pid,
+                    vector=vector_of[pid],
+                )
+                for pid, (title, url, text) in rows.items()
+                if pid in found
+            ]
             for query, found in zip(queries, hits)
         ]
 

@@ -3,8 +3,8 @@
 Ranking a query needs the embedding model and may fetch web pages (seconds), so the request
 only stores the query and the page polls the search until it is done.
 """
-import logging
 
+import logging
 
 from annotation import dispatch
 from annotation.evidence.corpus_search import corpus_search
@@ -23,7 +23,9 @@ def start_search(*, project: Project, user, query: str, claim: str = "") -> Evid
         raise DomainError("query: type what to search for")
     if len(query) > MAX_QUERY_CHARS:
         raise DomainError(f"query: at most {MAX_QUERY_CHARS} characters, not {len(query)}")
-    search = EvidenceSearch.objects.create(project=project, user=user, query=query, claim=(claim or "")[:5000])
+    search = EvidenceSearch.objects.create(
+        project=project, user=user, query=query, claim=(claim or "")[:5000]
+    )
     dispatch.queue("run_evidence_search", search.id)
     return search
 
@@ -35,7 +37,9 @@ def run_search(search_id: int) -> EvidenceSearch | None:
     if not jobs.claim(EvidenceSearch, search_id):
         return None
     search = EvidenceSearch.objects.select_related("project").get(pk=search_id)
-    from pipeline.evidence_search import search_passages  # loads NLTK and scikit-learn: kept out of web start-up
+    from pipeline.evidence_search import (
+        search_passages,  # loads NLTK and scikit-learn: kept out of web start-up
+    )
     from pipeline.retrieval import embed
     from pipeline.websearch import WebSearchConfig
 
@@ -43,22 +47,31 @@ def run_search(search_id: int) -> EvidenceSearch | None:
     passages = settings.get("passages") or {}
     try:
         found = search_passages(
-            search.query, search=corpus_search(search.project), web=WebSearchConfig.from_env(settings.get("web_search")),
+            search.query,
+            search=corpus_search(search.project),
+            web=WebSearchConfig.from_env(settings.get("web_search")),
             embed=embed if settings.get("embeddings", True) else None,
-            passage_size=passages.get("sentences"), passage_stride=passages.get("stride"),
+            passage_size=passages.get("sentences"),
+            passage_stride=passages.get("stride"),
         )
     except Exception as exc:  # shown on the page; the annotator can search again
         logger.exception("evidence search %s failed", search_id)
         fail_search(search_id, f"{type(exc).__name__}: {exc}")
     else:
-        jobs.finish(EvidenceSearch, search_id, results=found["evidence"], problems=found["problems"])
+        jobs.finish(
+            EvidenceSearch, search_id, results=found["evidence"], problems=found["problems"]
+        )
     return EvidenceSearch.objects.get(pk=search_id)
 
 
 def fail_search(search_id: int, message: str) -> None:
     """End a search that cannot be answered (an unexpected error, the database unreachable)."""
-    jobs.fail(EvidenceSearch, search_id, [{"line": 0, "field": "(server)", "message": message[:1000]}],
-              problems=[message[:1000]])
+    jobs.fail(
+        EvidenceSearch,
+        search_id,
+        [{"line": 0, "field": "(server)", "message": message[:1000]}],
+        problems=[message[:1000]],
+    )
 
 
 def requeue_search(search_id: int) -> None:

@@ -20,6 +20,7 @@ Below ``VECTOR_INDEX_EXACT_MAX`` rows the search is exact (a scan of the mapped 
 fast as the ANN index there). The vectors in PostgreSQL (``Passage.embedding``) stay the source
 of truth: a missing, corrupt or stale index is rebuilt from them, with a log line.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -149,13 +150,18 @@ def _build_ann(vectors: np.ndarray, path: Path) -> None:
     rows = len(vectors)
     nlist = int(min(65_536, max(16, 4 * np.sqrt(rows))))
     quantizer = faiss.IndexFlatIP(DIMENSIONS)
-    index = faiss.IndexIVFScalarQuantizer(quantizer, DIMENSIONS, nlist, faiss.ScalarQuantizer.QT_8bit,
-                                          faiss.METRIC_INNER_PRODUCT)
+    index = faiss.IndexIVFScalarQuantizer(
+        quantizer, DIMENSIONS, nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+    )
     sample = min(rows, max(50 * nlist, 50_000))
-    chosen = np.sort(np.random.default_rng(0).choice(rows, sample, replace=False)) if sample < rows else slice(None)
+    chosen = (
+        np.sort(np.random.default_rng(0).choice(rows, sample, replace=False))
+        if sample < rows
+        else slice(None)
+    )
     index.train(np.ascontiguousarray(vectors[chosen]))
     for start in range(0, rows, 100_000):
-        block = np.ascontiguousarray(vectors[start:start + 100_000])
+        block = np.ascontiguousarray(vectors[start : start + 100_000])
         index.add_with_ids(block, np.arange(start, start + len(block), dtype=np.int64))
     _write_index(index, path)
 
@@ -170,7 +176,7 @@ def _extend_ann(old: Path, vectors: np.ndarray, start: int, path: Path) -> None:
     faiss = _faiss()
     index = faiss.read_index(str(old))
     for first in range(start, len(vectors), 100_000):
-        block = np.ascontiguousarray(vectors[first:first + 100_000])
+        block = np.ascontiguousarray(vectors[first : first + 100_000])
         index.add_with_ids(block, np.arange(first, first + len(block), dtype=np.int64))
     _write_index(index, path)
 
@@ -180,14 +186,23 @@ def _stored_vectors(corpus_id: int, after: int, through: int):
     from annotation.models import Passage
 
     while True:
-        rows = list(Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=False, id__gt=after,
-                                           id__lte=through).order_by("id").values_list("id", "embedding")[:READ_BATCH])
+        rows = list(
+            Passage.objects.filter(
+                corpus_id=corpus_id, embedding__isnull=False, id__gt=after, id__lte=through
+            )
+            .order_by("id")
+            .values_list("id", "embedding")[:READ_BATCH]
+        )
         if not rows:
             return
         ids = np.fromiter((pid for pid, _ in rows), dtype=np.int64, count=len(rows))
-        vectors = np.frombuffer(b"".join(bytes(v) for _, v in rows), dtype=np.float32).reshape(len(rows), -1)
+        vectors = np.frombuffer(b"".join(bytes(v) for _, v in rows), dtype=np.float32).reshape(
+            len(rows), -1
+        )
         if vectors.shape[1] != DIMENSIONS:
-            raise ValueError(f"corpus {corpus_id}: stored vectors have {vectors.shape[1]} dimensions")
+            raise ValueError(
+                f"corpus {corpus_id}: stored vectors have {vectors.shape[1]} dimensions"
+            )
         yield ids, vectors
         after = int(ids[-1])
 
@@ -199,7 +214,9 @@ def sync(corpus_id: int, through: int | None = None, *, rebuild: bool = False) -
     is there, which a reader could not open). Returns the meta."""
     from annotation.models import Corpus
 
-    row = Corpus.objects.filter(pk=corpus_id).values_list("embedded_through", "imported_at").first() or (0, None)
+    row = Corpus.objects.filter(pk=corpus_id).values_list(
+        "embedded_through", "imported_at"
+    ).first() or (0, None)
     through = row[0] if through is None else through
     owner = _owner(row[1])
     model = model_key()
@@ -212,14 +229,20 @@ def sync(corpus_id: int, through: int | None = None, *, rebuild: bool = False) -
             if meta.get("corpus") != owner:
                 raise IndexUnusable("it is another corpus's (a database reset reused the id)")
             if meta["through"] > through:  # re-embedded since (clear_embeddings reset the progress)
-                raise IndexUnusable(f"covers passages through {meta['through']}, the corpus only through {through}")
+                raise IndexUnusable(
+                    f"covers passages through {meta['through']}, the corpus only through {through}"
+                )
             if (ann := _ann_name(meta)) and not (directory / ann).exists():
                 raise IndexUnusable(f"{ann} missing")
             _check_first_row(corpus_id, directory, meta)
         except IndexUnusable as exc:
             if str(exc) != "no index yet":
-                logger.warning("vector index of corpus %s (%s): %s; rebuilding it from the database",
-                               corpus_id, model, exc)
+                logger.warning(
+                    "vector index of corpus %s (%s): %s; rebuilding it from the database",
+                    corpus_id,
+                    model,
+                    exc,
+                )
             meta = _fresh(directory, model, owner)
         return _append(corpus_id, directory, meta, through)
 
@@ -232,8 +255,12 @@ def _check_first_row(corpus_id: int, directory: Path, meta: dict) -> None:
     if not meta["rows"]:
         return
     generation = meta["generation"]
-    first_id = int(np.memmap(directory / f"ids-{generation}.i64", dtype=np.int64, mode="r", shape=(1,))[0])
-    first = np.memmap(directory / f"vectors-{generation}.f32", dtype=np.float32, mode="r", shape=(1, DIMENSIONS))[0]
+    first_id = int(
+        np.memmap(directory / f"ids-{generation}.i64", dtype=np.int64, mode="r", shape=(1,))[0]
+    )
+    first = np.memmap(
+        directory / f"vectors-{generation}.f32", dtype=np.float32, mode="r", shape=(1, DIMENSIONS)
+    )[0]
     stored = Passage.objects.filter(id=first_id).values_list("embedding", flat=True).first()
     if stored is None or bytes(stored) != first.tobytes():
         raise IndexUnusable("its vectors are no longer the stored ones (re-embedded)")
@@ -254,8 +281,17 @@ def _fresh(directory: Path, model: str, owner: str = "None") -> dict:
         old.unlink(missing_ok=True)
     for name in (f"vectors-{generation}.f32", f"ids-{generation}.i64"):
         (directory / name).write_bytes(b"")
-    meta = {"model": model, "corpus": owner, "dim": DIMENSIONS, "generation": generation, "rows": 0, "through": 0,
-            "ann": None, "ann_rows": 0, "trained_rows": 0}
+    meta = {
+        "model": model,
+        "corpus": owner,
+        "dim": DIMENSIONS,
+        "generation": generation,
+        "rows": 0,
+        "through": 0,
+        "ann": None,
+        "ann_rows": 0,
+        "trained_rows": 0,
+    }
     _write_json(directory / "meta.json", meta)
     return meta
 
@@ -263,7 +299,10 @@ def _fresh(directory: Path, model: str, owner: str = "None") -> dict:
 def _append(corpus_id: int, directory: Path, meta: dict, through: int, source=None) -> dict:
     """``source``: (ids, vectors) blocks after the index's last id (default: PostgreSQL's)."""
     generation, rows = meta["generation"], meta["rows"]
-    vectors_path, ids_path = directory / f"vectors-{generation}.f32", directory / f"ids-{generation}.i64"
+    vectors_path, ids_path = (
+        directory / f"vectors-{generation}.f32",
+        directory / f"ids-{generation}.i64",
+    )
     last = meta["through"]
     if rows:
         last = max(last, int(np.memmap(ids_path, dtype=np.int64, mode="r", shape=(rows,))[-1]))
@@ -273,7 +312,9 @@ def _append(corpus_id: int, directory: Path, meta: dict, through: int, source=No
         ids_file.truncate(rows * 8)
         vectors_file.seek(0, os.SEEK_END)
         ids_file.seek(0, os.SEEK_END)
-        for ids, vectors in source if source is not None else _stored_vectors(corpus_id, last, through):
+        for ids, vectors in (
+            source if source is not None else _stored_vectors(corpus_id, last, through)
+        ):
             vectors_file.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
             ids_file.write(ids.tobytes())
             rows += len(ids)
@@ -284,7 +325,9 @@ def _append(corpus_id: int, directory: Path, meta: dict, through: int, source=No
     meta = dict(meta, rows=rows, through=max(through, meta["through"]))
     exact_max = int(setting("VECTOR_INDEX_EXACT_MAX", EXACT_MAX))
     tail = rows - meta["ann_rows"]
-    if rows > exact_max and (not meta["ann"] or tail > int(setting("VECTOR_INDEX_TAIL_MAX", TAIL_MAX))):
+    if rows > exact_max and (
+        not meta["ann"] or tail > int(setting("VECTOR_INDEX_TAIL_MAX", TAIL_MAX))
+    ):
         vectors = np.memmap(vectors_path, dtype=np.float32, mode="r", shape=(rows, DIMENSIONS))
         name = f"ann-{generation}-{rows}.faiss"
         if not meta["ann"] or rows > RETRAIN_GROWTH * meta["trained_rows"]:
@@ -333,12 +376,14 @@ class Reader:
         candidates = [np.empty(0, dtype=np.int64) for _ in queries]
         if ann_rows:
             faiss = _faiss()
-            faiss.omp_set_num_threads(1)  # one query batch is a millisecond: threads only wait on a busy machine
+            faiss.omp_set_num_threads(
+                1
+            )  # one query batch is a millisecond: threads only wait on a busy machine
             self.ann.nprobe = int(setting("VECTOR_INDEX_NPROBE", NPROBE))
             _, found = self.ann.search(queries, min(ann_rows, 2 * k))
             candidates = [row[row >= 0] for row in found]
         if ann_rows < self.rows:  # the tail, or all of a small corpus: exact
-            scores = queries @ self.vectors[ann_rows:self.rows].T
+            scores = queries @ self.vectors[ann_rows : self.rows].T
             for number, row in enumerate(scores):
                 best = _top(row, 2 * k) + ann_rows
                 candidates[number] = np.concatenate([candidates[number], best])
@@ -374,9 +419,15 @@ def _open(corpus_id: int, directory: Path, model: str, stamp: tuple) -> Reader:
     meta = _read_meta(directory, model)
     rows, generation = meta["rows"], meta["generation"]
     if rows:
-        ids = np.memmap(directory / f"ids-{generation}.i64", dtype=np.int64, mode="r", shape=(rows,))
-        vectors = np.memmap(directory / f"vectors-{generation}.f32", dtype=np.float32, mode="r",
-                            shape=(rows, DIMENSIONS))
+        ids = np.memmap(
+            directory / f"ids-{generation}.i64", dtype=np.int64, mode="r", shape=(rows,)
+        )
+        vectors = np.memmap(
+            directory / f"vectors-{generation}.f32",
+            dtype=np.float32,
+            mode="r",
+            shape=(rows, DIMENSIONS),
+        )
         _random_access(vectors)
     else:
         ids, vectors = np.empty(0, dtype=np.int64), np.empty((0, DIMENSIONS), dtype=np.float32)
@@ -384,11 +435,15 @@ def _open(corpus_id: int, directory: Path, model: str, stamp: tuple) -> Reader:
     if name := _ann_name(meta):
         faiss = _faiss()
         try:
-            ann = faiss.read_index(str(directory / name), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
+            ann = faiss.read_index(
+                str(directory / name), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY
+            )
         except RuntimeError as exc:
             raise IndexUnusable(f"{name} unreadable: {str(exc).splitlines()[0][:200]}") from exc
         if ann.ntotal != meta["ann_rows"] or ann.d != DIMENSIONS:
-            raise IndexUnusable(f"{name} holds {ann.ntotal} rows, meta.json says {meta['ann_rows']}")
+            raise IndexUnusable(
+                f"{name} holds {ann.ntotal} rows, meta.json says {meta['ann_rows']}"
+            )
     return Reader(corpus_id, meta, stamp, ids, vectors, ann)
 
 
@@ -412,8 +467,13 @@ def reader(corpus) -> Reader | None:
     stamp = _stamp(directory)
     with _lock:
         cached = _readers.get(corpus.id)
-        if cached is not None and cached.stamp == stamp and stamp and cached.meta["model"] == model \
-                and cached.meta["through"] <= corpus.embedded_through:
+        if (
+            cached is not None
+            and cached.stamp == stamp
+            and stamp
+            and cached.meta["model"] == model
+            and cached.meta["through"] <= corpus.embedded_through
+        ):
             return cached
         _readers.pop(corpus.id, None)
     if not corpus.embedded_through:
@@ -428,8 +488,11 @@ def reader(corpus) -> Reader | None:
             raise IndexUnusable("it is another corpus's (a database reset reused the id)")
     except IndexUnusable as exc:
         if corpus.embedded > int(setting("VECTOR_INDEX_REBUILD_INLINE_MAX", REBUILD_INLINE_MAX)):
-            logger.warning("vector index of corpus %s: %s; rebuild queued, dense search skipped meanwhile",
-                           corpus.id, exc)
+            logger.warning(
+                "vector index of corpus %s: %s; rebuild queued, dense search skipped meanwhile",
+                corpus.id,
+                exc,
+            )
             _queue_rebuild(corpus.id)
             return None
         logger.warning("vector index of corpus %s: %s; rebuilding it here", corpus.id, exc)
@@ -437,8 +500,12 @@ def reader(corpus) -> Reader | None:
         stamp = _stamp(directory)
         try:
             opened = _open(corpus.id, directory, model, stamp)
-        except IndexUnusable as again:  # written by another process meanwhile, or the disk is failing
-            logger.error("vector index of corpus %s still unusable after a rebuild: %s", corpus.id, again)
+        except (
+            IndexUnusable
+        ) as again:  # written by another process meanwhile, or the disk is failing
+            logger.error(
+                "vector index of corpus %s still unusable after a rebuild: %s", corpus.id, again
+            )
             return None
     with _lock:
         _readers[corpus.id] = opened

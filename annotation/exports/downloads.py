@@ -1,5 +1,6 @@
 """What the pages hand out as files: names made from a project's name, and CSV a spreadsheet
 opens as data (agreement tables, the leaderboard, exports)."""
+
 import csv
 import io
 from collections.abc import Iterable
@@ -11,7 +12,10 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def file_stem(project) -> str:
     """The project's name with only letters, digits, "-" and "_" (a file name every system takes)."""
-    return "".join(c if c.isalnum() or c in "-_" else "-" for c in project.name).strip("-") or "project"
+    return (
+        "".join(c if c.isalnum() or c in "-_" else "-" for c in project.name).strip("-")
+        or "project"
+    )
 
 
 def attachment(response, filename: str):

@@ -4,23 +4,24 @@ Everything streams: JSONL line by line; zip archives (several JSONL files) read 
 sort the lines into temporary files, then hand on each compressed piece as zipfile writes it
 into a sink, so memory stays flat in the item count.
 """
+
 import io
 import json
 import tempfile
 import zipfile
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator
 
 from django.db import connection
 from django.http import StreamingHttpResponse
 
+from annotation.exports import lines as export_lines
 from annotation.exports import selectors
 from annotation.exports.downloads import attachment, file_stem
 from annotation.kinds import get_kind
 from annotation.kinds.base import GOLD_RATER
 from annotation.models import Project
 from annotation.services.consolidation import enqueue_store_export_lines
-from annotation.exports import lines as export_lines
 
 RAW_ANNOTATIONS = "annotations"
 AGREEMENT_UNITS = "agreement-units"
@@ -43,12 +44,17 @@ def agreement_unit_lines(project: Project) -> Iterator[dict]:
         for ids, field, values in kind.agreement_unit_values(row["stage"], row["content"], raters):
             answers = [values[name] for name in annotators if values.get(name) is not None]
             yield {
-                "item": row["external_id"] or str(row["item_id"]), "item_id": row["item_id"], "step": row["stage"],
-                **ids, "field": field,
+                "item": row["external_id"] or str(row["item_id"]),
+                "item_id": row["item_id"],
+                "step": row["stage"],
+                **ids,
+                "field": field,
                 "annotators": {name: values.get(name) for name in annotators},
                 "third_rater": row["third_rater"],
                 "gold": values.get(GOLD_RATER),
-                "agreed": all(answer == answers[0] for answer in answers) if len(answers) >= 2 else None,
+                "agreed": all(answer == answers[0] for answer in answers)
+                if len(answers) >= 2
+                else None,
             }
 
 
@@ -65,9 +71,13 @@ def export_jsonl(project: Project, fmt: str) -> Iterator[str]:
     elif fmt == AGREEMENT_UNITS:
         records = agreement_unit_lines(project)
     else:
-        records = kind.export_lines(fmt, selectors.gold_rows(project, later_stages=kind.export_later_stages,
-                                                             metadata=kind.export_reads_metadata),
-                                    **kind.export_options(project.pipeline_settings))
+        records = kind.export_lines(
+            fmt,
+            selectors.gold_rows(
+                project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata
+            ),
+            **kind.export_options(project.pipeline_settings),
+        )
     for record in records:
         yield json.dumps(record, ensure_ascii=False) + "\n"
 
@@ -76,7 +86,9 @@ def _stored_lines(project: Project, fmt: str) -> Iterator[str]:
     """The stored lines of the export, and the missing or stale ones rendered now (and stored
     afterwards by a task, so the next export finds them)."""
     rendered = 0
-    for chunk in selectors.stored_export_lines(project, fmt, get_kind(project.kind).export_renderer_version()):
+    for chunk in selectors.stored_export_lines(
+        project, fmt, get_kind(project.kind).export_renderer_version()
+    ):
         missing = [item_id for item_id, line in chunk if line is None]
         fresh = export_lines.render_lines(project, fmt, missing) if missing else {}
         rendered += len(missing)
@@ -103,20 +115,33 @@ class Export:
 def download(project: Project, fmt: str) -> StreamingHttpResponse:
     """The export as a streamed file download (pages and API)."""
     stream = export(project, fmt)
-    return attachment(StreamingHttpResponse(stream.chunks, content_type=stream.content_type), stream.filename)
+    return attachment(
+        StreamingHttpResponse(stream.chunks, content_type=stream.content_type), stream.filename
+    )
 
 
 def export(project: Project, fmt: str) -> Export:
     """The export of format ``fmt`` as a stream, with its content type and file name."""
     kind = get_kind(project.kind)
     if fmt in kind.archive_formats:
-        rows = selectors.gold_rows(project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata)
-        return Export(archive_stream(kind.archive_files(fmt), kind.export_archive(fmt, rows)), "application/zip",
-                      export_filename(project, fmt))
-    return Export(export_jsonl(project, fmt), "application/jsonl; charset=utf-8", export_filename(project, fmt))
+        rows = selectors.gold_rows(
+            project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata
+        )
+        return Export(
+            archive_stream(kind.archive_files(fmt), kind.export_archive(fmt, rows)),
+            "application/zip",
+            export_filename(project, fmt),
+        )
+    return Export(
+        export_jsonl(project, fmt),
+        "application/jsonl; charset=utf-8",
+        export_filename(project, fmt),
+    )
 
 
-def archive_stream(names: tuple[str, ...], lines: Iterable[tuple[str, dict]], spool_bytes: int = 2 << 20) -> Iterator[bytes]:
+def archive_stream(
+    names: tuple[str, ...], lines: Iterable[tuple[str, dict]], spool_bytes: int = 2 << 20
+) -> Iterator[bytes]:
     """A zip of one JSONL file per name. The records come in one pass over the items, each
     tagged with its file; they are sorted into temporary files (in memory up to
     ``spool_bytes`` each, then on disk) and zipped one file after the other."""

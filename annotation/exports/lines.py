@@ -2,16 +2,16 @@
 when its gold records change (the task ``store_export_lines``, queued by name by the core after a
 consolidation or an import: services.consolidation.enqueue_store_export_lines) so an export
 streams stored text. See ``ExportLine`` for why a stored line is never served stale."""
+
 import json
+from collections.abc import Iterable
 from itertools import islice
-from typing import Iterable
 
 from django.db import connection, transaction
 
 from annotation.exports import selectors
 from annotation.kinds import get_kind
 from annotation.models import ExportLine, Project
-
 from annotation.services.locks import project_still_there
 
 RENDER_CHUNK = 250
@@ -21,10 +21,19 @@ def render_lines(project: Project, fmt: str, item_ids: Iterable[int]) -> dict[in
     """item id → its line of format ``fmt`` (a stored format: one record per item), rendered from
     the gold records now."""
     kind = get_kind(project.kind)
-    rows = list(selectors.gold_rows(project, later_stages=kind.export_later_stages,
-                                    metadata=kind.export_reads_metadata, item_ids=item_ids))
+    rows = list(
+        selectors.gold_rows(
+            project,
+            later_stages=kind.export_later_stages,
+            metadata=kind.export_reads_metadata,
+            item_ids=item_ids,
+        )
+    )
     records = kind.export_lines(fmt, rows)
-    return {row["item_id"]: json.dumps(record, ensure_ascii=False) + "\n" for row, record in zip(rows, records)}
+    return {
+        row["item_id"]: json.dumps(record, ensure_ascii=False) + "\n"
+        for row, record in zip(rows, records)
+    }
 
 
 def store_export_lines(project: Project, item_ids: Iterable[int] | None = None) -> int:
@@ -41,18 +50,29 @@ def store_export_lines(project: Project, item_ids: Iterable[int] | None = None) 
     stored = 0
     for fmt in kind.stored_export_formats:
         if item_ids is None:
-            ids = iter([item_id for chunk in selectors.stored_export_lines(project, fmt, version)
-                        for item_id, line in chunk if line is None])
+            ids = iter(
+                [
+                    item_id
+                    for chunk in selectors.stored_export_lines(project, fmt, version)
+                    for item_id, line in chunk
+                    if line is None
+                ]
+            )
         else:
             ids = iter(list(item_ids))
         while chunk := list(islice(ids, RENDER_CHUNK)):
             before = selectors.export_stamps(chunk, version)
             lines = render_lines(project, fmt, chunk)
             after = selectors.export_stamps(chunk, version)
-            fresh = [ExportLine(item_id=i, format=fmt, stamp=before[i], line=line)
-                     for i, line in lines.items() if before.get(i) is not None and before[i] == after.get(i)]
+            fresh = [
+                ExportLine(item_id=i, format=fmt, stamp=before[i], line=line)
+                for i, line in lines.items()
+                if before.get(i) is not None and before[i] == after.get(i)
+            ]
             with transaction.atomic():
-                if not project_still_there(project.pk):  # deleted meanwhile: its items' lines with it
+                if not project_still_there(
+                    project.pk
+                ):  # deleted meanwhile: its items' lines with it
                     return stored
                 _upsert(fresh)
             stored += len(fresh)
@@ -67,12 +87,20 @@ def _upsert(lines: list[ExportLine]) -> None:
         return
     table = connection.ops.quote_name(ExportLine._meta.db_table)
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("CREATE TEMPORARY TABLE export_line_batch (item_id bigint, format text, stamp text, line text) "
-                       "ON COMMIT DROP")
-        with cursor.cursor.copy("COPY export_line_batch (item_id, format, stamp, line) FROM STDIN") as copy:
+        cursor.execute(
+            "CREATE TEMPORARY TABLE export_line_batch (item_id bigint, format text, stamp text, line text) "
+            "ON COMMIT DROP"
+        )
+        with cursor.cursor.copy(
+            "COPY export_line_batch (item_id, format, stamp, line) FROM STDIN"
+        ) as copy:
             for line in lines:
                 copy.write_row((line.item_id, line.format, line.stamp, line.line))
-        cursor.execute(f"INSERT INTO {table} (item_id, format, stamp, line) "
-                       "SELECT item_id, format, stamp, line FROM export_line_batch "
-                       "ON CONFLICT (item_id, format) DO UPDATE SET stamp = EXCLUDED.stamp, line = EXCLUDED.line")
-        cursor.execute("DROP TABLE export_line_batch")  # an outer transaction may store another chunk
+        cursor.execute(
+            f"INSERT INTO {table} (item_id, format, stamp, line) "
+            "SELECT item_id, format, stamp, line FROM export_line_batch "
+            "ON CONFLICT (item_id, format) DO UPDATE SET stamp = EXCLUDED.stamp, line = EXCLUDED.line"
+        )
+        cursor.execute(
+            "DROP TABLE export_line_batch"
+        )  # an outer transaction may store another chunk

@@ -1,14 +1,24 @@
 """Reads of the exports wing: what the exports hold, the gold rows and submitted annotations
 they are written from, stored lines and their stamps, and agreement units."""
+
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from itertools import groupby, islice
-from typing import Iterable, Iterator
 
 from django.db import connection
 from django.db.models import Count
 
 from annotation.kinds import get_kind
-from annotation.models import Annotation, AssignmentRole, ExportLine, GoldRecord, Item, ItemStage, Project, StageStatus
+from annotation.models import (
+    Annotation,
+    AssignmentRole,
+    ExportLine,
+    GoldRecord,
+    Item,
+    ItemStage,
+    Project,
+    StageStatus,
+)
 
 
 def export_summary(project: Project) -> dict:
@@ -18,21 +28,42 @@ def export_summary(project: Project) -> dict:
     steps are joined where done. ``complete`` counts the items with every step done."""
     kind = get_kind(project.kind)
     first, last = min(kind.stages), max(kind.stages)
-    by_status = dict(ItemStage.objects.filter(item__project=project, stage=first).values_list("status")
-                     .annotate(n=Count("id")).order_by())
-    exported = GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=first,
-                                         item_stage__status=StageStatus.DONE).count()
+    by_status = dict(
+        ItemStage.objects.filter(item__project=project, stage=first)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    exported = GoldRecord.objects.filter(
+        item_stage__item__project=project,
+        item_stage__stage=first,
+        item_stage__status=StageStatus.DONE,
+    ).count()
     discarded = by_status.get(StageStatus.DISCARDED, 0)
     items = project.items.count()
-    annotations = dict(Annotation.objects.filter(assignment__item_stage__item__project=project)
-                       .values_list("submitted").annotate(n=Count("id")).order_by())
+    annotations = dict(
+        Annotation.objects.filter(assignment__item_stage__item__project=project)
+        .values_list("submitted")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
     return {
-        "items": items, "exported": exported, "discarded": discarded,
+        "items": items,
+        "exported": exported,
+        "discarded": discarded,
         "not_consolidated": items - exported - discarded,
-        "complete": (GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=last,
-                                               item_stage__status=StageStatus.DONE).count() if last != first else exported),
+        "complete": (
+            GoldRecord.objects.filter(
+                item_stage__item__project=project,
+                item_stage__stage=last,
+                item_stage__status=StageStatus.DONE,
+            ).count()
+            if last != first
+            else exported
+        ),
         "steps": len(kind.stages),
-        "annotations": annotations.get(True, 0), "drafts": annotations.get(False, 0),
+        "annotations": annotations.get(True, 0),
+        "drafts": annotations.get(False, 0),
     }
 
 
@@ -41,8 +72,13 @@ def export_summary(project: Project) -> dict:
 LATER_STAGES_CHUNK = 250
 
 
-def gold_rows(project: Project, stage: int = 1, later_stages: Iterable[int] = (), metadata: bool = True,
-              item_ids: Iterable[int] | None = None) -> Iterator[dict]:
+def gold_rows(
+    project: Project,
+    stage: int = 1,
+    later_stages: Iterable[int] = (),
+    metadata: bool = True,
+    item_ids: Iterable[int] | None = None,
+) -> Iterator[dict]:
     """Consolidated items of a project, one plain dict each, streamed from the database.
 
     With ``later_stages``, each row also has ``stages``: {stage: {"content", "gold"}} for those of
@@ -57,7 +93,8 @@ def gold_rows(project: Project, stage: int = 1, later_stages: Iterable[int] = ()
     while chunk := list(islice(rows, LATER_STAGES_CHUNK)):
         later: dict[int, dict] = defaultdict(dict)
         done = GoldRecord.objects.filter(
-            item_stage__item_id__in=[row["item_id"] for row in chunk], item_stage__stage__in=later_stages,
+            item_stage__item_id__in=[row["item_id"] for row in chunk],
+            item_stage__stage__in=later_stages,
             item_stage__status=StageStatus.DONE,
         ).values_list("item_stage__item_id", "item_stage__stage", "item_stage__content", "payload")
         for item_id, number, content, payload in done:
@@ -67,12 +104,25 @@ def gold_rows(project: Project, stage: int = 1, later_stages: Iterable[int] = ()
             yield row
 
 
-def _gold_rows(project: Project, stage: int, metadata: bool = True, item_ids: Iterable[int] | None = None) -> Iterator[dict]:
-    fields = ["payload", "item_stage__content", "item_stage__item_id", "item_stage__item__external_id",
-              "item_stage__item__source", "item_stage__item__domain", "item_stage__item__prompt",
-              "item_stage__item__response"]
+def _gold_rows(
+    project: Project, stage: int, metadata: bool = True, item_ids: Iterable[int] | None = None
+) -> Iterator[dict]:
+    fields = [
+        "payload",
+        "item_stage__content",
+        "item_stage__item_id",
+        "item_stage__item__external_id",
+        "item_stage__item__source",
+        "item_stage__item__domain",
+        "item_stage__item__prompt",
+        "item_stage__item__response",
+    ]
     queryset = (
-        GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage, item_stage__status=StageStatus.DONE)
+        GoldRecord.objects.filter(
+            item_stage__item__project=project,
+            item_stage__stage=stage,
+            item_stage__status=StageStatus.DONE,
+        )
         .order_by("item_stage__item_id")
         .values(*fields, *(["item_stage__item__metadata"] if metadata else []))
     )
@@ -111,14 +161,22 @@ def export_stamps(item_ids: list[int], version: str) -> dict[int, str]:
     if not item_ids:
         return {}
     with connection.cursor() as cursor:
-        cursor.execute(_stamps_sql("i.id = ANY(%(ids)s)"), {"version": version, "ids": list(item_ids)})
+        cursor.execute(
+            _stamps_sql("i.id = ANY(%(ids)s)"), {"version": version, "ids": list(item_ids)}
+        )
         return dict(cursor.fetchall())
 
 
-def stored_export_lines(project: Project, fmt: str, version: str, chunk: int = 500) -> Iterator[list[tuple[int, str | None]]]:
+def stored_export_lines(
+    project: Project, fmt: str, version: str, chunk: int = 500
+) -> Iterator[list[tuple[int, str | None]]]:
     """Chunks of (item id, stored line — None when missing or stale) for each item the gold
     export holds (its first step consolidated), in item order (PostgreSQL only)."""
-    stage, gold, line = ItemStage._meta.db_table, GoldRecord._meta.db_table, ExportLine._meta.db_table
+    stage, gold, line = (
+        ItemStage._meta.db_table,
+        GoldRecord._meta.db_table,
+        ExportLine._meta.db_table,
+    )
     sql = f"""
         WITH stamps AS ({_stamps_sql("i.project_id = %(project)s")})
         SELECT st.item_id, e.line
@@ -127,8 +185,13 @@ def stored_export_lines(project: Project, fmt: str, version: str, chunk: int = 5
         JOIN {gold} g1 ON g1.item_stage_id = s1.id
         LEFT JOIN {line} e ON e.item_id = st.item_id AND e.format = %(format)s AND e.stamp = st.stamp
         ORDER BY st.item_id"""
-    params = {"version": version, "project": project.id, "first": get_kind(project.kind).stages[0],
-              "done": StageStatus.DONE, "format": fmt}
+    params = {
+        "version": version,
+        "project": project.id,
+        "first": get_kind(project.kind).stages[0],
+        "done": StageStatus.DONE,
+        "format": fmt,
+    }
     with connection.chunked_cursor() as cursor:
         cursor.execute(sql, params)
         while rows := cursor.fetchmany(chunk):
@@ -139,11 +202,22 @@ def annotation_rows(project: Project) -> Iterator[dict]:
     """Every annotator's submitted annotation, for agreement studies outside the app."""
     queryset = (
         Annotation.objects.filter(submitted=True, assignment__item_stage__item__project=project)
-        .order_by("assignment__item_stage__item_id", "assignment__item_stage__stage", "assignment_id")
+        .order_by(
+            "assignment__item_stage__item_id", "assignment__item_stage__stage", "assignment_id"
+        )
         .values(
-            "payload", "version", "updated_at", "assignment__user__username", "assignment__role", "assignment__started_at",
-            "assignment__submitted_at", "assignment__active_seconds", "assignment__item_stage__stage",
-            "assignment__item_stage__content", "assignment__item_stage__item_id", "assignment__item_stage__item__external_id",
+            "payload",
+            "version",
+            "updated_at",
+            "assignment__user__username",
+            "assignment__role",
+            "assignment__started_at",
+            "assignment__submitted_at",
+            "assignment__active_seconds",
+            "assignment__item_stage__stage",
+            "assignment__item_stage__content",
+            "assignment__item_stage__item_id",
+            "assignment__item_stage__item__external_id",
         )
     )
     for row in queryset.iterator(chunk_size=2000):
@@ -178,24 +252,50 @@ def agreement_unit_rows(project: Project, stage: int | None = None) -> Iterator[
     Contents and gold records are fetched per chunk of item-stages (a step-2 content is large).
     ``stage``: that step's item-stages only."""
     annotations = (
-        Annotation.objects.filter(submitted=True, assignment__item_stage__item__project=project,
-                                  **({"assignment__item_stage__stage": stage} if stage is not None else {}))
-        .order_by("assignment__item_stage__item_id", "assignment__item_stage__stage", "assignment_id")
-        .values_list("assignment__item_stage_id", "assignment__user__username", "assignment__role", "payload")
+        Annotation.objects.filter(
+            submitted=True,
+            assignment__item_stage__item__project=project,
+            **({"assignment__item_stage__stage": stage} if stage is not None else {}),
+        )
+        .order_by(
+            "assignment__item_stage__item_id", "assignment__item_stage__stage", "assignment_id"
+        )
+        .values_list(
+            "assignment__item_stage_id", "assignment__user__username", "assignment__role", "payload"
+        )
         .iterator(chunk_size=2000)
     )
-    groups = ((stage_id, list(rows)) for stage_id, rows in groupby(annotations, key=lambda row: row[0]))
+    groups = (
+        (stage_id, list(rows)) for stage_id, rows in groupby(annotations, key=lambda row: row[0])
+    )
     while chunk := list(islice(groups, UNIT_ROWS_CHUNK)):
         ids = [stage_id for stage_id, _ in chunk]
-        stages = {row[0]: row[1:] for row in ItemStage.objects.filter(id__in=ids).values_list(
-            "id", "stage", "content", "item_id", "item__external_id")}
-        gold = dict(GoldRecord.objects.filter(item_stage_id__in=ids, item_stage__status=StageStatus.DONE)
-                    .values_list("item_stage_id", "payload"))
+        stages = {
+            row[0]: row[1:]
+            for row in ItemStage.objects.filter(id__in=ids).values_list(
+                "id", "stage", "content", "item_id", "item__external_id"
+            )
+        }
+        gold = dict(
+            GoldRecord.objects.filter(
+                item_stage_id__in=ids, item_stage__status=StageStatus.DONE
+            ).values_list("item_stage_id", "payload")
+        )
         for stage_id, rows in chunk:
             stage, content, item_id, external_id = stages[stage_id]
             yield {
-                "item_id": item_id, "external_id": external_id, "stage": stage, "content": content,
+                "item_id": item_id,
+                "external_id": external_id,
+                "stage": stage,
+                "content": content,
                 "payloads": {username: payload for _, username, _, payload in rows},
-                "third_rater": next((username for _, username, role, _ in rows if role == AssignmentRole.THIRD_RATER), None),
+                "third_rater": next(
+                    (
+                        username
+                        for _, username, role, _ in rows
+                        if role == AssignmentRole.THIRD_RATER
+                    ),
+                    None,
+                ),
                 "gold": gold.get(stage_id),
             }

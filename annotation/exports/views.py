@@ -1,4 +1,5 @@
 """Pages of the exports wing: a project's export download."""
+
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
 

@@ -7,15 +7,17 @@ left out and reported, line by line, with the result; the good ones are imported
 by annotation.imports.reading; uploads become an ``ImportJob`` that a Celery task runs
 (annotation.imports.jobs); the management command and tests call ``import_jsonl`` directly.
 """
+
 import functools
 import gc
 import hashlib
 import logging
 import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator
+from typing import IO, Any
 
 from django.db import connection, connections, transaction
 
@@ -25,7 +27,15 @@ from annotation.imports.uploads import stored_path
 from annotation.json_values import NUL, nul_path, values_parsed_from
 from annotation.kinds import KindSpec, PayloadError, get_kind
 from annotation.kinds.base import ImportLineError, ParsedItem
-from annotation.models import GoldRecord, GoldSource, ImportJob, Item, ItemStage, Project, StageStatus
+from annotation.models import (
+    GoldRecord,
+    GoldSource,
+    ImportJob,
+    Item,
+    ItemStage,
+    Project,
+    StageStatus,
+)
 from annotation.services.assignments import annotator_ids, assign_new_stages, current_load
 from annotation.services.consolidation import enqueue_store_export_lines
 from annotation.services.stages import enqueue_precompute, open_next_stages
@@ -44,6 +54,8 @@ NUL_MESSAGE = NUL
 # Item columns with a length limit, and the import field each comes from ("id" or "index" for
 # the external id, see _external_id_field).
 LIMITED_COLUMNS = ("external_id", "source", "domain")
+
+
 @dataclass
 class ImportResult:
     items: int
@@ -77,7 +89,9 @@ def _too_long(item: ParsedItem, fmt: str, data: dict) -> dict | None:
         value = getattr(item, column)
         if len(value) > limit:
             name = _external_id_field(fmt, data) if column == "external_id" else column
-            return line_error(item.line, name, f"is {len(value)} characters long; at most {limit} fit")
+            return line_error(
+                item.line, name, f"is {len(value)} characters long; at most {limit} fit"
+            )
     return None
 
 
@@ -87,20 +101,36 @@ def _nul_in_stored_fields(item: ParsedItem) -> str | None:
     Only what is kept counts: the released Factcheck-Bench file has a NUL in evidence text that
     step-1 import does not store.
     """
-    top_level = {"prompt": item.prompt, "response": item.response, "id": item.external_id, "source": item.source,
-                 "domain": item.domain, **item.metadata}
-    return nul_path(top_level) or nul_path(item.content, "content") or nul_path(item.suggestions, "suggestions")
+    top_level = {
+        "prompt": item.prompt,
+        "response": item.response,
+        "id": item.external_id,
+        "source": item.source,
+        "domain": item.domain,
+        **item.metadata,
+    }
+    return (
+        nul_path(top_level)
+        or nul_path(item.content, "content")
+        or nul_path(item.suggestions, "suggestions")
+    )
 
 
 def _label_error(kind: KindSpec, item: ParsedItem, stage: int, labels_as: str) -> dict | None:
     if labels_as == "ignore":
         return None
     if stage not in item.labels:
-        return line_error(item.line, "labels", "is missing, but labels_as=gold") if labels_as == "gold" else None
+        return (
+            line_error(item.line, "labels", "is missing, but labels_as=gold")
+            if labels_as == "gold"
+            else None
+        )
     if where := nul_path(item.labels[stage], "labels"):
         return line_error(item.line, where, NUL_MESSAGE)
     try:
-        kind.validate_payload(stage, item.content.get(stage, {}), item.labels[stage], complete=False)
+        kind.validate_payload(
+            stage, item.content.get(stage, {}), item.labels[stage], complete=False
+        )
     except PayloadError as exc:  # the labels must at least fit the annotation schema
         first = exc.errors[0]
         return line_error(item.line, f"labels: {first['field']}", first["message"])
@@ -113,11 +143,15 @@ def _identity(external_id: str, prompt: str, response: str) -> bytes:
     return hashlib.blake2b(text, digest_size=16).digest()
 
 
-def check_options(project: Project, fmt: str, labels_as: str, on_error: str = "refuse", domain: str = "") -> None:
+def check_options(
+    project: Project, fmt: str, labels_as: str, on_error: str = "refuse", domain: str = ""
+) -> None:
     """Refuse an unknown format, labels_as or on_error, or a bad domain, before any line is read."""
     kind = get_kind(project.kind)
     if fmt not in kind.import_formats:
-        raise ImportFailed([line_error(0, "format", f"must be one of {', '.join(kind.import_formats)}")])
+        raise ImportFailed(
+            [line_error(0, "format", f"must be one of {', '.join(kind.import_formats)}")]
+        )
     if labels_as not in LABELS_AS:
         raise ImportFailed([line_error(0, "labels_as", f"must be one of {', '.join(LABELS_AS)}")])
     if on_error not in ON_ERROR:
@@ -138,13 +172,23 @@ def domain_error(kind: KindSpec, fmt: str, domain: Any) -> str | None:
     return kind.import_domain_error(fmt, domain)
 
 
-def parse_import_file(project: Project, lines: Iterable[bytes | str], fmt: str, labels_as: str = "ignore",
-                      reading: Reading | None = None, domain: str = "") -> Iterator[ParsedItem | dict]:
+def parse_import_file(
+    project: Project,
+    lines: Iterable[bytes | str],
+    fmt: str,
+    labels_as: str = "ignore",
+    reading: Reading | None = None,
+    domain: str = "",
+) -> Iterator[ParsedItem | dict]:
     """Each line read and checked: a ParsedItem, or error dicts naming line and field (one or
     more per bad line). ``domain`` fills the domain of items whose line has none."""
     kind = get_kind(project.kind)
     reading = reading or Reading()
-    records = document_records(lines, reading) if fmt in kind.document_formats else jsonl_records(lines, reading)
+    records = (
+        document_records(lines, reading)
+        if fmt in kind.document_formats
+        else jsonl_records(lines, reading)
+    )
     for number, data, error in records:
         if error is None and not isinstance(data, dict):
             error = line_error(number, "(line)", "must be a JSON object")
@@ -158,13 +202,17 @@ def parse_import_file(project: Project, lines: Iterable[bytes | str], fmt: str, 
         yield from checked if isinstance(checked, list) else (checked,)
 
 
-def _parsed_item(kind: KindSpec, fmt: str, data: dict, number: int, domain: str, labels_as: str
-                 ) -> ParsedItem | list[dict]:
+def _parsed_item(
+    kind: KindSpec, fmt: str, data: dict, number: int, domain: str, labels_as: str
+) -> ParsedItem | list[dict]:
     """One line's item, or the errors naming its line and fields."""
     try:
         item = kind.parse_import_line(fmt, data, number)
     except ImportLineError as exc:
-        return [line_error(exc.line, exc.field, exc.message), *(line_error(exc.line, f, m) for f, m in exc.more)]
+        return [
+            line_error(exc.line, exc.field, exc.message),
+            *(line_error(exc.line, f, m) for f, m in exc.more),
+        ]
     if domain and not item.domain:
         item.domain = domain
     if error := _too_long(item, fmt, data):
@@ -178,10 +226,18 @@ def _parsed_item(kind: KindSpec, fmt: str, data: dict, number: int, domain: str,
 
 # -- writing ------------------------------------------------------------------------------------
 
-def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: str, labels_as: str = "ignore",
-                 on_error: str = "refuse", domain: str = "",
-                 on_progress: Callable[[int, int], None] | None = None,
-                 before_commit: Callable[[ImportResult], None] | None = None) -> ImportResult:
+
+def import_jsonl(
+    project: Project,
+    file: IO[bytes] | Iterable[bytes],
+    *,
+    fmt: str,
+    labels_as: str = "ignore",
+    on_error: str = "refuse",
+    domain: str = "",
+    on_progress: Callable[[int, int], None] | None = None,
+    before_commit: Callable[[ImportResult], None] | None = None,
+) -> ImportResult:
     """Import a file into ``project``; a bad record fails the whole file and writes nothing,
     unless ``on_error="skip"``: then bad lines are left out and listed in ``result.skipped``
     (a file-wide problem, or a file with no good line, still fails). ``domain`` fills the
@@ -197,7 +253,16 @@ def import_jsonl(project: Project, file: IO[bytes] | Iterable[bytes], *, fmt: st
     """
     check_options(project, fmt, labels_as, on_error, domain)
     with cyclic_gc_paused():
-        return _import(project, file, fmt, labels_as, on_progress, before_commit, on_error=on_error, domain=domain)
+        return _import(
+            project,
+            file,
+            fmt,
+            labels_as,
+            on_progress,
+            before_commit,
+            on_error=on_error,
+            domain=domain,
+        )
 
 
 @contextmanager
@@ -234,36 +299,61 @@ class _Writer:
         if self.existing_up_to is None:
             return set()
         rows = Item.objects.filter(
-            project=self.project, id__lte=self.existing_up_to,
-            external_id__in={p.external_id for p in batch}, response__in={p.response for p in batch},
+            project=self.project,
+            id__lte=self.existing_up_to,
+            external_id__in={p.external_id for p in batch},
+            response__in={p.response for p in batch},
         ).values_list("external_id", "prompt", "response")
         return {_identity(*row) for row in rows}
 
     def write(self, batch: list[ParsedItem]) -> None:
         if stored := self._already_stored(batch):
-            kept = [p for p in batch if _identity(p.external_id, p.prompt, p.response) not in stored]
+            kept = [
+                p for p in batch if _identity(p.external_id, p.prompt, p.response) not in stored
+            ]
             self.result.duplicates_skipped += len(batch) - len(kept)
             batch = kept
         if not batch:
             return
         items = _bulk_insert(
-            [Item(project=self.project, external_id=p.external_id, source=p.source, domain=p.domain,
-                  prompt=p.prompt, response=p.response, metadata=p.metadata) for p in batch],
+            [
+                Item(
+                    project=self.project,
+                    external_id=p.external_id,
+                    source=p.source,
+                    domain=p.domain,
+                    prompt=p.prompt,
+                    response=p.response,
+                    metadata=p.metadata,
+                )
+                for p in batch
+            ],
         )
         if self.first_item_id is None:
             self.first_item_id = items[0].id
         stages = _bulk_insert([self._stage(item, p) for item, p in zip(items, batch)])
         if self.labels_as == "gold":
             gold = _bulk_insert(
-                [GoldRecord(item_stage=stage, payload=p.labels[self.stage], source=GoldSource.IMPORT)
-                 for stage, p in zip(stages, batch)],
+                [
+                    GoldRecord(
+                        item_stage=stage, payload=p.labels[self.stage], source=GoldSource.IMPORT
+                    )
+                    for stage, p in zip(stages, batch)
+                ],
             )
             self.result.gold_records += len(gold)
-            open_next_stages(self.project, [stage.id for stage in stages] + self._write_later_gold(items, batch))
+            open_next_stages(
+                self.project, [stage.id for stage in stages] + self._write_later_gold(items, batch)
+            )
         self.result.items += len(items)
-        self.result.precomputing += sum(stage.status == StageStatus.PRECOMPUTING for stage in stages)
+        self.result.precomputing += sum(
+            stage.status == StageStatus.PRECOMPUTING for stage in stages
+        )
         self.result.assignments += assign_new_stages(
-            self.project, [s.id for s in stages if s.status == StageStatus.ANNOTATING], self.annotators, self.load
+            self.project,
+            [s.id for s in stages if s.status == StageStatus.ANNOTATING],
+            self.annotators,
+            self.load,
         )
 
     def _write_later_gold(self, items: list[Item], batch: list[ParsedItem]) -> list[int]:
@@ -272,16 +362,28 @@ class _Writer:
         ids: list[int] = []
         carried = list(zip(items, batch))
         for number in self.kind.stages[1:]:
-            carried = [(item, p) for item, p in carried if number in p.content and number in p.labels]
+            carried = [
+                (item, p) for item, p in carried if number in p.content and number in p.labels
+            ]
             if not carried:
                 break
             stages = _bulk_insert(
-                [ItemStage(item=item, stage=number, status=StageStatus.DONE, content=p.content[number],
-                           provenance={"content": "import"}) for item, p in carried],
+                [
+                    ItemStage(
+                        item=item,
+                        stage=number,
+                        status=StageStatus.DONE,
+                        content=p.content[number],
+                        provenance={"content": "import"},
+                    )
+                    for item, p in carried
+                ],
             )
             _bulk_insert(
-                [GoldRecord(item_stage=stage, payload=p.labels[number], source=GoldSource.IMPORT)
-                 for stage, (_, p) in zip(stages, carried)],
+                [
+                    GoldRecord(item_stage=stage, payload=p.labels[number], source=GoldSource.IMPORT)
+                    for stage, (_, p) in zip(stages, carried)
+                ],
             )
             self.result.gold_records += len(stages)
             ids += [stage.id for stage in stages]
@@ -289,7 +391,10 @@ class _Writer:
 
     def _stage(self, item: Item, p: ParsedItem) -> ItemStage:
         content = p.content.get(self.stage) or {}
-        suggestion, provenance = p.suggestions.get(self.stage), {"suggestion": "import"} if p.suggestions else {}
+        suggestion, provenance = (
+            p.suggestions.get(self.stage),
+            {"suggestion": "import"} if p.suggestions else {},
+        )
         if self.labels_as == "suggestion" and self.stage in p.labels:
             suggestion = self.kind.suggestion_from_labels(self.stage, p.labels[self.stage])
             provenance = {"suggestion": "import:labels"}
@@ -299,8 +404,14 @@ class _Writer:
             status = StageStatus.PRECOMPUTING
         else:
             status = StageStatus.ANNOTATING if self.annotators else StageStatus.READY
-        return ItemStage(item=item, stage=self.stage, status=status, content=content, suggestion=suggestion,
-                         provenance=provenance)
+        return ItemStage(
+            item=item,
+            stage=self.stage,
+            status=status,
+            content=content,
+            suggestion=suggestion,
+            provenance=provenance,
+        )
 
 
 def _bulk_insert(objs: list) -> list:
@@ -316,21 +427,36 @@ def _bulk_insert(objs: list) -> list:
     wrapper = connections[connection.alias]
     columns = ", ".join(wrapper.ops.quote_name(f.column) for f in [meta.pk, *fields])
     with wrapper.cursor() as cursor:
-        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-                       [meta.db_table, meta.pk.column, len(objs)])
+        cursor.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            [meta.db_table, meta.pk.column, len(objs)],
+        )
         ids = [row[0] for row in cursor.fetchall()]
-        with cursor.cursor.copy(f"COPY {wrapper.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN") as copy:
+        with cursor.cursor.copy(
+            f"COPY {wrapper.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN"
+        ) as copy:
             write_row = copy.write_row
             for obj, pk in zip(objs, ids):
-                write_row((pk, *[f.get_db_prep_save(f.pre_save(obj, True), wrapper) for f in fields]))
+                write_row(
+                    (pk, *[f.get_db_prep_save(f.pre_save(obj, True), wrapper) for f in fields])
+                )
     for obj, pk in zip(objs, ids):
         obj.pk = pk
         obj._state.adding, obj._state.db = False, wrapper.alias
     return objs
 
 
-def _import(project: Project, file, fmt: str, labels_as: str, on_progress, before_commit, *,
-            on_error: str = "refuse", domain: str = "") -> ImportResult:
+def _import(
+    project: Project,
+    file,
+    fmt: str,
+    labels_as: str,
+    on_progress,
+    before_commit,
+    *,
+    on_error: str = "refuse",
+    domain: str = "",
+) -> ImportResult:
     kind = get_kind(project.kind)
     annotators = annotator_ids(project) if kind.stages[0] in kind.annotatable_stages else []
     reading = Reading()
@@ -339,7 +465,12 @@ def _import(project: Project, file, fmt: str, labels_as: str, on_progress, befor
     seen: set[bytes] = set()
     next_report = time.monotonic() + PROGRESS_INTERVAL_SECONDS
     with transaction.atomic():
-        last_id = Item.objects.filter(project=project).order_by("-id").values_list("id", flat=True).first()
+        last_id = (
+            Item.objects.filter(project=project)
+            .order_by("-id")
+            .values_list("id", flat=True)
+            .first()
+        )
         writer = _Writer(project, kind, labels_as, annotators, last_id)
         batch: list[ParsedItem] = []
         for entry in parse_import_file(project, file, fmt, labels_as, reading, domain):
@@ -376,7 +507,9 @@ def _import(project: Project, file, fmt: str, labels_as: str, on_progress, befor
             raise ImportFailed(skipped.reported or [line_error(0, "(file)", "contains no items")])
         result.warnings = _warnings(project, kind, writer, annotators)
         if result.precomputing:
-            transaction.on_commit(_enqueue_precompute_of(project, writer.stage, writer.first_item_id))
+            transaction.on_commit(
+                _enqueue_precompute_of(project, writer.stage, writer.first_item_id)
+            )
         if result.gold_records:
             enqueue_store_export_lines(project.id)
         if before_commit is not None:
@@ -402,7 +535,9 @@ class _Skipped:
             self.reported.append(error)
 
 
-def _warnings(project: Project, kind: KindSpec, writer: "_Writer", annotators: list[int]) -> list[str]:
+def _warnings(
+    project: Project, kind: KindSpec, writer: "_Writer", annotators: list[int]
+) -> list[str]:
     """What the admin must do for the imported items to move on (said with the result)."""
     waiting = writer.result.items - writer.result.gold_records
     if waiting <= 0 or kind.stages[0] not in kind.annotatable_stages:
@@ -411,16 +546,26 @@ def _warnings(project: Project, kind: KindSpec, writer: "_Writer", annotators: l
     if len(annotators) >= needed:
         return []
     where = "in Annotating " if annotators else ""  # without annotators they stay Ready
-    return [f"Items need {needed} annotators each, but the project has {len(annotators)}: the imported items "
-            f"wait {where}until you add annotators (they then get the missing assignments)."]
+    return [
+        f"Items need {needed} annotators each, but the project has {len(annotators)}: the imported items "
+        f"wait {where}until you add annotators (they then get the missing assignments)."
+    ]
 
 
 def _enqueue_precompute_of(project: Project, stage: int, first_item_id: int):
     """After commit: queue this import's precomputing stages, read back in chunks (not held in memory)."""
+
     def enqueue():
-        stage_ids = ItemStage.objects.filter(
-            item__project=project, item_id__gte=first_item_id, stage=stage, status=StageStatus.PRECOMPUTING
-        ).order_by("id").values_list("id", flat=True)
+        stage_ids = (
+            ItemStage.objects.filter(
+                item__project=project,
+                item_id__gte=first_item_id,
+                stage=stage,
+                status=StageStatus.PRECOMPUTING,
+            )
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
         chunk: list[int] = []
         for stage_id in stage_ids.iterator(chunk_size=BATCH_SIZE):
             chunk.append(stage_id)
@@ -436,10 +581,14 @@ def _enqueue_precompute_of(project: Project, stage: int, first_item_id: int):
 def retry_failed_precompute(project: Project) -> int:
     """Send items whose pre-annotation failed back to the pipeline."""
     stage_ids = list(
-        ItemStage.objects.filter(item__project=project, status=StageStatus.FAILED).values_list("id", flat=True)
+        ItemStage.objects.filter(item__project=project, status=StageStatus.FAILED).values_list(
+            "id", flat=True
+        )
     )
     if stage_ids:
-        ItemStage.objects.filter(id__in=stage_ids).update(status=StageStatus.PRECOMPUTING, precompute_error="")
+        ItemStage.objects.filter(id__in=stage_ids).update(
+            status=StageStatus.PRECOMPUTING, precompute_error=""
+        )
         transaction.on_commit(lambda: enqueue_precompute(stage_ids))
     return len(stage_ids)
 

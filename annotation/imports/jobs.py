@@ -1,27 +1,47 @@
 """Import jobs: an upload stored and queued as an ``ImportJob``, run by a Celery task
 (``run_import_job``: the whole import in one transaction, its progress written on the side),
 failed with a readable message, and its upload deleted once it ends."""
+
 import logging
 
-from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connection, connections, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    InterfaceError,
+    OperationalError,
+    connection,
+    connections,
+    transaction,
+)
 from django.db.models import F
 from django.utils import timezone
 
 from annotation import dispatch
 from annotation.exceptions import ImportFailed
-from annotation.imports.items import UPLOAD_DIR, ImportResult, check_options, import_jsonl, upload_path
+from annotation.imports.items import (
+    UPLOAD_DIR,
+    ImportResult,
+    check_options,
+    import_jsonl,
+    upload_path,
+)
 from annotation.imports.reading import check_upload_size, line_error
 from annotation.imports.uploads import store_upload, stored_path, upload_name
 from annotation.models import ImportJob, ImportJobState, Project
 from annotation.services import jobs
 
-
-
 logger = logging.getLogger(__name__)
 
 
-def create_import_job(*, project: Project, user, upload, fmt: str, labels_as: str = "ignore",
-                      on_error: str = "refuse", domain: str = "") -> ImportJob:
+def create_import_job(
+    *,
+    project: Project,
+    user,
+    upload,
+    fmt: str,
+    labels_as: str = "ignore",
+    on_error: str = "refuse",
+    domain: str = "",
+) -> ImportJob:
     """Store the upload and queue its import; the task starts once this transaction commits.
 
     Unknown options and files above the size limit are refused here, before anything is stored.
@@ -32,9 +52,13 @@ def create_import_job(*, project: Project, user, upload, fmt: str, labels_as: st
     try:
         with transaction.atomic():
             job = ImportJob.objects.create(
-                project=project, created_by=user if getattr(user, "is_authenticated", False) else None,
-                format=fmt, labels_as=labels_as, options={"on_error": on_error, "domain": domain},
-                file_path=relative, file_size=size,
+                project=project,
+                created_by=user if getattr(user, "is_authenticated", False) else None,
+                format=fmt,
+                labels_as=labels_as,
+                options={"on_error": on_error, "domain": domain},
+                file_path=relative,
+                file_size=size,
                 file_name=upload_name(upload),
             )
             dispatch.queue("run_import", job.id)
@@ -55,7 +79,11 @@ class _ProgressWriter:
 
     def __init__(self, job_id: int):
         self.job_id = job_id
-        self.connection = connections.create_connection(DEFAULT_DB_ALIAS) if connection.vendor == "postgresql" else None
+        self.connection = (
+            connections.create_connection(DEFAULT_DB_ALIAS)
+            if connection.vendor == "postgresql"
+            else None
+        )
         table = connection.ops.quote_name(ImportJob._meta.db_table)
         self.sql = f"UPDATE {table} SET lines_read = %s, bytes_read = %s, progress_at = %s WHERE id = %s AND state = %s"
 
@@ -64,17 +92,28 @@ class _ProgressWriter:
             return
         try:
             with self.connection.cursor() as cursor:
-                cursor.execute(self.sql, [lines, size, timezone.now(), self.job_id, ImportJobState.RUNNING])
+                cursor.execute(
+                    self.sql, [lines, size, timezone.now(), self.job_id, ImportJobState.RUNNING]
+                )
         except Exception:  # progress is a courtesy: it must never fail the import
-            logger.warning("could not record the progress of import job %s", self.job_id, exc_info=True)
+            logger.warning(
+                "could not record the progress of import job %s", self.job_id, exc_info=True
+            )
 
     def close(self) -> None:
         if self.connection is not None:
             self.connection.close()
 
 
-def _end_job(job_id: int, state: str, *, errors: list[dict] | None = None, result: dict | None = None,
-             reading: tuple[int, int] | None = None, remove_upload: bool = True) -> bool:
+def _end_job(
+    job_id: int,
+    state: str,
+    *,
+    errors: list[dict] | None = None,
+    result: dict | None = None,
+    reading: tuple[int, int] | None = None,
+    remove_upload: bool = True,
+) -> bool:
     values = {"errors": errors or [], "result": result}
     if reading is not None:
         values["lines_read"], values["bytes_read"] = reading
@@ -95,7 +134,14 @@ def run_import_job(job_id: int) -> ImportJob | None:
     retry; the upload is deleted once the job has ended.
     """
     # Any running job is taken: its writes are one transaction, so a second run only repeats them.
-    if not jobs.claim(ImportJob, job_id, take_running="any", attempts=F("attempts") + 1, lines_read=0, bytes_read=0):
+    if not jobs.claim(
+        ImportJob,
+        job_id,
+        take_running="any",
+        attempts=F("attempts") + 1,
+        lines_read=0,
+        bytes_read=0,
+    ):
         return ImportJob.objects.filter(pk=job_id).first()
     job = ImportJob.objects.select_related("project").get(pk=job_id)
     progress = _ProgressWriter(job_id)
@@ -107,27 +153,59 @@ def run_import_job(job_id: int) -> ImportJob | None:
 
     def finish(result: ImportResult) -> None:
         # Inside the import's transaction: the upload goes only once it has committed (below).
-        if not _end_job(job_id, ImportJobState.DONE, result=result.as_dict(), reading=tuple(seen), remove_upload=False):
+        if not _end_job(
+            job_id,
+            ImportJobState.DONE,
+            result=result.as_dict(),
+            reading=tuple(seen),
+            remove_upload=False,
+        ):
             raise _JobEnded()
 
     try:
         with open(upload_path(job), "rb") as file:
-            import_jsonl(job.project, file, fmt=job.format, labels_as=job.labels_as,
-                         on_error=job.options.get("on_error", "refuse"), domain=job.options.get("domain", ""),
-                         on_progress=on_progress, before_commit=finish)
+            import_jsonl(
+                job.project,
+                file,
+                fmt=job.format,
+                labels_as=job.labels_as,
+                on_error=job.options.get("on_error", "refuse"),
+                domain=job.options.get("domain", ""),
+                on_progress=on_progress,
+                before_commit=finish,
+            )
     except _JobEnded:
         pass
     except ImportFailed as exc:
         _end_job(job_id, ImportJobState.FAILED, errors=exc.errors, reading=tuple(seen))
     except FileNotFoundError:
-        _end_job(job_id, ImportJobState.FAILED, errors=[line_error(0, "(file)", "the uploaded file is gone from the server "
-                                                                           "(web and worker must share DATA_DIR)")])
+        _end_job(
+            job_id,
+            ImportJobState.FAILED,
+            errors=[
+                line_error(
+                    0,
+                    "(file)",
+                    "the uploaded file is gone from the server "
+                    "(web and worker must share DATA_DIR)",
+                )
+            ],
+        )
     except Exception as exc:
         if isinstance(exc, (OperationalError, InterfaceError)):
             raise  # transient: the task retries, the upload is kept
         logger.exception("import job %s failed", job_id)
-        _end_job(job_id, ImportJobState.FAILED, errors=[line_error(
-            0, "(server)", f"the import stopped on an internal error ({type(exc).__name__}); nothing was imported")])
+        _end_job(
+            job_id,
+            ImportJobState.FAILED,
+            errors=[
+                line_error(
+                    0,
+                    "(server)",
+                    f"the import stopped on an internal error ({type(exc).__name__}); nothing was imported",
+                )
+            ],
+        )
     finally:
         progress.close()
     if ImportJob.objects.filter(pk=job_id, state__in=ImportJob.ENDED_STATES).exists():

@@ -2,18 +2,18 @@
 UTF-8, lone surrogates, NaN and infinities, numbers of thousands of digits, NUL, a pretty-printed
 document instead of JSONL) becomes a per-line error with its line, field and column, never a crash.
 """
+
 import json
-import re
 import math
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from django.conf import settings
 
 from annotation.exceptions import UploadTooLarge
 from annotation.json_values import NON_FINITE, bad_value, text_may_hold_nul
-
-
 
 _BOM = b"\xef\xbb\xbf"
 # Only a line with a \uD800-\uDFFF escape can hold a lone surrogate (raw UTF-8 surrogates fail
@@ -66,7 +66,11 @@ def _refuse_huge_int(digits: str) -> int:
 
 
 def _bounded_int(digits: str) -> int:
-    return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else _HugeNumber(len(digits.lstrip("-")))
+    return (
+        int(digits)
+        if len(digits.lstrip("-")) <= MAX_INT_DIGITS
+        else _HugeNumber(len(digits.lstrip("-")))
+    )
 
 
 def _huge_number(value, path: str = "") -> tuple[str, int] | None:
@@ -94,12 +98,18 @@ def _huge_number_column(text: str) -> int:
 # A line is read with _STRICT_JSON; only when it holds a huge integer is it read again with
 # _COUNTING_JSON to name that integer's field (searching every line's text for a run of digits
 # cost 15 times the parse of a Factcheck-Bench line).
-_STRICT_JSON = json.JSONDecoder(parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_refuse_huge_int)
-_COUNTING_JSON = json.JSONDecoder(parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_bounded_int)
+_STRICT_JSON = json.JSONDecoder(
+    parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_refuse_huge_int
+)
+_COUNTING_JSON = json.JSONDecoder(
+    parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_bounded_int
+)
 
 
-MULTILINE_DOCUMENT = ("is one JSON document spread over several lines (a pretty-printed array or object), not JSONL: "
-                      "put each item on a line of its own, e.g. with jq -c '.[]'")
+MULTILINE_DOCUMENT = (
+    "is one JSON document spread over several lines (a pretty-printed array or object), not JSONL: "
+    "put each item on a line of its own, e.g. with jq -c '.[]'"
+)
 
 
 @dataclass
@@ -139,17 +149,26 @@ def excerpt(line_text: str, column: int) -> str:
     person looks for in an editor when the line is thousands of characters long."""
     line_text = line_text.rstrip("\r\n")
     at = max(column - 1, 0)
-    before, after = line_text[max(0, at - EXCERPT_CHARS):at], line_text[at:at + EXCERPT_CHARS]
-    text = (("…" if at > EXCERPT_CHARS else "") + before + "⟨here⟩" + after
-            + ("…" if len(line_text) > at + EXCERPT_CHARS else ""))
+    before, after = line_text[max(0, at - EXCERPT_CHARS) : at], line_text[at : at + EXCERPT_CHARS]
+    text = (
+        ("…" if at > EXCERPT_CHARS else "")
+        + before
+        + "⟨here⟩"
+        + after
+        + ("…" if len(line_text) > at + EXCERPT_CHARS else "")
+    )
     return f"«{text}»"
 
 
 def placed_error(line: int, field_name: str, message: str, column: int, line_text: str) -> dict:
     """An error at a place of a line: its column (1-based) in the dict and, with a short excerpt
     around it, in the message."""
-    return {**line_error(line, field_name, f"{message} at column {column}, near {excerpt(line_text, column)}"),
-            "column": column}
+    return {
+        **line_error(
+            line, field_name, f"{message} at column {column}, near {excerpt(line_text, column)}"
+        ),
+        "column": column,
+    }
 
 
 def _syntax_error(exc: json.JSONDecodeError, number: int) -> dict:
@@ -158,10 +177,18 @@ def _syntax_error(exc: json.JSONDecodeError, number: int) -> dict:
     if number == 0:
         lines = exc.doc.splitlines() or [""]
         line_text = lines[min(exc.lineno, len(lines)) - 1]
-        return placed_error(exc.lineno, "(json)", f"is not valid JSON: {exc.msg}", exc.colno, line_text)
+        return placed_error(
+            exc.lineno, "(json)", f"is not valid JSON: {exc.msg}", exc.colno, line_text
+        )
     # one line: an error at its end (past the newline, for json) is placed after its last character
     line_text = exc.doc.rstrip("\r\n")
-    return placed_error(number, "(json)", f"is not valid JSON: {exc.msg}", min(exc.pos, len(line_text)) + 1, line_text)
+    return placed_error(
+        number,
+        "(json)",
+        f"is not valid JSON: {exc.msg}",
+        min(exc.pos, len(line_text)) + 1,
+        line_text,
+    )
 
 
 def decode_line(raw: bytes | str, number: int) -> tuple[str | None, dict | None]:
@@ -174,9 +201,11 @@ def decode_line(raw: bytes | str, number: int) -> tuple[str | None, dict | None]
     try:
         return raw.decode("utf-8"), None
     except UnicodeDecodeError as exc:
-        before = raw[:exc.start].decode("utf-8", "replace")
-        shown = before + raw[exc.start:].decode("utf-8", "backslashreplace")
-        return None, placed_error(number, "(line)", f"is not UTF-8: {exc.reason}", len(before) + 1, shown)
+        before = raw[: exc.start].decode("utf-8", "replace")
+        shown = before + raw[exc.start :].decode("utf-8", "backslashreplace")
+        return None, placed_error(
+            number, "(line)", f"is not UTF-8: {exc.reason}", len(before) + 1, shown
+        )
 
 
 def read_json_line(raw: bytes | str, number: int) -> tuple[Any, dict | None, str]:
@@ -204,8 +233,12 @@ def _loads(text: str, number: int) -> tuple[Any, dict | None]:
             data = _COUNTING_JSON.decode(text)
             if found := _huge_number(data):
                 path, digits = found
-                return None, line_error(line, path, f"is a number of {digits:,} digits at column {_huge_number_column(text)}: "
-                                                    f"at most {MAX_INT_DIGITS:,} digits can be read")
+                return None, line_error(
+                    line,
+                    path,
+                    f"is a number of {digits:,} digits at column {_huge_number_column(text)}: "
+                    f"at most {MAX_INT_DIGITS:,} digits can be read",
+                )
         return data, None
     except _NonFinite:
         pass
@@ -232,7 +265,9 @@ def _hostile_value(data: Any, number: int) -> dict | None:
     return None
 
 
-def jsonl_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tuple[int, Any, dict | None]]:
+def jsonl_records(
+    lines: Iterable[bytes | str], reading: Reading
+) -> Iterator[tuple[int, Any, dict | None]]:
     """(line number, parsed JSON, error) for every non-blank line."""
     first_line, held = 0, None  # the first line, when it might open a multi-line JSON document
     for number, line in enumerate(lines, start=1):
@@ -257,21 +292,36 @@ def jsonl_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tu
             if error is not None and stripped[:1] in "[{" and stripped[-1:] not in "]}":
                 held = (number, None, error)
                 continue
-            if error is None and isinstance(data, list) and any(isinstance(entry, dict) for entry in data):
-                error, data = line_error(number, "(file)", "is one JSON array, not JSONL: put each item on a line of its own"), None
+            if (
+                error is None
+                and isinstance(data, list)
+                and any(isinstance(entry, dict) for entry in data)
+            ):
+                error, data = (
+                    line_error(
+                        number,
+                        "(file)",
+                        "is one JSON array, not JSONL: put each item on a line of its own",
+                    ),
+                    None,
+                )
         yield number, data, error
     if held is not None:
         yield held
 
 
-def document_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tuple[int, Any, dict | None]]:
+def document_records(
+    lines: Iterable[bytes | str], reading: Reading
+) -> Iterator[tuple[int, Any, dict | None]]:
     """The items of one JSON document (an object or a list of objects), numbered from 1.
 
     A file that is JSONL after all (one object a line) is read as JSONL. The document is read
     whole: these are small files (the original tool's screens); the upload limit bounds them.
     """
     chunks = list(lines)
-    raw = b"".join(c if isinstance(c, bytes) else c.encode("utf-8", "surrogatepass") for c in chunks)
+    raw = b"".join(
+        c if isinstance(c, bytes) else c.encode("utf-8", "surrogatepass") for c in chunks
+    )
     del chunks
     reading.bytes, reading.lines = len(raw), raw.count(b"\n") + 1
     raw = raw.removeprefix(_BOM)
@@ -280,9 +330,15 @@ def document_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator
     except UnicodeDecodeError as exc:
         number = raw.count(b"\n", 0, exc.start) + 1
         start = raw.rfind(b"\n", 0, exc.start) + 1
-        before = raw[start:exc.start].decode("utf-8", "replace")
-        shown = before + raw[exc.start:raw.find(b"\n", exc.start) % (len(raw) + 1)].decode("utf-8", "backslashreplace")
-        yield number, None, placed_error(number, "(file)", f"is not UTF-8: {exc.reason}", len(before) + 1, shown)
+        before = raw[start : exc.start].decode("utf-8", "replace")
+        shown = before + raw[exc.start : raw.find(b"\n", exc.start) % (len(raw) + 1)].decode(
+            "utf-8", "backslashreplace"
+        )
+        yield (
+            number,
+            None,
+            placed_error(number, "(file)", f"is not UTF-8: {exc.reason}", len(before) + 1, shown),
+        )
         return
     reading.may_hold_nul = text_may_hold_nul(text)
     data, error = _loads(text, 0)

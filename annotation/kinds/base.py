@@ -1,10 +1,12 @@
 """The interface every project kind implements."""
+
 import hashlib
 import sys
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterable
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
@@ -24,7 +26,9 @@ class PayloadError(Exception):
 class ImportLineError(Exception):
     """A line of an import file that cannot be read; names the line and the field."""
 
-    def __init__(self, line: int, field: str, message: str, *, more: tuple[tuple[str, str], ...] = ()):
+    def __init__(
+        self, line: int, field: str, message: str, *, more: tuple[tuple[str, str], ...] = ()
+    ):
         self.line, self.field, self.message = line, field, message
         self.more = more  # further (field, message) pairs wrong on the same line
         super().__init__(f"line {line}, field {field!r}: {message}")
@@ -109,7 +113,9 @@ class KindSpec:
     # whether the project page shows scores of the consolidated items (consolidated_scores)
     has_paragraph_scores: bool = False
 
-    def consolidated_scores(self, rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500) -> dict:
+    def consolidated_scores(
+        self, rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500
+    ) -> dict:
         """Scores of the consolidated step-1 items; ``rows``: (item id, external id, source, content,
         suggestion, gold payload), in item order (selectors.consolidated_scores reads them)."""
         raise NotImplementedError
@@ -123,7 +129,9 @@ class KindSpec:
         """The kind's scoring tasks (name → annotation.kinds.research.Task), without gold units."""
         return {}
 
-    def gold_units(self, tasks: dict, rows_of: Callable[..., Iterable[dict]], settings: dict) -> None:
+    def gold_units(
+        self, tasks: dict, rows_of: Callable[..., Iterable[dict]], settings: dict
+    ) -> None:
         """Fill ``tasks`` (fresh from scoring_tasks) with the gold units of the consolidated items.
         ``rows_of(**options)`` reads them (selectors.gold_rows of the project); ``settings``: the
         project's pipeline settings."""
@@ -163,7 +171,9 @@ class KindSpec:
         """A line of guidance the stage's page shows above the editor (none by default)."""
         return ""
 
-    def retrieve_unit(self, stage: int, content: dict, index: int, settings: dict, evidence_search: Callable) -> dict:
+    def retrieve_unit(
+        self, stage: int, content: dict, index: int, settings: dict, evidence_search: Callable
+    ) -> dict:
         """The unit ``index`` of ``content`` with its evidence retrieved again (plain data)."""
         raise NotImplementedError
 
@@ -171,6 +181,7 @@ class KindSpec:
         """A draft payload after unit ``index`` got new evidence: the answers about the old
         evidence are cleared, the rest is kept."""
         raise NotImplementedError
+
     import_formats: tuple[str, ...] = ()
     # formats whose file is one JSON document (an object or a list of them), not JSONL
     document_formats: tuple[str, ...] = ()
@@ -195,7 +206,9 @@ class KindSpec:
         interface, the rows it is given): a stored line rendered by other code is never served."""
         return _renderer_version(type(self).__module__)
 
-    def item_warnings(self, stage: int, content: dict, metadata: dict, gold: dict | None) -> list[str]:
+    def item_warnings(
+        self, stage: int, content: dict, metadata: dict, gold: dict | None
+    ) -> list[str]:
         """Contradictions in what an import brought, kept as given and shown on the item page and
         to the consolidator (plain text; pages escape it)."""
         return []
@@ -226,9 +239,18 @@ class KindSpec:
         """Whether the pipeline must run before annotators get the stage."""
         return not content
 
-    def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
-                   previous_gold: dict | None = None, evidence_search: Callable | None = None,
-                   item_metadata: dict | None = None, earlier: dict[int, dict] | None = None) -> dict:
+    def precompute(
+        self,
+        stage: int,
+        prompt: str,
+        response: str,
+        content: dict,
+        settings: dict,
+        previous_gold: dict | None = None,
+        evidence_search: Callable | None = None,
+        item_metadata: dict | None = None,
+        earlier: dict[int, dict] | None = None,
+    ) -> dict:
         """Return ``{"content": ..., "suggestion": ..., "provenance": ...}`` for a stage;
         ``previous_gold`` is the gold payload of the step before, if any; ``evidence_search()``
         gives the search function over the project's corpora (None without corpora);
@@ -269,14 +291,18 @@ class KindSpec:
     # and hands agreement_units the dict of them (name → array) in place of each payload.
     agreement_paths: dict[str, str] = {}
 
-    def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
+    def agreement_units(
+        self, stage: int, payloads: dict[Hashable, dict]
+    ) -> dict[str, dict[Any, dict]]:
         """field → {unit → {rater → value}} for one item-stage.
 
         ``payloads`` maps each rater (annotator, or the gold record) to its payload; the first
         rater is the pivot when units have to be aligned (e.g. claims by text similarity)."""
         raise NotImplementedError
 
-    def agreement_unit_values(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> Iterable[tuple[dict, str, dict]]:
+    def agreement_unit_values(
+        self, stage: int, content: dict, payloads: dict[Hashable, dict]
+    ) -> Iterable[tuple[dict, str, dict]]:
         """(unit ids, field, {rater → value}) for every unit of one item-stage, for the per-unit
         agreement export; ``payloads`` as for agreement_units, the gold record first (under
         GOLD_RATER) when there is one, so aligned units are the gold record's. The ids name the
@@ -289,8 +315,9 @@ class KindSpec:
         """Kind-specific agreement numbers beyond per-field label agreement (none by default)."""
         return {}
 
-    def suggestion_predictions(self, stage: int, content: dict, suggestion: dict | None,
-                               gold: dict | None = None) -> Iterable[tuple[str, tuple, Any]]:
+    def suggestion_predictions(
+        self, stage: int, content: dict, suggestion: dict | None, gold: dict | None = None
+    ) -> Iterable[tuple[str, tuple, Any]]:
         """A machine pre-annotation of one item-stage as predictions of annotation.scoring's
         tasks, so it can be scored as a baseline: (task name, unit key without its leading item,
         label), keyed as the task keys its gold units. ``gold`` is the stage's gold payload, for
@@ -323,7 +350,9 @@ def field_error(path: str, message: str) -> dict[str, str]:
     return {"field": path, "message": message}
 
 
-def require_str(data: dict, key: str, line: int, *, allow_empty: bool = False, path: str = "") -> str:
+def require_str(
+    data: dict, key: str, line: int, *, allow_empty: bool = False, path: str = ""
+) -> str:
     """``data[key]`` as a string, or an error naming the field (``path`` when it is nested)."""
     value = data.get(key)
     field = path or key

@@ -3,9 +3,13 @@
 Used to line up two annotators' decompositions of a sentence for consolidation and agreement.
 The two measures are the paper's (pipeline.text_measures), re-exported here for the kinds.
 """
+
 from rapidfuzz import fuzz
 
-from pipeline.text_measures import normalised_edit_distance, word_overlap  # noqa: F401 (the kinds' names)
+from pipeline.text_measures import (  # noqa: F401 (the kinds' names)
+    normalised_edit_distance,
+    word_overlap,
+)
 
 # Claims of one sentence about the same subject share many characters: at 0.5, "Marie Curie was
 # a chemist." paired with "Marie Curie was born in Poland." (0.56). Rewordings of one claim
@@ -22,7 +26,9 @@ def similarity(a: str, b: str) -> float:
     return fuzz.token_sort_ratio(normalise(a).lower(), normalise(b).lower()) / 100
 
 
-def align(pivot: list[str], other: list[str], min_similarity: float = MIN_SIMILARITY) -> list[tuple[int | None, int | None]]:
+def align(
+    pivot: list[str], other: list[str], min_similarity: float = MIN_SIMILARITY
+) -> list[tuple[int | None, int | None]]:
     """Pair claims of two lists, most similar pairs first, each claim at most once.
 
     Returns rows ``(pivot index | None, other index | None)`` in the pivot's order, with the
@@ -40,7 +46,9 @@ def align(pivot: list[str], other: list[str], min_similarity: float = MIN_SIMILA
         if i not in pair_of_pivot and j not in paired_other:
             pair_of_pivot[i] = j
             paired_other.add(j)
-    rows: list[tuple[int | None, int | None]] = [(i, pair_of_pivot.get(i)) for i in range(len(pivot))]
+    rows: list[tuple[int | None, int | None]] = [
+        (i, pair_of_pivot.get(i)) for i in range(len(pivot))
+    ]
     for j in range(len(other)):
         if j in paired_other:
             continue

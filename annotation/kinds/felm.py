@@ -1,6 +1,8 @@
 """FELM segment labelling (Chen et al.): one stage; per segment correct / contains an error,
 error type, reason and reference links."""
-from typing import Any, Callable, Hashable, Iterable
+
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
 
 from .base import (
     ImportLineError,
@@ -18,7 +20,18 @@ from .research import FELM_FIGURES, GoldUnit, Task, item_key, listed_units
 # The released names (DESIGN §5): the paper's "irrelevant" is ``irrelevant_with_qst`` in the data.
 ERROR_TYPES = ("knowledge_error", "reasoning_error", "irrelevant_with_qst", "fooled")
 DOMAINS = ("wk", "science", "writing_rec", "reasoning", "math")
-FELM_FIELDS = ("index", "source", "prompt", "response", "segmented_response", "labels", "comment", "type", "ref", "domain")
+FELM_FIELDS = (
+    "index",
+    "source",
+    "prompt",
+    "response",
+    "segmented_response",
+    "labels",
+    "comment",
+    "type",
+    "ref",
+    "domain",
+)
 # The released files spell "nothing here" in several ways: ``[]`` for a whole list not annotated
 # (types of most math and reasoning items), ``""`` or null for one segment. All mean no value;
 # the file's own spelling is kept in the item's metadata (under the field's name) and given back.
@@ -42,7 +55,10 @@ class FelmKind(KindSpec):
     # text instead of decoding three JSON values and encoding a line per item (10x less CPU)
     stored_export_formats = ("felm",)
     domains = DOMAINS
-    agreement_fields = {"label": "Segment label (correct / error)", "error_type": "Error type (segments both marked wrong)"}
+    agreement_fields = {
+        "label": "Segment label (correct / error)",
+        "error_type": "Error type (segments both marked wrong)",
+    }
     value_names = {"irrelevant_with_qst": "Irrelevant to the question"}  # as felm.js names it
 
     # -- research (annotation.scoring, the LLM rater and its agreement) -----------------------
@@ -51,14 +67,27 @@ class FelmKind(KindSpec):
 
     def scoring_tasks(self) -> dict[str, Task]:
         return {
-            "segment": Task("segment", "FELM: segment level", ("item", "segment"), vocabulary=("correct", "error"),
-                            figures=FELM_FIGURES),
-            "response": Task("response", "FELM: response level (wrong when any segment is)", ("item",),
-                             field="response_label", vocabulary=("correct", "error"), agreement_field="label",
-                             figures=FELM_FIGURES),
+            "segment": Task(
+                "segment",
+                "FELM: segment level",
+                ("item", "segment"),
+                vocabulary=("correct", "error"),
+                figures=FELM_FIGURES,
+            ),
+            "response": Task(
+                "response",
+                "FELM: response level (wrong when any segment is)",
+                ("item",),
+                field="response_label",
+                vocabulary=("correct", "error"),
+                agreement_field="label",
+                figures=FELM_FIGURES,
+            ),
         }
 
-    def gold_units(self, tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]], settings: dict) -> None:
+    def gold_units(
+        self, tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]], settings: dict
+    ) -> None:
         segment, response = tasks["segment"], tasks["response"]
         for row in rows_of(metadata=False):
             item = item_key(row)
@@ -68,8 +97,11 @@ class FelmKind(KindSpec):
                 if label is not None:
                     segment.units.append(GoldUnit((item, index), "correct" if label else "error"))
             # an empty segment left unlabelled (nothing to decide) does not hold the response back
-            labels = [label for index, label in enumerate(labels)
-                      if not (label is None and index < len(texts) and not str(texts[index]).strip())]
+            labels = [
+                label
+                for index, label in enumerate(labels)
+                if not (label is None and index < len(texts) and not str(texts[index]).strip())
+            ]
             if labels and None not in labels:
                 response.units.append(GoldUnit((item,), "correct" if all(labels) else "error"))
 
@@ -77,19 +109,27 @@ class FelmKind(KindSpec):
         return listed_units(rows_of, "segments")
 
     def rater_batch_size(self) -> int:
-        from pipeline.llm_rater import FELM_BATCH  # loads NLTK and scikit-learn: kept out of web start-up
+        from pipeline.llm_rater import (
+            FELM_BATCH,  # loads NLTK and scikit-learn: kept out of web start-up
+        )
 
         return FELM_BATCH
 
     def rater_plan(self, step: int, items: list[dict], settings: dict) -> list:
-        from pipeline.llm_rater import plan_felm  # loads NLTK and scikit-learn: kept out of web start-up
+        from pipeline.llm_rater import (
+            plan_felm,  # loads NLTK and scikit-learn: kept out of web start-up
+        )
 
         return plan_felm([(i["prompt"], i["content"].get("segments") or []) for i in items])
 
     def rate(self, step: int, items: list[dict], settings: dict, config) -> list:
-        from pipeline.llm_rater import rate_felm_items  # loads NLTK and scikit-learn: kept out of web start-up
+        from pipeline.llm_rater import (
+            rate_felm_items,  # loads NLTK and scikit-learn: kept out of web start-up
+        )
 
-        return rate_felm_items([(i["prompt"], i["content"].get("segments") or []) for i in items], config)
+        return rate_felm_items(
+            [(i["prompt"], i["content"].get("segments") or []) for i in items], config
+        )
 
     # -- import -----------------------------------------------------------------------------
 
@@ -114,12 +154,16 @@ class FelmKind(KindSpec):
                 raise ImportLineError(line, f"segmented_response[{index}]", "must be a string")
         domain = optional_str(data, "domain", line)
         if domain and domain not in DOMAINS:
-            raise ImportLineError(line, "domain", f"must be one of {', '.join(DOMAINS)}, not {domain!r}")
+            raise ImportLineError(
+                line, "domain", f"must be one of {', '.join(DOMAINS)}, not {domain!r}"
+            )
         refs = data.get("ref") or []
         if not isinstance(refs, list) or not all(isinstance(ref, str) for ref in refs):
             raise ImportLineError(line, "ref", "must be a list of strings")
         metadata = {"ref": refs, **{k: v for k, v in data.items() if k not in FELM_FIELDS}}
-        metadata.update({k: data[k] for k in SCALAR_FIELDS if k in data and not isinstance(data[k], str)})
+        metadata.update(
+            {k: data[k] for k in SCALAR_FIELDS if k in data and not isinstance(data[k], str)}
+        )
         if data.get("domain") == "":
             metadata["domain"] = ""
         parsed = ParsedItem(
@@ -136,7 +180,9 @@ class FelmKind(KindSpec):
             parsed.labels[1] = self._parse_felm_labels(data, len(segments), line)
             gold = parsed.labels[1]["segments"]
             for key, derived in (("comment", _comments(gold)), ("type", _types(gold))):
-                if key in data and data[key] != derived:  # a spelling of "none" the export must give back
+                if (
+                    key in data and data[key] != derived
+                ):  # a spelling of "none" the export must give back
                     metadata[key] = data[key]
             if typed_correct_segments(data.get("labels"), data.get("type")):
                 # the release contradicts itself: kept as given (export) and shown (item_warnings)
@@ -149,11 +195,22 @@ class FelmKind(KindSpec):
         types = data.get("type")
         comments = [""] * count if comments in (None, []) else comments
         types = [None] * count if types in (None, []) else types
-        wrong = [(key, values) for key, values in (("labels", labels), ("comment", comments), ("type", types))
-                 if not isinstance(values, list) or len(values) != count]
-        if wrong:  # every list that does not fit is named (the release has lines where all three are off)
-            messages = [(key, f"must be a list with one entry per segment ({count})"
-                         + (f", not {len(values)}" if isinstance(values, list) else "")) for key, values in wrong]
+        wrong = [
+            (key, values)
+            for key, values in (("labels", labels), ("comment", comments), ("type", types))
+            if not isinstance(values, list) or len(values) != count
+        ]
+        if (
+            wrong
+        ):  # every list that does not fit is named (the release has lines where all three are off)
+            messages = [
+                (
+                    key,
+                    f"must be a list with one entry per segment ({count})"
+                    + (f", not {len(values)}" if isinstance(values, list) else ""),
+                )
+                for key, values in wrong
+            ]
             raise ImportLineError(line, *messages[0], more=tuple(messages[1:]))
         segments = []
         for index, (label, comment, error_type) in enumerate(zip(labels, comments, types)):
@@ -162,22 +219,37 @@ class FelmKind(KindSpec):
             if comment is not None and not isinstance(comment, str):
                 raise ImportLineError(line, f"comment[{index}]", "must be a string or null")
             if error_type not in NO_VALUE and error_type not in ERROR_TYPES:
-                raise ImportLineError(line, f"type[{index}]",
-                                      f"must be null, \"\" or one of {', '.join(ERROR_TYPES)}, not {error_type!r}")
-            segments.append({"label": label, "error_type": None if label or error_type == "" else error_type,
-                             "comment": comment or "", "refs": []})
+                raise ImportLineError(
+                    line,
+                    f"type[{index}]",
+                    f'must be null, "" or one of {", ".join(ERROR_TYPES)}, not {error_type!r}',
+                )
+            segments.append(
+                {
+                    "label": label,
+                    "error_type": None if label or error_type == "" else error_type,
+                    "comment": comment or "",
+                    "refs": [],
+                }
+            )
         return {"segments": segments}
 
-    def item_warnings(self, stage: int, content: dict, metadata: dict, gold: dict | None) -> list[str]:
+    def item_warnings(
+        self, stage: int, content: dict, metadata: dict, gold: dict | None
+    ) -> list[str]:
         """Contradictions of the imported file, kept as given: a segment labelled correct with an
         error type (the export gives the type back while the gold says correct)."""
         gold_segments = (gold or {}).get("segments") or []
         warnings = []
-        for index, error_type in typed_correct_segments(metadata.get("labels"), metadata.get("type")):
+        for index, error_type in typed_correct_segments(
+            metadata.get("labels"), metadata.get("type")
+        ):
             if index < len(gold_segments) and gold_segments[index].get("label") is not True:
                 continue  # the gold record no longer says correct: nothing contradicts
-            warnings.append(f"Segment {index + 1} is labelled correct in the imported file but has the error type "
-                            f"{error_type!r}; the export gives both back as they came.")
+            warnings.append(
+                f"Segment {index + 1} is labelled correct in the imported file but has the error type "
+                f"{error_type!r}; the export gives both back as they came."
+            )
         return warnings
 
     def import_domain_error(self, fmt: str, domain: str) -> str | None:
@@ -193,9 +265,18 @@ class FelmKind(KindSpec):
     def needs_precompute(self, stage: int, content: dict, suggestion: dict | None) -> bool:
         return not content.get("segments")
 
-    def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
-                   previous_gold: dict | None = None, evidence_search=None, item_metadata: dict | None = None,
-                   earlier: dict | None = None) -> dict:
+    def precompute(
+        self,
+        stage: int,
+        prompt: str,
+        response: str,
+        content: dict,
+        settings: dict,
+        previous_gold: dict | None = None,
+        evidence_search=None,
+        item_metadata: dict | None = None,
+        earlier: dict | None = None,
+    ) -> dict:
         if content.get("segments"):
             return {"content": content, "suggestion": None, "provenance": {"segments": "import"}}
         from pipeline.segmenter import segment_response  # NLTK loads only where items are segmented
@@ -204,7 +285,11 @@ class FelmKind(KindSpec):
         segments = segment_response(response, method=method)
         if not segments:
             raise ValueError("the response has no text to segment")
-        return {"content": {"segments": segments}, "suggestion": None, "provenance": {"segments": f"pipeline:{method}"}}
+        return {
+            "content": {"segments": segments},
+            "suggestion": None,
+            "provenance": {"segments": f"pipeline:{method}"},
+        }
 
     # -- annotation payloads ----------------------------------------------------------------
 
@@ -216,15 +301,26 @@ class FelmKind(KindSpec):
     def validate_payload(self, stage: int, content: dict, payload: Any, *, complete: bool) -> dict:
         expected = len(content.get("segments", []))
         if not isinstance(payload, dict) or not isinstance(payload.get("segments"), list):
-            raise PayloadError([field_error("segments", "must be a list with one object per segment")])
+            raise PayloadError(
+                [field_error("segments", "must be a list with one object per segment")]
+            )
         if len(payload["segments"]) != expected:
             raise PayloadError(
-                [field_error("segments", f"has {len(payload['segments'])} entries, the item has {expected} segments")]
+                [
+                    field_error(
+                        "segments",
+                        f"has {len(payload['segments'])} entries, the item has {expected} segments",
+                    )
+                ]
             )
         errors: list[dict] = []
         texts = content.get("segments", [])
-        normalised = [self._validate_segment(index, raw, complete and not is_empty_segment(texts[index]), errors)
-                      for index, raw in enumerate(payload["segments"])]
+        normalised = [
+            self._validate_segment(
+                index, raw, complete and not is_empty_segment(texts[index]), errors
+            )
+            for index, raw in enumerate(payload["segments"])
+        ]
         if errors:
             raise PayloadError(errors)
         return {"segments": normalised}
@@ -240,11 +336,19 @@ class FelmKind(KindSpec):
         comment = raw.get("comment") or ""
         refs = raw.get("refs") or []
         if label is not None and not isinstance(label, bool):
-            errors.append(field_error(f"{path}.label", "must be true (correct), false (contains an error) or null"))
+            errors.append(
+                field_error(
+                    f"{path}.label", "must be true (correct), false (contains an error) or null"
+                )
+            )
         elif label is None and complete:
-            errors.append(field_error(f"{path}.label", "is required: mark the segment correct or wrong"))
+            errors.append(
+                field_error(f"{path}.label", "is required: mark the segment correct or wrong")
+            )
         if error_type is not None and error_type not in ERROR_TYPES:
-            errors.append(field_error(f"{path}.error_type", f"must be one of {', '.join(ERROR_TYPES)}"))
+            errors.append(
+                field_error(f"{path}.error_type", f"must be one of {', '.join(ERROR_TYPES)}")
+            )
         if label is True:
             error_type = None
         if not isinstance(comment, str):
@@ -252,15 +356,25 @@ class FelmKind(KindSpec):
             comment = ""
         if label is False and complete:
             if error_type is None:
-                errors.append(field_error(f"{path}.error_type", "is required when the segment contains an error"))
+                errors.append(
+                    field_error(
+                        f"{path}.error_type", "is required when the segment contains an error"
+                    )
+                )
             if not comment.strip():
-                errors.append(field_error(f"{path}.comment", "a reason is required when the segment contains an error"))
+                errors.append(
+                    field_error(
+                        f"{path}.comment", "a reason is required when the segment contains an error"
+                    )
+                )
         if not isinstance(refs, list):
             errors.append(field_error(f"{path}.refs", "must be a list of links"))
             refs = []
         for ref_index, ref in enumerate(refs):
             if not is_valid_url(ref):
-                errors.append(field_error(f"{path}.refs[{ref_index}]", f"{ref!r} is not a valid http(s) URL"))
+                errors.append(
+                    field_error(f"{path}.refs[{ref_index}]", f"{ref!r} is not a valid http(s) URL")
+                )
         return {"label": label, "error_type": error_type, "comment": comment, "refs": list(refs)}
 
     # -- consolidation ----------------------------------------------------------------------
@@ -283,14 +397,20 @@ class FelmKind(KindSpec):
 
     agreement_paths = {"labels": "$.segments[*].label", "error_types": "$.segments[*].error_type"}
 
-    def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
+    def agreement_units(
+        self, stage: int, payloads: dict[Hashable, dict]
+    ) -> dict[str, dict[Any, dict]]:
         labels: dict[int, dict] = {}
         error_types: dict[int, dict] = {}
         for rater, payload in payloads.items():
             if "segments" in payload:
-                payload = {"labels": [s.get("label") for s in payload["segments"]],
-                           "error_types": [s.get("error_type") for s in payload["segments"]]}
-            for index, (label, error_type) in enumerate(zip(payload["labels"], payload["error_types"])):
+                payload = {
+                    "labels": [s.get("label") for s in payload["segments"]],
+                    "error_types": [s.get("error_type") for s in payload["segments"]],
+                }
+            for index, (label, error_type) in enumerate(
+                zip(payload["labels"], payload["error_types"])
+            ):
                 if label is None:
                     continue
                 labels.setdefault(index, {})[rater] = "correct" if label else "error"
@@ -298,22 +418,29 @@ class FelmKind(KindSpec):
                     error_types.setdefault(index, {})[rater] = error_type
         return {"label": labels, "error_type": error_types}
 
-    def agreement_unit_values(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> Iterable[tuple[dict, str, dict]]:
+    def agreement_unit_values(
+        self, stage: int, content: dict, payloads: dict[Hashable, dict]
+    ) -> Iterable[tuple[dict, str, dict]]:
         for name, units in self.agreement_units(stage, payloads).items():
             for index, values in units.items():
                 yield {"segment": index}, name, values
 
     # -- scoring ----------------------------------------------------------------------------
 
-    def suggestion_predictions(self, stage: int, content: dict, suggestion: dict | None,
-                               gold: dict | None = None) -> Iterable[tuple[str, tuple, Any]]:
+    def suggestion_predictions(
+        self, stage: int, content: dict, suggestion: dict | None, gold: dict | None = None
+    ) -> Iterable[tuple[str, tuple, Any]]:
         """Suggested segment labels (true/false as a payload holds them, or the task's words) for
         the ``segment`` task, and, where every segment has one, the response's for ``response``
         (wrong when any segment is)."""
         suggested = (suggestion or {}).get("segments") or []
         labels = []
         for index in range(len(content.get("segments", []))):
-            hint = suggested[index] if index < len(suggested) and isinstance(suggested[index], dict) else {}
+            hint = (
+                suggested[index]
+                if index < len(suggested) and isinstance(suggested[index], dict)
+                else {}
+            )
             label = segment_label(hint.get("label"))
             labels.append(label)
             if label is not None:
@@ -325,7 +452,9 @@ class FelmKind(KindSpec):
 
     def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:
         if fmt != "felm":
-            raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.export_formats)}")
+            raise ValueError(
+                f"export format {fmt!r} is not one of {', '.join(self.export_formats)}"
+            )
         for row in rows:
             yield felm_record(row)
 
@@ -339,8 +468,11 @@ def typed_correct_segments(labels: Any, types: Any) -> list[tuple[int, str]]:
     """(index, type) of the segments a released line labels correct (true) yet gives an error type."""
     if not isinstance(labels, list) or not isinstance(types, list):
         return []
-    return [(index, error_type) for index, (label, error_type) in enumerate(zip(labels, types))
-            if label is True and error_type in ERROR_TYPES]
+    return [
+        (index, error_type)
+        for index, (label, error_type) in enumerate(zip(labels, types))
+        if label is True and error_type in ERROR_TYPES
+    ]
 
 
 def segment_label(value: Any) -> str | None:
@@ -369,8 +501,10 @@ def felm_record(row: dict) -> dict:
         "response": row["response"],
         "segmented_response": row["content"]["segments"],
         # an empty segment nobody labelled has no error
-        "labels": [True if s["label"] is None and is_empty_segment(text) else bool(s["label"])
-                   for s, text in zip(segments, row["content"]["segments"])],
+        "labels": [
+            True if s["label"] is None and is_empty_segment(text) else bool(s["label"])
+            for s, text in zip(segments, row["content"]["segments"])
+        ],
         "comment": _as_given(metadata, "comment", _comments(segments)),
         "type": _as_given(metadata, "type", _types(segments)),
         "ref": refs,
@@ -381,7 +515,11 @@ def felm_record(row: dict) -> dict:
             record[key] = metadata[key]
     # a type the file gave on a segment it labelled correct comes back while the gold says correct
     for index, error_type in typed_correct_segments(metadata.get("labels"), metadata.get("type")):
-        if isinstance(record["type"], list) and index < len(segments) and segments[index].get("label") is True:
+        if (
+            isinstance(record["type"], list)
+            and index < len(segments)
+            and segments[index].get("label") is True
+        ):
             record["type"][index] = error_type
     if record["domain"] == "" and "domain" not in metadata:
         del record["domain"]

@@ -1,8 +1,15 @@
 """What an annotation page is handed about its kind and step: the label lists ([value, text],
 values from the kinds' own vocabularies) and the rules the page checks before a submit. The
 page scripts hold keys and layout only; every label a page shows comes from here."""
-from .dfactscore.settings import ANY_PAGE, LABELS as DFACTSCORE_LABELS
-from .factcheck.step1 import CLAIM_CATEGORIES, CLAIM_IMPORTANCE, SENTENCE_CHECKWORTHY, SENTENCE_IMPORTANCE
+
+from .dfactscore.settings import ANY_PAGE
+from .dfactscore.settings import LABELS as DFACTSCORE_LABELS
+from .factcheck.step1 import (
+    CLAIM_CATEGORIES,
+    CLAIM_IMPORTANCE,
+    SENTENCE_CHECKWORTHY,
+    SENTENCE_IMPORTANCE,
+)
 from .factcheck.step2 import DECIDED, FACTUALITY, FACTUALITY_FOR_EDIT, NEEDS_EDIT, STANCES
 from .factcheck.step3 import DELETED, FALSE, TRUE, UNKNOWN, UNVERIFIED
 from .felm import ERROR_TYPES
@@ -19,7 +26,10 @@ RULES: dict[tuple[str, int], dict] = {
     ("felm", 1): {
         "choices": {
             "label": labelled((True, False), ("Correct", "Contains an error")),
-            "error_type": labelled(ERROR_TYPES, ("Knowledge error", "Reasoning error", "Irrelevant to the question", "Fooled")),
+            "error_type": labelled(
+                ERROR_TYPES,
+                ("Knowledge error", "Reasoning error", "Irrelevant to the question", "Fooled"),
+            ),
         },
         # what a segment labelled as an error needs besides its label: field -> what the page calls it
         "required_for_error": {"error_type": "error type", "comment": "reason"},
@@ -37,19 +47,27 @@ RULES: dict[tuple[str, int], dict] = {
             "importance": labelled(SENTENCE_IMPORTANCE, ("Yes", "Intermediate", "No")),
             "checkworthy": labelled(SENTENCE_CHECKWORTHY[:2], ("Yes", "No")),
             # the released data uses the claim categories for sentences that are not checkworthy
-            "checkworthy_more": labelled(SENTENCE_CHECKWORTHY[2:], ("Opinion", "Not a claim", "Other")),
+            "checkworthy_more": labelled(
+                SENTENCE_CHECKWORTHY[2:], ("Opinion", "Not a claim", "Other")
+            ),
             "category": labelled(CLAIM_CATEGORIES, ("Factual", "Opinion", "Not a claim", "Other")),
             "claim_importance": labelled(CLAIM_IMPORTANCE, ("Yes", "Intermediate", "No")),
         },
         # what a submit needs of each sentence and claim (step1.validate_payload): field -> its name
         "required": {
-            "sentence": {"decontext": "decontextualised sentence", "importance": "importance", "checkworthy": "checkworthiness"},
+            "sentence": {
+                "decontext": "decontextualised sentence",
+                "importance": "importance",
+                "checkworthy": "checkworthiness",
+            },
             "claim": {"text": "text", "category": "category", "importance": "importance"},
         },
     },
     ("factcheck", 2): {
         "choices": {
-            "stance": labelled(STANCES, ("Completely supports", "Partially supports", "Refutes", "Irrelevant")),
+            "stance": labelled(
+                STANCES, ("Completely supports", "Partially supports", "Refutes", "Irrelevant")
+            ),
             "reliable": labelled((True, False), ("Reliable source", "Not reliable")),
             "decided": labelled(DECIDED, ("Yes", "No")),
             "factuality": labelled(FACTUALITY, ("True", "False", "Unknown")),
@@ -62,8 +80,10 @@ RULES: dict[tuple[str, int], dict] = {
     },
     ("factcheck", 3): {
         "choices": {
-            "verdict": labelled((TRUE, FALSE, UNKNOWN, DELETED, UNVERIFIED),
-                                ("true", "corrected", "not enough evidence", "deleted", "not checked")),
+            "verdict": labelled(
+                (TRUE, FALSE, UNKNOWN, DELETED, UNVERIFIED),
+                ("true", "corrected", "not enough evidence", "deleted", "not checked"),
+            ),
         },
     },
 }

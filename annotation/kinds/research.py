@@ -2,9 +2,10 @@
 scoring task, its gold units and headline figures. Each kind's ``KindSpec`` hooks build them
 (``scoring_tasks``, ``gold_units``, ``existing_units``); annotation.scoring reads and scores them.
 """
-from collections.abc import Callable, Iterable
+
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Any
 
 # the labels a prediction may carry: the released vocabularies and the app's own
 SENTENCE_CHECKWORTHINESS = ("yes", "no", "opinion", "not_a_claim", "other")
@@ -29,6 +30,7 @@ class Figure:
     """A number a task's leaderboard shows: a path into score_task's answer (``accuracy``,
     ``macro_f1``, ``per_label.error.f1``, ``against_gold.word_overlap``…), its heading, and
     whether higher is better (the first of a task's headline figures ranks its systems)."""
+
     name: str
     title: str
     higher_is_better: bool = True
@@ -36,30 +38,46 @@ class Figure:
 
 def class_figures(label: str, what: str) -> tuple[Figure, ...]:
     """F1, precision and recall of one label taken as the positive class."""
-    return (Figure(f"per_label.{label}.f1", f"F1 ({what})"), Figure(f"per_label.{label}.precision", f"P ({what})"),
-            Figure(f"per_label.{label}.recall", f"R ({what})"))
+    return (
+        Figure(f"per_label.{label}.f1", f"F1 ({what})"),
+        Figure(f"per_label.{label}.precision", f"P ({what})"),
+        Figure(f"per_label.{label}.recall", f"R ({what})"),
+    )
 
 
 # The figures each paper reports first (docs/measures.md), the task's headline on its leaderboard.
 # Factcheck-Bench, Tables 3-4 (subtasks 1-3): accuracy and macro P/R/F1.
-ACCURACY_AND_MACRO = (Figure("accuracy", "Accuracy"), Figure("macro_precision", "Macro P"),
-                      Figure("macro_recall", "Macro R"), Figure("macro_f1", "Macro F1"))
+ACCURACY_AND_MACRO = (
+    Figure("accuracy", "Accuracy"),
+    Figure("macro_precision", "Macro P"),
+    Figure("macro_recall", "Macro R"),
+    Figure("macro_f1", "Macro F1"),
+)
 # Factcheck-Bench, Table 5 (claim factuality): P/R/F1 of false and of true claims, each its own
 # positive class; false first (the abstract's "best F1 = 0.53" is on false claims).
-FACTUALITY_FIGURES = (*class_figures("false", "false claims"), *class_figures("true", "true claims"))
+FACTUALITY_FIGURES = (
+    *class_figures("false", "false claims"),
+    *class_figures("true", "true claims"),
+)
 # FELM: F1 (P, R) of detecting errors, the error class positive, and balanced accuracy, as its
 # evaluation code computes them at segment and response level.
 FELM_FIGURES = (*class_figures("error", "errors"), Figure("balanced_accuracy", "Balanced accuracy"))
-REVISION_FIGURES = (Figure("against_gold.word_overlap", "Word overlap with the gold revision"),
-                    Figure("against_gold.normalised_edit_distance", "Edit distance to the gold revision", False),
-                    Figure("against_original.word_overlap", "Word overlap with the original"),
-                    Figure("against_original.normalised_edit_distance", "Edit distance to the original", False))
+REVISION_FIGURES = (
+    Figure("against_gold.word_overlap", "Word overlap with the gold revision"),
+    Figure("against_gold.normalised_edit_distance", "Edit distance to the gold revision", False),
+    Figure("against_original.word_overlap", "Word overlap with the original"),
+    Figure("against_original.normalised_edit_distance", "Edit distance to the original", False),
+)
 
 
 def dfactscore_figures(score: str) -> tuple[Figure, ...]:
     """D-FActScore (Chiang & Lee) reports FActScore and D-FActScore per source model: a system is
     as good as its per-model score is close to the human one (``paragraph_comparison``)."""
-    return (Figure("paragraph_scores.mean_difference", f"Mean |system − human| {score} over models", False),)
+    return (
+        Figure(
+            "paragraph_scores.mean_difference", f"Mean |system − human| {score} over models", False
+        ),
+    )
 
 
 @dataclass
@@ -69,7 +87,9 @@ class Task:
     key_fields: tuple[str, ...]
     units: list[GoldUnit] = field(default_factory=list)
     labels: tuple[str, ...] | None = None  # None: those in gold or predictions, as scikit-learn
-    normalise: Callable[[Any], str] = field(default=lambda label: label)  # a prediction's label in the task's vocabulary
+    normalise: Callable[[Any], str] = field(
+        default=lambda label: label
+    )  # a prediction's label in the task's vocabulary
     # the field of a prediction line that holds this task's label, and the labels it may hold
     # (before normalise); a line keyed by key_fields may carry the fields of several tasks
     field: str = "label"

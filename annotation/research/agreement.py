@@ -6,10 +6,12 @@ reference implementations (scikit-learn's ``cohen_kappa_score``, the ``krippendo
 A metric that is undefined on the data (e.g. κ when both annotators only ever used one
 label) is reported as ``None`` rather than a made-up number.
 """
+
 from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable
 from datetime import date, timedelta
 from itertools import combinations
-from typing import Any, Callable, Hashable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -84,7 +86,9 @@ def _alpha_ordinal_from_counts(counts: np.ndarray) -> float | None:
     if counts.size == 0:
         return None
     m = counts.sum(axis=1)
-    coincidences = np.einsum("uc,uk->ck", counts / (m - 1)[:, None], counts) - np.diag((counts / (m - 1)[:, None]).sum(axis=0))
+    coincidences = np.einsum("uc,uk->ck", counts / (m - 1)[:, None], counts) - np.diag(
+        (counts / (m - 1)[:, None]).sum(axis=0)
+    )
     n_c = coincidences.sum(axis=1)
     n = n_c.sum()
     cumulative = np.concatenate([[0.0], np.cumsum(n_c)])
@@ -92,7 +96,9 @@ def _alpha_ordinal_from_counts(counts: np.ndarray) -> float | None:
     delta = np.zeros((size, size))
     for c in range(size):
         for k in range(c, size):
-            delta[c, k] = delta[k, c] = (cumulative[k + 1] - cumulative[c] - (n_c[c] + n_c[k]) / 2) ** 2
+            delta[c, k] = delta[k, c] = (
+                cumulative[k + 1] - cumulative[c] - (n_c[c] + n_c[k]) / 2
+            ) ** 2
     expected = (np.outer(n_c, n_c) * delta).sum()
     if expected == 0:
         return None
@@ -139,9 +145,15 @@ def confusion_matrix(first: list, second: list, labels: list[str]) -> np.ndarray
     return matrix
 
 
-def field_agreement(ratings: Ratings, labels: list[str] | None = None, ordinal: bool = False,
-                    resamples: int = 0, seed: int = 0, item_of: Callable[[Unit], Hashable] | None = None,
-                    per_pair: bool = True) -> dict:
+def field_agreement(
+    ratings: Ratings,
+    labels: list[str] | None = None,
+    ordinal: bool = False,
+    resamples: int = 0,
+    seed: int = 0,
+    item_of: Callable[[Unit], Hashable] | None = None,
+    per_pair: bool = True,
+) -> dict:
     """All agreement numbers for one field, from one pass over the ratings. ``labels`` fixes
     the labels' order (matrices, and the scale of an ``ordinal`` field, which adds α with the
     ordinal metric).
@@ -176,16 +188,30 @@ def field_agreement(ratings: Ratings, labels: list[str] | None = None, ordinal: 
         "cohen_kappa": _kappa_from_confusion(matrix),
         "fleiss_kappa": _fleiss_from_counts(counts),
         "krippendorff_alpha": _alpha_from_counts(counts),
-        **({"krippendorff_alpha_ordinal": _alpha_ordinal_from_counts(counts)} if ordinal and labels else {}),
-        "confusion_matrix": {"labels": categories, "rows_annotator_a_columns_annotator_b": matrix.tolist()},
+        **(
+            {"krippendorff_alpha_ordinal": _alpha_ordinal_from_counts(counts)}
+            if ordinal and labels
+            else {}
+        ),
+        "confusion_matrix": {
+            "labels": categories,
+            "rows_annotator_a_columns_annotator_b": matrix.tolist(),
+        },
         "pairs": pair_agreement(units) if per_pair else [],
     }
     result["ci"] = None
     if resamples > 0:
         item_of = item_of or (lambda unit: unit)
         result["ci"] = bootstrap_intervals(
-            counts, first, second, [item_of(unit) for unit in keys], units, result["pairs"],
-            ordinal=ordinal and bool(labels), resamples=resamples, seed=seed,
+            counts,
+            first,
+            second,
+            [item_of(unit) for unit in keys],
+            units,
+            result["pairs"],
+            ordinal=ordinal and bool(labels),
+            resamples=resamples,
+            seed=seed,
         )
     return result
 
@@ -205,8 +231,12 @@ def pair_agreement(units: Iterable[dict[Hashable, Any]]) -> list[dict]:
             values_of[(rater_a, rater_b)][0].append(value_a)
             values_of[(rater_a, rater_b)][1].append(value_b)
     return [
-        {"raters": [a, b], "units": total, "observed_agreement": same / total,
-         "cohen_kappa": cohen_kappa(*values_of[(a, b)])}
+        {
+            "raters": [a, b],
+            "units": total,
+            "observed_agreement": same / total,
+            "cohen_kappa": cohen_kappa(*values_of[(a, b)]),
+        }
         for (a, b), (same, total) in sorted(agree.items(), key=lambda kv: str(kv[0]))
     ]
 
@@ -268,8 +298,17 @@ def _ordinal_delta(n_c: np.ndarray) -> np.ndarray:
     return (span - (n_c[:, c] + n_c[:, k]) / 2) ** 2
 
 
-def bootstrap_intervals(counts: np.ndarray, first: np.ndarray, second: np.ndarray, items: list[Hashable],
-                        units: list[dict], pairs: list[dict], ordinal: bool, resamples: int, seed: int) -> dict:
+def bootstrap_intervals(
+    counts: np.ndarray,
+    first: np.ndarray,
+    second: np.ndarray,
+    items: list[Hashable],
+    units: list[dict],
+    pairs: list[dict],
+    ordinal: bool,
+    resamples: int,
+    seed: int,
+) -> dict:
     """95 % percentile bootstrap intervals, resampling items (a unit's item is ``items[u]``;
     units of one item are not independent). Items are numbered in order of first appearance;
     draws are those of ``bootstrap_draws``. A resample where a statistic is undefined is left
@@ -278,12 +317,18 @@ def bootstrap_intervals(counts: np.ndarray, first: np.ndarray, second: np.ndarra
     from scipy import sparse  # scipy: heavy, only where this is computed
 
     codes: dict[Hashable, int] = {}
-    item_index = np.fromiter((codes.setdefault(item, len(codes)) for item in items), dtype=np.int64, count=len(items))
+    item_index = np.fromiter(
+        (codes.setdefault(item, len(codes)) for item in items), dtype=np.int64, count=len(items)
+    )
     n_items, n_units, size = len(codes), len(items), counts.shape[1]
     if n_items == 0:
         names = ("observed_agreement", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha")
-        return {name: None for name in (*names, *(("krippendorff_alpha_ordinal",) if ordinal else ()))}
-    to_items = sparse.csr_matrix((np.ones(n_units), (item_index, np.arange(n_units))), shape=(n_items, n_units))
+        return {
+            name: None for name in (*names, *(("krippendorff_alpha_ordinal",) if ordinal else ()))
+        }
+    to_items = sparse.csr_matrix(
+        (np.ones(n_units), (item_index, np.arange(n_units))), shape=(n_items, n_units)
+    )
 
     m = counts.sum(axis=1)
     same = (counts * (counts - 1)).sum(axis=1)
@@ -292,28 +337,63 @@ def bootstrap_intervals(counts: np.ndarray, first: np.ndarray, second: np.ndarra
     per_unit = counts / (m - 1)[:, None]
     # coincidences o_ck of each unit, flattened (ordinal α only)
     coincidence = (
-        (np.einsum("uc,uk->uck", per_unit, counts) - np.einsum("uc,ck->uck", per_unit, np.eye(size))).reshape(n_units, -1)
-        if ordinal else np.zeros((n_units, 0))
+        (
+            np.einsum("uc,uk->uck", per_unit, counts)
+            - np.einsum("uc,ck->uck", per_unit, np.eye(size))
+        ).reshape(n_units, -1)
+        if ordinal
+        else np.zeros((n_units, 0))
     )
     # Fleiss' κ uses the units of the most common rater count: sums for each count there is
     sizes = np.unique(m)
-    by_size = [np.column_stack([m == r, ((counts * counts).sum(axis=1) - r) / (r * (r - 1)) * (m == r),
-                                counts * (m == r)[:, None]]) for r in sizes]
-    features = np.column_stack([m, m * (m - 1), same, same / (m - 1), counts, confusion, coincidence, *by_size])
+    by_size = [
+        np.column_stack(
+            [
+                m == r,
+                ((counts * counts).sum(axis=1) - r) / (r * (r - 1)) * (m == r),
+                counts * (m == r)[:, None],
+            ]
+        )
+        for r in sizes
+    ]
+    features = np.column_stack(
+        [m, m * (m - 1), same, same / (m - 1), counts, confusion, coincidence, *by_size]
+    )
     per_item = np.asarray(to_items @ features)
 
     collected: dict[str, list[np.ndarray]] = defaultdict(list)
-    pair_features, pair_columns = _pair_item_sums(units, item_index, n_items, pairs) if pairs else (None, [])
+    pair_features, pair_columns = (
+        _pair_item_sums(units, item_index, n_items, pairs) if pairs else (None, [])
+    )
     for draws in bootstrap_draws(n_items, resamples, seed):
         weights = _weights(draws, n_items)
         sums = weights @ per_item
-        column = iter(np.split(sums, np.cumsum([1, 1, 1, 1, size, size * size, coincidence.shape[1], *[2 + size] * (len(sizes) - 1)]), axis=1))
+        column = iter(
+            np.split(
+                sums,
+                np.cumsum(
+                    [
+                        1,
+                        1,
+                        1,
+                        1,
+                        size,
+                        size * size,
+                        coincidence.shape[1],
+                        *[2 + size] * (len(sizes) - 1),
+                    ]
+                ),
+                axis=1,
+            )
+        )
         n, pair_count, agreeing, observed_same = (next(column)[:, 0] for _ in range(4))
         n_c, confusion_sums, coincidence_sums = next(column), next(column), next(column)
         collected["observed_agreement"].append(_ratio(agreeing, pair_count, pair_count == 0))
         collected["cohen_kappa"].append(_kappa_batch(confusion_sums.reshape(-1, size, size)))
         expected_diff = n * n - (n_c * n_c).sum(axis=1)
-        collected["krippendorff_alpha"].append(1 - _ratio((n - 1) * (n - observed_same), expected_diff, expected_diff == 0))
+        collected["krippendorff_alpha"].append(
+            1 - _ratio((n - 1) * (n - observed_same), expected_diff, expected_diff == 0)
+        )
         if ordinal:
             matrix = coincidence_sums.reshape(-1, size, size)
             marginals = matrix.sum(axis=2)
@@ -321,7 +401,9 @@ def bootstrap_intervals(counts: np.ndarray, first: np.ndarray, second: np.ndarra
             expected = (marginals[:, :, None] * marginals[:, None, :] * delta).sum(axis=(1, 2))
             total = marginals.sum(axis=1)
             disagreement = (total - 1) * (matrix * delta).sum(axis=(1, 2))
-            collected["krippendorff_alpha_ordinal"].append(1 - _ratio(disagreement, expected, expected == 0))
+            collected["krippendorff_alpha_ordinal"].append(
+                1 - _ratio(disagreement, expected, expected == 0)
+            )
         fleiss = [next(column) for _ in sizes]
         unit_counts = np.column_stack([f[:, 0] for f in fleiss])
         # the most common rater count, the smallest on a tie (as _fleiss_from_counts)
@@ -338,17 +420,27 @@ def bootstrap_intervals(counts: np.ndarray, first: np.ndarray, second: np.ndarra
         for index, (offset, n_labels) in enumerate(pair_columns):
             agree_sum, total_sum = pair_sums[:, offset], pair_sums[:, offset + 1]
             collected[f"pair_observed_{index}"].append(_ratio(agree_sum, total_sum, total_sum == 0))
-            confusion_sums = pair_sums[:, offset + 2:offset + 2 + n_labels * n_labels]
-            collected[f"pair_kappa_{index}"].append(_kappa_batch(confusion_sums.reshape(-1, n_labels, n_labels)))
+            confusion_sums = pair_sums[:, offset + 2 : offset + 2 + n_labels * n_labels]
+            collected[f"pair_kappa_{index}"].append(
+                _kappa_batch(confusion_sums.reshape(-1, n_labels, n_labels))
+            )
 
-    result = {name: _interval(np.concatenate(values)) for name, values in collected.items() if not name.startswith("pair_")}
+    result = {
+        name: _interval(np.concatenate(values))
+        for name, values in collected.items()
+        if not name.startswith("pair_")
+    }
     for index, pair in enumerate(pairs):
-        pair["ci"] = {"observed_agreement": _interval(np.concatenate(collected[f"pair_observed_{index}"])),
-                      "cohen_kappa": _interval(np.concatenate(collected[f"pair_kappa_{index}"]))}
+        pair["ci"] = {
+            "observed_agreement": _interval(np.concatenate(collected[f"pair_observed_{index}"])),
+            "cohen_kappa": _interval(np.concatenate(collected[f"pair_kappa_{index}"])),
+        }
     return result
 
 
-def _pair_item_sums(units: list[dict], item_index: np.ndarray, n_items: int, pairs: list[dict]) -> tuple:
+def _pair_item_sums(
+    units: list[dict], item_index: np.ndarray, n_items: int, pairs: list[dict]
+) -> tuple:
     """Per item, for each rater pair (as ``pair_agreement`` orders them): its agreeing shared
     units, its shared units and its confusion matrix (flattened), as one sparse items × columns
     matrix (a pair has entries only in the items it shared), and each pair's (first column,
@@ -361,7 +453,9 @@ def _pair_item_sums(units: list[dict], item_index: np.ndarray, n_items: int, pai
         for (rater_a, value_a), (rater_b, value_b) in combinations(values.items(), 2):
             if str(rater_b) < str(rater_a):
                 rater_a, rater_b, value_a, value_b = rater_b, rater_a, value_b, value_a
-            entries[position[(rater_a, rater_b)]].append((item_index[unit], str(value_a), str(value_b)))
+            entries[position[(rater_a, rater_b)]].append(
+                (item_index[unit], str(value_a), str(value_b))
+            )
     rows: list[np.ndarray] = []
     columns: list[np.ndarray] = []
     data: list[np.ndarray] = []
@@ -374,19 +468,26 @@ def _pair_item_sums(units: list[dict], item_index: np.ndarray, n_items: int, pai
         agree = np.array([a == b for _, a, b in shared], dtype=np.float64)
         cell = np.array([code[a] * size + code[b] for _, a, b in shared], dtype=np.int64)
         rows += [item_of, item_of, item_of]
-        columns += [np.full(len(shared), offset), np.full(len(shared), offset + 1), offset + 2 + cell]
+        columns += [
+            np.full(len(shared), offset),
+            np.full(len(shared), offset + 1),
+            offset + 2 + cell,
+        ]
         data += [agree, np.ones(len(shared)), np.ones(len(shared))]
         layout.append((offset, size))
         offset += 2 + size * size
     if not rows:
         return sparse.csr_matrix((n_items, 0)), layout
     # duplicates (an item's several units) are summed by the conversion
-    matrix = sparse.coo_matrix((np.concatenate(data), (np.concatenate(rows), np.concatenate(columns))),
-                               shape=(n_items, offset)).tocsr()
+    matrix = sparse.coo_matrix(
+        (np.concatenate(data), (np.concatenate(rows), np.concatenate(columns))),
+        shape=(n_items, offset),
+    ).tocsr()
     return matrix, layout
 
 
 # -- agreement over time and against a reference ----------------------------------------------
+
 
 def iso_week(moment: date) -> str:
     """``2024-W03``: the ISO year and week of a date (sorts in time order as text)."""
@@ -401,13 +502,25 @@ def iso_weeks_between(first: str, last: str) -> list[str]:
     return [iso_week(start + timedelta(weeks=n)) for n in range((end - start).days // 7 + 1)]
 
 
-_WEEK_NUMBERS = ("units", "observed_agreement", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha",
-                 "krippendorff_alpha_ordinal")
+_WEEK_NUMBERS = (
+    "units",
+    "observed_agreement",
+    "cohen_kappa",
+    "fleiss_kappa",
+    "krippendorff_alpha",
+    "krippendorff_alpha_ordinal",
+)
 
 
-def agreement_over_time(ratings: Ratings, submitted: dict[Hashable, date | None], labels: list[str] | None = None,
-                        ordinal: bool = False, resamples: int = 0, seed: int = 0,
-                        item_of: Callable[[Unit], Hashable] | None = None) -> list[dict]:
+def agreement_over_time(
+    ratings: Ratings,
+    submitted: dict[Hashable, date | None],
+    labels: list[str] | None = None,
+    ordinal: bool = False,
+    resamples: int = 0,
+    seed: int = 0,
+    item_of: Callable[[Unit], Hashable] | None = None,
+) -> list[dict]:
     """``field_agreement``'s numbers per ISO week, oldest first, for publishing how agreement
     moved as annotators learnt the guidelines.
 
@@ -425,32 +538,56 @@ def agreement_over_time(ratings: Ratings, submitted: dict[Hashable, date | None]
     weeks = []
     for week in sorted(by_week):
         units = by_week[week]
-        result = field_agreement(units, labels=labels, ordinal=ordinal, resamples=resamples, seed=seed, item_of=item_of,
-                                 per_pair=False)
-        weeks.append({
-            "week": week,
-            "items": len({item_of(unit) for unit in units}),
-            **{name: result[name] for name in _WEEK_NUMBERS if name in result},
-            "ci": result["ci"],
-        })
+        result = field_agreement(
+            units,
+            labels=labels,
+            ordinal=ordinal,
+            resamples=resamples,
+            seed=seed,
+            item_of=item_of,
+            per_pair=False,
+        )
+        weeks.append(
+            {
+                "week": week,
+                "items": len({item_of(unit) for unit in units}),
+                **{name: result[name] for name in _WEEK_NUMBERS if name in result},
+                "ci": result["ci"],
+            }
+        )
     return weeks
 
 
-def agreement_with_reference(pairs: dict[Unit, tuple[Any, Any]], labels: list[str] | None = None, resamples: int = 0,
-                             seed: int = 0, item_of: Callable[[Unit], Hashable] | None = None) -> dict:
+def agreement_with_reference(
+    pairs: dict[Unit, tuple[Any, Any]],
+    labels: list[str] | None = None,
+    resamples: int = 0,
+    seed: int = 0,
+    item_of: Callable[[Unit], Hashable] | None = None,
+) -> dict:
     """Observed agreement and Cohen's κ of one rater's values against reference values (the gold
     record) on the same units, ``pairs`` mapping a unit to (value, reference); intervals resample
     items as ``field_agreement`` does. The confusion matrix has the rater's values as rows."""
-    ratings = {unit: {"rater": value, "reference": reference} for unit, (value, reference) in pairs.items()}
-    result = field_agreement(ratings, labels=labels, resamples=resamples, seed=seed, item_of=item_of, per_pair=False)
+    ratings = {
+        unit: {"rater": value, "reference": reference} for unit, (value, reference) in pairs.items()
+    }
+    result = field_agreement(
+        ratings, labels=labels, resamples=resamples, seed=seed, item_of=item_of, per_pair=False
+    )
     ci = result["ci"]
     return {
         "units": result["units"],
         "observed_agreement": result["observed_agreement"],
         "cohen_kappa": result["cohen_kappa"],
-        "confusion_matrix": {"labels": result["confusion_matrix"]["labels"],
-                             "rows_rater_columns_reference": result["confusion_matrix"]["rows_annotator_a_columns_annotator_b"]},
-        "ci": {"observed_agreement": ci["observed_agreement"], "cohen_kappa": ci["cohen_kappa"]} if ci else None,
+        "confusion_matrix": {
+            "labels": result["confusion_matrix"]["labels"],
+            "rows_rater_columns_reference": result["confusion_matrix"][
+                "rows_annotator_a_columns_annotator_b"
+            ],
+        },
+        "ci": {"observed_agreement": ci["observed_agreement"], "cohen_kappa": ci["cohen_kappa"]}
+        if ci
+        else None,
     }
 
 
@@ -459,7 +596,13 @@ def agreement_with_reference(pairs: dict[Unit, tuple[Any, Any]], labels: list[st
 # a CSV / JSON download holds the same numbers as the page (and the API), interval bounds in
 # their own columns. Label values are the codes the API and the exports use.
 
-_FIELD_NUMBERS = ("observed_agreement", "cohen_kappa", "krippendorff_alpha", "krippendorff_alpha_ordinal", "fleiss_kappa")
+_FIELD_NUMBERS = (
+    "observed_agreement",
+    "cohen_kappa",
+    "krippendorff_alpha",
+    "krippendorff_alpha_ordinal",
+    "fleiss_kappa",
+)
 
 
 def _with_ci(names: Iterable[str]) -> list[str]:
@@ -476,9 +619,15 @@ def _numbers_with_ci(row: dict, names: Iterable[str]) -> list:
 
 
 def _compared(extra: dict, numbers: Callable[[dict], list]) -> list[list]:
-    rows = [["annotator A vs B", *numbers(extra["between_annotators"])]] if extra.get("between_annotators") else []
-    return rows + [[f"{name} vs machine suggestion", *numbers(values)]
-                   for name, values in (extra.get("annotator_vs_machine") or {}).items()]
+    rows = (
+        [["annotator A vs B", *numbers(extra["between_annotators"])]]
+        if extra.get("between_annotators")
+        else []
+    )
+    return rows + [
+        [f"{name} vs machine suggestion", *numbers(values)]
+        for name, values in (extra.get("annotator_vs_machine") or {}).items()
+    ]
 
 
 def _gold_cells(gold: dict | None) -> list:
@@ -487,8 +636,13 @@ def _gold_cells(gold: dict | None) -> list:
 
 def _revision_rows(revisions: dict) -> list[tuple[str, dict]]:
     """(compared, {"sentences": numbers, "responses": numbers}) of step 3's revisions."""
-    return [("annotator A vs B", revisions.get("between_annotators") or {}),
-            *((f"{name} vs machine suggestion", units) for name, units in (revisions.get("against_suggestion") or {}).items())]
+    return [
+        ("annotator A vs B", revisions.get("between_annotators") or {}),
+        *(
+            (f"{name} vs machine suggestion", units)
+            for name, units in (revisions.get("against_suggestion") or {}).items()
+        ),
+    ]
 
 
 def agreement_tables(result: dict, rater: dict | None = None) -> dict[str, dict]:
@@ -498,59 +652,189 @@ def agreement_tables(result: dict, rater: dict | None = None) -> dict[str, dict]
     the field's name, so one field's rows can be picked out."""
     fields = result["fields"]
     tables = {
-        "fields": {"title": "Agreement per field", "per_field": True,
-                   "columns": ["field", "label", "units", *_with_ci(_FIELD_NUMBERS)],
-                   "rows": [[name, f["label"], f["units"], *_numbers_with_ci(f, _FIELD_NUMBERS)] for name, f in fields.items()]},
-        "matrix": {"title": "Confusion matrices (annotator A × annotator B)", "per_field": True,
-                   "columns": ["field", "annotator_a", "annotator_b", "count"],
-                   "rows": [[name, a, b, count]
-                            for name, f in fields.items()
-                            for a, row in zip(f["confusion_matrix"]["labels"], f["confusion_matrix"]["rows_annotator_a_columns_annotator_b"])
-                            for b, count in zip(f["confusion_matrix"]["labels"], row)]},
-        "pairs": {"title": "Agreement per annotator pair", "per_field": True,
-                  "columns": ["field", "annotator_1", "annotator_2", "units", *_with_ci(("observed_agreement", "cohen_kappa"))],
-                  "rows": [[name, *pair["raters"], pair["units"], *_numbers_with_ci(pair, ("observed_agreement", "cohen_kappa"))]
-                           for name, f in fields.items() for pair in f["pairs"]]},
-        "over_time": {"title": "Agreement per week of submission", "per_field": True,
-                      "columns": ["field", "week", "items", "units", *_with_ci(("observed_agreement", "cohen_kappa", "krippendorff_alpha"))],
-                      "rows": [[name, week["week"], week["items"], week["units"],
-                                *_numbers_with_ci(week, ("observed_agreement", "cohen_kappa", "krippendorff_alpha"))]
-                               for name, f in fields.items() for week in f.get("over_time", ())]},
-        "versus_gold": {"title": "Each annotator against the gold records", "per_field": True,
-                        "columns": ["field", "annotator", "units", *_with_ci(("observed_agreement", "cohen_kappa"))],
-                        "rows": [[name, row["annotator"], row["units"], *_numbers_with_ci(row, ("observed_agreement", "cohen_kappa"))]
-                                 for name, f in fields.items() for row in f.get("versus_gold", ())]},
-        "annotators": {"title": "Annotators", "per_field": False,
-                       "columns": ["annotator", "items_submitted",
-                                   *(f"{column}_{name}" for name in fields for column in ("agreement_with_gold", "units_with_gold"))],
-                       "rows": [[a["username"], a["items_submitted"],
-                                 *(value for name in fields for value in _gold_cells(a["agreement_with_gold"].get(name)))]
-                                for a in result.get("annotators", ())]},
+        "fields": {
+            "title": "Agreement per field",
+            "per_field": True,
+            "columns": ["field", "label", "units", *_with_ci(_FIELD_NUMBERS)],
+            "rows": [
+                [name, f["label"], f["units"], *_numbers_with_ci(f, _FIELD_NUMBERS)]
+                for name, f in fields.items()
+            ],
+        },
+        "matrix": {
+            "title": "Confusion matrices (annotator A × annotator B)",
+            "per_field": True,
+            "columns": ["field", "annotator_a", "annotator_b", "count"],
+            "rows": [
+                [name, a, b, count]
+                for name, f in fields.items()
+                for a, row in zip(
+                    f["confusion_matrix"]["labels"],
+                    f["confusion_matrix"]["rows_annotator_a_columns_annotator_b"],
+                )
+                for b, count in zip(f["confusion_matrix"]["labels"], row)
+            ],
+        },
+        "pairs": {
+            "title": "Agreement per annotator pair",
+            "per_field": True,
+            "columns": [
+                "field",
+                "annotator_1",
+                "annotator_2",
+                "units",
+                *_with_ci(("observed_agreement", "cohen_kappa")),
+            ],
+            "rows": [
+                [
+                    name,
+                    *pair["raters"],
+                    pair["units"],
+                    *_numbers_with_ci(pair, ("observed_agreement", "cohen_kappa")),
+                ]
+                for name, f in fields.items()
+                for pair in f["pairs"]
+            ],
+        },
+        "over_time": {
+            "title": "Agreement per week of submission",
+            "per_field": True,
+            "columns": [
+                "field",
+                "week",
+                "items",
+                "units",
+                *_with_ci(("observed_agreement", "cohen_kappa", "krippendorff_alpha")),
+            ],
+            "rows": [
+                [
+                    name,
+                    week["week"],
+                    week["items"],
+                    week["units"],
+                    *_numbers_with_ci(
+                        week, ("observed_agreement", "cohen_kappa", "krippendorff_alpha")
+                    ),
+                ]
+                for name, f in fields.items()
+                for week in f.get("over_time", ())
+            ],
+        },
+        "versus_gold": {
+            "title": "Each annotator against the gold records",
+            "per_field": True,
+            "columns": [
+                "field",
+                "annotator",
+                "units",
+                *_with_ci(("observed_agreement", "cohen_kappa")),
+            ],
+            "rows": [
+                [
+                    name,
+                    row["annotator"],
+                    row["units"],
+                    *_numbers_with_ci(row, ("observed_agreement", "cohen_kappa")),
+                ]
+                for name, f in fields.items()
+                for row in f.get("versus_gold", ())
+            ],
+        },
+        "annotators": {
+            "title": "Annotators",
+            "per_field": False,
+            "columns": [
+                "annotator",
+                "items_submitted",
+                *(
+                    f"{column}_{name}"
+                    for name in fields
+                    for column in ("agreement_with_gold", "units_with_gold")
+                ),
+            ],
+            "rows": [
+                [
+                    a["username"],
+                    a["items_submitted"],
+                    *(
+                        value
+                        for name in fields
+                        for value in _gold_cells(a["agreement_with_gold"].get(name))
+                    ),
+                ]
+                for a in result.get("annotators", ())
+            ],
+        },
     }
     if result.get("decomposition"):
-        names = ("sentences", "same_claim_count", "same_claim_count_share", "paired_claims",
-                 "mean_normalised_edit_distance", "mean_word_overlap")
-        tables["decomposition"] = {"title": "Decomposition into claims", "per_field": False, "columns": ["compared", *names],
-                                   "rows": _compared(result["decomposition"], lambda d: [d.get(n) for n in names])}
+        names = (
+            "sentences",
+            "same_claim_count",
+            "same_claim_count_share",
+            "paired_claims",
+            "mean_normalised_edit_distance",
+            "mean_word_overlap",
+        )
+        tables["decomposition"] = {
+            "title": "Decomposition into claims",
+            "per_field": False,
+            "columns": ["compared", *names],
+            "rows": _compared(result["decomposition"], lambda d: [d.get(n) for n in names]),
+        }
     if result.get("grouping"):
-        tables["grouping"] = {"title": "Grouping of facts into individuals", "per_field": False,
-                              "columns": ["compared", "items", "mean_adjusted_rand_index"],
-                              "rows": _compared(result["grouping"], lambda g: [g.get("items"), g.get("mean")])}
+        tables["grouping"] = {
+            "title": "Grouping of facts into individuals",
+            "per_field": False,
+            "columns": ["compared", "items", "mean_adjusted_rand_index"],
+            "rows": _compared(result["grouping"], lambda g: [g.get("items"), g.get("mean")]),
+        }
     if result.get("corrections"):
-        names = ("claims", "both_corrected", "both_corrected_share", "mean_normalised_edit_distance")
-        tables["corrections"] = {"title": "Corrections", "per_field": False, "columns": list(names),
-                                 "rows": [[result["corrections"].get(n) for n in names]]}
+        names = (
+            "claims",
+            "both_corrected",
+            "both_corrected_share",
+            "mean_normalised_edit_distance",
+        )
+        tables["corrections"] = {
+            "title": "Corrections",
+            "per_field": False,
+            "columns": list(names),
+            "rows": [[result["corrections"].get(n) for n in names]],
+        }
     if result.get("revisions"):
         names = ("pairs", "identical_share", "mean_normalised_edit_distance", "mean_word_overlap")
-        tables["revisions"] = {"title": "Revisions", "per_field": False, "columns": ["compared", "unit", *names],
-                               "rows": [[compared, unit, *(numbers.get(n) for n in names)]
-                                        for compared, units in _revision_rows(result["revisions"])
-                                        for unit, numbers in units.items()]}
+        tables["revisions"] = {
+            "title": "Revisions",
+            "per_field": False,
+            "columns": ["compared", "unit", *names],
+            "rows": [
+                [compared, unit, *(numbers.get(n) for n in names)]
+                for compared, units in _revision_rows(result["revisions"])
+                for unit, numbers in units.items()
+            ],
+        }
     if rater and rater.get("fields"):
-        tables["llm_rater"] = {"title": "LLM rater beside the annotators", "per_field": True,
-                               "columns": ["field", "compared_1", "compared_2", "machine", "units",
-                                           *_with_ci(("observed_agreement", "cohen_kappa"))],
-                               "rows": [[f["name"], *row["compared"], row.get("machine"), row["units"],
-                                         *_numbers_with_ci(row, ("observed_agreement", "cohen_kappa"))]
-                                        for f in rater["fields"] for row in f["rows"]]}
+        tables["llm_rater"] = {
+            "title": "LLM rater beside the annotators",
+            "per_field": True,
+            "columns": [
+                "field",
+                "compared_1",
+                "compared_2",
+                "machine",
+                "units",
+                *_with_ci(("observed_agreement", "cohen_kappa")),
+            ],
+            "rows": [
+                [
+                    f["name"],
+                    *row["compared"],
+                    row.get("machine"),
+                    row["units"],
+                    *_numbers_with_ci(row, ("observed_agreement", "cohen_kappa")),
+                ]
+                for f in rater["fields"]
+                for row in f["rows"]
+            ],
+        }
     return tables

@@ -19,6 +19,7 @@ keeps its progress in the lock (refreshed at each field, deleted at the end), wh
 page shows meanwhile. With resamples, the task first stores the point estimates (the entry of
 resamples=0), so the page shows the numbers while their intervals are computed.
 """
+
 import hashlib
 import logging
 import time
@@ -31,7 +32,6 @@ from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
 from annotation import dispatch
-from annotation.research import selectors
 from annotation.kinds import get_kind
 from annotation.models import (
     Annotation,
@@ -42,6 +42,7 @@ from annotation.models import (
     SystemRunSource,
     SystemRunState,
 )
+from annotation.research import selectors
 from annotation.research.rater_agreement import rater_agreement
 
 logger = logging.getLogger(__name__)
@@ -76,8 +77,14 @@ class Lookup:
     def status(self) -> dict:
         """The small JSON the page polls."""
         progress = self.progress or {}
-        return {"state": self.state, "points": self.points is not None or self.points_stored, "done": progress.get("done", 0),
-                "total": progress.get("total", 0), "step": progress.get("step", ""), "error": self.error}
+        return {
+            "state": self.state,
+            "points": self.points is not None or self.points_stored,
+            "done": progress.get("done", 0),
+            "total": progress.get("total", 0),
+            "step": progress.get("step", ""),
+            "error": self.error,
+        }
 
 
 def data_stamp(project: Project, stage: int) -> str:
@@ -86,18 +93,33 @@ def data_stamp(project: Project, stage: int) -> str:
     # Submitted annotations only: drafts, saved every few seconds while annotators work, count
     # for nothing, and a reopened submission leaves this set.
     annotations = Annotation.objects.filter(
-        submitted=True, assignment__item_stage__item__project=project, assignment__item_stage__stage=stage
-    ).aggregate(rows=Count("id"), last_id=Max("id"), changed=Max("updated_at"), versions=Sum("version"),
-                last_submission=Max("assignment__submitted_at"))
-    gold = GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage).aggregate(
-        rows=Count("id"), last_id=Max("id"), changed=Max("updated_at"))
+        submitted=True,
+        assignment__item_stage__item__project=project,
+        assignment__item_stage__stage=stage,
+    ).aggregate(
+        rows=Count("id"),
+        last_id=Max("id"),
+        changed=Max("updated_at"),
+        versions=Sum("version"),
+        last_submission=Max("assignment__submitted_at"),
+    )
+    gold = GoldRecord.objects.filter(
+        item_stage__item__project=project, item_stage__stage=stage
+    ).aggregate(rows=Count("id"), last_id=Max("id"), changed=Max("updated_at"))
     stages = ItemStage.objects.filter(item__project=project, stage=stage).aggregate(
-        rows=Count("id"), last_id=Max("id"), changed=Max("updated_at"))
-    runs = SystemRun.objects.filter(project=project, source=SystemRunSource.LLM_RATER, state=SystemRunState.DONE).aggregate(
-        rows=Count("id"), last_id=Max("id"), finished=Max("finished_at"))
+        rows=Count("id"), last_id=Max("id"), changed=Max("updated_at")
+    )
+    runs = SystemRun.objects.filter(
+        project=project, source=SystemRunSource.LLM_RATER, state=SystemRunState.DONE
+    ).aggregate(rows=Count("id"), last_id=Max("id"), finished=Max("finished_at"))
     # measures: agreement cached before the paper's word overlap / edit distance (issue 19) is stale
-    parts = [("annotations", annotations), ("gold", gold), ("stages", stages), ("rater_runs", runs),
-             ("measures", {"text_measures": "factcheck-bench-paper"})]
+    parts = [
+        ("annotations", annotations),
+        ("gold", gold),
+        ("stages", stages),
+        ("rater_runs", runs),
+        ("measures", {"text_measures": "factcheck-bench-paper"}),
+    ]
     text = repr([(name, sorted(values.items())) for name, values in parts])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
@@ -131,7 +153,9 @@ def lookup(project: Project, stage: int, resamples: int, seed: int, poll: bool =
     if poll:
         progress = cache.get(_lock_key(base))
         if progress is not None:
-            return Lookup(progress["state"], progress=progress, points_stored=progress.get("points", False))
+            return Lookup(
+                progress["state"], progress=progress, points_stored=progress.get("points", False)
+            )
     stamp = data_stamp(project, stage)
     result = cache.get(_result_key(base, stamp))
     if result is not None:
@@ -141,8 +165,18 @@ def lookup(project: Project, stage: int, resamples: int, seed: int, poll: bool =
     if error is None:
         token = uuid.uuid4().hex
         stored = points_key is not None and cache.get(points_key) is not None
-        if cache.add(_lock_key(base), {"token": token, "state": "queued", "done": 0, "total": 0,
-                                       "step": "waiting for a worker", "points": stored}, LOCK_SECONDS):
+        if cache.add(
+            _lock_key(base),
+            {
+                "token": token,
+                "state": "queued",
+                "done": 0,
+                "total": 0,
+                "step": "waiting for a worker",
+                "points": stored,
+            },
+            LOCK_SECONDS,
+        ):
             _enqueue(project, stage, resamples, seed, token, base)
             # an in-process (eager) task has already stored it, or failed
             result = cache.get(_result_key(base, stamp))
@@ -161,7 +195,9 @@ def lookup(project: Project, stage: int, resamples: int, seed: int, poll: bool =
     return Lookup(progress["state"], points=points, progress=progress)
 
 
-def _enqueue(project: Project, stage: int, resamples: int, seed: int, token: str, base: str) -> None:
+def _enqueue(
+    project: Project, stage: int, resamples: int, seed: int, token: str, base: str
+) -> None:
     try:
         dispatch.send("compute_agreement", project.id, stage, resamples, seed, token)
     except Exception:
@@ -185,8 +221,18 @@ class _Progress:
         if done is not None:
             self.done = done
         if self.mine():
-            cache.set(self.key, {"token": self.token, "state": "running", "done": self.done, "total": self.total,
-                                 "step": text, "points": points}, LOCK_SECONDS)
+            cache.set(
+                self.key,
+                {
+                    "token": self.token,
+                    "state": "running",
+                    "done": self.done,
+                    "total": self.total,
+                    "step": text,
+                    "points": points,
+                },
+                LOCK_SECONDS,
+            )
 
     def release(self) -> None:
         if self.mine():
@@ -196,12 +242,18 @@ class _Progress:
 def compute(project: Project, stage: int, resamples: int, seed: int, progress=None) -> dict:
     """Everything the agreement page and API show for one step (the expensive part)."""
     started = time.perf_counter()
-    agreement = selectors.project_agreement(project, stage, resamples=resamples, seed=seed, progress=progress)
+    agreement = selectors.project_agreement(
+        project, stage, resamples=resamples, seed=seed, progress=progress
+    )
     if progress is not None:
         progress(len(agreement["fields"]), len(agreement["fields"]), "LLM rater")
     rater = rater_agreement(project, stage, resamples, seed)
-    return {"agreement": agreement, "rater_agreement": rater, "computed_at": timezone.now().isoformat(),
-            "seconds": round(time.perf_counter() - started, 3)}
+    return {
+        "agreement": agreement,
+        "rater_agreement": rater,
+        "computed_at": timezone.now().isoformat(),
+        "seconds": round(time.perf_counter() - started, 3),
+    }
 
 
 def fill(project_id: int, stage: int, resamples: int, seed: int, token: str) -> dict:
@@ -234,8 +286,11 @@ def fill(project_id: int, stage: int, resamples: int, seed: int, token: str) -> 
         raise  # the database is unreachable: the task is retried and keeps its lock
     except Exception as exc:  # shown on the page, rather than a page that waits for ever
         logger.exception("agreement of project %s step %s failed", project_id, stage)
-        cache.set(_failure_key(base, stamp), f"the computation failed ({type(exc).__name__}); the server log has the details",
-                  FAILURE_SECONDS)
+        cache.set(
+            _failure_key(base, stamp),
+            f"the computation failed ({type(exc).__name__}); the server log has the details",
+            FAILURE_SECONDS,
+        )
         progress.release()
         return {"stored": False, "reason": "failed"}
     cache.set(_result_key(base, stamp), result, RESULT_SECONDS)

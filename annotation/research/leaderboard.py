@@ -4,40 +4,55 @@ Everything here reads what the scoring task stored (research.predictions): score
 and paired differences with their bootstrap intervals. Nothing is computed on page load but a
 sort and a sign flip.
 """
+
 import csv
 import io
 from collections.abc import Iterator
 
 from django.db.models import F, QuerySet
 
-from annotation.research import scoring
 from annotation.exports.downloads import spreadsheet_safe
 from annotation.models import Project, SystemRun
+from annotation.research import scoring
 
 # Every figure of a measure (annotation.research.scoring): name, heading. A task's own headline figures
 # (scoring.Task.figures, the ones its paper reports) lead its table and rank it; the others of
 # its measure follow a click away.
 METRICS = {
-    "labels": (("macro_f1", "Macro F1"), ("accuracy", "Accuracy"), ("macro_precision", "Macro P"),
-               ("macro_recall", "Macro R"), ("balanced_accuracy", "Balanced accuracy")),
-    "revision": (("against_gold.word_overlap", "Word overlap with the gold revision"),
-                 ("against_gold.normalised_edit_distance", "Edit distance to the gold revision"),
-                 ("against_original.word_overlap", "Word overlap with the original"),
-                 ("against_original.normalised_edit_distance", "Edit distance to the original")),
+    "labels": (
+        ("macro_f1", "Macro F1"),
+        ("accuracy", "Accuracy"),
+        ("macro_precision", "Macro P"),
+        ("macro_recall", "Macro R"),
+        ("balanced_accuracy", "Balanced accuracy"),
+    ),
+    "revision": (
+        ("against_gold.word_overlap", "Word overlap with the gold revision"),
+        ("against_gold.normalised_edit_distance", "Edit distance to the gold revision"),
+        ("against_original.word_overlap", "Word overlap with the original"),
+        ("against_original.normalised_edit_distance", "Edit distance to the original"),
+    ),
 }
 # JSON objects keep no order in PostgreSQL: the baselines' rows come in this one
 BASELINE_ORDER = ("majority", "random", "machine")
 # The differences to the reference a row shows (keys of research.predictions.task_difference).
 DIFFERENCES = {
     "labels": (("macro_f1", "Δ macro F1"), ("accuracy", "Δ accuracy")),
-    "revision": (("word_overlap", "Δ word overlap with the gold revision"),
-                 ("normalised_edit_distance", "Δ edit distance to the gold revision")),
+    "revision": (
+        ("word_overlap", "Δ word overlap with the gold revision"),
+        ("normalised_edit_distance", "Δ edit distance to the gold revision"),
+    ),
 }
 
 
 def system_runs(project: Project) -> QuerySet[SystemRun]:
     """The project's runs, newest first, without their (large) predictions."""
-    return SystemRun.objects.filter(project=project).defer("predictions").select_related("created_by").order_by("-id")
+    return (
+        SystemRun.objects.filter(project=project)
+        .defer("predictions")
+        .select_related("created_by")
+        .order_by("-id")
+    )
 
 
 NO_VALUE = {"value": None, "low": None, "high": None}
@@ -56,16 +71,24 @@ def metric(scores: dict, name: str) -> dict:
     return scores if isinstance(scores, dict) and "value" in scores else dict(NO_VALUE)
 
 
-def task_figures(kind: str, task: str, measure: str) -> tuple[list[scoring.Figure], list[scoring.Figure]]:
+def task_figures(
+    kind: str, task: str, measure: str
+) -> tuple[list[scoring.Figure], list[scoring.Figure]]:
     """(headline, others) of a task's table: the figures the task defines (its paper's), then
     the rest of its measure's."""
     definition = scoring.task_definitions(kind).get(task)
-    headline = list(definition.figures) if definition is not None and definition.measure == measure else []
+    headline = (
+        list(definition.figures) if definition is not None and definition.measure == measure else []
+    )
     if not headline:
         headline = [scoring.Figure(name, title) for name, title in METRICS[measure][:1]]
     shown = {figure.name for figure in headline}
     lower = {figure.name for figure in scoring.REVISION_FIGURES if not figure.higher_is_better}
-    others = [scoring.Figure(name, title, name not in lower) for name, title in METRICS[measure] if name not in shown]
+    others = [
+        scoring.Figure(name, title, name not in lower)
+        for name, title in METRICS[measure]
+        if name not in shown
+    ]
     return headline, others
 
 
@@ -86,8 +109,11 @@ def negated(diff: dict) -> dict:
     result = dict(diff)
     for key, value in diff.items():
         if isinstance(value, dict) and "value" in value:
-            result[key] = {"value": -value["value"], "low": None if value["high"] is None else -value["high"],
-                           "high": None if value["low"] is None else -value["low"]}
+            result[key] = {
+                "value": -value["value"],
+                "low": None if value["high"] is None else -value["high"],
+                "high": None if value["low"] is None else -value["low"],
+            }
     return result
 
 
@@ -98,7 +124,9 @@ def _part(entry, subset: str) -> dict | None:
     return entry if subset == "all" else entry.get("agreed")
 
 
-def _difference(first_id: int, first: dict | None, second_id: int, second: dict | None) -> dict | None:
+def _difference(
+    first_id: int, first: dict | None, second_id: int, second: dict | None
+) -> dict | None:
     if first is None or second is None or first.get("fingerprint") != second.get("fingerprint"):
         return None
     if found := first.get("differences", {}).get(f"run:{second_id}"):
@@ -111,14 +139,20 @@ def _difference(first_id: int, first: dict | None, second_id: int, second: dict 
 def run_difference(first: SystemRun, second: SystemRun, task: str, subset: str) -> dict | None:
     """``first`` minus ``second`` (paired bootstrap), from whichever of the two was scored after
     the other; None when they were scored on different gold units."""
-    return _difference(first.id, _part((first.scores or {}).get(task), subset),
-                       second.id, _part((second.scores or {}).get(task), subset))
+    return _difference(
+        first.id,
+        _part((first.scores or {}).get(task), subset),
+        second.id,
+        _part((second.scores or {}).get(task), subset),
+    )
 
 
 def _row(scores: dict, figures: list[scoring.Figure], **fields) -> dict:
     return {
         **fields,
-        "units": scores["units"], "items": scores["items"], "missing": scores.get("missing", 0),
+        "units": scores["units"],
+        "items": scores["items"],
+        "missing": scores.get("missing", 0),
         "metrics": {figure.name: metric(scores, figure.name) for figure in figures},
         "per_label": scores.get("per_label", {}),
         # D-FActScore: the system's FActScore / D-FActScore per source model against the human one
@@ -135,7 +169,9 @@ def scored_tasks(project: Project) -> list[dict]:
     return found
 
 
-def leaderboard(project: Project, task: str | None = None, reference: int | None = None, agreed: bool = False) -> dict:
+def leaderboard(
+    project: Project, task: str | None = None, reference: int | None = None, agreed: bool = False
+) -> dict:
     """The scored systems of one task (every version its own row) and the baselines, each with
     its scores and, but for the reference system, its paired difference to it.
 
@@ -149,9 +185,20 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
     units all annotators agreed on. Only the task's part of each run's scores is read.
     ValueError({parameter: message}) for an unknown task or reference."""
     tasks = scored_tasks(project)
-    board = {"tasks": tasks, "task": None, "title": "", "measure": "labels", "agreed": agreed, "agreed_available": False,
-             "reference": None, "current_fingerprint": None, "rows": [], "metrics": [], "other_metrics": [],
-             "differences": []}
+    board = {
+        "tasks": tasks,
+        "task": None,
+        "title": "",
+        "measure": "labels",
+        "agreed": agreed,
+        "agreed_available": False,
+        "reference": None,
+        "current_fingerprint": None,
+        "rows": [],
+        "metrics": [],
+        "other_metrics": [],
+        "differences": [],
+    }
     if not tasks:
         if task:
             raise ValueError({"task": "no system has been scored in this project yet"})
@@ -161,13 +208,29 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
         raise ValueError({"task": f"must be one of {', '.join(titles)}"})
     task = task or tasks[0]["name"]
     subset = "agreed" if agreed else "all"
-    runs = list(SystemRun.objects.filter(project=project, scores__has_key=task).order_by("-created_at", "-id")
-                .values("id", "system", "version", "source", "state", "created_at", "finished_at",
-                        "created_by__username", entry=F(f"scores__{task}")))
+    runs = list(
+        SystemRun.objects.filter(project=project, scores__has_key=task)
+        .order_by("-created_at", "-id")
+        .values(
+            "id",
+            "system",
+            "version",
+            "source",
+            "state",
+            "created_at",
+            "finished_at",
+            "created_by__username",
+            entry=F(f"scores__{task}"),
+        )
+    )
     for run in runs:
         run["part"] = _part(run["entry"], subset)
     scored = [run for run in runs if run["part"]]
-    board.update(task=task, title=titles[task], agreed_available=any(_part(run["entry"], "agreed") for run in runs))
+    board.update(
+        task=task,
+        title=titles[task],
+        agreed_available=any(_part(run["entry"], "agreed") for run in runs),
+    )
     if not scored:
         if reference is not None:
             raise ValueError({"reference": "no system is scored on these units"})
@@ -178,53 +241,110 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
     figures = headline + others
 
     def listed(found: list[scoring.Figure]) -> list[dict]:
-        return [{"name": f.name, "title": f.title, "higher_is_better": f.higher_is_better} for f in found]
+        return [
+            {"name": f.name, "title": f.title, "higher_is_better": f.higher_is_better}
+            for f in found
+        ]
 
-    board.update(measure=measure, metrics=listed(headline), other_metrics=listed(others),
-                 differences=[{"name": n, "title": t} for n, t in DIFFERENCES[measure]])
+    board.update(
+        measure=measure,
+        metrics=listed(headline),
+        other_metrics=listed(others),
+        differences=[{"name": n, "title": t} for n, t in DIFFERENCES[measure]],
+    )
     latest = max(scored, key=lambda run: (run["finished_at"] or run["created_at"], run["id"]))
     current = latest["part"]["fingerprint"]
     board["current_fingerprint"] = current
     by_id = {run["id"]: run for run in scored}
     if reference is not None:
         if reference not in by_id:
-            raise ValueError({"reference": "must be the id of a run scored on this task"
-                                           + (" on the agreed units" if agreed else "")})
+            raise ValueError(
+                {
+                    "reference": "must be the id of a run scored on this task"
+                    + (" on the agreed units" if agreed else "")
+                }
+            )
         ref = by_id[reference]
     else:
         fresh = [run for run in scored if run["part"]["fingerprint"] == current]
-        ref = max(fresh, key=lambda run: (_rank_value(run["part"], primary), run["created_at"], run["id"]))
+        ref = max(
+            fresh, key=lambda run: (_rank_value(run["part"], primary), run["created_at"], run["id"])
+        )
     board["reference"] = ref["id"]
 
     def picked(diff: dict | None) -> dict | None:
-        return {name: diff[name] for name, _ in DIFFERENCES[measure] if name in diff} if diff else None
+        return (
+            {name: diff[name] for name, _ in DIFFERENCES[measure] if name in diff} if diff else None
+        )
 
     latest_of: dict[str, float] = {}
     for run in scored:  # newest first: the first seen is a system's latest version
         latest_of.setdefault(run["system"], _rank_value(run["part"], primary))
-    ranked = sorted(scored, key=lambda run: (-latest_of[run["system"]], run["system"], -run["created_at"].timestamp(),
-                                             -run["id"]))
+    ranked = sorted(
+        scored,
+        key=lambda run: (
+            -latest_of[run["system"]],
+            run["system"],
+            -run["created_at"].timestamp(),
+            -run["id"],
+        ),
+    )
     rows = []
     for run in ranked:
         part, is_reference = run["part"], run["id"] == ref["id"]
-        rows.append(_row(
-            part, figures, kind="system", run=run["id"], system=run["system"], version=run["version"], baseline=None,
-            label=f"{run['system']} {run['version']}".strip(), source=run["source"], state=run["state"],
-            created_at=run["created_at"].isoformat(), created_by=run["created_by__username"],
-            resamples=part.get("resamples"), seed=part.get("seed"), reference=is_reference,
-            stale=part["fingerprint"] != current,
-            difference=None if is_reference else picked(_difference(run["id"], part, ref["id"], ref["part"])),
-        ))
+        rows.append(
+            _row(
+                part,
+                figures,
+                kind="system",
+                run=run["id"],
+                system=run["system"],
+                version=run["version"],
+                baseline=None,
+                label=f"{run['system']} {run['version']}".strip(),
+                source=run["source"],
+                state=run["state"],
+                created_at=run["created_at"].isoformat(),
+                created_by=run["created_by__username"],
+                resamples=part.get("resamples"),
+                seed=part.get("seed"),
+                reference=is_reference,
+                stale=part["fingerprint"] != current,
+                difference=None
+                if is_reference
+                else picked(_difference(run["id"], part, ref["id"], ref["part"])),
+            )
+        )
     baselines = ref["part"].get("baselines", {})
-    for name, baseline in sorted(baselines.items(), key=lambda kv: (BASELINE_ORDER.index(kv[0]) if kv[0] in BASELINE_ORDER
-                                                                   else len(BASELINE_ORDER), kv[0])):
+    for name, baseline in sorted(
+        baselines.items(),
+        key=lambda kv: (
+            BASELINE_ORDER.index(kv[0]) if kv[0] in BASELINE_ORDER else len(BASELINE_ORDER),
+            kv[0],
+        ),
+    ):
         diff = ref["part"].get("differences", {}).get(f"baseline:{name}")
-        rows.append(_row(
-            baseline["scores"], figures, kind="baseline", run=None, system=None, version="", baseline=name,
-            label=baseline["title"], source=None, state=None, created_at=None, created_by=None,
-            resamples=baseline["scores"].get("resamples"), seed=baseline["scores"].get("seed"), reference=False,
-            stale=ref["part"]["fingerprint"] != current, difference=picked(negated(diff)) if diff else None,
-        ))
+        rows.append(
+            _row(
+                baseline["scores"],
+                figures,
+                kind="baseline",
+                run=None,
+                system=None,
+                version="",
+                baseline=name,
+                label=baseline["title"],
+                source=None,
+                state=None,
+                created_at=None,
+                created_by=None,
+                resamples=baseline["scores"].get("resamples"),
+                seed=baseline["scores"].get("seed"),
+                reference=False,
+                stale=ref["part"]["fingerprint"] != current,
+                difference=picked(negated(diff)) if diff else None,
+            )
+        )
     board["rows"] = rows
     return board
 
@@ -236,12 +356,28 @@ def _number(value) -> str:
 def leaderboard_csv(board: dict) -> Iterator[str]:
     """The leaderboard table as CSV lines: one row per system version and baseline, each metric
     and difference with its interval."""
-    header = ["kind", "system", "version", "baseline", "label", "run", "reference", "stale", "units", "items", "missing"]
+    header = [
+        "kind",
+        "system",
+        "version",
+        "baseline",
+        "label",
+        "run",
+        "reference",
+        "stale",
+        "units",
+        "items",
+        "missing",
+    ]
     figures = board["metrics"] + board.get("other_metrics", [])
     for entry in figures:
         header += [entry["name"], f"{entry['name']}_low", f"{entry['name']}_high"]
     for entry in board["differences"]:
-        header += [f"difference_{entry['name']}", f"difference_{entry['name']}_low", f"difference_{entry['name']}_high"]
+        header += [
+            f"difference_{entry['name']}",
+            f"difference_{entry['name']}_low",
+            f"difference_{entry['name']}_high",
+        ]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
 
@@ -254,14 +390,28 @@ def leaderboard_csv(board: dict) -> Iterator[str]:
     writer.writerow(header)
     yield take()
     for row in board["rows"]:
-        line = [row["kind"], spreadsheet_safe(row["system"] or ""), spreadsheet_safe(row["version"]), row["baseline"] or "",
-                spreadsheet_safe(row["label"]),
-                row["run"] or "", int(row["reference"]), int(row["stale"]), row["units"], row["items"], row["missing"]]
+        line = [
+            row["kind"],
+            spreadsheet_safe(row["system"] or ""),
+            spreadsheet_safe(row["version"]),
+            row["baseline"] or "",
+            spreadsheet_safe(row["label"]),
+            row["run"] or "",
+            int(row["reference"]),
+            int(row["stale"]),
+            row["units"],
+            row["items"],
+            row["missing"],
+        ]
         for entry in figures:
             value = row["metrics"][entry["name"]]
             line += [_number(value["value"]), _number(value["low"]), _number(value["high"])]
         for entry in board["differences"]:
-            value = (row["difference"] or {}).get(entry["name"]) or {"value": None, "low": None, "high": None}
+            value = (row["difference"] or {}).get(entry["name"]) or {
+                "value": None,
+                "low": None,
+                "high": None,
+            }
             line += [_number(value["value"]), _number(value["low"]), _number(value["high"])]
         writer.writerow(line)
         yield take()

@@ -19,6 +19,7 @@ and the run goes on, unless the endpoint stops answering (probed again after an 
 no answer at all), which fails the run. The answers become predictions through
 annotation.research.scoring.machine_predictions, and research.predictions scores them.
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,14 +35,21 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation import dispatch, selectors
-from annotation.research import scoring
 from annotation.exceptions import DomainError
-from annotation.kinds import get_kind
-from annotation.models import ItemStage, Project, StageStatus, SystemRun, SystemRunSource, SystemRunState
 from annotation.imports.reading import line_error
-from annotation.services.locks import lock_project_for_change
+from annotation.kinds import get_kind
+from annotation.models import (
+    ItemStage,
+    Project,
+    StageStatus,
+    SystemRun,
+    SystemRunSource,
+    SystemRunState,
+)
 from annotation.research import predictions as prediction_services
+from annotation.research import scoring
 from annotation.services import jobs
+from annotation.services.locks import lock_project_for_change
 
 logger = logging.getLogger(__name__)
 
@@ -92,11 +100,21 @@ class RaterOptions:
 
 # -- options ------------------------------------------------------------------------------------
 
+
 def _blank(value) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-def _number(data: Mapping, name: str, errors: dict, *, minimum: float, maximum: float, default=None, whole=False):
+def _number(
+    data: Mapping,
+    name: str,
+    errors: dict,
+    *,
+    minimum: float,
+    maximum: float,
+    default=None,
+    whole=False,
+):
     raw = data.get(name)
     if _blank(raw):
         return default
@@ -122,11 +140,20 @@ def _steps(project: Project, raw, errors: dict) -> tuple[int, ...]:
     values = raw if isinstance(raw, (list, tuple)) else str(raw).replace(",", " ").split()
     steps = []
     for value in values:
-        step = value if isinstance(value, int) and not isinstance(value, bool) else (
-            int(value) if isinstance(value, str) and value.strip().isdigit() and value.isascii() else None)
+        step = (
+            value
+            if isinstance(value, int) and not isinstance(value, bool)
+            else (
+                int(value)
+                if isinstance(value, str) and value.strip().isdigit() and value.isascii()
+                else None
+            )
+        )
         if step not in rated:
-            errors["steps"] = f"must be among {', '.join(map(str, rated))} (the steps a model rates in this project), " \
-                              f"not {str(value)[:20]!r}"
+            errors["steps"] = (
+                f"must be among {', '.join(map(str, rated))} (the steps a model rates in this project), "
+                f"not {str(value)[:20]!r}"
+            )
             return rated
         if step not in steps:
             steps.append(step)
@@ -160,13 +187,34 @@ def parse_options(project: Project, user, data: Mapping) -> RaterOptions:
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             errors["base_url"] = "must be an http(s) URL such as https://llm.example.org/v1"
         elif parts.username or parts.password:
-            errors["base_url"] = "must not hold a user or key: keys go in the project's LLM settings (staff)"
+            errors["base_url"] = (
+                "must not hold a user or key: keys go in the project's LLM settings (staff)"
+            )
     options = RaterOptions(
-        steps=steps, model=text.get("model", ""), base_url=text.get("base_url", ""),
-        seconds_per_call=_number(data, "seconds_per_call", errors, minimum=0.001, maximum=MAX_SECONDS_PER_CALL, default=2.0),
+        steps=steps,
+        model=text.get("model", ""),
+        base_url=text.get("base_url", ""),
+        seconds_per_call=_number(
+            data,
+            "seconds_per_call",
+            errors,
+            minimum=0.001,
+            maximum=MAX_SECONDS_PER_CALL,
+            default=2.0,
+        ),
         prompt_price_per_1k=_number(data, "prompt_price_per_1k", errors, minimum=0, maximum=1e6),
-        completion_price_per_1k=_number(data, "completion_price_per_1k", errors, minimum=0, maximum=1e6),
-        resamples=_number(data, "resamples", errors, minimum=0, maximum=MAX_RESAMPLES, default=DEFAULT_RESAMPLES, whole=True),
+        completion_price_per_1k=_number(
+            data, "completion_price_per_1k", errors, minimum=0, maximum=1e6
+        ),
+        resamples=_number(
+            data,
+            "resamples",
+            errors,
+            minimum=0,
+            maximum=MAX_RESAMPLES,
+            default=DEFAULT_RESAMPLES,
+            whole=True,
+        ),
         seed=_number(data, "seed", errors, minimum=0, maximum=2**32 - 1, default=0, whole=True),
     )
     if errors:
@@ -177,7 +225,11 @@ def parse_options(project: Project, user, data: Mapping) -> RaterOptions:
 def rater_config(project: Project, options: RaterOptions):
     """The LLMConfig of a run: the project's LLM settings over the server's, then the run's model
     and base URL; the stored key stays with the base URL it belongs to."""
-    from pipeline.llm import LLMConfig, drop_foreign_server_key, same_base_url  # loads the openai client: only where an LLM is called
+    from pipeline.llm import (  # loads the openai client: only where an LLM is called
+        LLMConfig,
+        drop_foreign_server_key,
+        same_base_url,
+    )
 
     section = dict((project.pipeline_settings or {}).get("llm") or {})
     base = LLMConfig.from_env(section)
@@ -205,18 +257,23 @@ def endpoint_name(base_url: str | None) -> str:
 
 # -- what is rated ------------------------------------------------------------------------------
 
+
 def stages_to_rate(project: Project, steps):
     """The item-steps of ``steps`` with a consolidated gold record, in step and item order."""
-    return (ItemStage.objects.filter(item__project=project, stage__in=list(steps), status=StageStatus.DONE,
-                                     gold__isnull=False)
-            .order_by("stage", "item_id"))
+    return ItemStage.objects.filter(
+        item__project=project, stage__in=list(steps), status=StageStatus.DONE, gold__isnull=False
+    ).order_by("stage", "item_id")
 
 
 def _with_inputs(queryset, project: Project):
     """The rows the rater reads: an item's metadata (e.g. the released evidence, tens of KB)
     only where the kind reads it (D-FActScore may take the paragraph's name from it)."""
     queryset = queryset.select_related("item", "gold")
-    return queryset if get_kind(project.kind).rater_reads_metadata else queryset.defer("item__metadata")
+    return (
+        queryset
+        if get_kind(project.kind).rater_reads_metadata
+        else queryset.defer("item__metadata")
+    )
 
 
 def _item_key(stage: ItemStage) -> str:
@@ -225,12 +282,20 @@ def _item_key(stage: ItemStage) -> str:
 
 def _inputs(project: Project, stage: ItemStage) -> dict:
     """What a kind's rater hooks read of an item-step (KindSpec.rater_plan, rate)."""
-    return {"prompt": stage.item.prompt, "response": stage.item.response, "content": stage.content,
-            "suggestion": stage.suggestion, "gold": stage.gold.payload,
-            "metadata": (stage.item.metadata or {}) if get_kind(project.kind).rater_reads_metadata else {}}
+    return {
+        "prompt": stage.item.prompt,
+        "response": stage.item.response,
+        "content": stage.content,
+        "suggestion": stage.suggestion,
+        "gold": stage.gold.payload,
+        "metadata": (stage.item.metadata or {})
+        if get_kind(project.kind).rater_reads_metadata
+        else {},
+    }
 
 
 # -- the estimate -------------------------------------------------------------------------------
+
 
 def _sample(queryset, total: int):
     """Every item-step, or an even spread of ESTIMATE_SAMPLE of them (ids in order)."""
@@ -242,7 +307,9 @@ def _sample(queryset, total: int):
 
 
 def _plan(project: Project, step: int, stages: list[ItemStage]) -> list:
-    return get_kind(project.kind).rater_plan(step, [_inputs(project, s) for s in stages], project.pipeline_settings or {})
+    return get_kind(project.kind).rater_plan(
+        step, [_inputs(project, s) for s in stages], project.pipeline_settings or {}
+    )
 
 
 def estimate(project: Project, options: RaterOptions) -> dict:
@@ -264,9 +331,13 @@ def estimate(project: Project, options: RaterOptions) -> dict:
         sampled[step] = len(stages)
         weight = total / len(stages)
         weighted += [(batch, weight) for batch in _plan(project, step, stages)]
-    numbers = rater.estimate(weighted, concurrency=config.concurrency, seconds_per_call=options.seconds_per_call,
-                             prompt_price_per_1k=options.prompt_price_per_1k,
-                             completion_price_per_1k=options.completion_price_per_1k)
+    numbers = rater.estimate(
+        weighted,
+        concurrency=config.concurrency,
+        seconds_per_call=options.seconds_per_call,
+        prompt_price_per_1k=options.prompt_price_per_1k,
+        completion_price_per_1k=options.completion_price_per_1k,
+    )
     return {
         "steps": list(options.steps),
         "item_steps": {str(step): count for step, count in counts.items()},
@@ -283,9 +354,13 @@ def estimate(project: Project, options: RaterOptions) -> dict:
 
 # -- starting a run -----------------------------------------------------------------------------
 
+
 def active_run(project: Project) -> SystemRun | None:
-    return SystemRun.objects.filter(project=project, source=SystemRunSource.LLM_RATER,
-                                    state__in=[SystemRunState.QUEUED, SystemRunState.RUNNING]).first()
+    return SystemRun.objects.filter(
+        project=project,
+        source=SystemRunSource.LLM_RATER,
+        state__in=[SystemRunState.QUEUED, SystemRunState.RUNNING],
+    ).first()
 
 
 def start_run(*, project: Project, user, options: RaterOptions, confirmed: bool) -> SystemRun:
@@ -293,36 +368,51 @@ def start_run(*, project: Project, user, options: RaterOptions, confirmed: bool)
     endpoint, with nothing to rate, or while another rater run of the project is under way (two
     at once would pay for the same calls twice)."""
     if not confirmed:
-        raise RaterOptionsError({"confirm": "look at the estimate first, then confirm to start the run"})
+        raise RaterOptionsError(
+            {"confirm": "look at the estimate first, then confirm to start the run"}
+        )
     summary = estimate(project, options)
     if not summary["configured"]:
-        raise DomainError("no LLM endpoint is configured for this project: staff set its LLM settings "
-                          "(base_url, model) or the server's LLM_BASE_URL and LLM_MODEL")
+        raise DomainError(
+            "no LLM endpoint is configured for this project: staff set its LLM settings "
+            "(base_url, model) or the server's LLM_BASE_URL and LLM_MODEL"
+        )
     if not summary["item_steps_total"]:
         steps = ", ".join(map(str, options.steps))
-        raise DomainError(f"nothing to rate: no item has a consolidated gold record in step {steps}")
+        raise DomainError(
+            f"nothing to rate: no item has a consolidated gold record in step {steps}"
+        )
     with transaction.atomic():
         lock_project_for_change(project.pk)  # one start at a time per project
         running = active_run(project)
         if running is not None:
-            raise DomainError(f"rater run {running.id} ({running.get_state_display().lower()}) is under way: "
-                              "wait for it to end")
+            raise DomainError(
+                f"rater run {running.id} ({running.get_state_display().lower()}) is under way: "
+                "wait for it to end"
+            )
         run = _create(project, user, summary, options)
         dispatch.queue("run_llm_rater", run.id)
     return run
 
 
 def _create(project: Project, user, summary: dict, options: RaterOptions) -> SystemRun:
-    system = f"LLM rater ({summary['model']})"[:SystemRun._meta.get_field("system").max_length]
+    system = f"LLM rater ({summary['model']})"[: SystemRun._meta.get_field("system").max_length]
     stamp = timezone.now().strftime("%Y-%m-%d %H:%M:%S")
     for attempt in range(1, 100):
         version = stamp if attempt == 1 else f"{stamp} #{attempt}"
         try:
             with transaction.atomic():
                 return SystemRun.objects.create(
-                    project=project, system=system, version=version, source=SystemRunSource.LLM_RATER,
+                    project=project,
+                    system=system,
+                    version=version,
+                    source=SystemRunSource.LLM_RATER,
                     created_by=user if getattr(user, "is_authenticated", False) else None,
-                    options={**options.stored(), "endpoint": summary["endpoint"], "estimate": summary},
+                    options={
+                        **options.stored(),
+                        "endpoint": summary["endpoint"],
+                        "estimate": summary,
+                    },
                     units_total=summary["item_steps_total"],
                 )
         except IntegrityError:
@@ -331,6 +421,7 @@ def _create(project: Project, user, summary: dict, options: RaterOptions) -> Sys
 
 
 # -- running ------------------------------------------------------------------------------------
+
 
 class EndpointDead(Exception):
     pass
@@ -354,14 +445,18 @@ class _Run:
         self.answered += rating.answered
         for message in rating.errors:
             if len(self.errors) < MAX_ERRORS:
-                self.errors.append(line_error(0, f"item {_item_key(stage)}, step {stage.stage}", message))
+                self.errors.append(
+                    line_error(0, f"item {_item_key(stage)}, step {stage.stage}", message)
+                )
             else:
                 self.more_errors += 1
         if rating.calls and not rating.answered:
             self.check_endpoint()
 
     def check_endpoint(self) -> None:
-        from pipeline.llm_rater import probe  # loads NLTK and scikit-learn: kept out of web start-up
+        from pipeline.llm_rater import (
+            probe,  # loads NLTK and scikit-learn: kept out of web start-up
+        )
 
         problem = probe(self.config)
         if problem:
@@ -378,7 +473,11 @@ class _Run:
         jobs.progress(SystemRun, self.run.pk, **values)
 
     def all_errors(self) -> list[dict]:
-        more = [line_error(0, "(run)", f"and {self.more_errors} more units without an answer")] if self.more_errors else []
+        more = (
+            [line_error(0, "(run)", f"and {self.more_errors} more units without an answer")]
+            if self.more_errors
+            else []
+        )
         return self.errors + more
 
 
@@ -391,19 +490,24 @@ def _claim(run_id: int) -> bool:
     if jobs.claim(SystemRun, run_id, take_running="none", units_done=0):
         return True
     now = timezone.now()
-    run = SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING, source=SystemRunSource.LLM_RATER).first()
+    run = SystemRun.objects.filter(
+        pk=run_id, state=SystemRunState.RUNNING, source=SystemRunSource.LLM_RATER
+    ).first()
     if run is None:
         return False
     beat = (run.options or {}).get("heartbeat")
     last = datetime.fromisoformat(beat) if beat else run.started_at
     if last is not None and now - last < STALE_AFTER:
         return False
-    return bool(SystemRun.objects.filter(Q(started_at=run.started_at), pk=run_id, state=SystemRunState.RUNNING)
-                .update(started_at=now, units_done=0, progress_at=now))
+    return bool(
+        SystemRun.objects.filter(
+            Q(started_at=run.started_at), pk=run_id, state=SystemRunState.RUNNING
+        ).update(started_at=now, units_done=0, progress_at=now)
+    )
 
 
 def _fail(run_id: int, errors: list[dict]) -> None:
-    jobs.fail(SystemRun, run_id, errors[:MAX_ERRORS + 1], predictions={}, scores=None)
+    jobs.fail(SystemRun, run_id, errors[: MAX_ERRORS + 1], predictions={}, scores=None)
 
 
 def fail_run(run_id: int, message: str) -> None:
@@ -429,20 +533,42 @@ def execute(run_id: int) -> SystemRun | None:
     try:
         state.check_endpoint()
     except EndpointDead as exc:
-        _fail(run_id, [line_error(0, "(endpoint)", f"{where} did not answer: {exc}; nothing was rated")])
+        _fail(
+            run_id,
+            [line_error(0, "(endpoint)", f"{where} did not answer: {exc}; nothing was rated")],
+        )
         return SystemRun.objects.get(pk=run_id)
     try:
         _rate(project, options, config, state)
         return _finish(run_id, project, state)
     except EndpointDead as exc:
-        _fail(run_id, [line_error(0, "(endpoint)", f"{where} stopped answering after {state.done} item-steps: {exc}; "
-                                               "nothing was stored"), *state.all_errors()])
+        _fail(
+            run_id,
+            [
+                line_error(
+                    0,
+                    "(endpoint)",
+                    f"{where} stopped answering after {state.done} item-steps: {exc}; "
+                    "nothing was stored",
+                ),
+                *state.all_errors(),
+            ],
+        )
     except Exception as exc:
         if isinstance(exc, (OperationalError, InterfaceError)):
             raise
         logger.exception("LLM rater run %s failed", run_id)
-        _fail(run_id, [line_error(0, "(server)", f"the run stopped on an internal error ({type(exc).__name__}); "
-                                             "nothing was stored")])
+        _fail(
+            run_id,
+            [
+                line_error(
+                    0,
+                    "(server)",
+                    f"the run stopped on an internal error ({type(exc).__name__}); "
+                    "nothing was stored",
+                )
+            ],
+        )
     return SystemRun.objects.get(pk=run_id)
 
 
@@ -452,7 +578,9 @@ def _rate(project: Project, options: RaterOptions, config, state: _Run) -> None:
     settings = project.pipeline_settings or {}
     for step in options.steps:
         batch: list[ItemStage] = []
-        for stage in _with_inputs(stages_to_rate(project, [step]), project).iterator(chunk_size=max(size, 50)):
+        for stage in _with_inputs(stages_to_rate(project, [step]), project).iterator(
+            chunk_size=max(size, 50)
+        ):
             batch.append(stage)
             if len(batch) == size:
                 _rate_batch(kind, step, batch, project, settings, config, state)
@@ -461,7 +589,9 @@ def _rate(project: Project, options: RaterOptions, config, state: _Run) -> None:
             _rate_batch(kind, step, batch, project, settings, config, state)
 
 
-def _rate_batch(kind, step: int, stages: list[ItemStage], project: Project, settings: dict, config, state: _Run) -> None:
+def _rate_batch(
+    kind, step: int, stages: list[ItemStage], project: Project, settings: dict, config, state: _Run
+) -> None:
     ratings = kind.rate(step, [_inputs(project, s) for s in stages], settings, config)
     for stage, rating in zip(stages, ratings):
         state.record(stage, rating)
@@ -469,31 +599,49 @@ def _rate_batch(kind, step: int, stages: list[ItemStage], project: Project, sett
 
 
 def _finish(run_id: int, project: Project, state: _Run) -> SystemRun:
-    predicted = scoring.machine_predictions(project, suggestion_of=lambda stage: state.outputs.get(stage.id))
+    predicted = scoring.machine_predictions(
+        project, suggestion_of=lambda stage: state.outputs.get(stage.id)
+    )
     rated = {"item_steps": state.done, "calls": state.calls, "answered": state.answered}
     options = {**state.options, "rated": rated}
     errors = state.all_errors()
     if not any(predicted.values()):
-        _fail(run_id, [line_error(0, "(run)", f"the model gave no usable answer in {state.calls} calls; nothing was stored"),
-                       *errors])
+        _fail(
+            run_id,
+            [
+                line_error(
+                    0,
+                    "(run)",
+                    f"the model gave no usable answer in {state.calls} calls; nothing was stored",
+                ),
+                *errors,
+            ],
+        )
         SystemRun.objects.filter(pk=run_id).update(options=options)
         return SystemRun.objects.get(pk=run_id)
     SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING).update(
-        predictions=prediction_services.stored_form(predicted), options=options, errors=errors)
+        predictions=prediction_services.stored_form(predicted), options=options, errors=errors
+    )
     # Scoring is research.predictions' (the same as an uploaded system's): the one call site.
     prediction_services.run_system_run(run_id)
     run = SystemRun.objects.get(pk=run_id)
     # Scoring writes its own errors (none when it succeeds): the rater's unanswered units stay listed.
-    SystemRun.objects.filter(pk=run_id).update(errors=(run.errors or []) + errors if run.state == SystemRunState.FAILED
-                                               else errors)
+    SystemRun.objects.filter(pk=run_id).update(
+        errors=(run.errors or []) + errors if run.state == SystemRunState.FAILED else errors
+    )
     run.refresh_from_db()
     return run
 
 
 # -- reading runs -------------------------------------------------------------------------------
 
+
 def rater_runs(project: Project):
-    return SystemRun.objects.filter(project=project, source=SystemRunSource.LLM_RATER).defer("predictions").order_by("-id")
+    return (
+        SystemRun.objects.filter(project=project, source=SystemRunSource.LLM_RATER)
+        .defer("predictions")
+        .order_by("-id")
+    )
 
 
 def run_summary(run: SystemRun) -> dict:
@@ -501,10 +649,17 @@ def run_summary(run: SystemRun) -> dict:
     options = dict(run.options or {})
     options.pop("heartbeat", None)
     return {
-        "id": run.id, "system": run.system, "version": run.version, "state": run.state,
-        "units_done": run.units_done, "units_total": run.units_total, "ended": run.ended,
-        "options": options, "errors": run.errors or [],
+        "id": run.id,
+        "system": run.system,
+        "version": run.version,
+        "state": run.state,
+        "units_done": run.units_done,
+        "units_total": run.units_total,
+        "ended": run.ended,
+        "options": options,
+        "errors": run.errors or [],
         "scored_tasks": sorted((run.scores or {}).keys()),
-        "created_at": run.created_at, "started_at": run.started_at, "finished_at": run.finished_at,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
     }
-

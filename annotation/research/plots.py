@@ -9,6 +9,7 @@ Every SVG has a fixed viewBox of ``WIDTH`` units and scales to the width of its 
 the sizes below are chosen to stay readable when the page is 390 px wide (a 400-unit-wide
 plot drawn at about 350 px keeps 13-unit text at about 11 px).
 """
+
 from math import ceil, floor, isfinite, log10
 
 from annotation.research.agreement import iso_weeks_between
@@ -68,7 +69,9 @@ def _interval_text(value, low, high) -> str:
     return text
 
 
-def bar_chart(bars: list[dict], *, domain: tuple[float, float] = (0.0, 1.0), title: str = "", unit: str = "") -> dict:
+def bar_chart(
+    bars: list[dict], *, domain: tuple[float, float] = (0.0, 1.0), title: str = "", unit: str = ""
+) -> dict:
     """Horizontal bars with confidence-interval whiskers.
 
     ``bars``: [{"label": str, "value": float | None, "low": float | None, "high": float | None}]
@@ -108,7 +111,9 @@ def bar_chart(bars: list[dict], *, domain: tuple[float, float] = (0.0, 1.0), tit
             "bar_y": y + FONT + 5,
             "bar_height": bar_height,
             "missing": value is None,
-            "clipped": any(v is not None and not low_end <= v <= high_end for v in (value, low, high)),
+            "clipped": any(
+                v is not None and not low_end <= v <= high_end for v in (value, low, high)
+            ),
             "whisker": None,
         }
         if value is not None:
@@ -116,26 +121,61 @@ def bar_chart(bars: list[dict], *, domain: tuple[float, float] = (0.0, 1.0), tit
             row["bar_x"], row["bar_width"] = min(baseline, end), round(abs(end - baseline), 2)
             if low is not None and high is not None:
                 middle = row["bar_y"] + bar_height / 2
-                row["whisker"] = {"x1": x_of(low), "x2": x_of(high), "y": middle,
-                                  "cap_top": middle - 5, "cap_bottom": middle + 5}
+                row["whisker"] = {
+                    "x1": x_of(low),
+                    "x2": x_of(high),
+                    "y": middle,
+                    "cap_top": middle - 5,
+                    "cap_bottom": middle + 5,
+                }
         rows.append(row)
     axis_y = top + len(rows) * row_height + 2
     height = axis_y + FONT + 10
     values = _ticks(low_end, high_end)
-    ticks = [{"x": x_of(t), "text": _tick_text(t),
-              "anchor": "start" if x_of(t) - len(_tick_text(t)) * CHAR / 2 < 0 else "end" if x_of(t) + len(_tick_text(t)) * CHAR / 2 > WIDTH
-              else "middle"} for t in values]
+    ticks = [
+        {
+            "x": x_of(t),
+            "text": _tick_text(t),
+            "anchor": "start"
+            if x_of(t) - len(_tick_text(t)) * CHAR / 2 < 0
+            else "end"
+            if x_of(t) + len(_tick_text(t)) * CHAR / 2 > WIDTH
+            else "middle",
+        }
+        for t in values
+    ]
     return {
-        "title": title, "unit": unit, "width": WIDTH, "height": height, "view_box": f"0 0 {WIDTH} {height}",
-        "font": FONT, "title_y": FONT,
-        "axis": {"x1": left, "x2": right, "y": axis_y, "grid_top": top, "label_y": axis_y + FONT + 4},
-        "ticks": ticks, "baseline": baseline, "bars": rows, "empty": not rows,
+        "title": title,
+        "unit": unit,
+        "width": WIDTH,
+        "height": height,
+        "view_box": f"0 0 {WIDTH} {height}",
+        "font": FONT,
+        "title_y": FONT,
+        "axis": {
+            "x1": left,
+            "x2": right,
+            "y": axis_y,
+            "grid_top": top,
+            "label_y": axis_y + FONT + 4,
+        },
+        "ticks": ticks,
+        "baseline": baseline,
+        "bars": rows,
+        "empty": not rows,
         "description": "; ".join(row["title"] for row in rows) or "no data",
     }
 
 
-def heatmap(matrix: list[list[float]], *, row_labels: list[str], column_labels: list[str] | None = None,
-            title: str = "", row_title: str = "", column_title: str = "") -> dict:
+def heatmap(
+    matrix: list[list[float]],
+    *,
+    row_labels: list[str],
+    column_labels: list[str] | None = None,
+    title: str = "",
+    row_title: str = "",
+    column_title: str = "",
+) -> dict:
     """A matrix of counts as shaded squares with the count in each (a confusion matrix).
 
     Shade is the cell's share of the largest cell; text turns white on dark cells. Column labels
@@ -147,7 +187,9 @@ def heatmap(matrix: list[list[float]], *, row_labels: list[str], column_labels: 
     row_labels = [str(label) for label in row_labels]
     column_labels = [str(label) for label in column_labels]
     if len(matrix) != len(row_labels) or any(len(row) != len(column_labels) for row in matrix):
-        raise ValueError(f"matrix must be {len(row_labels)} rows × {len(column_labels)} columns like its labels")
+        raise ValueError(
+            f"matrix must be {len(row_labels)} rows × {len(column_labels)} columns like its labels"
+        )
     n_rows, n_columns = len(row_labels), len(column_labels)
     label_room = min(max((len(label) for label in row_labels), default=1) * CHAR + PAD, 150)
     left = PAD + label_room + (FONT + 4 if row_title else 0)
@@ -163,33 +205,79 @@ def heatmap(matrix: list[list[float]], *, row_labels: list[str], column_labels: 
             x, y = round(left + c * cell, 2), round(top + r * cell, 2)
             number = float(value)
             text = f"{int(number)}" if number.is_integer() else f"{number:.3g}"
-            cells.append({
-                "x": x, "y": y, "size": round(cell, 2), "shade": shade, "dark": shade > 0.55, "text": text,
-                "text_x": round(x + cell / 2, 2), "text_y": round(y + cell / 2 + FONT * 0.35, 2),
-                "title": f"{row_labels[r]} × {column_labels[c]}: {text}",
-            })
-    rows = [{"text": _truncate(label, label_room), "full": label, "x": round(left - PAD / 2, 2),
-             "y": round(top + r * cell + cell / 2 + FONT * 0.35, 2)} for r, label in enumerate(row_labels)]
+            cells.append(
+                {
+                    "x": x,
+                    "y": y,
+                    "size": round(cell, 2),
+                    "shade": shade,
+                    "dark": shade > 0.55,
+                    "text": text,
+                    "text_x": round(x + cell / 2, 2),
+                    "text_y": round(y + cell / 2 + FONT * 0.35, 2),
+                    "title": f"{row_labels[r]} × {column_labels[c]}: {text}",
+                }
+            )
+    rows = [
+        {
+            "text": _truncate(label, label_room),
+            "full": label,
+            "x": round(left - PAD / 2, 2),
+            "y": round(top + r * cell + cell / 2 + FONT * 0.35, 2),
+        }
+        for r, label in enumerate(row_labels)
+    ]
     column_base = top - 6
-    columns = [{"text": _truncate(label, column_room), "full": label, "x": round(left + c * cell + cell / 2 + FONT * 0.35, 2),
-                "y": round(column_base, 2)} for c, label in enumerate(column_labels)]
+    columns = [
+        {
+            "text": _truncate(label, column_room),
+            "full": label,
+            "x": round(left + c * cell + cell / 2 + FONT * 0.35, 2),
+            "y": round(column_base, 2),
+        }
+        for c, label in enumerate(column_labels)
+    ]
     height = round(top + n_rows * cell + PAD, 2)
     return {
-        "title": title, "width": WIDTH, "height": height, "view_box": f"0 0 {WIDTH} {height}", "font": FONT,
-        "title_y": FONT, "cells": cells, "rows": rows, "columns": columns,
-        "row_title": row_title, "column_title": column_title,
-        "row_title_x": FONT, "row_title_y": round(top + n_rows * cell / 2, 2),
+        "title": title,
+        "width": WIDTH,
+        "height": height,
+        "view_box": f"0 0 {WIDTH} {height}",
+        "font": FONT,
+        "title_y": FONT,
+        "cells": cells,
+        "rows": rows,
+        "columns": columns,
+        "row_title": row_title,
+        "column_title": column_title,
+        "row_title_x": FONT,
+        "row_title_y": round(top + n_rows * cell / 2, 2),
         "column_title_x": round(left + n_columns * cell / 2, 2),
         "column_title_y": (FONT + 10 if title else 4) + FONT,
-        "grid": {"x": left, "y": round(top, 2), "width": round(n_columns * cell, 2), "height": round(n_rows * cell, 2)},
+        "grid": {
+            "x": left,
+            "y": round(top, 2),
+            "width": round(n_columns * cell, 2),
+            "height": round(n_rows * cell, 2),
+        },
         "empty": not cells,
-        "description": (f"{row_title or 'rows'} × {column_title or 'columns'}: "
-                        + "; ".join(cell["title"] for cell in cells)) if cells else "no data",
+        "description": (
+            f"{row_title or 'rows'} × {column_title or 'columns'}: "
+            + "; ".join(cell["title"] for cell in cells)
+        )
+        if cells
+        else "no data",
     }
 
 
-def line_chart(series: list[dict], *, domain: tuple[float, float] = (0.0, 1.0), title: str = "", unit: str = "",
-               x_labels: list[str] | None = None) -> dict:
+def line_chart(
+    series: list[dict],
+    *,
+    domain: tuple[float, float] = (0.0, 1.0),
+    title: str = "",
+    unit: str = "",
+    x_labels: list[str] | None = None,
+) -> dict:
     """Lines over ordered categories (ISO weeks) with interval whiskers at each point.
 
     ``series``: [{"name": str, "points": [{"x": str, "value": float | None, "low": ..., "high": ...}]}].
@@ -225,8 +313,10 @@ def line_chart(series: list[dict], *, domain: tuple[float, float] = (0.0, 1.0), 
     every = max(1, ceil(widest / step))
     shown = [i % every == 0 for i in range(len(x_labels))]
     texts = _short_labels([x for x, show in zip(x_labels, shown) if show])[::-1]
-    x_ticks = [{"x": x_of[x], "text": texts.pop() if show else x, "full": x, "shown": show}
-               for x, show in zip(x_labels, shown)]
+    x_ticks = [
+        {"x": x_of[x], "text": texts.pop() if show else x, "full": x, "shown": show}
+        for x, show in zip(x_labels, shown)
+    ]
     drawn, legend, descriptions = [], [], []
     for number, one in enumerate(series):
         name = str(one.get("name", ""))
@@ -242,30 +332,70 @@ def line_chart(series: list[dict], *, domain: tuple[float, float] = (0.0, 1.0), 
                 continue
             low, high = _number(point.get("low")), _number(point.get("high"))
             # series side by side around the category, so their whiskers do not hide each other
-            x_at = round(x_of[x] + (number - (len(series) - 1) / 2) * min(5, step / (2 * len(series))), 2)
+            x_at = round(
+                x_of[x] + (number - (len(series) - 1) / 2) * min(5, step / (2 * len(series))), 2
+            )
             current.append(f"{x_at},{y_of(value)}")
             text = _interval_text(value, low, high)
-            markers.append({
-                "x": x_at, "y": y_of(value), "title": f"{name}, {x}: {text}",
-                "whisker": {"y1": y_of(low), "y2": y_of(high)} if low is not None and high is not None else None,
-            })
+            markers.append(
+                {
+                    "x": x_at,
+                    "y": y_of(value),
+                    "title": f"{name}, {x}: {text}",
+                    "whisker": {"y1": y_of(low), "y2": y_of(high)}
+                    if low is not None and high is not None
+                    else None,
+                }
+            )
             descriptions.append(f"{name}, {x}: {text}")
         if current:
             segments.append(current)
         css = f"series-{number % 4}"
-        drawn.append({"name": name, "css": css, "lines": [" ".join(points) for points in segments], "markers": markers})
+        drawn.append(
+            {
+                "name": name,
+                "css": css,
+                "lines": [" ".join(points) for points in segments],
+                "markers": markers,
+            }
+        )
         legend_y = (FONT + 10 if title else 4) + number * (FONT + 6) + FONT
-        legend.append({"name": name, "css": css, "y": legend_y, "line_y": legend_y - FONT * 0.35,
-                       "x1": PAD, "x2": PAD + 24, "text_x": PAD + 30})
+        legend.append(
+            {
+                "name": name,
+                "css": css,
+                "y": legend_y,
+                "line_y": legend_y - FONT * 0.35,
+                "x1": PAD,
+                "x2": PAD + 24,
+                "text_x": PAD + 30,
+            }
+        )
     height = round(bottom + FONT * 2 + PAD, 2)
-    y_ticks = [{"y": y_of(t), "text": _tick_text(t), "text_y": round(y_of(t) + FONT * 0.35, 2)}
-               for t in _ticks(low_end, high_end)]
+    y_ticks = [
+        {"y": y_of(t), "text": _tick_text(t), "text_y": round(y_of(t) + FONT * 0.35, 2)}
+        for t in _ticks(low_end, high_end)
+    ]
     return {
-        "title": title, "unit": unit, "width": WIDTH, "height": height, "view_box": f"0 0 {WIDTH} {height}",
-        "font": FONT, "title_y": FONT,
-        "plot": {"left": round(left, 2), "right": right, "top": top, "bottom": bottom,
-                 "x_label_y": round(bottom + FONT + 4, 2), "y_label_x": round(left - 4, 2)},
-        "y_ticks": y_ticks, "x_ticks": x_ticks, "series": drawn, "legend": legend,
+        "title": title,
+        "unit": unit,
+        "width": WIDTH,
+        "height": height,
+        "view_box": f"0 0 {WIDTH} {height}",
+        "font": FONT,
+        "title_y": FONT,
+        "plot": {
+            "left": round(left, 2),
+            "right": right,
+            "top": top,
+            "bottom": bottom,
+            "x_label_y": round(bottom + FONT + 4, 2),
+            "y_label_x": round(left - 4, 2),
+        },
+        "y_ticks": y_ticks,
+        "x_ticks": x_ticks,
+        "series": drawn,
+        "legend": legend,
         "empty": not descriptions,
         "description": "; ".join(descriptions) or "no data",
     }
@@ -295,6 +425,7 @@ def domain_for(values, low: float = 0.0, high: float = 1.0) -> tuple[float, floa
 
 # -- the agreement page's figures -------------------------------------------------------------
 
+
 def agreement_figures(field: dict, value_name=str) -> dict:
     """The plots of one field of ``research.selectors.project_agreement``'s result: its confusion
     heatmap, observed agreement and κ per annotator pair, per week of submission, and of each
@@ -302,26 +433,58 @@ def agreement_figures(field: dict, value_name=str) -> dict:
     page shows."""
     matrix = field["confusion_matrix"]
     names = [value_name(label) for label in matrix["labels"]]
-    figures = {"heatmap": heatmap(matrix["rows_annotator_a_columns_annotator_b"], row_labels=names,
-                                  row_title="Annotator A", column_title="Annotator B")}
+    figures = {
+        "heatmap": heatmap(
+            matrix["rows_annotator_a_columns_annotator_b"],
+            row_labels=names,
+            row_title="Annotator A",
+            column_title="Annotator B",
+        )
+    }
 
     def bars(rows, label_of):
-        observed = [{"label": label_of(row), "value": row["observed_agreement"],
-                     **_bounds(row, "observed_agreement")} for row in rows]
-        kappa = [{"label": label_of(row), "value": row["cohen_kappa"], **_bounds(row, "cohen_kappa")} for row in rows]
+        observed = [
+            {
+                "label": label_of(row),
+                "value": row["observed_agreement"],
+                **_bounds(row, "observed_agreement"),
+            }
+            for row in rows
+        ]
+        kappa = [
+            {"label": label_of(row), "value": row["cohen_kappa"], **_bounds(row, "cohen_kappa")}
+            for row in rows
+        ]
         kappa_domain = domain_for(v for bar in kappa for v in (bar["value"], bar["low"]))
-        return {"observed": bar_chart(observed, title="Observed agreement"),
-                "kappa": bar_chart(kappa, domain=kappa_domain, title="Cohen's κ")}
+        return {
+            "observed": bar_chart(observed, title="Observed agreement"),
+            "kappa": bar_chart(kappa, domain=kappa_domain, title="Cohen's κ"),
+        }
 
     figures["pairs"] = bars(field["pairs"], lambda pair: " / ".join(map(str, pair["raters"])))
     figures["gold"] = bars(field.get("versus_gold", ()), lambda row: row["annotator"])
     weeks = field.get("over_time", ())
     if weeks:
-        series = [{"name": name, "points": [{"x": week["week"], "value": week[key], **_bounds(week, key)} for week in weeks]}
-                  for key, name in (("observed_agreement", "Observed agreement"), ("cohen_kappa", "Cohen's κ"))]
-        values = (v for one in series for point in one["points"] for v in (point["value"], point["low"]))
-        figures["over_time"] = line_chart(series, domain=domain_for(values),
-                                          x_labels=iso_weeks_between(weeks[0]["week"], weeks[-1]["week"]))
+        series = [
+            {
+                "name": name,
+                "points": [
+                    {"x": week["week"], "value": week[key], **_bounds(week, key)} for week in weeks
+                ],
+            }
+            for key, name in (
+                ("observed_agreement", "Observed agreement"),
+                ("cohen_kappa", "Cohen's κ"),
+            )
+        ]
+        values = (
+            v for one in series for point in one["points"] for v in (point["value"], point["low"])
+        )
+        figures["over_time"] = line_chart(
+            series,
+            domain=domain_for(values),
+            x_labels=iso_weeks_between(weeks[0]["week"], weeks[-1]["week"]),
+        )
     return figures
 
 

@@ -1,21 +1,26 @@
 """Reading a system's predictions file: JSONL keyed like the exports, read as imports read
 files (annotation.imports.reading), each line checked against the project's scoring tasks and
 gold units; every bad line is reported with its line, field and reason."""
+
 import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-
-from annotation.research import scoring
 from annotation.imports.reading import Reading, jsonl_records, line_error
-
+from annotation.research import scoring
 
 MAX_REPORTED_ERRORS = 200
 
 
-UNIT_NOUNS = {"item": "item with a gold record", "sentence": "sentence", "claim": "claim", "evidence": "evidence passage",
-              "segment": "segment", "fact": "fact"}
+UNIT_NOUNS = {
+    "item": "item with a gold record",
+    "sentence": "sentence",
+    "claim": "claim",
+    "evidence": "evidence passage",
+    "segment": "segment",
+    "fact": "fact",
+}
 # The unit ids of an agreement-export line, in key order after the item.
 
 
@@ -30,8 +35,10 @@ class Predictions:
 
 
 def _key_text(key_fields: Iterable[str], values: Iterable) -> str:
-    return " ".join(f"{name} {value!r}" if isinstance(value, str) else f"{name} {value}"
-                    for name, value in zip(key_fields, values))
+    return " ".join(
+        f"{name} {value!r}" if isinstance(value, str) else f"{name} {value}"
+        for name, value in zip(key_fields, values)
+    )
 
 
 def _label_text(value) -> str:
@@ -58,7 +65,10 @@ class _Reader:
         self.by_keys: dict[frozenset, list[scoring.Task]] = defaultdict(list)
         for task in tasks.values():
             self.by_keys[frozenset(task.key_fields)].append(task)
-        self.fields_of_keys = {keys: list(dict.fromkeys(t.field for t in group)) for keys, group in self.by_keys.items()}
+        self.fields_of_keys = {
+            keys: list(dict.fromkeys(t.field for t in group))
+            for keys, group in self.by_keys.items()
+        }
         self.keys_of_field: dict[str, list[tuple]] = defaultdict(list)
         for group in self.by_keys.values():
             for task in group:
@@ -73,44 +83,84 @@ class _Reader:
             for unit in task.units[:1]:
                 for name, value in zip(task.key_fields, unit.key):
                     self.value_types.setdefault(name, type(value))
-        for name in ("claim", "evidence", "segment", "fact"):  # indexes, even before any gold unit exists
+        for name in (
+            "claim",
+            "evidence",
+            "segment",
+            "fact",
+        ):  # indexes, even before any gold unit exists
             self.value_types.setdefault(name, int)
         self.seen: dict[tuple, int] = {}
 
     def _signatures(self) -> str:
-        return "; ".join(f"({', '.join(group[0].key_fields)}) for {', '.join(self.fields_of_keys[keys])}"
-                         for keys, group in self.by_keys.items())
+        return "; ".join(
+            f"({', '.join(group[0].key_fields)}) for {', '.join(self.fields_of_keys[keys])}"
+            for keys, group in self.by_keys.items()
+        )
 
     def _no_task(self, number: int, present: list[str], data: dict) -> dict:
         """Why a line's key fields fit no task: the one its label fields point to, if any."""
         if not self.by_keys:
             return line_error(number, "(line)", "this project's kind has no scoring tasks")
-        meant = [keys for keys, fields in self.fields_of_keys.items() if any(f in data for f in fields)]
+        meant = [
+            keys for keys, fields in self.fields_of_keys.items() if any(f in data for f in fields)
+        ]
         if len(meant) == 1:
             order = self.by_keys[meant[0]][0].key_fields
             missing = [name for name in order if name not in present]
             extra = [name for name in present if name not in meant[0]]
             fields = ", ".join(f for f in self.fields_of_keys[meant[0]] if f in data)
             if missing:
-                return line_error(number, missing[0], f"is missing: {fields} is predicted per ({', '.join(order)})")
-            return line_error(number, extra[0], f"is not a key of {fields}, which is predicted per ({', '.join(order)})")
+                return line_error(
+                    number,
+                    missing[0],
+                    f"is missing: {fields} is predicted per ({', '.join(order)})",
+                )
+            return line_error(
+                number,
+                extra[0],
+                f"is not a key of {fields}, which is predicted per ({', '.join(order)})",
+            )
         given = f"({', '.join(present)})" if present else "no key fields"
-        return line_error(number, "(keys)", f"{given} match no task of this project; lines are keyed {self._signatures()}")
+        return line_error(
+            number,
+            "(keys)",
+            f"{given} match no task of this project; lines are keyed {self._signatures()}",
+        )
 
     def _key_value(self, number: int, name: str, value) -> tuple[object, dict | None]:
         wanted = self.value_types.get(name, str)
-        if wanted is str and isinstance(value, int) and not isinstance(value, bool) and name == "item":
+        if (
+            wanted is str
+            and isinstance(value, int)
+            and not isinstance(value, bool)
+            and name == "item"
+        ):
             return str(value), None  # FELM's released ids are numbers; the exports write strings
         if wanted is int and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            return None, line_error(number, name, f"must be a whole number from 0 (an index as the exports give it), not {_label_text(value)}")
+            return None, line_error(
+                number,
+                name,
+                f"must be a whole number from 0 (an index as the exports give it), not {_label_text(value)}",
+            )
         if wanted is str and not isinstance(value, str):
-            return None, line_error(number, name, f"must be a string (the id as the exports give it), not {_label_text(value)}")
+            return None, line_error(
+                number,
+                name,
+                f"must be a string (the id as the exports give it), not {_label_text(value)}",
+            )
         return value, None
 
     def read(self, number: int, data) -> tuple[list[tuple[str, tuple, object]], list[dict]]:
         """The (task, key, label) predictions of one line, or its errors."""
         if not isinstance(data, dict):
-            return [], [line_error(number, "(line)", "must be a JSON object with the unit's ids and the predicted labels")]
+            return [], [
+                line_error(
+                    number,
+                    "(line)",
+                    "must be a JSON object with the unit's ids and the predicted labels",
+                )
+            ]
         present = [name for name in self.key_names if name in data]
         group = self.by_keys.get(frozenset(present))
         if group is None:
@@ -132,22 +182,47 @@ class _Reader:
                 labels[name] = value
             elif name in self.keys_of_field:
                 keyed = " or ".join(f"({', '.join(k)})" for k in self.keys_of_field[name])
-                errors.append(line_error(number, name, f"is not predicted per ({', '.join(order)}): {name} is keyed {keyed}"))
+                errors.append(
+                    line_error(
+                        number,
+                        name,
+                        f"is not predicted per ({', '.join(order)}): {name} is keyed {keyed}",
+                    )
+                )
             else:
-                errors.append(line_error(number, name, f"is not a prediction field of this project: lines keyed "
-                                                   f"({', '.join(order)}) carry {', '.join(fields)}"))
+                errors.append(
+                    line_error(
+                        number,
+                        name,
+                        f"is not a prediction field of this project: lines keyed "
+                        f"({', '.join(order)}) carry {', '.join(fields)}",
+                    )
+                )
         if not labels and not errors:
-            errors.append(line_error(number, "(line)", f"has no prediction: lines keyed ({', '.join(order)}) carry "
-                                                   f"{', '.join(fields)}"))
+            errors.append(
+                line_error(
+                    number,
+                    "(line)",
+                    f"has no prediction: lines keyed ({', '.join(order)}) carry "
+                    f"{', '.join(fields)}",
+                )
+            )
         for name, value in labels.items():
             taking = [task for task in group if task.field == name]
             if not any(task.accepts(value) for task in taking):
                 errors.append(line_error(number, name, _refused_label(taking, name, value)))
             elif isinstance(value, str) and "\x00" in value:  # PostgreSQL cannot store it
-                errors.append(line_error(number, name, "contains the NUL character (U+0000), which cannot be stored"))
+                errors.append(
+                    line_error(
+                        number, name, "contains the NUL character (U+0000), which cannot be stored"
+                    )
+                )
         if errors:
             return [], errors
-        keys = {task.name: tuple(values[order.index(name)] for name in task.key_fields) for task in group}
+        keys = {
+            task.name: tuple(values[order.index(name)] for name in task.key_fields)
+            for task in group
+        }
         if not any(keys[task.name] in self.known for task in group):
             return [], [self._unknown_key(number, order, values)]
         found = []
@@ -156,8 +231,14 @@ class _Reader:
             seen_at = self.seen.get((name, *values))
             if seen_at is not None:
                 noun = UNIT_NOUNS.get(order[-1], order[-1])
-                errors.append(line_error(number, name, f"predicts {name} of the same {noun} as line {seen_at}: "
-                                                   f"{_key_text(order, values)}"))
+                errors.append(
+                    line_error(
+                        number,
+                        name,
+                        f"predicts {name} of the same {noun} as line {seen_at}: "
+                        f"{_key_text(order, values)}",
+                    )
+                )
                 continue
             self.seen[(name, *values)] = number
             for task in taking:
@@ -165,14 +246,25 @@ class _Reader:
         return (found, []) if not errors else ([], errors)
 
     def _unknown_key(self, number: int, order: tuple, values: list) -> dict:
-        depth = next((d for d in range(1, len(values) + 1) if tuple(values[:d]) not in self.prefixes), len(values))
+        depth = next(
+            (d for d in range(1, len(values) + 1) if tuple(values[:d]) not in self.prefixes),
+            len(values),
+        )
         level = order[depth - 1]
-        return line_error(number, level, f"{_key_text(order[:depth], values[:depth])} matches no "
-                                     f"{UNIT_NOUNS.get(level, level)} of the project")
+        return line_error(
+            number,
+            level,
+            f"{_key_text(order[:depth], values[:depth])} matches no "
+            f"{UNIT_NOUNS.get(level, level)} of the project",
+        )
 
 
-def read_predictions(tasks: Mapping[str, scoring.Task], lines: Iterable[bytes | str],
-                     on_line: Callable[[int], None] | None = None, known: set[tuple] = frozenset()) -> Predictions:
+def read_predictions(
+    tasks: Mapping[str, scoring.Task],
+    lines: Iterable[bytes | str],
+    on_line: Callable[[int], None] | None = None,
+    known: set[tuple] = frozenset(),
+) -> Predictions:
     """Every line of a predictions file checked against the project's tasks (see _Reader) and
     the units that exist (``known``, see scoring.existing_units).
 
@@ -191,7 +283,9 @@ def read_predictions(tasks: Mapping[str, scoring.Task], lines: Iterable[bytes | 
         result.errors += errors
         if len(result.errors) >= MAX_REPORTED_ERRORS:
             result.errors = result.errors[:MAX_REPORTED_ERRORS]
-            result.errors.append(line_error(0, "(file)", f"reading stopped after {MAX_REPORTED_ERRORS} errors"))
+            result.errors.append(
+                line_error(0, "(file)", f"reading stopped after {MAX_REPORTED_ERRORS} errors")
+            )
             break
         for task_name, key, label in found:
             if key in reader.units[task_name]:
@@ -200,6 +294,13 @@ def read_predictions(tasks: Mapping[str, scoring.Task], lines: Iterable[bytes | 
                 result.ignored[task_name] += 1
     result.lines = max(result.lines, reading.lines)
     if not result.errors and not any(result.by_task.values()):
-        result.errors.append(line_error(0, "(file)", "contains no predictions for a unit with a gold label"
-                                    if records else "contains no predictions"))
+        result.errors.append(
+            line_error(
+                0,
+                "(file)",
+                "contains no predictions for a unit with a gold label"
+                if records
+                else "contains no predictions",
+            )
+        )
     return result

@@ -34,6 +34,7 @@ unit, plus:
   annotators agreed on (the per-unit agreement export's ``agreed``), or None when the project
   has no unit annotated by two or more annotators.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -48,13 +49,13 @@ from dataclasses import dataclass
 from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 
 from annotation import dispatch
-from annotation.research import scoring
 from annotation.exceptions import ImportFailed
 from annotation.exports.formats import agreement_unit_lines
-from annotation.models import Project, SystemRun, SystemRunSource, SystemRunState
-from annotation.research.prediction_files import read_predictions
 from annotation.imports.reading import check_upload_size, line_error
 from annotation.imports.uploads import store_upload, stored_path
+from annotation.models import Project, SystemRun, SystemRunSource, SystemRunState
+from annotation.research import scoring
+from annotation.research.prediction_files import read_predictions
 from annotation.services import jobs
 from pipeline.scoring import Scored, difference, means_with_ci
 
@@ -74,6 +75,7 @@ class SystemRunExists(ImportFailed):
 
 # -- options ----------------------------------------------------------------------------------------
 
+
 def _one_line(value, name: str, limit: int, required: bool) -> str:
     if value is None:
         value = ""
@@ -81,21 +83,37 @@ def _one_line(value, name: str, limit: int, required: bool) -> str:
         raise ImportFailed([line_error(0, name, "must be a string")])
     value = value.strip()
     if required and not value:
-        raise ImportFailed([line_error(0, name, "is required: name the system whose predictions these are")])
+        raise ImportFailed(
+            [line_error(0, name, "is required: name the system whose predictions these are")]
+        )
     if len(value) > limit:
-        raise ImportFailed([line_error(0, name, f"is {len(value)} characters long; at most {limit} fit")])
+        raise ImportFailed(
+            [line_error(0, name, f"is {len(value)} characters long; at most {limit} fit")]
+        )
     if any(not ch.isprintable() for ch in value):
         raise ImportFailed([line_error(0, name, "must be one line of printable text")])
     return value
 
 
-def check_run_options(system, version="", resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> tuple[str, str]:
+def check_run_options(
+    system, version="", resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> tuple[str, str]:
     """The system name and version, stripped; refused (ImportFailed naming the field) when empty
     or not storable, or when resamples or seed are out of range."""
-    system = _one_line(system, "system", SystemRun._meta.get_field("system").max_length, required=True)
-    version = _one_line(version, "version", SystemRun._meta.get_field("version").max_length, required=False)
-    if isinstance(resamples, bool) or not isinstance(resamples, int) or not 0 <= resamples <= MAX_RESAMPLES:
-        raise ImportFailed([line_error(0, "resamples", f"must be a whole number from 0 to {MAX_RESAMPLES:,}")])
+    system = _one_line(
+        system, "system", SystemRun._meta.get_field("system").max_length, required=True
+    )
+    version = _one_line(
+        version, "version", SystemRun._meta.get_field("version").max_length, required=False
+    )
+    if (
+        isinstance(resamples, bool)
+        or not isinstance(resamples, int)
+        or not 0 <= resamples <= MAX_RESAMPLES
+    ):
+        raise ImportFailed(
+            [line_error(0, "resamples", f"must be a whole number from 0 to {MAX_RESAMPLES:,}")]
+        )
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
         raise ImportFailed([line_error(0, "seed", "must be a whole number from 0 to 4294967295")])
     return system, version
@@ -107,8 +125,19 @@ def run_label(system: str, version: str) -> str:
 
 # -- uploads ----------------------------------------------------------------------------------------
 
-def create_system_run(*, project: Project, user, upload, system, version="", resamples: int = DEFAULT_RESAMPLES,
-                      seed: int = 0, replace: bool = False, queue: bool = True) -> SystemRun:
+
+def create_system_run(
+    *,
+    project: Project,
+    user,
+    upload,
+    system,
+    version="",
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    replace: bool = False,
+    queue: bool = True,
+) -> SystemRun:
     """Store an upload of predictions and queue their checking and scoring (after commit).
 
     The same system and version again is refused (SystemRunExists) unless ``replace``: then the
@@ -121,18 +150,28 @@ def create_system_run(*, project: Project, user, upload, system, version="", res
     relative, _ = store_upload(upload, UPLOAD_DIR)
     try:
         with transaction.atomic():
-            earlier = (SystemRun.objects.select_for_update().defer("predictions")
-                       .filter(project=project, system=system, version=version).first())
+            earlier = (
+                SystemRun.objects.select_for_update()
+                .defer("predictions")
+                .filter(project=project, system=system, version=version)
+                .first()
+            )
             if earlier is not None:
-                if not replace and not (earlier.state == SystemRunState.FAILED and earlier.scores is None):
+                if not replace and not (
+                    earlier.state == SystemRunState.FAILED and earlier.scores is None
+                ):
                     raise _exists(system, version, earlier)
                 _delete_run(earlier)
             try:
                 with transaction.atomic():
                     run = SystemRun.objects.create(
-                        project=project, system=system, version=version, source=SystemRunSource.UPLOAD,
+                        project=project,
+                        system=system,
+                        version=version,
+                        source=SystemRunSource.UPLOAD,
                         created_by=user if getattr(user, "is_authenticated", False) else None,
-                        options={"resamples": resamples, "seed": seed}, file_path=relative,
+                        options={"resamples": resamples, "seed": seed},
+                        file_path=relative,
                         file_name=os.path.basename(str(getattr(upload, "name", "") or ""))[:255],
                     )
             except IntegrityError:  # a concurrent upload of the same system and version won
@@ -146,9 +185,19 @@ def create_system_run(*, project: Project, user, upload, system, version="", res
 
 
 def _exists(system: str, version: str, earlier: SystemRun | None) -> SystemRunExists:
-    which = f" (run {earlier.id}, {earlier.get_state_display().lower()})" if earlier is not None else ""
-    return SystemRunExists([line_error(0, "version", f"system {run_label(system, version)} was uploaded already{which}: "
-                                                 "give another version, or replace it")])
+    which = (
+        f" (run {earlier.id}, {earlier.get_state_display().lower()})" if earlier is not None else ""
+    )
+    return SystemRunExists(
+        [
+            line_error(
+                0,
+                "version",
+                f"system {run_label(system, version)} was uploaded already{which}: "
+                "give another version, or replace it",
+            )
+        ]
+    )
 
 
 def _queue_scoring(run_id: int) -> None:
@@ -179,7 +228,9 @@ def rescore_system_runs(project: Project, run_ids: Iterable[int] | None = None) 
     with transaction.atomic():
         ids = list(runs.select_for_update(skip_locked=True).values_list("id", flat=True))
         if ids:
-            SystemRun.objects.filter(pk__in=ids).update(state=SystemRunState.QUEUED, units_done=0, finished_at=None)
+            SystemRun.objects.filter(pk__in=ids).update(
+                state=SystemRunState.QUEUED, units_done=0, finished_at=None
+            )
             for run_id in ids:
                 _queue_scoring(run_id)
     return len(ids)
@@ -187,22 +238,34 @@ def rescore_system_runs(project: Project, run_ids: Iterable[int] | None = None) 
 
 # -- reading a predictions file -----------------------------------------------------------------------
 
+
 def stored_form(by_task: Mapping[str, Mapping[tuple, object]]) -> dict[str, list[list]]:
     """{task: [[*key, label], ...]}: what SystemRun.predictions holds."""
-    return {name: [[*key, label] for key, label in predictions.items()] for name, predictions in by_task.items() if predictions}
+    return {
+        name: [[*key, label] for key, label in predictions.items()]
+        for name, predictions in by_task.items()
+        if predictions
+    }
 
 
 def from_stored(stored: Mapping[str, list[list]]) -> dict[str, dict[tuple, object]]:
-    return {name: {tuple(row[:-1]): row[-1] for row in rows} for name, rows in (stored or {}).items()}
+    return {
+        name: {tuple(row[:-1]): row[-1] for row in rows} for name, rows in (stored or {}).items()
+    }
 
 
 # -- scoring ------------------------------------------------------------------------------------------
+
 
 def fingerprint(units: Iterable[scoring.GoldUnit]) -> str:
     """Which units, with which gold labels: runs are compared only on the same."""
     digest = hashlib.blake2b(digest_size=12)
     for unit in units:
-        digest.update(json.dumps([list(unit.key), unit.gold, getattr(unit, "original", None)], ensure_ascii=False).encode())
+        digest.update(
+            json.dumps(
+                [list(unit.key), unit.gold, getattr(unit, "original", None)], ensure_ascii=False
+            ).encode()
+        )
         digest.update(b"\n")
     return digest.hexdigest()
 
@@ -211,39 +274,67 @@ def _units(task: scoring.Task, only: set | None) -> list[scoring.GoldUnit]:
     return [u for u in task.units if only is None or u.key in only]
 
 
-def predicted_labels(task: scoring.Task, units: list[scoring.GoldUnit], predictions: Mapping[tuple, object]) -> list[str]:
+def predicted_labels(
+    task: scoring.Task, units: list[scoring.GoldUnit], predictions: Mapping[tuple, object]
+) -> list[str]:
     """Each unit's prediction as score_task reads it (normalised; MISSING where none)."""
-    return [task.normalise(predictions[u.key]) if u.key in predictions else scoring.MISSING for u in units]
+    return [
+        task.normalise(predictions[u.key]) if u.key in predictions else scoring.MISSING
+        for u in units
+    ]
 
 
-def task_difference(task: scoring.Task, first: Mapping[tuple, object], second: Mapping[tuple, object],
-                    only: set | None, resamples: int, seed: int) -> dict:
+def task_difference(
+    task: scoring.Task,
+    first: Mapping[tuple, object],
+    second: Mapping[tuple, object],
+    only: set | None,
+    resamples: int,
+    seed: int,
+) -> dict:
     """``first`` minus ``second`` on the same units with a paired bootstrap CI (both scored on the
     same resampled items each time). Labels: pipeline.scoring.difference's metrics, each system
     over the task's labels or, as its score_task takes them, the gold's and those it predicted.
     Revisions: the mean per-unit difference of the distance and overlap to the gold revision."""
     units = _units(task, only)
     if task.measure == "revision":
+
         def text(predictions, unit):
             value = predictions.get(unit.key)
-            return value if isinstance(value, str) else ""  # a missing revision: an empty text, as score_task
+            return (
+                value if isinstance(value, str) else ""
+            )  # a missing revision: an empty text, as score_task
 
-        columns = {measure: [compare(text(first, u), u.gold) - compare(text(second, u), u.gold) for u in units]
-                   for measure, compare in scoring.REVISION_MEASURES.items()}
-        return {"units": len(units), "resamples": resamples, "seed": seed,
-                **means_with_ci(columns, resamples, seed, [u.item for u in units])}
+        columns = {
+            measure: [
+                compare(text(first, u), u.gold) - compare(text(second, u), u.gold) for u in units
+            ]
+            for measure, compare in scoring.REVISION_MEASURES.items()
+        }
+        return {
+            "units": len(units),
+            "resamples": resamples,
+            "seed": seed,
+            **means_with_ci(columns, resamples, seed, [u.item for u in units]),
+        }
     mine, theirs = predicted_labels(task, units, first), predicted_labels(task, units, second)
 
     def scored_labels(predictions, predicted):
         # each side over the labels its own score_task takes: the Δ is the difference of the shown values
         if task.labels is not None:
             return task.labels
-        return sorted({u.gold for u in units} | {p for p, u in zip(predicted, units) if u.key in predictions})
+        return sorted(
+            {u.gold for u in units} | {p for p, u in zip(predicted, units) if u.key in predictions}
+        )
 
-    return difference([Scored(u.item, u.gold, p) for u, p in zip(units, mine)],
-                      [Scored(u.item, u.gold, p) for u, p in zip(units, theirs)],
-                      labels=scored_labels(first, mine), second_labels=scored_labels(second, theirs),
-                      resamples=resamples, seed=seed)
+    return difference(
+        [Scored(u.item, u.gold, p) for u, p in zip(units, mine)],
+        [Scored(u.item, u.gold, p) for u, p in zip(units, theirs)],
+        labels=scored_labels(first, mine),
+        second_labels=scored_labels(second, theirs),
+        resamples=resamples,
+        seed=seed,
+    )
 
 
 def agreed_units(project: Project, tasks: Mapping[str, scoring.Task]) -> dict[str, set] | None:
@@ -265,8 +356,10 @@ def agreed_units(project: Project, tasks: Mapping[str, scoring.Task]) -> dict[st
             found[key[:depth]] = found.get(key[:depth], True) and bool(line["agreed"])
     if not overlap:
         return None
-    return {name: {u.key for u in task.units if verdicts[field_of[name]].get(u.key) is True}
-            for name, task in tasks.items()}
+    return {
+        name: {u.key for u in task.units if verdicts[field_of[name]].get(u.key) is True}
+        for name, task in tasks.items()
+    }
 
 
 @dataclass
@@ -277,25 +370,51 @@ class _Other:
     predictions: dict[str, dict[tuple, object]]
 
 
-def _subset_scores(task: scoring.Task, predictions: Mapping, only: set | None, baselines: Mapping[str, tuple],
-                   others: list[_Other], resamples: int, seed: int, step: Callable[[], None]) -> dict:
+def _subset_scores(
+    task: scoring.Task,
+    predictions: Mapping,
+    only: set | None,
+    baselines: Mapping[str, tuple],
+    others: list[_Other],
+    resamples: int,
+    seed: int,
+    step: Callable[[], None],
+) -> dict:
     scores = scoring.score_task(task, predictions, resamples=resamples, seed=seed, only=only)
     step()
-    result = {**scores, "fingerprint": fingerprint(_units(task, only)), "baselines": {}, "differences": {}}
+    result = {
+        **scores,
+        "fingerprint": fingerprint(_units(task, only)),
+        "baselines": {},
+        "differences": {},
+    }
     for name, (title, predicted) in baselines.items():
-        result["baselines"][name] = {"title": title, "scores": scoring.score_task(task, predicted, resamples=resamples,
-                                                                                   seed=seed, only=only)}
-        result["differences"][f"baseline:{name}"] = task_difference(task, predictions, predicted, only, resamples, seed)
+        result["baselines"][name] = {
+            "title": title,
+            "scores": scoring.score_task(
+                task, predicted, resamples=resamples, seed=seed, only=only
+            ),
+        }
+        result["differences"][f"baseline:{name}"] = task_difference(
+            task, predictions, predicted, only, resamples, seed
+        )
         step()
     for other in others:
         if theirs := other.predictions.get(task.name):
-            result["differences"][f"run:{other.id}"] = task_difference(task, predictions, theirs, only, resamples, seed)
+            result["differences"][f"run:{other.id}"] = task_difference(
+                task, predictions, theirs, only, resamples, seed
+            )
             step()
     return result
 
 
-def score_steps(tasks: Mapping[str, scoring.Task], predictions: Mapping[str, Mapping], others: list[_Other],
-                agreed: dict[str, set] | None, machine: Mapping[str, Mapping]) -> int:
+def score_steps(
+    tasks: Mapping[str, scoring.Task],
+    predictions: Mapping[str, Mapping],
+    others: list[_Other],
+    agreed: dict[str, set] | None,
+    machine: Mapping[str, Mapping],
+) -> int:
     """How many computations score_predictions makes: the progress bar's length."""
     steps = 0
     for name, task in tasks.items():
@@ -307,10 +426,19 @@ def score_steps(tasks: Mapping[str, scoring.Task], predictions: Mapping[str, Map
     return steps
 
 
-def score_predictions(project: Project, tasks: Mapping[str, scoring.Task], predictions: Mapping[str, Mapping],
-                      *, resamples: int, seed: int, others: list[_Other] = (), agreed: dict[str, set] | None = None,
-                      ignored: Mapping[str, int] | None = None, machine: Mapping[str, Mapping] | None = None,
-                      step: Callable[[], None] = lambda: None) -> dict:
+def score_predictions(
+    project: Project,
+    tasks: Mapping[str, scoring.Task],
+    predictions: Mapping[str, Mapping],
+    *,
+    resamples: int,
+    seed: int,
+    others: list[_Other] = (),
+    agreed: dict[str, set] | None = None,
+    ignored: Mapping[str, int] | None = None,
+    machine: Mapping[str, Mapping] | None = None,
+    step: Callable[[], None] = lambda: None,
+) -> dict:
     """{task: scores} (the module docstring says what each holds) of every task with gold units
     and predictions. ``machine``: scoring.machine_predictions(project), read here when not given."""
     result = {}
@@ -323,15 +451,26 @@ def score_predictions(project: Project, tasks: Mapping[str, scoring.Task], predi
         baselines = scoring.baseline_predictions(task, seed, machine.get(name))
         entry = _subset_scores(task, mine, None, baselines, list(others), resamples, seed, step)
         only = agreed.get(name) if agreed is not None else None
-        entry["agreed"] = (_subset_scores(task, mine, only, baselines, list(others), resamples, seed, step)
-                           if only else None)
-        entry.update(title=task.title, position=position, key_fields=list(task.key_fields), field=task.field,
-                     measure=task.measure, predicted=len(mine), ignored=(ignored or {}).get(name, 0))
+        entry["agreed"] = (
+            _subset_scores(task, mine, only, baselines, list(others), resamples, seed, step)
+            if only
+            else None
+        )
+        entry.update(
+            title=task.title,
+            position=position,
+            key_fields=list(task.key_fields),
+            field=task.field,
+            measure=task.measure,
+            predicted=len(mine),
+            ignored=(ignored or {}).get(name, 0),
+        )
         result[name] = entry
     return result
 
 
 # -- the task's body ------------------------------------------------------------------------------------
+
 
 class _Progress:
     """units_done / units_total of a run, written at most every PROGRESS_INTERVAL_SECONDS."""
@@ -379,14 +518,33 @@ def run_system_run(run_id: int) -> SystemRun | None:
     try:
         _score_run(run, progress)
     except FileNotFoundError:
-        _end(run_id, SystemRunState.FAILED, errors=[line_error(0, "(file)", "the uploaded file is gone from the server "
-                                                                          "(web and worker must share DATA_DIR)")])
+        _end(
+            run_id,
+            SystemRunState.FAILED,
+            errors=[
+                line_error(
+                    0,
+                    "(file)",
+                    "the uploaded file is gone from the server "
+                    "(web and worker must share DATA_DIR)",
+                )
+            ],
+        )
     except Exception as exc:
         if isinstance(exc, (OperationalError, InterfaceError)):
             raise
         logger.exception("system run %s failed", run_id)
-        _end(run_id, SystemRunState.FAILED, errors=[line_error(
-            0, "(server)", f"scoring stopped on an internal error ({type(exc).__name__}); nothing was stored")])
+        _end(
+            run_id,
+            SystemRunState.FAILED,
+            errors=[
+                line_error(
+                    0,
+                    "(server)",
+                    f"scoring stopped on an internal error ({type(exc).__name__}); nothing was stored",
+                )
+            ],
+        )
     return SystemRun.objects.filter(pk=run_id).defer("predictions").first()
 
 
@@ -399,38 +557,94 @@ def _score_run(run: SystemRun, progress: _Progress) -> None:
         progress.set(done=0, total=_count_lines(path), force=True)
         known = scoring.existing_units(project)
         if not known and not any(task.units for task in tasks.values()):
-            _end(run.id, SystemRunState.FAILED, errors=[line_error(0, "(project)", "has no consolidated gold record yet: "
-                                                                               "there is nothing to score against")])
+            _end(
+                run.id,
+                SystemRunState.FAILED,
+                errors=[
+                    line_error(
+                        0,
+                        "(project)",
+                        "has no consolidated gold record yet: there is nothing to score against",
+                    )
+                ],
+            )
             return
         with open(path, "rb") as handle:
-            read = read_predictions(tasks, handle, on_line=lambda number: progress.set(done=number), known=known)
+            read = read_predictions(
+                tasks, handle, on_line=lambda number: progress.set(done=number), known=known
+            )
         if read.errors:
-            _end(run.id, SystemRunState.FAILED, errors=read.errors, predictions={}, scores=None,
-                 units_done=read.lines, units_total=read.lines)
+            _end(
+                run.id,
+                SystemRunState.FAILED,
+                errors=read.errors,
+                predictions={},
+                scores=None,
+                units_done=read.lines,
+                units_total=read.lines,
+            )
             return
         predictions, ignored = read.by_task, dict(read.ignored)
         lines = read.lines
     else:
-        predictions = from_stored(SystemRun.objects.values_list("predictions", flat=True).get(pk=run.id))
+        predictions = from_stored(
+            SystemRun.objects.values_list("predictions", flat=True).get(pk=run.id)
+        )
         previous = SystemRun.objects.values_list("scores", flat=True).get(pk=run.id) or {}
-        ignored = {name: entry.get("ignored", 0) for name, entry in previous.items() if isinstance(entry, dict)}
+        ignored = {
+            name: entry.get("ignored", 0)
+            for name, entry in previous.items()
+            if isinstance(entry, dict)
+        }
         lines = 0
-    others = [_Other(other_id, from_stored(stored)) for other_id, stored in
-              SystemRun.objects.filter(project=project, scores__isnull=False).exclude(pk=run.id)
-              .values_list("id", "predictions")]
+    others = [
+        _Other(other_id, from_stored(stored))
+        for other_id, stored in SystemRun.objects.filter(project=project, scores__isnull=False)
+        .exclude(pk=run.id)
+        .values_list("id", "predictions")
+    ]
     agreed = agreed_units(project, tasks)
     machine = scoring.machine_predictions(project)
-    progress.set(done=lines, total=lines + score_steps(tasks, predictions, others, agreed, machine), force=True)
+    progress.set(
+        done=lines,
+        total=lines + score_steps(tasks, predictions, others, agreed, machine),
+        force=True,
+    )
     options = run.options or {}
-    scores = score_predictions(project, tasks, predictions, resamples=options.get("resamples", DEFAULT_RESAMPLES),
-                               seed=options.get("seed", 0), others=others, agreed=agreed, ignored=ignored,
-                               machine=machine, step=progress.step)
+    scores = score_predictions(
+        project,
+        tasks,
+        predictions,
+        resamples=options.get("resamples", DEFAULT_RESAMPLES),
+        seed=options.get("seed", 0),
+        others=others,
+        agreed=agreed,
+        ignored=ignored,
+        machine=machine,
+        step=progress.step,
+    )
     if not scores:
-        _end(run.id, SystemRunState.FAILED, errors=[line_error(0, "(file)", "no task of the project has both gold units and "
-                                                                         "predictions of this run")])
+        _end(
+            run.id,
+            SystemRunState.FAILED,
+            errors=[
+                line_error(
+                    0,
+                    "(file)",
+                    "no task of the project has both gold units and predictions of this run",
+                )
+            ],
+        )
         return
-    _end(run.id, SystemRunState.DONE, predictions=stored_form(predictions), scores=scores, errors=[],
-         units_done=progress.total, units_total=progress.total)
+    _end(
+        run.id,
+        SystemRunState.DONE,
+        predictions=stored_form(predictions),
+        scores=scores,
+        errors=[],
+        units_done=progress.total,
+        units_total=progress.total,
+    )
 
 
 def fail_system_run(run_id: int, message: str) -> None:

@@ -9,14 +9,15 @@ compared in the scoring task's vocabulary (e.g. a sentence labelled ``opinion`` 
 checkworthy, step 2's ``unknown`` is ``not_enough_evidence``), so the numbers read like the
 run's scores.
 """
+
 from collections import defaultdict
 from itertools import combinations
 
 from annotation.exports import selectors
-from annotation.research import agreement, scoring
 from annotation.kinds import get_kind
 from annotation.kinds.base import GOLD_RATER
 from annotation.models import Project, SystemRun, SystemRunSource, SystemRunState
+from annotation.research import agreement, scoring
 
 MAX_RUNS = 3
 
@@ -24,8 +25,9 @@ MAX_RUNS = 3
 def latest_runs(project: Project, limit: int = MAX_RUNS) -> list[SystemRun]:
     """The latest finished rater run of each model (system), newest first."""
     runs, seen = [], set()
-    for run in SystemRun.objects.filter(project=project, source=SystemRunSource.LLM_RATER,
-                                        state=SystemRunState.DONE).order_by("-id"):
+    for run in SystemRun.objects.filter(
+        project=project, source=SystemRunSource.LLM_RATER, state=SystemRunState.DONE
+    ).order_by("-id"):
         if run.system not in seen:
             seen.add(run.system)
             runs.append(run)
@@ -34,25 +36,35 @@ def latest_runs(project: Project, limit: int = MAX_RUNS) -> list[SystemRun]:
     return runs
 
 
-def human_values(project: Project, stage: int, wanted: set[str]) -> dict[str, dict[tuple, dict[str, object]]]:
+def human_values(
+    project: Project, stage: int, wanted: set[str]
+) -> dict[str, dict[tuple, dict[str, object]]]:
     """field → unit key → {annotator: value} of one step (units keyed (item, *ids), as the
     per-unit agreement export names them; step-1 claims only where the gold record has them)."""
     kind = get_kind(project.kind)
     values: dict[str, dict[tuple, dict]] = defaultdict(dict)
     for row in selectors.agreement_unit_rows(project, stage=stage):
         item = row["external_id"] or str(row["item_id"])
-        raters = row["payloads"] if row["gold"] is None else {GOLD_RATER: row["gold"], **row["payloads"]}
+        raters = (
+            row["payloads"] if row["gold"] is None else {GOLD_RATER: row["gold"], **row["payloads"]}
+        )
         for ids, field, by_rater in kind.agreement_unit_values(stage, row["content"], raters):
             if field not in wanted or None in ids.values():
                 continue
-            answers = {name: value for name, value in by_rater.items() if name is not GOLD_RATER and value is not None}
+            answers = {
+                name: value
+                for name, value in by_rater.items()
+                if name is not GOLD_RATER and value is not None
+            }
             if answers:
                 values[field][(item, *ids.values())] = answers
     return values
 
 
 def _compare(pairs: dict[tuple, tuple], resamples: int, seed: int) -> dict:
-    result = agreement.agreement_with_reference(pairs, resamples=resamples, seed=seed, item_of=lambda key: key[0])
+    result = agreement.agreement_with_reference(
+        pairs, resamples=resamples, seed=seed, item_of=lambda key: key[0]
+    )
     return {key: result[key] for key in ("units", "observed_agreement", "cohen_kappa", "ci")}
 
 
@@ -73,23 +85,56 @@ def rater_agreement(project: Project, stage: int, resamples: int = 0, seed: int 
     fields = []
     for name, task_name in rated.items():
         normalise = tasks[task_name].normalise
-        units = {key: {who: normalise(value) for who, value in answers.items()} for key, answers in humans.get(name, {}).items()}
+        units = {
+            key: {who: normalise(value) for who, value in answers.items()}
+            for key, answers in humans.get(name, {}).items()
+        }
         annotators = sorted({who for answers in units.values() for who in answers})
         rows = []
         for run in runs:
-            predicted = {tuple(row[:-1]): normalise(row[-1]) for row in (run.predictions or {}).get(task_name, [])}
+            predicted = {
+                tuple(row[:-1]): normalise(row[-1])
+                for row in (run.predictions or {}).get(task_name, [])
+            }
             for who in annotators:
-                pairs = {key: (answers[who], predicted[key]) for key, answers in units.items()
-                         if who in answers and key in predicted}
+                pairs = {
+                    key: (answers[who], predicted[key])
+                    for key, answers in units.items()
+                    if who in answers and key in predicted
+                }
                 if pairs:
-                    rows.append({"compared": [run.system, who], "machine": True, **_compare(pairs, resamples, seed)})
+                    rows.append(
+                        {
+                            "compared": [run.system, who],
+                            "machine": True,
+                            **_compare(pairs, resamples, seed),
+                        }
+                    )
         for first, second in combinations(annotators, 2):
-            pairs = {key: (answers[first], answers[second]) for key, answers in units.items()
-                     if first in answers and second in answers}
+            pairs = {
+                key: (answers[first], answers[second])
+                for key, answers in units.items()
+                if first in answers and second in answers
+            }
             if pairs:
-                rows.append({"compared": [first, second], "machine": False, **_compare(pairs, resamples, seed)})
+                rows.append(
+                    {
+                        "compared": [first, second],
+                        "machine": False,
+                        **_compare(pairs, resamples, seed),
+                    }
+                )
         if rows:
-            fields.append({"name": name, "label": kind.agreement_fields_for(stage).get(name, name), "task": task_name,
-                           "rows": rows})
-    return {"runs": [{"id": run.id, "system": run.system, "version": run.version} for run in runs], "fields": fields,
-            "bootstrap": {"resamples": resamples, "seed": seed}}
+            fields.append(
+                {
+                    "name": name,
+                    "label": kind.agreement_fields_for(stage).get(name, name),
+                    "task": task_name,
+                    "rows": rows,
+                }
+            )
+    return {
+        "runs": [{"id": run.id, "system": run.system, "version": run.version} for run in runs],
+        "fields": fields,
+        "bootstrap": {"resamples": resamples, "seed": seed},
+    }

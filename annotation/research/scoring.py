@@ -39,23 +39,15 @@ released file imported as gold: see tests/research/test_scoring.py):
 
 Scores come from pipeline.scoring (bootstrap CIs resample items).
 """
+
 import functools
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
-from pipeline.scoring import (
-    DEFAULT_RESAMPLES,
-    Scored,
-    constant_predictions,
-    majority_label,
-    means_with_ci,
-    random_predictions,
-    score,
-)
-
-from pipeline.dfactscore_scores import model_scores
 from annotation.exports import selectors
+from annotation.kinds import get_kind
+from annotation.kinds.dfactscore import support_label  # noqa: F401 (read as scoring.support_label)
 from annotation.kinds.research import (  # noqa: F401 (scoring.Task & co. are read from here too)
     ACCURACY_AND_MACRO,
     CLAIM_CATEGORIES,
@@ -74,10 +66,18 @@ from annotation.kinds.research import (  # noqa: F401 (scoring.Task & co. are re
     factuality,
     item_key,
 )
-from annotation.kinds import get_kind
-from pipeline.text_measures import normalised_edit_distance, word_overlap
-from annotation.kinds.dfactscore import support_label  # noqa: F401 (read as scoring.support_label)
 from annotation.models import ItemStage, Project, StageStatus
+from pipeline.dfactscore_scores import model_scores
+from pipeline.scoring import (
+    DEFAULT_RESAMPLES,
+    Scored,
+    constant_predictions,
+    majority_label,
+    means_with_ci,
+    random_predictions,
+    score,
+)
+from pipeline.text_measures import normalised_edit_distance, word_overlap
 
 MISSING = "(no prediction)"
 MEASURES = ("labels", "revision")
@@ -93,7 +93,9 @@ def project_tasks(project: Project) -> dict[str, Task]:
     """The scoring tasks of a project's kind, from its consolidated gold (KindSpec.gold_units)."""
     kind = get_kind(project.kind)
     tasks = kind.scoring_tasks()
-    kind.gold_units(tasks, functools.partial(selectors.gold_rows, project), project.pipeline_settings)
+    kind.gold_units(
+        tasks, functools.partial(selectors.gold_rows, project), project.pipeline_settings
+    )
     return tasks
 
 
@@ -111,12 +113,19 @@ def response_predictions(segment_predictions: Mapping[tuple, str]) -> dict[tuple
     """FELM response-level predictions from segment-level ones: wrong when any segment is."""
     result: dict[tuple, str] = {}
     for (item, _), label in segment_predictions.items():
-        result[(item,)] = "error" if label == "error" or result.get((item,)) == "error" else "correct"
+        result[(item,)] = (
+            "error" if label == "error" or result.get((item,)) == "error" else "correct"
+        )
     return result
 
 
-def score_task(task: Task, predictions: Mapping[tuple, Any], resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-               only: Iterable[tuple] | None = None) -> dict:
+def score_task(
+    task: Task,
+    predictions: Mapping[tuple, Any],
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    only: Iterable[tuple] | None = None,
+) -> dict:
     """Scores of ``predictions`` (unit key → the prediction line's value for ``task.field``) on
     the task's units (``only``: those keys, e.g. the units all annotators agreed on). Every
     estimate ``{"value", "low", "high"}`` has a 95 % bootstrap CI over items (``low``/``high``
@@ -140,25 +149,40 @@ def score_task(task: Task, predictions: Mapping[tuple, Any], resamples: int = DE
     units = [u for u in task.units if keep is None or u.key in keep]
     if task.measure == "revision":
         revised = [predictions.get(u.key) for u in units]
-        return {**score_revisions(units, revised, resamples, seed),
-                "missing": sum(not isinstance(text, str) for text in revised)}
+        return {
+            **score_revisions(units, revised, resamples, seed),
+            "missing": sum(not isinstance(text, str) for text in revised),
+        }
     missing = sum(u.key not in predictions for u in units)
-    predicted = [task.normalise(predictions[u.key]) if u.key in predictions else MISSING for u in units]
+    predicted = [
+        task.normalise(predictions[u.key]) if u.key in predictions else MISSING for u in units
+    ]
     labels = task.labels
     if labels is None:
-        labels = sorted({u.gold for u in units} | {p for p, u in zip(predicted, units) if u.key in predictions})
-    result = score([Scored(u.item, u.gold, p) for u, p in zip(units, predicted)], labels=labels,
-                   resamples=resamples, seed=seed)
+        labels = sorted(
+            {u.gold for u in units} | {p for p, u in zip(predicted, units) if u.key in predictions}
+        )
+    result = score(
+        [Scored(u.item, u.gold, p) for u, p in zip(units, predicted)],
+        labels=labels,
+        resamples=resamples,
+        seed=seed,
+    )
     result = {"measure": "labels", **result, "missing": missing}
     if task.models is not None:
         result["paragraph_scores"] = paragraph_comparison(task, units, predicted)
     return result
 
 
-REVISION_MEASURES = {"normalised_edit_distance": normalised_edit_distance, "word_overlap": word_overlap}
+REVISION_MEASURES = {
+    "normalised_edit_distance": normalised_edit_distance,
+    "word_overlap": word_overlap,
+}
 
 
-def score_revisions(units: list[GoldUnit], revised: list[Any], resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict:
+def score_revisions(
+    units: list[GoldUnit], revised: list[Any], resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> dict:
     """Each system revision (None: missing, scored as an empty text) against the unit's original
     response and its gold revision; means over units with item-bootstrap CIs (the same draws for
     every mean, so they can be compared)."""
@@ -166,12 +190,29 @@ def score_revisions(units: list[GoldUnit], revised: list[Any], resamples: int = 
         raise ValueError("no units to score")
     texts = [text if isinstance(text, str) else "" for text in revised]
     items = [u.item for u in units]
-    references = {"against_original": [u.original or "" for u in units], "against_gold": [u.gold for u in units]}
-    columns = {(side, measure): [compare(text, reference) for text, reference in zip(texts, references[side])]
-               for side in references for measure, compare in REVISION_MEASURES.items()}
+    references = {
+        "against_original": [u.original or "" for u in units],
+        "against_gold": [u.gold for u in units],
+    }
+    columns = {
+        (side, measure): [
+            compare(text, reference) for text, reference in zip(texts, references[side])
+        ]
+        for side in references
+        for measure, compare in REVISION_MEASURES.items()
+    }
     estimates = means_with_ci(columns, resamples, seed, items)
-    return {"measure": "revision", "units": len(units), "items": len(set(items)), "resamples": resamples, "seed": seed,
-            **{side: {measure: estimates[(side, measure)] for measure in REVISION_MEASURES} for side in references}}
+    return {
+        "measure": "revision",
+        "units": len(units),
+        "items": len(set(items)),
+        "resamples": resamples,
+        "seed": seed,
+        **{
+            side: {measure: estimates[(side, measure)] for measure in REVISION_MEASURES}
+            for side in references
+        },
+    }
 
 
 def paragraph_comparison(task: Task, units: list[GoldUnit], predicted: list[str]) -> dict:
@@ -198,37 +239,74 @@ def paragraph_comparison(task: Task, units: list[GoldUnit], predicted: list[str]
         ours, theirs = _paragraph(gold_of.get(item, [])), _paragraph(system_of.get(item, []))
         human[model].append(ours)
         system[model].append(theirs)
-        paragraphs.append({"item": item, "model": model, "facts": len(gold_of.get(item, [])),
-                           "human": ours["factscore"], "system": theirs["factscore"]})
-    init, penalised = ("init_score", "score") if task.paragraph_score == "factscore" else ("init_global_score",
-                                                                                            "global_score")
+        paragraphs.append(
+            {
+                "item": item,
+                "model": model,
+                "facts": len(gold_of.get(item, [])),
+                "human": ours["factscore"],
+                "system": theirs["factscore"],
+            }
+        )
+    init, penalised = (
+        ("init_score", "score")
+        if task.paragraph_score == "factscore"
+        else ("init_global_score", "global_score")
+    )
     models = []
     for model, scored in human.items():
         # each paragraph's two lists are the same here: model_scores' FActScore keys hold the numbers
         ours, theirs = model_scores(scored), model_scores(system[model])
-        numbers = {"human": {init: ours["init_score"], penalised: ours["score"]},
-                   "system": {init: theirs["init_score"], penalised: theirs["score"]}}
-        models.append({"model": model, "paragraphs": len(scored), **numbers, "difference": {
-            key: abs(numbers["human"][key] - numbers["system"][key])
-            if numbers["human"][key] is not None and numbers["system"][key] is not None else None
-            for key in (init, penalised)}})
+        numbers = {
+            "human": {init: ours["init_score"], penalised: ours["score"]},
+            "system": {init: theirs["init_score"], penalised: theirs["score"]},
+        }
+        models.append(
+            {
+                "model": model,
+                "paragraphs": len(scored),
+                **numbers,
+                "difference": {
+                    key: abs(numbers["human"][key] - numbers["system"][key])
+                    if numbers["human"][key] is not None and numbers["system"][key] is not None
+                    else None
+                    for key in (init, penalised)
+                },
+            }
+        )
     differences = [m["difference"][init] for m in models if m["difference"][init] is not None]
-    return {"score": task.paragraph_score, "models": models, "paragraphs": paragraphs,
-            # the leaderboard's headline: how far the system's per-model score is from the human one
-            "mean_difference": {"value": sum(differences) / len(differences) if differences else None,
-                                "low": None, "high": None}}
+    return {
+        "score": task.paragraph_score,
+        "models": models,
+        "paragraphs": paragraphs,
+        # the leaderboard's headline: how far the system's per-model score is from the human one
+        "mean_difference": {
+            "value": sum(differences) / len(differences) if differences else None,
+            "low": None,
+            "high": None,
+        },
+    }
 
 
 def _paragraph(supported: list[bool]) -> dict:
     """One paragraph's decisions in the shape model_scores takes."""
-    entries = [{"atom": "", "is_supported": flag, "supporting_topic": None} for flag in supported] or None
+    entries = [
+        {"atom": "", "is_supported": flag, "supporting_topic": None} for flag in supported
+    ] or None
     share = sum(supported) / len(supported) if supported else None
-    return {"decisions": entries, "global_decisions": entries, "factscore": share, "dfactscore": share,
-            "num_groups": None, "num_supporting_topics": 0}
+    return {
+        "decisions": entries,
+        "global_decisions": entries,
+        "factscore": share,
+        "dfactscore": share,
+        "num_groups": None,
+        "num_supporting_topics": 0,
+    }
 
 
-def machine_predictions(project: Project, suggestion_of: Callable[[ItemStage], dict | None] | None = None
-                        ) -> dict[str, dict[tuple, Any]]:
+def machine_predictions(
+    project: Project, suggestion_of: Callable[[ItemStage], dict | None] | None = None
+) -> dict[str, dict[tuple, Any]]:
     """The project's machine pre-annotation as predictions: task name → {unit key → label},
     keyed as project_tasks keys the gold units, for the item-stages that have a gold record (the
     only ones scored). Each kind says what its suggestions predict (KindSpec.suggestion_predictions):
@@ -243,47 +321,80 @@ def machine_predictions(project: Project, suggestion_of: Callable[[ItemStage], d
     kind = get_kind(project.kind)
     tasks = task_definitions(project.kind)
     result: dict[str, dict[tuple, Any]] = {}
-    stages = (ItemStage.objects.filter(item__project=project, status=StageStatus.DONE, gold__isnull=False)
-              .select_related("item", "gold")
-              .only("id", "stage", "status", "content", "suggestion", "item_id", "item__external_id", "item__prompt",
-                    "item__response", "item__source", "gold__payload")
-              .order_by("item_id", "stage"))
+    stages = (
+        ItemStage.objects.filter(item__project=project, status=StageStatus.DONE, gold__isnull=False)
+        .select_related("item", "gold")
+        .only(
+            "id",
+            "stage",
+            "status",
+            "content",
+            "suggestion",
+            "item_id",
+            "item__external_id",
+            "item__prompt",
+            "item__response",
+            "item__source",
+            "gold__payload",
+        )
+        .order_by("item_id", "stage")
+    )
     for stage in stages.iterator(chunk_size=500):
         if suggestion_of is None:
             suggestion = stage.suggestion
         elif (suggestion := suggestion_of(stage)) is None:
             continue
         item = stage.item.external_id or str(stage.item_id)
-        for name, key, label in kind.suggestion_predictions(stage.stage, stage.content, suggestion, stage.gold.payload):
+        for name, key, label in kind.suggestion_predictions(
+            stage.stage, stage.content, suggestion, stage.gold.payload
+        ):
             task = tasks.get(name)
             if task is not None and task.accepts(label):
                 result.setdefault(name, {})[(item, *key)] = label
     return result
 
 
-def baseline_predictions(task: Task, seed: int = 0, machine: Mapping[tuple, Any] | None = None
-                         ) -> dict[str, tuple[str, Mapping[tuple, Any]]]:
+def baseline_predictions(
+    task: Task, seed: int = 0, machine: Mapping[tuple, Any] | None = None
+) -> dict[str, tuple[str, Mapping[tuple, Any]]]:
     """The baselines' predictions, ``{name: (title, {unit key: prediction})}`` (see ``baselines``),
     for comparing a system with them unit by unit."""
     runs: dict[str, tuple[str, Mapping[tuple, Any]]] = {}
     if task.measure == "revision":
-        runs["majority"] = ("unchanged response (the original)", {u.key: u.original or "" for u in task.units})
+        runs["majority"] = (
+            "unchanged response (the original)",
+            {u.key: u.original or "" for u in task.units},
+        )
     else:
         gold = [u.gold for u in task.units]
         label = majority_label(gold)
-        runs["majority"] = (f"always {label}", {u.key: p for u, p in zip(task.units, constant_predictions(gold, label))})
-        runs["random"] = ("random (gold label frequencies)",
-                          {u.key: p for u, p in zip(task.units, random_predictions(gold, seed))})
+        runs["majority"] = (
+            f"always {label}",
+            {u.key: p for u, p in zip(task.units, constant_predictions(gold, label))},
+        )
+        runs["random"] = (
+            "random (gold label frequencies)",
+            {u.key: p for u, p in zip(task.units, random_predictions(gold, seed))},
+        )
     if machine and any(u.key in machine for u in task.units):
         runs["machine"] = (MACHINE_TITLE, machine)
     return runs
 
 
-def baselines(task: Task, resamples: int = DEFAULT_RESAMPLES, seed: int = 0,
-              machine: Mapping[tuple, Any] | None = None) -> dict[str, dict]:
+def baselines(
+    task: Task,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    machine: Mapping[tuple, Any] | None = None,
+) -> dict[str, dict]:
     """Baselines scored as a system is, ``{name: {"title", "scores"}}``. ``majority``: the most
     frequent gold label ("always checkworthy", "always true"), for a revision the unchanged
     response; ``random`` (labels only): labels drawn with the gold's frequencies (seeded);
     ``machine``: ``machine`` (this task's entry of machine_predictions) when it predicts any unit."""
-    return {name: {"title": title, "scores": score_task(task, predicted, resamples=resamples, seed=seed)}
-            for name, (title, predicted) in baseline_predictions(task, seed, machine).items()}
+    return {
+        name: {
+            "title": title,
+            "scores": score_task(task, predicted, resamples=resamples, seed=seed),
+        }
+        for name, (title, predicted) in baseline_predictions(task, seed, machine).items()
+    }

@@ -5,6 +5,7 @@ the LLM rater for its admins (a run spends the project's LLM budget), and the ag
 (read from the cache a Celery task fills) with its downloads.
 Thin like annotation.views: access, selectors, services, templates.
 """
+
 import json
 from datetime import datetime
 from urllib.parse import urlencode
@@ -53,7 +54,10 @@ def _estimate(value: dict | None) -> dict:
     if not value:
         return {"value": None, "ci": None}
     low, high = value.get("low"), value.get("high")
-    return {"value": value.get("value"), "ci": (low, high) if low is not None and high is not None else None}
+    return {
+        "value": value.get("value"),
+        "ci": (low, high) if low is not None and high is not None else None,
+    }
 
 
 @login_required
@@ -78,7 +82,10 @@ def leaderboard_page(request, project_id):
         if set(problems) != {"reference"} or download is not None:
             raise BadRequest("; ".join(f"{name}: {message}" for name, message in problems.items()))
         # a reference kept from another task or subset: the page falls back to the default one
-        messages.info(request, f"Run {reference} is not scored on these units: the reference is the best system.")
+        messages.info(
+            request,
+            f"Run {reference} is not scored on these units: the reference is the best system.",
+        )
         reference = None
         board = boards.leaderboard(project, task, None, agreed)
     if download is not None:
@@ -86,61 +93,98 @@ def leaderboard_page(request, project_id):
     for row in board["rows"]:
         row["cells"] = [_estimate(row["metrics"][m["name"]]) for m in board["metrics"]]
         row["other_cells"] = [_estimate(row["metrics"][m["name"]]) for m in board["other_metrics"]]
-        row["difference_cells"] = [_estimate((row["difference"] or {}).get(d["name"])) for d in board["differences"]]
+        row["difference_cells"] = [
+            _estimate((row["difference"] or {}).get(d["name"])) for d in board["differences"]
+        ]
         row["model_cells"] = [
-            {"model": m["model"], "paragraphs": m["paragraphs"],
-             **{side: next((v for k, v in m[side].items() if k.startswith("init")), None)
-                for side in ("human", "system", "difference")}}
+            {
+                "model": m["model"],
+                "paragraphs": m["paragraphs"],
+                **{
+                    side: next((v for k, v in m[side].items() if k.startswith("init")), None)
+                    for side in ("human", "system", "difference")
+                },
+            }
             for m in row["models"]
         ]
         row["label_cells"] = [
-            {"label": label, "support": scores["support"],
-             **{m: _estimate(scores[m]) for m in ("precision", "recall", "f1")}}
+            {
+                "label": label,
+                "support": scores["support"],
+                **{m: _estimate(scores[m]) for m in ("precision", "recall", "f1")},
+            }
             for label, scores in row["per_label"].items()
         ]
     plot = None
     if board["rows"]:
         primary = board["metrics"][0]
         plot = plots.bar_chart(
-            [{"label": row["label"] + (" (baseline)" if row["kind"] == "baseline" else ""),
-              **row["metrics"][primary["name"]]} for row in board["rows"]],
-            title=f"{primary['title']}{' (agreed units)' if agreed else ''}, 95 % CI")
+            [
+                {
+                    "label": row["label"] + (" (baseline)" if row["kind"] == "baseline" else ""),
+                    **row["metrics"][primary["name"]],
+                }
+                for row in board["rows"]
+            ],
+            title=f"{primary['title']}{' (agreed units)' if agreed else ''}, 95 % CI",
+        )
     query = {"task": board["task"] or "", "agreed": "1" if agreed else ""}
     if reference is not None:
         query["reference"] = str(reference)
-    return render(request, "annotation/leaderboard.html", {
-        "project": project, "board": board, "plot": plot, "query": query,
-        "downloads": {fmt: f"?{urlencode({**query, 'download': fmt})}" for fmt in DOWNLOADS},
-        "has_models": any(row["models"] for row in board["rows"]),
-        "form": PredictionsForm(), "runs": recent_runs(project),
-        "stale": any(row["stale"] for row in board["rows"]),
-        "line_shapes": line_shapes(project.kind),
-    })
+    return render(
+        request,
+        "annotation/leaderboard.html",
+        {
+            "project": project,
+            "board": board,
+            "plot": plot,
+            "query": query,
+            "downloads": {fmt: f"?{urlencode({**query, 'download': fmt})}" for fmt in DOWNLOADS},
+            "has_models": any(row["models"] for row in board["rows"]),
+            "form": PredictionsForm(),
+            "runs": recent_runs(project),
+            "stale": any(row["stale"] for row in board["rows"]),
+            "line_shapes": line_shapes(project.kind),
+        },
+    )
 
 
 def line_shapes(kind: str) -> list[dict]:
     """What a predictions line of each task of the kind holds: its key fields, its label field
     and the labels it takes (none listed: free text)."""
-    return [{"title": task.title, "keys": task.key_fields, "field": task.field,
-             "labels": [json.dumps(label) for label in task.vocabulary]}
-            for task in scoring.task_definitions(kind).values()]
+    return [
+        {
+            "title": task.title,
+            "keys": task.key_fields,
+            "field": task.field,
+            "labels": [json.dumps(label) for label in task.vocabulary],
+        }
+        for task in scoring.task_definitions(kind).values()
+    ]
 
 
 def _download(project, board: dict, fmt: str):
     filename = f"{file_stem(project)}-leaderboard-{board['task'] or 'none'}{'-agreed' if board['agreed'] else ''}.{fmt}"
     if fmt == "csv":
-        response = StreamingHttpResponse(boards.leaderboard_csv(board), content_type="text/csv; charset=utf-8")
+        response = StreamingHttpResponse(
+            boards.leaderboard_csv(board), content_type="text/csv; charset=utf-8"
+        )
     else:
         body = {"project": project.name, **board}
-        response = HttpResponse(json.dumps(body, ensure_ascii=False, indent=1), content_type="application/json")
+        response = HttpResponse(
+            json.dumps(body, ensure_ascii=False, indent=1), content_type="application/json"
+        )
     return attachment(response, filename)
 
 
 def recent_runs(project) -> list[dict]:
     """The last uploads with what the page says of them (the script follows running ones)."""
     return [
-        {"run": run, "api_url": reverse("project-system-run", args=[project.id, run.id]),
-         "errors": import_errors_text(run.errors) if run.state == SystemRunState.FAILED else ""}
+        {
+            "run": run,
+            "api_url": reverse("project-system-run", args=[project.id, run.id]),
+            "errors": import_errors_text(run.errors) if run.state == SystemRunState.FAILED else "",
+        }
         for run in boards.system_runs(project).defer("scores")[:RECENT_RUNS]
     ]
 
@@ -154,26 +198,44 @@ def system_run_upload(request, project_id):
     form = PredictionsForm(request.POST, request.FILES)
     back = redirect("annotation:leaderboard", project_id=project.id)
     if not form.is_valid():
-        messages.error(request, "Predictions refused: " + "; ".join(
-            f"{field}: {message}" for field, errors in form.errors.items() for message in errors))
+        messages.error(
+            request,
+            "Predictions refused: "
+            + "; ".join(
+                f"{field}: {message}" for field, errors in form.errors.items() for message in errors
+            ),
+        )
         return back
     data = form.cleaned_data
     try:
         run = prediction_services.create_system_run(
-            project=project, user=request.user, upload=data["file"], system=data["system"], version=data["version"],
-            resamples=data["resamples"], seed=data["seed"], replace=data["replace"])
+            project=project,
+            user=request.user,
+            upload=data["file"],
+            system=data["system"],
+            version=data["version"],
+            resamples=data["resamples"],
+            seed=data["seed"],
+            replace=data["replace"],
+        )
     except (ImportFailed, UploadTooLarge) as exc:
         errors = getattr(exc, "errors", None)
-        messages.error(request, f"Predictions refused: {import_errors_text(errors) if errors else exc}")
+        messages.error(
+            request, f"Predictions refused: {import_errors_text(errors) if errors else exc}"
+        )
         return back
     run.refresh_from_db()  # without a broker the task has already run
     name = f"{run.system} {run.version}".strip()
     if run.state == SystemRunState.DONE:
         messages.success(request, f"{name} is scored.")
     elif run.state == SystemRunState.FAILED:
-        messages.error(request, f"{name} was not scored, nothing was stored: {import_errors_text(run.errors)}")
+        messages.error(
+            request, f"{name} was not scored, nothing was stored: {import_errors_text(run.errors)}"
+        )
     else:
-        messages.info(request, f"{name} is being checked and scored: its progress is shown under Uploads.")
+        messages.info(
+            request, f"{name} is being checked and scored: its progress is shown under Uploads."
+        )
     return back
 
 
@@ -183,7 +245,9 @@ def system_run_delete(request, project_id, run_id):
     project, _ = project_for(request, project_id, RESEARCHERS)
     run = get_object_or_404(SystemRun.objects.defer("predictions"), pk=run_id, project=project)
     prediction_services.delete_system_run(run)
-    messages.success(request, f"{f'{run.system} {run.version}'.strip()} and its scores are deleted.")
+    messages.success(
+        request, f"{f'{run.system} {run.version}'.strip()} and its scores are deleted."
+    )
     return redirect("annotation:leaderboard", project_id=project.id)
 
 
@@ -193,8 +257,12 @@ def system_runs_rescore(request, project_id):
     """Score every scored run again on the current gold (after more items were consolidated)."""
     project, _ = project_for(request, project_id, RESEARCHERS)
     count = prediction_services.rescore_system_runs(project)
-    messages.success(request, f"{count} run{'s' if count != 1 else ''} queued to be scored again on the current gold."
-                     if count else "No scored run to score again.")
+    messages.success(
+        request,
+        f"{count} run{'s' if count != 1 else ''} queued to be scored again on the current gold."
+        if count
+        else "No scored run to score again.",
+    )
     return redirect("annotation:leaderboard", project_id=project.id)
 
 
@@ -206,14 +274,21 @@ def llm_rater_page(request, project_id):
     if request.method == "POST":
         try:
             options = rater_services.parse_options(project, request.user, _rater_data(request.POST))
-            run = rater_services.start_run(project=project, user=request.user, options=options,
-                                           confirmed=request.POST.get("confirm") == "yes")
+            run = rater_services.start_run(
+                project=project,
+                user=request.user,
+                options=options,
+                confirmed=request.POST.get("confirm") == "yes",
+            )
         except DomainError as exc:
             messages.error(request, f"The run did not start: {exc}.")
         else:
             run.refresh_from_db()  # without a broker the task has already run
-            messages.success(request, f"{run.system} {run.version}: "
-                                      f"{'done' if run.ended else 'started, its progress is shown below'}.")
+            messages.success(
+                request,
+                f"{run.system} {run.version}: "
+                f"{'done' if run.ended else 'started, its progress is shown below'}.",
+            )
         return redirect("annotation:llm-rater", project_id=project.id)
     data = _rater_data(request.GET)
     option_errors, estimate, options = {}, None, None
@@ -226,34 +301,63 @@ def llm_rater_page(request, project_id):
     shown = options or rater_services.RaterOptions(steps=get_kind(project.kind).rated_steps)
     config = rater_services.rater_config(project, shown)
     # With the run's status: running, waiting for a worker, or stalled (with its restart address).
-    runs = [{**rater_services.run_summary(run), **jobs.status(run),
-             "restart_url": reverse("api-job-restart", args=["llm-rater", run.id])}
-            for run in rater_services.rater_runs(project)[:20]]
+    runs = [
+        {
+            **rater_services.run_summary(run),
+            **jobs.status(run),
+            "restart_url": reverse("api-job-restart", args=["llm-rater", run.id]),
+        }
+        for run in rater_services.rater_runs(project)[:20]
+    ]
     from pipeline.llm import usable  # loads the openai client: only where an LLM is called
     from pipeline.llm_rater import CALL_KINDS  # with the openai client, as above
 
     kind = get_kind(project.kind)
     context = {
-        "project": project, "values": shown, "option_errors": option_errors, "estimate": estimate, "runs": runs,
+        "project": project,
+        "values": shown,
+        "option_errors": option_errors,
+        "estimate": estimate,
+        "runs": runs,
         "refresh": any(not run["ended"] for run in runs),
         "can_choose_endpoint": selectors.can_change_llm_settings(request.user),
-        "endpoint": {"configured": usable(config), "name": rater_services.endpoint_name(config.base_url),
-                     "model": config.model, "concurrency": config.concurrency},
-        "rated_steps": [{"number": step, "checked": step in shown.steps,
-                         "label": f"Step {step}" if len(kind.stages) > 1 else "All items"}
-                        for step in get_kind(project.kind).rated_steps],
+        "endpoint": {
+            "configured": usable(config),
+            "name": rater_services.endpoint_name(config.base_url),
+            "model": config.model,
+            "concurrency": config.concurrency,
+        },
+        "rated_steps": [
+            {
+                "number": step,
+                "checked": step in shown.steps,
+                "label": f"Step {step}" if len(kind.stages) > 1 else "All items",
+            }
+            for step in get_kind(project.kind).rated_steps
+        ],
         "rated_steps_text": ", ".join(f"step {s}" for s in get_kind(project.kind).rated_steps),
     }
     if estimate is not None:
-        context["estimate_calls"] = [{"kind": kind_name, "label": CALL_KINDS[kind_name], "count": count}
-                                     for kind_name, count in estimate["calls"].items()]
+        context["estimate_calls"] = [
+            {"kind": kind_name, "label": CALL_KINDS[kind_name], "count": count}
+            for kind_name, count in estimate["calls"].items()
+        ]
         context["duration"] = _duration(estimate["seconds"])
         context["hidden_options"] = [("steps", step) for step in shown.steps] + [
-            (name, value) for name, value in data.items() if name != "steps" and value not in (None, "")]
+            (name, value)
+            for name, value in data.items()
+            if name != "steps" and value not in (None, "")
+        ]
     return render(request, "annotation/llm_rater.html", context)
 
 
-RATER_FIELDS = ("model", "base_url", "seconds_per_call", "prompt_price_per_1k", "completion_price_per_1k")
+RATER_FIELDS = (
+    "model",
+    "base_url",
+    "seconds_per_call",
+    "prompt_price_per_1k",
+    "completion_price_per_1k",
+)
 
 
 def _rater_data(query) -> dict:
@@ -283,7 +387,9 @@ def agreement_page(request, project_id):
             return _bad_download(problem)
         raise BadRequest(problem)
     if download is not None and download not in AGREEMENT_DOWNLOADS:
-        return _bad_download(f"download: must be one of {', '.join(AGREEMENT_DOWNLOADS)}, not {download[:40]!r}")
+        return _bad_download(
+            f"download: must be one of {', '.join(AGREEMENT_DOWNLOADS)}, not {download[:40]!r}"
+        )
     found = agreement_cache.lookup(project, stage, resamples, seed)
     if download is not None:
         if not found.ready:
@@ -310,15 +416,29 @@ def agreement_page(request, project_id):
 
     for name, field in (result or {}).get("fields", {}).items():
         matrix = field["confusion_matrix"]
-        peak = max((v for row in matrix["rows_annotator_a_columns_annotator_b"] for v in row), default=0) or 1
+        peak = (
+            max(
+                (v for row in matrix["rows_annotator_a_columns_annotator_b"] for v in row),
+                default=0,
+            )
+            or 1
+        )
         field["matrix_columns"] = [kind.value_name(label) for label in matrix["labels"]]
         field["matrix_rows"] = [
             {"label": label, "cells": [{"value": v, "shade": round(v / peak, 2)} for v in row]}
-            for label, row in zip(field["matrix_columns"], matrix["rows_annotator_a_columns_annotator_b"])
+            for label, row in zip(
+                field["matrix_columns"], matrix["rows_annotator_a_columns_annotator_b"]
+            )
         ]
         field["plots"] = plots.agreement_figures(field, kind.value_name)
-        field["downloads"] = {table: links(table, name) for table in ("matrix", "pairs", "over_time", "versus_gold")}
-    downloads = {table: links(table) for table in agreement.agreement_tables(result, rater)} if found.ready else {}
+        field["downloads"] = {
+            table: links(table, name) for table in ("matrix", "pairs", "over_time", "versus_gold")
+        }
+    downloads = (
+        {table: links(table) for table in agreement.agreement_tables(result, rater)}
+        if found.ready
+        else {}
+    )
     status_query = keep.copy()
     status_query.setlist("stage", [str(stage)])
     # one link per step, keeping the bootstrap options
@@ -326,16 +446,31 @@ def agreement_page(request, project_id):
     for number in kind.annotatable_stages:
         step_query = keep.copy()
         step_query.setlist("stage", [str(number)])
-        steps.append({"number": number, "url": f"?{step_query.urlencode()}", "current": number == stage})
-    return render(request, "annotation/agreement.html", {
-        "project": project, "stage": stage, "agreement": result, "downloads": downloads,
-        "several_steps": len(kind.annotatable_stages) > 1, "steps": steps, "rater_agreement": rater,
-        "requested": {"resamples": resamples, "seed": seed},
-        "computed": {"at": datetime.fromisoformat(found.result["computed_at"]), "seconds": found.result["seconds"]}
-        if found.ready else None,
-        "computing": None if found.ready else found.status(),
-        "status_url": f"{reverse('annotation:agreement-status', args=[project.id])}?{status_query.urlencode()}",
-    })
+        steps.append(
+            {"number": number, "url": f"?{step_query.urlencode()}", "current": number == stage}
+        )
+    return render(
+        request,
+        "annotation/agreement.html",
+        {
+            "project": project,
+            "stage": stage,
+            "agreement": result,
+            "downloads": downloads,
+            "several_steps": len(kind.annotatable_stages) > 1,
+            "steps": steps,
+            "rater_agreement": rater,
+            "requested": {"resamples": resamples, "seed": seed},
+            "computed": {
+                "at": datetime.fromisoformat(found.result["computed_at"]),
+                "seconds": found.result["seconds"],
+            }
+            if found.ready
+            else None,
+            "computing": None if found.ready else found.status(),
+            "status_url": f"{reverse('annotation:agreement-status', args=[project.id])}?{status_query.urlencode()}",
+        },
+    )
 
 
 @login_required
@@ -355,12 +490,22 @@ def _agreement_request(request, project_id):
     stage = research_selectors.annotated_stage(project, request.GET.get("stage"))
     if stage is None:
         annotatable = get_kind(project.kind).annotatable_stages
-        raise Http404(f"{project.get_kind_display()} projects are annotated in stage "
-                      f"{', '.join(map(str, annotatable))} only, not {request.GET['stage']!r}")
+        raise Http404(
+            f"{project.get_kind_display()} projects are annotated in stage "
+            f"{', '.join(map(str, annotatable))} only, not {request.GET['stage']!r}"
+        )
     try:
-        resamples, seed = research_selectors.bootstrap_options(request.GET.get("resamples"), request.GET.get("seed"))
+        resamples, seed = research_selectors.bootstrap_options(
+            request.GET.get("resamples"), request.GET.get("seed")
+        )
     except ValueError as error:
-        return project, stage, None, None, "; ".join(f"{name}: {message}" for name, message in error.args[0].items())
+        return (
+            project,
+            stage,
+            None,
+            None,
+            "; ".join(f"{name}: {message}" for name, message in error.args[0].items()),
+        )
     return project, stage, resamples, seed, None
 
 
@@ -371,9 +516,13 @@ def _agreement_not_ready(found, resamples: int) -> HttpResponse:
         message = f"The agreement could not be computed: {found.error}. Try again in a few minutes."
     else:
         what = f"with {resamples:,}-resample bootstrap intervals " if resamples else ""
-        progress = f" ({found.progress['step']})" if found.progress and found.progress.get("step") else ""
-        message = (f"The agreement numbers {what}are being computed{progress}. "
-                   "Download again in a few seconds; the agreement page shows when they are ready.")
+        progress = (
+            f" ({found.progress['step']})" if found.progress and found.progress.get("step") else ""
+        )
+        message = (
+            f"The agreement numbers {what}are being computed{progress}. "
+            "Download again in a few seconds; the agreement page shows when they are ready."
+        )
     response = HttpResponse(message + "\n", status=409, content_type="text/plain; charset=utf-8")
     response["Retry-After"] = str(agreement_cache.FAILURE_SECONDS if found.state == "failed" else 5)
     return response
@@ -384,10 +533,14 @@ AGREEMENT_DOWNLOADS = ("csv", "json")
 
 def _bad_download(message: str) -> HttpResponse:
     """A 400 that says what is wrong (Django's 400 page cannot: it never sees the exception)."""
-    return HttpResponse(f"Bad request: {message}\n", status=400, content_type="text/plain; charset=utf-8")
+    return HttpResponse(
+        f"Bad request: {message}\n", status=400, content_type="text/plain; charset=utf-8"
+    )
 
 
-def _agreement_download(request, project, result: dict, fmt: str, rater: dict | None) -> HttpResponse:
+def _agreement_download(
+    request, project, result: dict, fmt: str, rater: dict | None
+) -> HttpResponse:
     """One table of the agreement page (``?table=``, optionally one field's rows: ``?field=``) as
     a CSV or JSON file named after the project, step and table."""
     tables = agreement.agreement_tables(result, rater)
@@ -397,14 +550,27 @@ def _agreement_download(request, project, result: dict, fmt: str, rater: dict | 
     table, rows = tables[name], tables[name]["rows"]
     if field is not None:
         if not table["per_field"] or field not in result["fields"]:
-            return _bad_download(f"field: the {name} table has no field {field[:40]!r}"
-                                 + (f" (fields: {', '.join(result['fields'])})" if table["per_field"] else ""))
+            return _bad_download(
+                f"field: the {name} table has no field {field[:40]!r}"
+                + (f" (fields: {', '.join(result['fields'])})" if table["per_field"] else "")
+            )
         rows = [row for row in rows if row[0] == field]
     filename = f"{file_stem(project)}-step{result['stage']}-agreement-{name}{f'-{field}' if field else ''}.{fmt}"
     if fmt == "csv":
-        response = HttpResponse(table_csv(table["columns"], rows), content_type="text/csv; charset=utf-8")
+        response = HttpResponse(
+            table_csv(table["columns"], rows), content_type="text/csv; charset=utf-8"
+        )
     else:
-        response = JsonResponse({"project": project.name, "step": result["stage"], "table": name, "title": table["title"],
-                                 "field": field, "bootstrap": result["bootstrap"], "columns": table["columns"],
-                                 "rows": [dict(zip(table["columns"], row)) for row in rows]})
+        response = JsonResponse(
+            {
+                "project": project.name,
+                "step": result["stage"],
+                "table": name,
+                "title": table["title"],
+                "field": field,
+                "bootstrap": result["bootstrap"],
+                "columns": table["columns"],
+                "rows": [dict(zip(table["columns"], row)) for row in rows],
+            }
+        )
     return attachment(response, filename)

@@ -1,4 +1,5 @@
 """Giving item-stages to annotators, balanced by load."""
+
 from collections import Counter
 
 from django.db import connection, transaction
@@ -7,7 +8,16 @@ from django.utils import timezone
 
 from annotation.exceptions import DomainError
 from annotation.kinds import get_kind
-from annotation.models import Assignment, AssignmentRole, AssignmentStatus, ItemStage, Membership, Project, Role, StageStatus
+from annotation.models import (
+    Assignment,
+    AssignmentRole,
+    AssignmentStatus,
+    ItemStage,
+    Membership,
+    Project,
+    Role,
+    StageStatus,
+)
 from annotation.selectors import waiting_without_third_rater
 
 from .locks import lock_project_for_assigning, lock_project_of
@@ -18,20 +28,28 @@ BATCH_SIZE = 2000
 
 def annotator_ids(project: Project) -> list[int]:
     return list(
-        Membership.objects.filter(project=project, role=Role.ANNOTATOR).order_by("user_id").values_list("user_id", flat=True)
+        Membership.objects.filter(project=project, role=Role.ANNOTATOR)
+        .order_by("user_id")
+        .values_list("user_id", flat=True)
     )
 
 
 def current_load(project: Project, annotators: list[int]) -> Counter:
     load = Counter({user_id: 0 for user_id in annotators})
-    load.update(dict(
-        Assignment.objects.filter(item_stage__item__project=project, user_id__in=annotators)
-        .values_list("user_id").annotate(n=Count("id")).order_by()
-    ))
+    load.update(
+        dict(
+            Assignment.objects.filter(item_stage__item__project=project, user_id__in=annotators)
+            .values_list("user_id")
+            .annotate(n=Count("id"))
+            .order_by()
+        )
+    )
     return load
 
 
-def _plan(needs: list[tuple[int, set[int], int]], annotators: list[int], load: Counter) -> list[tuple[int, int]]:
+def _plan(
+    needs: list[tuple[int, set[int], int]], annotators: list[int], load: Counter
+) -> list[tuple[int, int]]:
     """Each (stage, annotators it has, how many more it needs) gets the least-loaded others;
     returns (stage id, user id) pairs."""
     planned = []
@@ -43,7 +61,9 @@ def _plan(needs: list[tuple[int, set[int], int]], annotators: list[int], load: C
     return planned
 
 
-def assign_new_stages(project: Project, stage_ids: list[int], annotators: list[int], load: Counter | None = None) -> int:
+def assign_new_stages(
+    project: Project, stage_ids: list[int], annotators: list[int], load: Counter | None = None
+) -> int:
     """Assign freshly created stages, which have no assignments yet (the import's fast path).
 
     ``load`` (from ``current_load``) is kept up to date in place, so an import written in
@@ -54,7 +74,9 @@ def assign_new_stages(project: Project, stage_ids: list[int], annotators: list[i
         needs = [(stage_id, set(), project.annotators_per_item) for stage_id in stage_ids]
     else:
         items = dict(ItemStage.objects.filter(id__in=stage_ids).values_list("id", "item_id"))
-        needs = [(stage_id, set(), project.annotators_for(items[stage_id])) for stage_id in stage_ids]
+        needs = [
+            (stage_id, set(), project.annotators_for(items[stage_id])) for stage_id in stage_ids
+        ]
     planned = _plan(needs, annotators, current_load(project, annotators) if load is None else load)
     _insert(planned)
     return len(planned)
@@ -67,17 +89,24 @@ def _insert(planned: list[tuple[int, int]], ignore_conflicts: bool = False) -> N
     NOTHING; COPY cannot), for stages other writers may be assigning too."""
     if connection.vendor != "postgresql" or ignore_conflicts:
         Assignment.objects.bulk_create(
-            [Assignment(item_stage_id=stage_id, user_id=user_id) for stage_id, user_id in planned], batch_size=BATCH_SIZE,
+            [Assignment(item_stage_id=stage_id, user_id=user_id) for stage_id, user_id in planned],
+            batch_size=BATCH_SIZE,
             ignore_conflicts=ignore_conflicts,
         )
         return
     meta = Assignment._meta
-    fields = [meta.get_field(name) for name in ("item_stage", "user", "role", "status", "created_at", "active_seconds")]
+    fields = [
+        meta.get_field(name)
+        for name in ("item_stage", "user", "role", "status", "created_at", "active_seconds")
+    ]
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     now = timezone.now()
-    with connection.cursor() as cursor, cursor.cursor.copy(
-        f"COPY {connection.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN"
-    ) as copy:
+    with (
+        connection.cursor() as cursor,
+        cursor.cursor.copy(
+            f"COPY {connection.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN"
+        ) as copy,
+    ):
         role, status = Assignment.role.field.default, Assignment.status.field.default
         for stage_id, user_id in planned:
             copy.write_row((stage_id, user_id, role, status, now, 0))
@@ -97,35 +126,43 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     weakest lock that serializes them: the foreign-key checks of rows inserted into the project
     (FOR KEY SHARE on its row, when an import commits) do not wait for it, nor it for them.
     """
-    if not lock_project_for_assigning(project.pk):  # deleted while a task was about to assign its items
+    if not lock_project_for_assigning(
+        project.pk
+    ):  # deleted while a task was about to assign its items
         return 0
     annotators = annotator_ids(project)
     if not annotators:
         return 0
     stages = ItemStage.objects.filter(
-        item__project=project, status__in=OPEN_FOR_ASSIGNMENT, stage__in=get_kind(project.kind).annotatable_stages
+        item__project=project,
+        status__in=OPEN_FOR_ASSIGNMENT,
+        stage__in=get_kind(project.kind).annotatable_stages,
     )
     if stage_ids is not None:
         stages = stages.filter(id__in=stage_ids)
-    stages = stages.annotate(assigned=Count("assignments", filter=Q(assignments__role=AssignmentRole.ANNOTATOR))).filter(
-        assigned__lt=project.annotators_per_item
-    )
-    needy = [(stage_id, assigned, project.annotators_for(item_id) - assigned)
-             for stage_id, assigned, item_id in stages.order_by("id").values_list("id", "assigned", "item_id")]
+    stages = stages.annotate(
+        assigned=Count("assignments", filter=Q(assignments__role=AssignmentRole.ANNOTATOR))
+    ).filter(assigned__lt=project.annotators_per_item)
+    needy = [
+        (stage_id, assigned, project.annotators_for(item_id) - assigned)
+        for stage_id, assigned, item_id in stages.order_by("id").values_list(
+            "id", "assigned", "item_id"
+        )
+    ]
     needy = [row for row in needy if row[2] > 0]
     if not needy:
         return assign_waiting_third_raters(project)
     taken: dict[int, set[int]] = {}
-    for stage_id, user_id in Assignment.objects.filter(item_stage_id__in=[s for s, _, _ in needy]).values_list(
-        "item_stage_id", "user_id"
-    ):
+    for stage_id, user_id in Assignment.objects.filter(
+        item_stage_id__in=[s for s, _, _ in needy]
+    ).values_list("item_stage_id", "user_id"):
         taken.setdefault(stage_id, set()).add(user_id)
     needs = [(stage_id, taken.get(stage_id, set()), missing) for stage_id, _, missing in needy]
     planned = _plan(needs, annotators, current_load(project, annotators))
     _insert(planned, ignore_conflicts=True)
-    ItemStage.objects.filter(id__in={stage_id for stage_id, _ in planned}, status=StageStatus.READY).update(
-        status=StageStatus.ANNOTATING
-    )
+    ItemStage.objects.filter(
+        id__in={stage_id for stage_id, _ in planned}, status=StageStatus.READY
+    ).update(status=StageStatus.ANNOTATING)
     return len(planned) + assign_waiting_third_raters(project)
 
 
@@ -144,17 +181,26 @@ def assign_third_rater(stage: ItemStage, exclude: set[int]) -> Assignment | None
         return None
     load = current_load(project, free)
     user_id = min(free, key=lambda u: (load[u], u))
-    return Assignment.objects.create(item_stage=stage, user_id=user_id, role=AssignmentRole.THIRD_RATER)
+    return Assignment.objects.create(
+        item_stage=stage, user_id=user_id, role=AssignmentRole.THIRD_RATER
+    )
 
 
 def assign_waiting_third_raters(project: Project) -> int:
     """Give a third rater to the waiting consolidations that have none (an annotator joined)."""
     assigned = 0
-    waiting = waiting_without_third_rater(project).select_related("item_stage__item__project").order_by("item_stage_id")
+    waiting = (
+        waiting_without_third_rater(project)
+        .select_related("item_stage__item__project")
+        .order_by("item_stage_id")
+    )
     for consolidation in waiting:
         # the stage alone, in stage-id order (annotation/services/locks.py)
-        stage = ItemStage.objects.select_for_update(of=("self",), no_key=True).select_related("item__project").get(
-            pk=consolidation.item_stage_id)
+        stage = (
+            ItemStage.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("item__project")
+            .get(pk=consolidation.item_stage_id)
+        )
         if stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists():
             continue
         exclude = {consolidation.consolidator_id} if consolidation.consolidator_id else set()
@@ -166,11 +212,19 @@ def assign_waiting_third_raters(project: Project) -> int:
 def reassign(assignment: Assignment) -> Assignment:
     """Give an assignment nobody started to the least-loaded other annotator of the project who
     has not worked on the item-stage (the admin's fix for a stalled item)."""
-    lock_project_of(assignment_id=assignment.pk)  # then the assignment alone (annotation/services/locks.py)
-    assignment = Assignment.objects.select_for_update(of=("self",)).select_related("item_stage__item__project").filter(
-        pk=assignment.pk).first()
+    lock_project_of(
+        assignment_id=assignment.pk
+    )  # then the assignment alone (annotation/services/locks.py)
+    assignment = (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("item_stage__item__project")
+        .filter(pk=assignment.pk)
+        .first()
+    )
     if assignment is None:  # deleted while this waited for its lock (a split, a member removed)
-        raise DomainError("this assignment is gone: its item was split again or its annotator removed")
+        raise DomainError(
+            "this assignment is gone: its item was split again or its annotator removed"
+        )
     if assignment.status != AssignmentStatus.ASSIGNED or hasattr(assignment, "annotation"):
         raise DomainError("this assignment was started: its annotator's work would be lost")
     stage = assignment.item_stage
@@ -178,7 +232,9 @@ def reassign(assignment: Assignment) -> Assignment:
     taken = set(stage.assignments.values_list("user_id", flat=True))
     free = [u for u in annotator_ids(project) if u not in taken]
     if not free:
-        raise DomainError("no other annotator of the project is free to take it: add an annotator first")
+        raise DomainError(
+            "no other annotator of the project is free to take it: add an annotator first"
+        )
     load = current_load(project, free)
     assignment.user_id = min(free, key=lambda u: (load[u], u))
     assignment.created_at = timezone.now()

@@ -1,4 +1,5 @@
 """Consolidation: from two (or more) submitted annotations to one gold record."""
+
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
@@ -14,8 +15,8 @@ from annotation.models import (
     ConsolidationStatus,
     GoldRecord,
     GoldSource,
-    Project,
     ItemStage,
+    Project,
     StageEvent,
     StageStatus,
 )
@@ -28,7 +29,9 @@ from .third_rater import allows_third_rater, always_third_rater, wait_for_third_
 def enqueue_store_export_lines(project_id: int, item_ids: list[int] | None = None) -> None:
     """Store export lines (the task ``store_export_lines``) once the transaction that changed
     the gold records has committed."""
-    if get_kind(Project.objects.values_list("kind", flat=True).get(pk=project_id)).stored_export_formats:
+    if get_kind(
+        Project.objects.values_list("kind", flat=True).get(pk=project_id)
+    ).stored_export_formats:
         dispatch.queue("store_export_lines", project_id, item_ids)
 
 
@@ -55,13 +58,19 @@ def open_consolidation_if_complete(stage: ItemStage) -> Consolidation | None:
     existing = Consolidation.objects.filter(item_stage=stage).first()
     has_third = len(assignments) > len(annotators)
     payloads = list(
-        Annotation.objects.filter(assignment__in=assignments).order_by("assignment_id").values_list("payload", flat=True)
+        Annotation.objects.filter(assignment__in=assignments)
+        .order_by("assignment_id")
+        .values_list("payload", flat=True)
     )
     kind = get_kind(project.kind)
     merged = kind.merge(stage.stage, stage.content, payloads)
     consolidation = existing or Consolidation(item_stage=stage)
     # merged even while it waits: the consolidation list and page show what the two disagree on
-    consolidation.draft, consolidation.disagreed, consolidation.alignment = merged.draft, merged.disagreed, merged.alignment
+    consolidation.draft, consolidation.disagreed, consolidation.alignment = (
+        merged.draft,
+        merged.disagreed,
+        merged.alignment,
+    )
     consolidation.draft_rows = None
     if not has_third and always_third_rater(project, stage.stage):
         return wait_for_third_rater(stage, consolidation)
@@ -78,9 +87,18 @@ def _gold_from_the_one_submission(stage: ItemStage, assignment: Assignment) -> N
     """An item outside the project's overlap share has one annotator: there is nothing to
     consolidate, and the submission is the gold record (marked so: pages, history and the raw
     export say which gold records no second annotator checked)."""
-    payload = Annotation.objects.filter(assignment=assignment).values_list("payload", flat=True).get()
-    GoldRecord.objects.update_or_create(item_stage=stage, defaults={
-        "payload": payload, "source": GoldSource.SINGLE, "consolidated_by": None, "disagreed_fields": []})
+    payload = (
+        Annotation.objects.filter(assignment=assignment).values_list("payload", flat=True).get()
+    )
+    GoldRecord.objects.update_or_create(
+        item_stage=stage,
+        defaults={
+            "payload": payload,
+            "source": GoldSource.SINGLE,
+            "consolidated_by": None,
+            "disagreed_fields": [],
+        },
+    )
     stage.status = StageStatus.DONE
     stage.save(update_fields=["status", "updated_at"])
     open_next_stages(stage.item.project, [stage.id])
@@ -89,20 +107,34 @@ def _gold_from_the_one_submission(stage: ItemStage, assignment: Assignment) -> N
 
 def check_not_annotator(consolidation: Consolidation, user) -> None:
     """Nobody consolidates an item they annotated (a 403, not a 400: it is about who asks)."""
-    if user is not None and Assignment.objects.filter(item_stage_id=consolidation.item_stage_id, user=user).exists():
+    if (
+        user is not None
+        and Assignment.objects.filter(item_stage_id=consolidation.item_stage_id, user=user).exists()
+    ):
         raise PermissionDenied("you annotated this item: another consolidator consolidates it")
 
 
 def lock_open_consolidation(consolidation: Consolidation, version: int | None) -> Consolidation:
     """Lock the item-stage, then the consolidation: the order the last submission of an item
     takes them in (it opens the consolidation), so neither waits for the other in a cycle."""
-    lock_project_of(stage_id=consolidation.item_stage_id)  # the lock order: annotation/services/locks.py
-    ItemStage.objects.select_for_update(no_key=True).filter(pk=consolidation.item_stage_id).values_list("pk", flat=True).first()
-    consolidation = Consolidation.objects.select_for_update(of=("self",)).select_related("item_stage__item__project").filter(
-        pk=consolidation.pk
-    ).first()
-    if consolidation is None:  # deleted while this waited (its project, or the step before reopened)
-        raise DomainError("this consolidation is gone: its project was deleted or the step before was reopened")
+    lock_project_of(
+        stage_id=consolidation.item_stage_id
+    )  # the lock order: annotation/services/locks.py
+    ItemStage.objects.select_for_update(no_key=True).filter(
+        pk=consolidation.item_stage_id
+    ).values_list("pk", flat=True).first()
+    consolidation = (
+        Consolidation.objects.select_for_update(of=("self",))
+        .select_related("item_stage__item__project")
+        .filter(pk=consolidation.pk)
+        .first()
+    )
+    if (
+        consolidation is None
+    ):  # deleted while this waited (its project, or the step before reopened)
+        raise DomainError(
+            "this consolidation is gone: its project was deleted or the step before was reopened"
+        )
     if consolidation.status != ConsolidationStatus.OPEN:
         raise DomainError(f"this consolidation is {consolidation.get_status_display().lower()}")
     if version is not None and version != consolidation.version:
@@ -116,18 +148,25 @@ def _check_draft_rows(rows, alignment) -> None:
         return
     parts = alignment or []
     if not isinstance(rows, list) or len(rows) != len(parts):
-        raise DomainError(f"draft_rows must be a list with one list per aligned part ({len(parts)})")
+        raise DomainError(
+            f"draft_rows must be a list with one list per aligned part ({len(parts)})"
+        )
     for i, part_rows in enumerate(rows):
         if not isinstance(part_rows, list):
             raise DomainError(f"draft_rows[{i}] must be a list")
         for j, row in enumerate(part_rows):
-            valid = row is None or (isinstance(row, int) and not isinstance(row, bool) and 0 <= row < len(parts[i]))
+            valid = row is None or (
+                isinstance(row, int) and not isinstance(row, bool) and 0 <= row < len(parts[i])
+            )
             if not valid:
-                raise DomainError(f"draft_rows[{i}][{j}] must be null or an alignment row number below {len(parts[i])}")
+                raise DomainError(
+                    f"draft_rows[{i}][{j}] must be null or an alignment row number below {len(parts[i])}"
+                )
 
 
-def save_consolidation(*, consolidation: Consolidation, user, payload, version: int, submit: bool,
-                       draft_rows=None) -> Consolidation:
+def save_consolidation(
+    *, consolidation: Consolidation, user, payload, version: int, submit: bool, draft_rows=None
+) -> Consolidation:
     """Save the consolidator's draft; with ``submit`` it becomes the item-stage's gold record.
 
     ``draft_rows`` (optional) records which alignment row each unit of the draft came from, so
@@ -196,17 +235,27 @@ def reopen_stage(*, stage: ItemStage, user, reason: str) -> Consolidation:
         raise DomainError("a reason is required: the item's history keeps it")
     with transaction.atomic():
         lock_project_of(stage_id=stage.pk)  # then the stage alone (annotation/services/locks.py)
-        stage = ItemStage.objects.select_for_update(of=("self",), no_key=True).select_related("item__project").get(pk=stage.pk)
+        stage = (
+            ItemStage.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("item__project")
+            .get(pk=stage.pk)
+        )
         if stage.status not in (StageStatus.DONE, StageStatus.DISCARDED):
-            raise DomainError(f"this step is {stage.get_status_display().lower()}: only a gold record or a discard is reopened")
+            raise DomainError(
+                f"this step is {stage.get_status_display().lower()}: only a gold record or a discard is reopened"
+            )
         later = ItemStage.objects.filter(item_id=stage.item_id, stage__gt=stage.stage)
         if Annotation.objects.filter(assignment__item_stage__in=later).exists():
             raise DomainError("the next step already has annotations resting on this gold record")
         restoring = stage.status == StageStatus.DISCARDED
         gold = GoldRecord.objects.filter(item_stage=stage).first()
-        consolidation = Consolidation.objects.select_for_update(no_key=True).filter(item_stage=stage).first()
+        consolidation = (
+            Consolidation.objects.select_for_update(no_key=True).filter(item_stage=stage).first()
+        )
         if consolidation is None:  # an imported gold record: its consolidation starts from it
-            consolidation = Consolidation(item_stage=stage, draft=gold.payload if gold else {}, disagreed=[])
+            consolidation = Consolidation(
+                item_stage=stage, draft=gold.payload if gold else {}, disagreed=[]
+            )
         elif gold is not None:
             consolidation.draft = {k: v for k, v in gold.payload.items() if k != "released"}
         consolidation.status = ConsolidationStatus.OPEN
@@ -217,8 +266,12 @@ def reopen_stage(*, stage: ItemStage, user, reason: str) -> Consolidation:
         stage.status = StageStatus.CONSOLIDATING
         stage.discard_reason = ""
         stage.save(update_fields=["status", "discard_reason", "updated_at"])
-        StageEvent.objects.create(item_stage=stage, action=StageEvent.RESTORED if restoring else StageEvent.REOPENED,
-                                  reason=reason, user=user)
+        StageEvent.objects.create(
+            item_stage=stage,
+            action=StageEvent.RESTORED if restoring else StageEvent.REOPENED,
+            reason=reason,
+            user=user,
+        )
     return consolidation
 
 

@@ -14,6 +14,7 @@ system runs, LLM rater runs and evidence searches.
   waiting for a worker on its queue.
 - ``restart``: put a stalled job back in its queue (API action and button; admins and owners).
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,7 +29,15 @@ from django.utils import timezone
 
 from annotation import dispatch
 from annotation.exceptions import DomainError
-from annotation.models import BackgroundJob, Corpus, EvidenceSearch, ImportJob, SystemRun, SystemRunSource, UploadJob
+from annotation.models import (
+    BackgroundJob,
+    Corpus,
+    EvidenceSearch,
+    ImportJob,
+    SystemRun,
+    SystemRunSource,
+    UploadJob,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -38,11 +47,11 @@ MAX_REASON_CHARS = 300
 
 @dataclass(frozen=True)
 class JobKind:
-    name: str            # as the API names it
-    label: str           # as messages name it
+    name: str  # as the API names it
+    label: str  # as messages name it
     model: type[BackgroundJob]
-    task: str            # the Celery task that runs it, by its name in annotation.dispatch (never imported)
-    where: Q = Q()       # which rows of ``model`` are of this kind
+    task: str  # the Celery task that runs it, by its name in annotation.dispatch (never imported)
+    where: Q = Q()  # which rows of ``model`` are of this kind
 
     @property
     def queued(self) -> str:
@@ -57,13 +66,28 @@ class JobKind:
         return self.model.ENDED_STATES
 
 
-KINDS = {kind.name: kind for kind in (
-    JobKind("import", "import", ImportJob, "run_import"),
-    JobKind("corpus", "corpus import", Corpus, "import_corpus"),
-    JobKind("system-run", "system run", SystemRun, "score_system_run", Q(source=SystemRunSource.UPLOAD)),
-    JobKind("llm-rater", "LLM rater run", SystemRun, "run_llm_rater", Q(source=SystemRunSource.LLM_RATER)),
-    JobKind("evidence-search", "evidence search", EvidenceSearch, "run_evidence_search"),
-)}
+KINDS = {
+    kind.name: kind
+    for kind in (
+        JobKind("import", "import", ImportJob, "run_import"),
+        JobKind("corpus", "corpus import", Corpus, "import_corpus"),
+        JobKind(
+            "system-run",
+            "system run",
+            SystemRun,
+            "score_system_run",
+            Q(source=SystemRunSource.UPLOAD),
+        ),
+        JobKind(
+            "llm-rater",
+            "LLM rater run",
+            SystemRun,
+            "run_llm_rater",
+            Q(source=SystemRunSource.LLM_RATER),
+        ),
+        JobKind("evidence-search", "evidence search", EvidenceSearch, "run_evidence_search"),
+    )
+}
 
 
 def kind_of(job) -> JobKind:
@@ -85,12 +109,17 @@ def claimable(kind: JobKind) -> Q:
     """The rows a delivery of the kind's task may take: queued, or running but stalled (its
     worker died). A redelivery while another worker is still at it finds nothing to take (for
     jobs where two runs at once would clash: corpora, evidence searches)."""
-    return Q(state=kind.queued) | Q(state__in=kind.running) & _silent_since(timezone.now() - stalled_after())
+    return Q(state=kind.queued) | Q(state__in=kind.running) & _silent_since(
+        timezone.now() - stalled_after()
+    )
 
 
 # -- the lifecycle: what a task writes on its job's row ------------------------------------------
 
-def claim(model: type[BackgroundJob], job_id: int, *, take_running: str = "stalled", **values) -> bool:
+
+def claim(
+    model: type[BackgroundJob], job_id: int, *, take_running: str = "stalled", **values
+) -> bool:
     """Queued -> running (``started_at`` and ``progress_at`` now, plus ``values``); False when
     another delivery has it. ``take_running``: which running job a delivery takes over as well:
     "stalled" (silent for JOB_STALLED_AFTER_SECONDS: its worker died), "any" (a job whose writes
@@ -101,25 +130,42 @@ def claim(model: type[BackgroundJob], job_id: int, *, take_running: str = "stall
         takes |= Q(state=model.RUNNING)
     elif take_running == "stalled":
         takes |= Q(state=model.RUNNING) & _silent_since(now - stalled_after())
-    return bool(model.objects.filter(takes, pk=job_id).update(state=model.RUNNING, started_at=now, progress_at=now,
-                                                               **values))
+    return bool(
+        model.objects.filter(takes, pk=job_id).update(
+            state=model.RUNNING, started_at=now, progress_at=now, **values
+        )
+    )
 
 
 def progress(model: type[BackgroundJob], job_id: int, **counters) -> bool:
     """Record a running job's counters and its sign of life; False once it is no longer running
     (cancelled, or ended by another run)."""
-    return bool(model.objects.filter(pk=job_id, state=model.RUNNING).update(progress_at=timezone.now(), **counters))
+    return bool(
+        model.objects.filter(pk=job_id, state=model.RUNNING).update(
+            progress_at=timezone.now(), **counters
+        )
+    )
 
 
-def end(model: type[BackgroundJob], job_id: int, state: str, *, only_from: tuple[str, ...] | None = None,
-        remove_upload: bool = True, **values) -> bool:
+def end(
+    model: type[BackgroundJob],
+    job_id: int,
+    state: str,
+    *,
+    only_from: tuple[str, ...] | None = None,
+    remove_upload: bool = True,
+    **values,
+) -> bool:
     """Move a job that has not ended (or is in one of ``only_from``) to ``state``, with
     ``finished_at`` now; False when it had ended (or moved on) already. Its upload is removed,
     unless ``remove_upload`` is False (an end written inside a transaction that may roll back)."""
     now = timezone.now()
     states = only_from or (model.QUEUED, model.RUNNING)
-    ended = bool(model.objects.filter(pk=job_id, state__in=states).update(state=state, finished_at=now,
-                                                                          progress_at=now, **values))
+    ended = bool(
+        model.objects.filter(pk=job_id, state__in=states).update(
+            state=state, finished_at=now, progress_at=now, **values
+        )
+    )
     if ended and remove_upload:
         delete_upload(model, job_id)
     return ended
@@ -138,7 +184,9 @@ def requeue(model: type[BackgroundJob], job_id: int) -> None:
     try:
         model.objects.filter(pk=job_id, state=model.RUNNING).update(state=model.QUEUED)
     except Exception:  # still unreachable: the retry takes it once it is stalled
-        logger.warning("could not hand %s %s back to the queue", model.__name__, job_id, exc_info=True)
+        logger.warning(
+            "could not hand %s %s back to the queue", model.__name__, job_id, exc_info=True
+        )
 
 
 def delete_upload(model: type[BackgroundJob], job_id: int) -> None:
@@ -154,10 +202,11 @@ def delete_upload(model: type[BackgroundJob], job_id: int) -> None:
 
 # -- the catch-all --------------------------------------------------------------------------------
 
+
 def reason(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     if len(text) > MAX_REASON_CHARS:
-        text = text[:MAX_REASON_CHARS - 1] + "…"
+        text = text[: MAX_REASON_CHARS - 1] + "…"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
@@ -174,7 +223,7 @@ def run_job(task, run, fail, job_id: int, nothing_was: str, before_retry=None, l
             return None, True
         if before_retry is not None:
             before_retry(job_id)
-        raise task.retry(exc=exc, countdown=min(60, 2 ** task.request.retries))
+        raise task.retry(exc=exc, countdown=min(60, 2**task.request.retries))
     except Exception as exc:  # whatever the body raised, the job ends with the reason
         logger.exception("%s %s stopped on an unexpected error", label, job_id)
         fail(job_id, f"stopped on an unexpected error ({reason(exc)}); nothing was {nothing_was}")
@@ -182,6 +231,7 @@ def run_job(task, run, fail, job_id: int, nothing_was: str, before_retry=None, l
 
 
 # -- what the pages and the API show ---------------------------------------------------------------
+
 
 def task_queue(task_name: str) -> str:
     """The queue a task is sent to (settings.CELERY_TASK_ROUTES, else the default queue)."""
@@ -219,8 +269,10 @@ def status(job) -> dict:
             detail += ": is a worker running for that queue? (a restart sends the job again)"
     elif job.state in kind.running:
         if stalled:
-            detail = (f"stalled: no progress for {_duration(timezone.now() - last)} (its worker may have died); "
-                      "restart it, or wait for the broker to deliver it again")
+            detail = (
+                f"stalled: no progress for {_duration(timezone.now() - last)} (its worker may have died); "
+                "restart it, or wait for the broker to deliver it again"
+            )
         else:
             detail = "running"
     else:
@@ -239,18 +291,24 @@ def _duration(delta: timedelta) -> str:
 
 # -- restart -------------------------------------------------------------------------------------
 
+
 def restart(job):
     """Queue a stalled job again. Only a stalled one: a live worker's job would run twice."""
     kind = kind_of(job)
     if job.state in kind.ended:
         raise DomainError(f"this {kind.label} has ended ({job.state}): there is nothing to restart")
     if not status(job)["stalled"]:
-        raise DomainError(f"this {kind.label} is not stalled: it made progress in the last "
-                          f"{settings.JOB_STALLED_AFTER_SECONDS} s (or waits for less long than that)")
+        raise DomainError(
+            f"this {kind.label} is not stalled: it made progress in the last "
+            f"{settings.JOB_STALLED_AFTER_SECONDS} s (or waits for less long than that)"
+        )
     cutoff = timezone.now() - stalled_after()
     with transaction.atomic():
         taken = kind.model.objects.filter(
-            kind.where, Q(state=kind.queued) | Q(state__in=kind.running), _silent_since(cutoff), pk=job.pk,
+            kind.where,
+            Q(state=kind.queued) | Q(state__in=kind.running),
+            _silent_since(cutoff),
+            pk=job.pk,
         ).update(state=kind.queued, progress_at=timezone.now())
         if not taken:
             raise DomainError(f"this {kind.label} moved on meanwhile: reload it")
@@ -258,4 +316,3 @@ def restart(job):
     logger.info("%s %s restarted", kind.label, job.pk)
     job.refresh_from_db()
     return job
-

@@ -35,6 +35,7 @@ deleted are locked ``FOR NO KEY UPDATE`` (``no_key=True``), which new rows refer
 SQLite has a single writer and no row locks: there the helpers only check that the project
 still exists. ``docs/concurrency.md`` lists which write takes which locks.
 """
+
 from django.db import connection
 
 from annotation.exceptions import ProjectDeleted
@@ -45,7 +46,9 @@ def _lock(project_id: int, mode: str) -> bool:
     if connection.vendor != "postgresql":
         return Project.objects.filter(pk=project_id).exists()
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT 1 FROM {Project._meta.db_table} WHERE id = %s FOR {mode}", [project_id])
+        cursor.execute(
+            f"SELECT 1 FROM {Project._meta.db_table} WHERE id = %s FOR {mode}", [project_id]
+        )
         return cursor.fetchone() is not None
 
 

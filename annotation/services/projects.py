@@ -1,18 +1,17 @@
 """Projects, members and users."""
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from annotation import selectors
-from annotation.exceptions import ProjectDeleted
-from annotation.exceptions import DomainError
+from annotation.exceptions import DomainError, ProjectDeleted
 from annotation.kinds import get_kind
 from annotation.kinds.dfactscore import settings_error as dfactscore_settings_error
 from annotation.models import Assignment, AssignmentStatus, Membership, Project, Role, ThirdRater
 
 from .assignments import assign_open_stages
-
 from .locks import lock_project_for_change, lock_project_for_delete, lock_project_for_write
 
 User = get_user_model()
@@ -23,7 +22,14 @@ SEGMENTATION_METHODS = ("auto", "sentence", "separator")
 # Only staff change them; project admins read them with the key masked.
 ENDPOINT_SECTIONS = {
     "llm": ("base_url", "api_key", "model", "timeout", "max_retries", "concurrency", "temperature"),
-    "web_search": ("base_url", "api_key", "timeout", "max_page_bytes", "results_per_query", "concurrency"),
+    "web_search": (
+        "base_url",
+        "api_key",
+        "timeout",
+        "max_page_bytes",
+        "results_per_query",
+        "concurrency",
+    ),
 }
 LLM_SETTING_KEYS = ENDPOINT_SECTIONS["llm"]
 PASSAGE_KEYS = ("sentences", "stride")
@@ -31,7 +37,7 @@ PASSAGE_KEYS = ("sentences", "stride")
 MASKED_SECRET = selectors.MASKED_SECRET
 STAFF_ONLY = (
     "only staff may change pipeline_settings.{section} (the endpoint, its key and parameters); project admins see it "
-    "read-only: send it back as read (api_key \"********\") and change only the other settings"
+    'read-only: send it back as read (api_key "********") and change only the other settings'
 )
 LLM_SETTINGS_STAFF_ONLY = STAFF_ONLY.format(section="llm")
 
@@ -52,7 +58,10 @@ def _check_endpoint_section(name: str, section) -> None:
             valid, expected = _is_number(value) and value >= 0, "a number ≥ 0"
         else:
             minimum = 0 if key == "max_retries" else 1
-            valid, expected = isinstance(value, int) and not isinstance(value, bool) and value >= minimum, f"an integer ≥ {minimum}"
+            valid, expected = (
+                isinstance(value, int) and not isinstance(value, bool) and value >= minimum,
+                f"an integer ≥ {minimum}",
+            )
         if not valid:
             raise ValidationError(f"{name}.{key} must be {expected}, not {value!r}")
 
@@ -61,7 +70,14 @@ def validate_pipeline_settings(settings: dict) -> dict:
     """Check a project's pipeline settings; raise ValidationError naming the bad key."""
     if not isinstance(settings, dict):
         raise ValidationError("must be an object")
-    unknown = set(settings) - {"segmentation", "passages", "embeddings", "revision", "dfactscore", *ENDPOINT_SECTIONS}
+    unknown = set(settings) - {
+        "segmentation",
+        "passages",
+        "embeddings",
+        "revision",
+        "dfactscore",
+        *ENDPOINT_SECTIONS,
+    }
     if unknown:
         raise ValidationError(f"unknown settings: {', '.join(sorted(unknown))}")
     if settings.get("segmentation", "auto") not in SEGMENTATION_METHODS:
@@ -70,17 +86,28 @@ def validate_pipeline_settings(settings: dict) -> dict:
         _check_endpoint_section(name, settings.get(name, {}))
     passages = settings.get("passages", {})
     if not isinstance(passages, dict) or set(passages) - set(PASSAGE_KEYS):
-        raise ValidationError(f"passages must be an object with {' and '.join(PASSAGE_KEYS)} (web pages' sentence windows)")
+        raise ValidationError(
+            f"passages must be an object with {' and '.join(PASSAGE_KEYS)} (web pages' sentence windows)"
+        )
     for key, value in passages.items():
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 50:
-            raise ValidationError(f"passages.{key} must be a whole number from 1 to 50, not {value!r}")
+            raise ValidationError(
+                f"passages.{key} must be a whole number from 1 to 50, not {value!r}"
+            )
     if not isinstance(settings.get("embeddings", True), bool):
-        raise ValidationError("embeddings must be true or false (rank evidence with embeddings too)")
+        raise ValidationError(
+            "embeddings must be true or false (rank evidence with embeddings too)"
+        )
     revision = settings.get("revision", {})
-    if not isinstance(revision, dict) or set(revision) - {"with_question"} \
-            or not isinstance(revision.get("with_question", False), bool):
-        raise ValidationError("revision must be an object with with_question true or false "
-                              "(step 3: show the model the user's question when it revises a sentence)")
+    if (
+        not isinstance(revision, dict)
+        or set(revision) - {"with_question"}
+        or not isinstance(revision.get("with_question", False), bool)
+    ):
+        raise ValidationError(
+            "revision must be an object with with_question true or false "
+            "(step 3: show the model the user's question when it revises a sentence)"
+        )
     if "dfactscore" in settings and (message := dfactscore_settings_error(settings["dfactscore"])):
         raise ValidationError(message)
     return settings
@@ -105,7 +132,6 @@ def resolve_secret(stored: dict, new: dict) -> dict:
     if stored_key and same_base_url(new.get("base_url"), stored.get("base_url")):
         return {**new, "api_key": stored_key}
     return {key: value for key, value in new.items() if key != "api_key"}
-
 
 
 def _effective(section: dict | None) -> dict:
@@ -136,8 +162,11 @@ def update_project(*, project: Project, changed_by, **changes) -> Project:
             if changed and not selectors.can_change_llm_settings(changed_by):
                 raise PermissionDenied(STAFF_ONLY.format(section=name))
         changes["pipeline_settings"] = new_settings
-    more_annotators = (changes.get("annotators_per_item", project.annotators_per_item) > project.annotators_per_item
-                       or changes.get("overlap_share", project.overlap_share) > project.overlap_share)
+    more_annotators = (
+        changes.get("annotators_per_item", project.annotators_per_item)
+        > project.annotators_per_item
+        or changes.get("overlap_share", project.overlap_share) > project.overlap_share
+    )
     for field, value in changes.items():
         setattr(project, field, value)
     if changes:
@@ -148,9 +177,17 @@ def update_project(*, project: Project, changed_by, **changes) -> Project:
 
 
 @transaction.atomic
-def create_project(*, name: str, kind: str, created_by=None, annotators_per_item: int = 2, guidelines: str = "",
-                   pipeline_settings: dict | None = None, third_rater: str = ThirdRater.ESCALATION,
-                   overlap_share: float = 1.0) -> Project:
+def create_project(
+    *,
+    name: str,
+    kind: str,
+    created_by=None,
+    annotators_per_item: int = 2,
+    guidelines: str = "",
+    pipeline_settings: dict | None = None,
+    third_rater: str = ThirdRater.ESCALATION,
+    overlap_share: float = 1.0,
+) -> Project:
     spec = get_kind(kind)  # refuses kinds that are not built yet
     project = Project.objects.create(
         name=name,
@@ -170,8 +207,12 @@ def create_project(*, name: str, kind: str, created_by=None, annotators_per_item
 
 def _without_masked_key(settings: dict) -> dict:
     # A new project has no stored key for the masked value to stand for.
-    return {name: resolve_secret({}, value) if name in ENDPOINT_SECTIONS and isinstance(value, dict) else value
-            for name, value in settings.items()}
+    return {
+        name: resolve_secret({}, value)
+        if name in ENDPOINT_SECTIONS and isinstance(value, dict)
+        else value
+        for name, value in settings.items()
+    }
 
 
 @transaction.atomic
@@ -202,7 +243,12 @@ def remove_member(*, project: Project, user, role: str) -> int:
     keeps at least one admin."""
     # Locked so that two admins taking each other's role at once cannot leave none.
     lock_project_for_change(project.pk)
-    if role == Role.ADMIN and not Membership.objects.filter(project=project, role=Role.ADMIN).exclude(user=user).exists():
+    if (
+        role == Role.ADMIN
+        and not Membership.objects.filter(project=project, role=Role.ADMIN)
+        .exclude(user=user)
+        .exists()
+    ):
         raise DomainError("a project needs an admin: make someone else admin first")
     deleted, _ = Membership.objects.filter(project=project, user=user, role=role).delete()
     if deleted and role == Role.ANNOTATOR:
@@ -210,9 +256,13 @@ def remove_member(*, project: Project, user, role: str) -> int:
         # re-reads the row) and kept; only then are the open ones deleted.
         # Only the assignment rows, in id order: through the join their stages and items were locked
         # too, out of the order of annotation/services/locks.py.
-        open_ids = list(Assignment.objects.select_for_update(of=("self",))
-                        .filter(item_stage__item__project=project, user=user)
-                        .exclude(status=AssignmentStatus.SUBMITTED).order_by("id").values_list("id", flat=True))
+        open_ids = list(
+            Assignment.objects.select_for_update(of=("self",))
+            .filter(item_stage__item__project=project, user=user)
+            .exclude(status=AssignmentStatus.SUBMITTED)
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
         Assignment.objects.filter(id__in=open_ids).delete()
         assign_open_stages(project)
     return deleted
@@ -235,8 +285,15 @@ def change_member_role(*, project: Project, membership: Membership, role: str) -
 
 
 @transaction.atomic
-def create_user(*, username: str, password: str, email: str = "", is_staff: bool = False,
-                project: Project | None = None, role: str | None = None):
+def create_user(
+    *,
+    username: str,
+    password: str,
+    email: str = "",
+    is_staff: bool = False,
+    project: Project | None = None,
+    role: str | None = None,
+):
     """A new account, optionally added to ``project`` with ``role`` in the same transaction.
 
     The password is checked by the configured validators, including its likeness to the
@@ -249,7 +306,9 @@ def create_user(*, username: str, password: str, email: str = "", is_staff: bool
         validate_password(password, user=User(username=username, email=email))
     except ValidationError as exc:
         raise ValidationError({"password": exc.messages}) from exc
-    user = User.objects.create_user(username=username, password=password, email=email, is_staff=is_staff)
+    user = User.objects.create_user(
+        username=username, password=password, email=email, is_staff=is_staff
+    )
     if project is not None and role:
         add_member(project=project, user=user, role=role)
     return user

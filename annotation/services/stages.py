@@ -1,7 +1,8 @@
 """Moving items from one annotation step to the next, and pre-annotating each step."""
+
 import logging
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 from django.db import OperationalError, transaction
 
@@ -49,7 +50,9 @@ def precompute_stages(stage_ids: list[int]) -> dict:
     and connection errors propagate (the task retries); any other error fails the one stage.
     """
     done, failed = 0, 0
-    stages = ItemStage.objects.filter(id__in=stage_ids, status=StageStatus.PRECOMPUTING).select_related("item__project")
+    stages = ItemStage.objects.filter(
+        id__in=stage_ids, status=StageStatus.PRECOMPUTING
+    ).select_related("item__project")
     for stage in stages:
         project = stage.item.project
         kind = get_kind(project.kind)
@@ -57,18 +60,28 @@ def precompute_stages(stage_ids: list[int]) -> dict:
         if stage.stage > kind.stages[0]:
             earlier = {
                 number: {"content": content, "gold": gold}
-                for number, content, gold in ItemStage.objects.filter(item_id=stage.item_id, stage__lt=stage.stage)
-                .values_list("stage", "content", "gold__payload")
+                for number, content, gold in ItemStage.objects.filter(
+                    item_id=stage.item_id, stage__lt=stage.stage
+                ).values_list("stage", "content", "gold__payload")
             }
         previous_gold = (earlier.get(stage.stage - 1) or {}).get("gold")
         try:
-            result = kind.precompute(stage.stage, stage.item.prompt, stage.item.response, stage.content,
-                                     project.pipeline_settings, previous_gold=previous_gold,
-                                     evidence_search=partial(corpus_search, project), item_metadata=stage.item.metadata,
-                                     earlier=earlier)
+            result = kind.precompute(
+                stage.stage,
+                stage.item.prompt,
+                stage.item.response,
+                stage.content,
+                project.pipeline_settings,
+                previous_gold=previous_gold,
+                evidence_search=partial(corpus_search, project),
+                item_metadata=stage.item.metadata,
+                earlier=earlier,
+            )
         except (OperationalError, ConnectionError, TimeoutError):
             raise
-        except Exception as exc:  # a bad item must not stop the others; its error is shown in the UI
+        except (
+            Exception
+        ) as exc:  # a bad item must not stop the others; its error is shown in the UI
             logger.exception("pre-annotation of %s failed", stage)
             ItemStage.objects.filter(pk=stage.pk, status=StageStatus.PRECOMPUTING).update(
                 status=StageStatus.FAILED, precompute_error=f"{type(exc).__name__}: {exc}"
@@ -98,7 +111,9 @@ def open_next_stages(project: Project, done_stage_ids: list[int]) -> list[int]:
     the consolidated checkworthy claims) runs in a task after the transaction commits.
     """
     kind = get_kind(project.kind)
-    done = ItemStage.objects.filter(id__in=done_stage_ids, status=StageStatus.DONE).values_list("item_id", "stage")
+    done = ItemStage.objects.filter(id__in=done_stage_ids, status=StageStatus.DONE).values_list(
+        "item_id", "stage"
+    )
     wanted = [(item_id, stage + 1) for item_id, stage in done if stage + 1 in kind.stages]
     if not wanted:
         return []
@@ -106,8 +121,11 @@ def open_next_stages(project: Project, done_stage_ids: list[int]) -> list[int]:
         ItemStage.objects.filter(item_id__in=[i for i, _ in wanted]).values_list("item_id", "stage")
     )
     created = ItemStage.objects.bulk_create(
-        [ItemStage(item_id=item_id, stage=stage, status=StageStatus.PRECOMPUTING)
-         for item_id, stage in wanted if (item_id, stage) not in existing],
+        [
+            ItemStage(item_id=item_id, stage=stage, status=StageStatus.PRECOMPUTING)
+            for item_id, stage in wanted
+            if (item_id, stage) not in existing
+        ],
         batch_size=2000,
     )
     stage_ids = [s.id for s in created]
@@ -134,22 +152,36 @@ def correct_split(*, stage: ItemStage, units: list[str]) -> ItemStage:
         # refuses, or finds its assignment gone, never deleted with it), then the stage alone: the
         # item and the project locked FOR UPDATE through the join deadlocked with adding an annotator.
         lock_project_of(stage_id=stage.pk)
-        list(Assignment.objects.select_for_update(of=("self",)).filter(item_stage_id=stage.pk).order_by("id")
-             .values_list("id", flat=True))
-        stage = ItemStage.objects.select_for_update(of=("self",), no_key=True).select_related("item__project").get(pk=stage.pk)
+        list(
+            Assignment.objects.select_for_update(of=("self",))
+            .filter(item_stage_id=stage.pk)
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
+        stage = (
+            ItemStage.objects.select_for_update(of=("self",), no_key=True)
+            .select_related("item__project")
+            .get(pk=stage.pk)
+        )
         field = get_kind(stage.item.project.kind).split_field(stage.stage)
         if field is None:
-            raise DomainError(f"step {stage.stage} takes its units from the step before: nothing to split")
+            raise DomainError(
+                f"step {stage.stage} takes its units from the step before: nothing to split"
+            )
         if stage.status not in (StageStatus.READY, StageStatus.ANNOTATING, StageStatus.FAILED):
             raise DomainError(f"this step is {stage.get_status_display().lower()}")
         if Annotation.objects.filter(assignment__item_stage=stage).exists():
-            raise DomainError("an annotator has started this item: their work is about the current split")
+            raise DomainError(
+                "an annotator has started this item: their work is about the current split"
+            )
         stage.assignments.all().delete()
         stage.content = {**stage.content, field: units}
         stage.suggestion = None
         stage.precompute_error = ""
         stage.status = StageStatus.PRECOMPUTING
-        stage.save(update_fields=["content", "suggestion", "precompute_error", "status", "updated_at"])
+        stage.save(
+            update_fields=["content", "suggestion", "precompute_error", "status", "updated_at"]
+        )
         stage_id = stage.id
         transaction.on_commit(lambda: enqueue_precompute([stage_id]))
     return stage

@@ -1,4 +1,5 @@
 """JSON as people and tools read it, for the pages that show stored records (the item page)."""
+
 import json
 
 from django import template

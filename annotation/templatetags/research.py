@@ -1,4 +1,5 @@
 """Template helpers of the research pages (leaderboard) and the project nav that links to them."""
+
 from django import template
 
 from annotation import selectors
@@ -10,7 +11,9 @@ register = template.Library()
 def researcher_of(user, project) -> bool:
     """Whether ``user`` may see the project's research pages (agreement, leaderboard): its
     admins and consolidators. The nav is included by pages whose views do not pass the roles."""
-    return bool(getattr(user, "is_authenticated", False)) and selectors.can_consolidate(user, project)
+    return bool(getattr(user, "is_authenticated", False)) and selectors.can_consolidate(
+        user, project
+    )
 
 
 @register.filter

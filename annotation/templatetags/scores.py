@@ -1,4 +1,5 @@
 """Score display for templates: shares shown as percentages, as the papers report them."""
+
 from django import template
 
 register = template.Library()

@@ -1,5 +1,6 @@
 """Answers the API gives outside its views: JSON 404s for any path under /api/ (a newline in an
 id included), and the server's 414 for an over-long request line, documented in the schema."""
+
 import http.client
 import os
 import socket
@@ -15,19 +16,21 @@ from drf_spectacular.generators import SchemaGenerator
 from api.views import page_not_found
 from tests.helpers.paths import REPO_ROOT as REPO
 
-
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("path", [
-    "/api/projects/1%0A/",
-    "/api/projects/%0A/",
-    "/api/projects/1/items/1%0A/stages/1/split/",
-    "/api/projects/1/items/%0A1/stages/1/reopen/",
-    "/api/assignments/1%0A2/annotation/",
-    "/api/corpora/%0A%0A/",
-    "/api/%0A/",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/projects/1%0A/",
+        "/api/projects/%0A/",
+        "/api/projects/1/items/1%0A/stages/1/split/",
+        "/api/projects/1/items/%0A1/stages/1/reopen/",
+        "/api/assignments/1%0A2/annotation/",
+        "/api/corpora/%0A%0A/",
+        "/api/%0A/",
+    ],
+)
 def test_an_api_path_with_a_newline_is_a_json_404(path, clients, felm_project):
     for method in ("get", "post", "put", "delete"):
         response = getattr(clients["admin"], method)(path.replace("/1", f"/{felm_project.id}", 1))
@@ -51,7 +54,9 @@ def test_a_page_path_with_a_newline_is_still_the_html_404(logged_in):
 
 def test_the_schema_documents_414_on_every_operation():
     schema = SchemaGenerator().get_schema(request=None, public=True)
-    operations = [(path, method, op) for path, item in schema["paths"].items() for method, op in item.items()]
+    operations = [
+        (path, method, op) for path, item in schema["paths"].items() for method, op in item.items()
+    ]
     assert len(operations) > 40
     for path, method, op in operations:
         answer = op["responses"].get("414")
@@ -71,8 +76,13 @@ def test_gunicorn_answers_an_over_long_request_line_as_the_schema_says(tmp_path)
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
     env.pop("CELERY_BROKER_URL", None)
     gunicorn = Path(sys.executable).with_name("gunicorn")
-    server = subprocess.Popen([str(gunicorn), "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
-                              env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [str(gunicorn), "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         for _ in range(100):
             try:
@@ -97,5 +107,9 @@ def test_an_unknown_api_path_is_a_json_404_for_a_session_write_without_csrf_toke
 
     client = Client(enforce_csrf_checks=True)
     client.force_login(users["alice"])
-    response = client.put("/api/assignments/202413191901483696128/annotation/", data="{}", content_type="application/json")
+    response = client.put(
+        "/api/assignments/202413191901483696128/annotation/",
+        data="{}",
+        content_type="application/json",
+    )
     assert response.status_code == 404 and response["Content-Type"] == "application/json"

@@ -1,5 +1,6 @@
 """Login rate limiting (django-axes): failures count per username and client address, on the
 login page and on POST /api/auth/token/; a locked-out pair gets 429 for the cool-off period."""
+
 import pytest
 from django.test import Client
 from rest_framework.test import APIClient
@@ -13,12 +14,19 @@ LOCKED = "Too many failed logins for this username from your address"
 
 
 def page_login(client, username, password, ip="10.0.0.1", **extra):
-    return client.post("/accounts/login/", {"username": username, "password": password}, REMOTE_ADDR=ip, **extra)
+    return client.post(
+        "/accounts/login/", {"username": username, "password": password}, REMOTE_ADDR=ip, **extra
+    )
 
 
 def token_login(client, username, password, ip="10.0.0.1", **extra):
-    return client.post("/api/auth/token/", {"username": username, "password": password}, format="json",
-                       REMOTE_ADDR=ip, **extra)
+    return client.post(
+        "/api/auth/token/",
+        {"username": username, "password": password},
+        format="json",
+        REMOTE_ADDR=ip,
+        **extra,
+    )
 
 
 def test_the_defaults_are_five_failures_and_fifteen_minutes(settings):
@@ -93,19 +101,40 @@ def test_a_forged_x_forwarded_for_does_not_escape_the_lockout_without_a_proxy(us
     settings.TRUST_X_FORWARDED_FOR = False
     for n in range(LIMIT):
         token_login(APIClient(), "alice", "wrong", HTTP_X_FORWARDED_FOR=f"192.0.2.{n}")
-    assert token_login(APIClient(), "alice", PASSWORD, HTTP_X_FORWARDED_FOR="192.0.2.99").status_code == 429
+    assert (
+        token_login(APIClient(), "alice", PASSWORD, HTTP_X_FORWARDED_FOR="192.0.2.99").status_code
+        == 429
+    )
 
 
 def test_behind_the_proxy_the_address_it_appended_is_the_client(users, settings):
     settings.TRUST_X_FORWARDED_FOR = True
     for _ in range(LIMIT):
         # the client forges the first entry; the proxy appends the address it saw
-        token_login(APIClient(), "alice", "wrong", ip="10.9.9.9", HTTP_X_FORWARDED_FOR="1.2.3.4, 198.51.100.7")
-    assert token_login(APIClient(), "alice", PASSWORD, ip="10.9.9.9",
-                       HTTP_X_FORWARDED_FOR="5.6.7.8, 198.51.100.7").status_code == 429
+        token_login(
+            APIClient(),
+            "alice",
+            "wrong",
+            ip="10.9.9.9",
+            HTTP_X_FORWARDED_FOR="1.2.3.4, 198.51.100.7",
+        )
+    assert (
+        token_login(
+            APIClient(),
+            "alice",
+            PASSWORD,
+            ip="10.9.9.9",
+            HTTP_X_FORWARDED_FOR="5.6.7.8, 198.51.100.7",
+        ).status_code
+        == 429
+    )
     # another client behind the same proxy is not locked out
-    assert token_login(APIClient(), "alice", PASSWORD, ip="10.9.9.9",
-                       HTTP_X_FORWARDED_FOR="198.51.100.8").status_code == 200
+    assert (
+        token_login(
+            APIClient(), "alice", PASSWORD, ip="10.9.9.9", HTTP_X_FORWARDED_FOR="198.51.100.8"
+        ).status_code
+        == 200
+    )
 
 
 def test_an_overlong_username_is_refused_and_counted_not_a_500(users):

@@ -4,6 +4,7 @@ SQLite raises OverflowError for a lookup with an integer it cannot hold, so ever
 (top-level and nested, API and pages) is limited to 18 digits by the route itself. The test walks
 every URL pattern the project has, so a route added later with an unlimited id fails here.
 """
+
 import re
 
 import pytest
@@ -79,11 +80,15 @@ def test_an_over_long_path_id_is_a_404_never_a_500(users, felm_items, client):
                 # Django's admin answers an object it cannot find with a redirect to its index.
                 ok = response.status_code in (302, 404)
             elif path.startswith("/api/"):
-                ok = response.status_code == 404 and response["Content-Type"].startswith("application/json")
+                ok = response.status_code == 404 and response["Content-Type"].startswith(
+                    "application/json"
+                )
             else:
                 ok = response.status_code == 404
             if not ok:
-                wrong.append((method.upper(), path, response.status_code, response.get("Content-Type")))
+                wrong.append(
+                    (method.upper(), path, response.status_code, response.get("Content-Type"))
+                )
     assert wrong == []
 
 
@@ -96,8 +101,11 @@ def test_every_route_with_ids_in_range_answers_without_a_500(users, felm_items, 
     client.force_login(users["admin"])
     client.raise_request_exception = False
     wrong = []
-    paths = {"/" + template.format(**{p: SAMPLE.get(p, str(project.id)) for p in params})
-             for template, ids, params in _routes(get_resolver().url_patterns) if ids and ".*" not in template}
+    paths = {
+        "/" + template.format(**{p: SAMPLE.get(p, str(project.id)) for p in params})
+        for template, ids, params in _routes(get_resolver().url_patterns)
+        if ids and ".*" not in template
+    }
     for path in sorted(paths):
         for method in ("get", "post", "put", "patch", "delete"):
             response = getattr(client, method)(path, data={}, content_type="application/json")

@@ -6,6 +6,7 @@ Most path ids are steered to that data, so requests reach the code behind the 40
 derandomized, so CI sees the same cases every time; SCHEMATHESIS_MAX_EXAMPLES changes its size.
 Bugs it found have a test of their own (test_hostile_input.py, test_login_rate_limit.py).
 """
+
 import os
 import random
 from collections import Counter
@@ -26,16 +27,20 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from annotation.imports.items import import_jsonl
 from annotation.models import Assignment, Consolidation
 from annotation.services.annotations import save_annotation
-from annotation.imports.items import import_jsonl
 from annotation.services.projects import create_project
-
 from tests.helpers.builders import felm_line, jsonl, project_with_team, segment
 
 MAX_EXAMPLES = int(os.environ.get("SCHEMATHESIS_MAX_EXAMPLES", "60"))
 ROLES = {"admin": "admin", "annotator": "alice", "consolidator": "carol"}
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 # Requests per role and status class, and per operation and status code, for test_summary.
 TALLY: Counter = Counter()
 
@@ -60,13 +65,19 @@ def stored_version(model, pk) -> int:
 # success paths run too.
 VALID_BODIES = {
     "PUT /api/assignments/{id}/annotation/": lambda rng, pk: {
-        "payload": {"segments": [rng.choice(SEGMENTS) for _ in range(3)]}, "submit": rng.random() < 0.2,
-        "version": stored_version(Assignment, pk) if rng.random() < 0.8 else rng.randrange(3)},
+        "payload": {"segments": [rng.choice(SEGMENTS) for _ in range(3)]},
+        "submit": rng.random() < 0.2,
+        "version": stored_version(Assignment, pk) if rng.random() < 0.8 else rng.randrange(3),
+    },
     "PUT /api/consolidations/{id}/": lambda rng, pk: {
-        "payload": {"segments": [rng.choice(SEGMENTS[:2]) for _ in range(3)]}, "submit": rng.random() < 0.02,
-        "version": stored_version(Consolidation, pk) if rng.random() < 0.8 else rng.randrange(3)},
+        "payload": {"segments": [rng.choice(SEGMENTS[:2]) for _ in range(3)]},
+        "submit": rng.random() < 0.02,
+        "version": stored_version(Consolidation, pk) if rng.random() < 0.8 else rng.randrange(3),
+    },
     "POST /api/projects/{id}/members/": lambda rng, pk: {
-        "username": rng.choice(["alice", "bob", "carol", "mallory"]), "role": rng.choice(["annotator", "consolidator"])},
+        "username": rng.choice(["alice", "bob", "carol", "mallory"]),
+        "role": rng.choice(["annotator", "consolidator"]),
+    },
     "POST /api/consolidations/{id}/discard/": lambda rng, pk: {"reason": "duplicate item"},
 }
 # Cases steered so far, per operation: seeds its choices independently of which tests run.
@@ -81,12 +92,23 @@ def steer(case):
     STEPS[case.operation.label] += 1
     rng = random.Random(f"{case.operation.label} {STEPS[case.operation.label]}")
     known = IDS.get(case.operation.path.split("/")[2])
-    if isinstance(case.path_parameters, dict) and "id" in case.path_parameters and known and rng.random() < 0.7:
-        case.path_parameters = {**case.path_parameters, "id": known[min(int(rng.expovariate(1.0)), len(known) - 1)]}
+    if (
+        isinstance(case.path_parameters, dict)
+        and "id" in case.path_parameters
+        and known
+        and rng.random() < 0.7
+    ):
+        case.path_parameters = {
+            **case.path_parameters,
+            "id": known[min(int(rng.expovariate(1.0)), len(known) - 1)],
+        }
     valid_body = VALID_BODIES.get(case.operation.label)
     if valid_body and rng.random() < 0.3:
         pk = (case.path_parameters or {}).get("id")
-        case.body, case.media_type = valid_body(rng, pk if isinstance(pk, int) else None), "application/json"
+        case.body, case.media_type = (
+            valid_body(rng, pk if isinstance(pk, int) else None),
+            "application/json",
+        )
 
 
 @pytest.fixture
@@ -94,21 +116,39 @@ def world(users):
     """A FELM project with three items assigned to alice and bob, one consolidation open, and a
     second project none of the three roles belongs to."""
     project = project_with_team(users, "Fuzzed", "felm")
-    import_jsonl(project, jsonl([felm_line(i, [f"Claim {i}.{k}." for k in range(3)]) for i in range(3)]), fmt="felm")
+    import_jsonl(
+        project,
+        jsonl([felm_line(i, [f"Claim {i}.{k}." for k in range(3)]) for i in range(3)]),
+        fmt="felm",
+    )
     for name in ("alice", "bob"):
-        assignment = Assignment.objects.get(user=users[name], item_stage__item=project.items.order_by("id").first())
-        save_annotation(assignment=assignment, user=users[name], payload={"segments": [segment(True)] * 3}, version=0,
-                        submit=True)
+        assignment = Assignment.objects.get(
+            user=users[name], item_stage__item=project.items.order_by("id").first()
+        )
+        save_annotation(
+            assignment=assignment,
+            user=users[name],
+            payload={"segments": [segment(True)] * 3},
+            version=0,
+            submit=True,
+        )
     other = create_project(name="Not theirs", kind="felm", created_by=users["mallory"])
-    mine = Assignment.objects.filter(user=users["alice"]).order_by("-id")  # the last one first: still a draft
+    mine = Assignment.objects.filter(user=users["alice"]).order_by(
+        "-id"
+    )  # the last one first: still a draft
     IDS.update(
         projects=[project.id, other.id],
-        assignments=[*mine.values_list("id", flat=True), Assignment.objects.filter(user=users["bob"]).first().id],
+        assignments=[
+            *mine.values_list("id", flat=True),
+            Assignment.objects.filter(user=users["bob"]).first().id,
+        ],
         consolidations=list(Consolidation.objects.values_list("id", flat=True)),
     )
     assert IDS["consolidations"], "the fixture should open a consolidation"
-    headers = {role: {"Authorization": f"Token {Token.objects.get_or_create(user=users[name])[0].key}"}
-               for role, name in ROLES.items()}
+    headers = {
+        role: {"Authorization": f"Token {Token.objects.get_or_create(user=users[name])[0].key}"}
+        for role, name in ROLES.items()
+    }
     # Django's test client keeps the test's transaction open across requests; a bare WSGI call
     # would close the connection (and roll the fixture data away) at the end of each request.
     request_started.disconnect(close_old_connections)
@@ -124,9 +164,17 @@ def world(users):
 @pytest.mark.django_db
 @schema.parametrize()
 @hypothesis.settings(
-    max_examples=MAX_EXAMPLES, derandomize=True, database=None, deadline=None, print_blob=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much,
-                           HealthCheck.data_too_large],
+    max_examples=MAX_EXAMPLES,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+        HealthCheck.data_too_large,
+    ],
 )
 def test_api(case, world):
     steer(case)
@@ -145,12 +193,18 @@ def test_summary(request):
     none a 5xx, and the steering reached past the 404s of every operation that takes an id (a
     run of 404s only would test nothing behind them)."""
     # schemathesis names each operation's item test_api[<label>] (its node id leaves the label out)
-    given = {item.name.removeprefix("test_api[").removesuffix("]") for item in request.session.items
-             if item.parent is request.node.parent and item.name.startswith("test_api[")}
+    given = {
+        item.name.removeprefix("test_api[").removesuffix("]")
+        for item in request.session.items
+        if item.parent is request.node.parent and item.name.startswith("test_api[")
+    }
     if not given:
         pytest.skip("test_api is not part of this session: nothing to sum up")
-    problems = [f"{label} sent no request" for label in sorted(given)
-                if not any(key == label for key, _ in TALLY)]
+    problems = [
+        f"{label} sent no request"
+        for label in sorted(given)
+        if not any(key == label for key, _ in TALLY)
+    ]
     for role in ROLES:
         counts = {key: n for (r, key), n in sorted(TALLY.items()) if r == role}
         print(f"schemathesis {role}: {counts}")

@@ -7,6 +7,7 @@ disagreement into a gold record; the admin downloads the FELM JSONL export.
 Screenshots of the annotation and consolidation pages go to /tmp (``BROWSER_SCREENSHOTS``
 overrides the directory), never into the repository.
 """
+
 import json
 import os
 import re
@@ -15,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from annotation.models import Annotation, Assignment, Consolidation, GoldRecord, StageStatus
-
 from tests.helpers.browser import login, open_consolidation_as
 from tests.helpers.builders import PASSWORD, felm_line, jsonl
 
@@ -51,7 +51,8 @@ def assert_clear_of_save_bar(page, node):
     assert node_box["y"] >= 0, "the current segment starts above the viewport"
     assert node_box["y"] + node_box["height"] <= bar_box["y"] + 1, (
         f"the current segment (bottom {node_box['y'] + node_box['height']:.0f}px) is hidden under the "
-        f"save bar (top {bar_box['y']:.0f}px)")
+        f"save bar (top {bar_box['y']:.0f}px)"
+    )
 
 
 def label_with_keyboard(page, labels):
@@ -71,7 +72,10 @@ def label_with_keyboard(page, labels):
             expect(node.locator(".label-error")).to_have_attribute("aria-pressed", "true")
             keyboard.press(str(error_type))
             expect(node.locator("select.error-type")).to_have_value(
-                ["knowledge_error", "reasoning_error", "irrelevant_with_qst", "fooled"][error_type - 1])
+                ["knowledge_error", "reasoning_error", "irrelevant_with_qst", "fooled"][
+                    error_type - 1
+                ]
+            )
             keyboard.press("r")
             expect(node.locator("textarea.comment")).to_be_focused()
             keyboard.type(reason)
@@ -99,10 +103,21 @@ def test_felm_campaign_in_the_browser(browser, live_server, users, felm_project,
     # -- admin imports two items on the project page -----------------------------------------
     admin = login(browser, base, "admin", PASSWORD, problems)
     admin.goto(f"/projects/{project.id}/")
-    records = [felm_line(1, ITEM_SEGMENTS, domain="wk"),
-               felm_line(2, ["Water boils at 100 °C at sea level.", "Ice is lighter than water."], domain="science")]
+    records = [
+        felm_line(1, ITEM_SEGMENTS, domain="wk"),
+        felm_line(
+            2,
+            ["Water boils at 100 °C at sea level.", "Ice is lighter than water."],
+            domain="science",
+        ),
+    ]
     admin.locator("#id_file").set_input_files(
-        {"name": "items.jsonl", "mimeType": "application/jsonl", "buffer": jsonl(records).getvalue()})
+        {
+            "name": "items.jsonl",
+            "mimeType": "application/jsonl",
+            "buffer": jsonl(records).getvalue(),
+        }
+    )
     admin.locator("#id_format").select_option("felm")
     admin.locator("#id_labels_as").select_option("ignore")
     admin.get_by_role("button", name="Import", exact=True).click()
@@ -136,7 +151,10 @@ def test_felm_campaign_in_the_browser(browser, live_server, users, felm_project,
 
     alice.keyboard.press("Control+Enter")
     # Submitting moves on to alice's next item.
-    alice.wait_for_url(lambda url: re.search(r"/assignments/\d+/$", url) and f"/assignments/{alice_assignment.id}/" not in url)
+    alice.wait_for_url(
+        lambda url: re.search(r"/assignments/\d+/$", url)
+        and f"/assignments/{alice_assignment.id}/" not in url
+    )
     annotation = Annotation.objects.get(assignment=alice_assignment)
     alice_assignment.refresh_from_db()
     assert annotation.submitted and alice_assignment.status == "submitted"
@@ -155,7 +173,9 @@ def test_felm_campaign_in_the_browser(browser, live_server, users, felm_project,
     expect(bob.locator("#segments > li.segment")).to_have_count(3)
     assert bob.locator(".comparison").count() == 0
     # bob's page starts empty: alice's labels are not there.
-    expect(bob.locator(".label-error[aria-pressed=true], .label-correct[aria-pressed=true]")).to_have_count(0)
+    expect(
+        bob.locator(".label-error[aria-pressed=true], .label-correct[aria-pressed=true]")
+    ).to_have_count(0)
     label_with_keyboard(bob, [(True, None, ""), (False, 1, REASON_DATE), (True, None, "")])
     expect_saved(bob)
     bob.get_by_role("button", name="Submit").click()
@@ -176,7 +196,9 @@ def test_felm_campaign_in_the_browser(browser, live_server, users, felm_project,
     assert alice.request.get(f"/consolidations/{consolidation.id}/").status in (403, 404)
 
     # -- carol consolidates -----------------------------------------------------------------
-    carol = open_consolidation_as(browser, base, "carol", PASSWORD, problems, project, consolidation)
+    carol = open_consolidation_as(
+        browser, base, "carol", PASSWORD, problems, project, consolidation
+    )
     expect(carol.locator("#segments > li.segment")).to_have_count(3)
     expect(carol.get_by_role("button", name="Save gold record")).to_be_visible()
 
@@ -231,15 +253,29 @@ def test_felm_campaign_in_the_browser(browser, live_server, users, felm_project,
     lines = Path(download.path()).read_text(encoding="utf-8").splitlines()
     assert len(lines) == 1  # only the consolidated item
     record = json.loads(lines[0])
-    assert list(record) == ["index", "source", "prompt", "response", "segmented_response", "labels",
-                            "comment", "type", "ref", "domain"]
+    assert list(record) == [
+        "index",
+        "source",
+        "prompt",
+        "response",
+        "segmented_response",
+        "labels",
+        "comment",
+        "type",
+        "ref",
+        "domain",
+    ]
     assert record == {
-        "index": "1", "source": "test", "prompt": "Question 1?", "response": " ".join(ITEM_SEGMENTS),
+        "index": "1",
+        "source": "test",
+        "prompt": "Question 1?",
+        "response": " ".join(ITEM_SEGMENTS),
         "segmented_response": ITEM_SEGMENTS,
         "labels": [True, False, False],
         "comment": ["", REASON_DATE, REASON_CAROL],
         "type": [None, "knowledge_error", "reasoning_error"],
-        "ref": [], "domain": "wk",
+        "ref": [],
+        "domain": "wk",
     }
 
     for page in (admin, alice, bob, carol):

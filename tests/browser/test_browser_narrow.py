@@ -9,7 +9,6 @@ overrides the directory).
 
 import pytest
 
-
 from tests.helpers.browser import login
 from tests.helpers.builders import PASSWORD
 from tests.helpers.phone import PHONE, check_phone_layout
@@ -21,6 +20,7 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def phone(browser, live_server, problems):
     """``phone(username)``: a fresh 390 px wide page logged in as ``username``."""
+
     def open_as(username):
         return login(browser, live_server.url, username, PASSWORD, problems, viewport=PHONE)
 
@@ -39,20 +39,30 @@ def test_felm_pages_fit_a_phone(phone, felm_project, felm_pages):
     check_phone_layout(alice, None, "felm_annotate_error")
     expect(alice.locator("#save-status")).to_have_text("Saved")
     carol = phone("carol")
-    check_phone_layout(carol, f"/consolidations/{felm_pages['consolidation'].id}/", "felm_consolidate")
+    check_phone_layout(
+        carol, f"/consolidations/{felm_pages['consolidation'].id}/", "felm_consolidate"
+    )
     check_phone_layout(carol, f"/projects/{felm_project.id}/consolidations/", "consolidation_list")
     check_phone_layout(carol, "/", "home")
 
 
-def test_the_agreement_page_fits_a_phone_and_names_labels_as_people_read_them(phone, felm_project, felm_pages):
+def test_the_agreement_page_fits_a_phone_and_names_labels_as_people_read_them(
+    phone, felm_project, felm_pages
+):
     from playwright.sync_api import expect
 
     admin = phone("admin")
     check_phone_layout(admin, f"/projects/{felm_project.id}/agreement/", "agreement")
     matrix = admin.locator("section[data-field=error_type] table.matrix")
-    expect(matrix.locator("thead th")).to_have_text(["A \\ B", "Irrelevant to the question", "Knowledge error"])
-    expect(matrix.locator("tbody th")).to_have_text(["Irrelevant to the question", "Knowledge error"])
-    expect(admin.locator("section[data-field=label] table.matrix thead th")).to_have_text(["A \\ B", "Correct", "Error"])
+    expect(matrix.locator("thead th")).to_have_text(
+        ["A \\ B", "Irrelevant to the question", "Knowledge error"]
+    )
+    expect(matrix.locator("tbody th")).to_have_text(
+        ["Irrelevant to the question", "Knowledge error"]
+    )
+    expect(admin.locator("section[data-field=label] table.matrix thead th")).to_have_text(
+        ["A \\ B", "Correct", "Error"]
+    )
     assert "knowledge_error" not in admin.locator("main").inner_text()
     # A FELM project has one step: no "step 1" in its title.
     expect(admin.locator("h1")).to_have_text(f"Agreement {felm_project.name}")
@@ -87,5 +97,7 @@ def test_the_research_pages_fit_a_phone(phone, gold):  # noqa: F811 (the fixture
     admin = phone("admin")
     check_phone_layout(admin, f"/projects/{gold.id}/leaderboard/", "leaderboard")
     assert admin.locator(".plot svg").count() >= 1
-    check_phone_layout(admin, f"/projects/{gold.id}/leaderboard/?task=stance3", "leaderboard_stance")
+    check_phone_layout(
+        admin, f"/projects/{gold.id}/leaderboard/?task=stance3", "leaderboard_stance"
+    )
     check_phone_layout(admin, f"/projects/{gold.id}/llm-rater/", "llm_rater")

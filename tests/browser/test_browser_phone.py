@@ -5,6 +5,7 @@ the leaderboard's tables show each row as a card instead of scrolling sideways; 
 chips show the whole fact; its sticky footer covers no heading that the page scrolls to.
 Screenshots go to /tmp (``BROWSER_SCREENSHOTS`` overrides the directory).
 """
+
 import os
 import re
 from pathlib import Path
@@ -12,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from annotation.models import Assignment
-
 from tests.helpers.browser import login
 from tests.helpers.builders import PASSWORD
 from tests.helpers.research import make_run, system_lines
@@ -45,14 +45,18 @@ def within_screen(page, locator):
     return box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
 
 
-def test_home_buttons_and_project_tables_fit_a_phone(browser, live_server, problems, felm_project, felm_pages):
+def test_home_buttons_and_project_tables_fit_a_phone(
+    browser, live_server, problems, felm_project, felm_pages
+):
     from playwright.sync_api import expect
 
     for username, button in (("alice", "Annotate"), ("carol", "Consolidate")):
         page = phone_page(browser, live_server, problems, username)
         link = page.get_by_role("link", name=button, exact=True).first
         expect(link).to_be_visible()
-        assert within_screen(page, link), f"{username}'s {button} button is off-screen: {link.bounding_box()}"
+        assert within_screen(page, link), (
+            f"{username}'s {button} button is off-screen: {link.bounding_box()}"
+        )
         assert page.evaluate(WIDER_THAN_SCREEN) == []
         page.screenshot(path=str(SCREENSHOTS / f"phone_home_{username}.png"), full_page=True)
     admin = phone_page(browser, live_server, problems, "admin")
@@ -72,12 +76,16 @@ def test_leaderboard_tables_fit_a_phone(browser, live_server, problems, gold):  
     for task in ("", "?task=stance3"):
         admin.goto(f"/projects/{gold.id}/leaderboard/{task}")
         admin.wait_for_load_state("networkidle")
-        admin.screenshot(path=str(SCREENSHOTS / f"phone_leaderboard{task.replace('?task=', '_')}.png"), full_page=True)
+        admin.screenshot(
+            path=str(SCREENSHOTS / f"phone_leaderboard{task.replace('?task=', '_')}.png"),
+            full_page=True,
+        )
         assert admin.evaluate(WIDER_THAN_SCREEN) == []
 
 
-def test_dfactscore_chips_show_the_whole_fact_and_the_footer_hides_no_heading(browser, live_server, problems, users,
-                                                                               dfactscore_project):
+def test_dfactscore_chips_show_the_whole_fact_and_the_footer_hides_no_heading(
+    browser, live_server, problems, users, dfactscore_project
+):
     from playwright.sync_api import expect
 
     stage = dfactscore_project.items.get().stages.get()
@@ -85,7 +93,9 @@ def test_dfactscore_chips_show_the_whole_fact_and_the_footer_hides_no_heading(br
     alice.goto(f"/assignments/{Assignment.objects.get(item_stage=stage, user=users['alice']).id}/")
     chips = alice.locator(".dfs-chip-text")
     expect(chips.first).to_be_visible()
-    cut = chips.evaluate_all("nodes => nodes.filter((n) => n.scrollWidth > n.clientWidth + 1).map((n) => n.textContent)")
+    cut = chips.evaluate_all(
+        "nodes => nodes.filter((n) => n.scrollWidth > n.clientWidth + 1).map((n) => n.textContent)"
+    )
     facts = [fact["text"] for fact in stage.content["facts"]]
     assert max(map(len, facts)) > 40, "the test needs a fact longer than the old cut"
     assert sorted(chips.all_inner_texts()) == sorted(facts)
@@ -98,4 +108,6 @@ def test_dfactscore_chips_show_the_whole_fact_and_the_footer_hides_no_heading(br
       const foot = document.querySelector(".panel-foot").getBoundingClientRect();
       return box.bottom > foot.top;
     }""")
-    assert (cut, covered) == ([], False), f"chips cut on a phone: {cut}; the footer covers the Step B heading: {covered}"
+    assert (cut, covered) == ([], False), (
+        f"chips cut on a phone: {cut}; the footer covers the Step B heading: {covered}"
+    )

@@ -4,6 +4,7 @@ visible, progress that names what is still required, keys for every required fie
 consolidation starting from the revisions, the leaderboard's Δ, one rater-name convention.
 
 Screenshots go to /tmp (``BROWSER_SCREENSHOTS`` overrides the directory)."""
+
 import os
 import re
 from pathlib import Path
@@ -11,11 +12,30 @@ from pathlib import Path
 import pytest
 
 from annotation.models import Annotation
-
-from tests.helpers.browser import NINE, card, login, open_consolidation_as, open_first_assignment, open_item
+from tests.helpers.browser import (
+    NINE,
+    card,
+    login,
+    open_consolidation_as,
+    open_first_assignment,
+    open_item,
+)
 from tests.helpers.builders import PASSWORD
 from tests.helpers.evidence import DOCUMENTS, upload
-from tests.helpers.factcheck import CS, IR, RE, S1, S2, STEP1_CONTENT, STEP1_GOLD, STEP2_CONTENT, STEP2_GOLD, rated_answer as answer, step2_item, submit_all
+from tests.helpers.factcheck import (
+    CS,
+    IR,
+    RE,
+    S1,
+    S2,
+    STEP1_CONTENT,
+    STEP1_GOLD,
+    STEP2_CONTENT,
+    STEP2_GOLD,
+    step2_item,
+    submit_all,
+)
+from tests.helpers.factcheck import rated_answer as answer
 from tests.helpers.research import RESAMPLES, lines_with_an_extra_label, make_run
 
 pytestmark = pytest.mark.browser
@@ -34,7 +54,9 @@ def stored_refs(assignment):
     return [s["refs"] for s in Annotation.objects.get(assignment=assignment).payload["segments"]]
 
 
-def test_a_typed_felm_link_is_added_on_esc_and_ctrl_enter_submits_it(browser, live_server, users, felm_project, problems):
+def test_a_typed_felm_link_is_added_on_esc_and_ctrl_enter_submits_it(
+    browser, live_server, users, felm_project, problems
+):
     from playwright.sync_api import expect
 
     page, assignment = open_item(browser, live_server, problems, felm_project, users, NINE[:2])
@@ -58,14 +80,17 @@ def test_a_typed_felm_link_is_added_on_esc_and_ctrl_enter_submits_it(browser, li
 
 
 def test_a_typed_felm_link_is_added_on_blur_and_a_bad_one_refuses_the_submit(
-        browser, live_server, users, felm_project, problems):
+    browser, live_server, users, felm_project, problems
+):
     from playwright.sync_api import expect
 
     page, assignment = open_item(browser, live_server, problems, felm_project, users, NINE[:2])
     page.keyboard.press("c")
     page.keyboard.press("l")
     page.keyboard.type(LINK)
-    card(page, 1).locator(".label-correct").click()  # a click elsewhere: the link is added and the click lands
+    card(page, 1).locator(
+        ".label-correct"
+    ).click()  # a click elsewhere: the link is added and the click lands
     expect(card(page, 0).locator(".ref-list a")).to_have_text([LINK])
     expect(card(page, 1).locator(".label-correct")).to_have_attribute("aria-pressed", "true")
     expect(page.locator("#save-status")).to_have_text("Saved")
@@ -86,26 +111,44 @@ def test_a_typed_felm_link_is_added_on_blur_and_a_bad_one_refuses_the_submit(
 
 # -- Factcheck-Bench step 3: an item whose steps 1 and 2 are consolidated, revised by alice and bob
 
+
 def step3_item(project, users, revisions):
     """An item at step 3 with alice's and bob's submitted revisions ([(sentence revisions, response)]),
     and its consolidation."""
+    from django.test import TestCase
+
     from annotation.models import Consolidation, GoldRecord, ItemStage, StageStatus
     from annotation.services.annotations import save_annotation
     from annotation.services.consolidation import save_consolidation
-    from django.test import TestCase
 
-    item = project.items.create(prompt="Who won which Nobel Prize?", response=f"{S1} {S2}", external_id="curie")
-    stage1 = ItemStage.objects.create(item=item, stage=1, status=StageStatus.DONE, content=STEP1_CONTENT)
+    item = project.items.create(
+        prompt="Who won which Nobel Prize?", response=f"{S1} {S2}", external_id="curie"
+    )
+    stage1 = ItemStage.objects.create(
+        item=item, stage=1, status=StageStatus.DONE, content=STEP1_CONTENT
+    )
     GoldRecord.objects.create(item_stage=stage1, payload=STEP1_GOLD)
-    stage2 = ItemStage.objects.create(item=item, stage=2, status=StageStatus.CONSOLIDATING, content=STEP2_CONTENT)
+    stage2 = ItemStage.objects.create(
+        item=item, stage=2, status=StageStatus.CONSOLIDATING, content=STEP2_CONTENT
+    )
     consolidation = Consolidation.objects.create(item_stage=stage2, draft=STEP2_GOLD)
     with TestCase.captureOnCommitCallbacks(execute=True):
-        save_consolidation(consolidation=consolidation, user=users["carol"], payload=STEP2_GOLD, version=0, submit=True)
+        save_consolidation(
+            consolidation=consolidation,
+            user=users["carol"],
+            payload=STEP2_GOLD,
+            version=0,
+            submit=True,
+        )
     stage3 = ItemStage.objects.get(item=item, stage=3)
     for name, (sentences, response) in zip(("alice", "bob"), revisions):
         assignment = stage3.assignments.get(user=users[name])
-        save_annotation(assignment=assignment, payload={"sentences": [{"revised": s} for s in sentences],
-                                                        "response": response}, version=0, submit=True)
+        save_annotation(
+            assignment=assignment,
+            payload={"sentences": [{"revised": s} for s in sentences], "response": response},
+            version=0,
+            submit=True,
+        )
     return Consolidation.objects.get(item_stage=stage3)
 
 
@@ -114,7 +157,8 @@ FIXED_B = "Marie Curie won a Nobel Prize in Physics in 1903."
 
 
 def test_every_step_of_the_agreement_page_is_one_click_away_with_the_revision_figures(
-        browser, live_server, users, factcheck_project, problems):
+    browser, live_server, users, factcheck_project, problems
+):
     from playwright.sync_api import expect
 
     step3_item(factcheck_project, users, [([FIXED_A, ""], FIXED_A), ([FIXED_B, ""], FIXED_B)])
@@ -136,17 +180,24 @@ def test_every_step_of_the_agreement_page_is_one_click_away_with_the_revision_fi
     from annotation.kinds.claims import normalised_edit_distance, word_overlap
 
     row = revisions.locator("tr", has_text="Annotator A vs B").filter(has_text="sentences")
-    expect(row.locator(".edit-distance")).to_have_text(f"{(normalised_edit_distance(FIXED_A, FIXED_B) + 0) / 2:.3f}")
-    expect(row.locator(".word-overlap")).to_have_text(f"{(word_overlap(FIXED_A, FIXED_B) + 1) / 2:.3f}")
+    expect(row.locator(".edit-distance")).to_have_text(
+        f"{(normalised_edit_distance(FIXED_A, FIXED_B) + 0) / 2:.3f}"
+    )
+    expect(row.locator(".word-overlap")).to_have_text(
+        f"{(word_overlap(FIXED_A, FIXED_B) + 1) / 2:.3f}"
+    )
     with admin.expect_download() as download:
         revisions.locator("a[data-table=revisions]", has_text="CSV").click()
-    assert "annotator A vs B,responses,1," in Path(download.value.path()).read_text(encoding="utf-8")
+    assert "annotator A vs B,responses,1," in Path(download.value.path()).read_text(
+        encoding="utf-8"
+    )
     admin.set_viewport_size({"width": 390, "height": 844})
     shoot(admin, "agreement-step3-390")
 
 
 def test_a_consolidation_waiting_for_its_third_rater_shows_the_disagreements_and_is_listed_as_waiting(
-        browser, live_server, users, factcheck_project, make_user, problems):
+    browser, live_server, users, factcheck_project, make_user, problems
+):
     from playwright.sync_api import expect
 
     from annotation.models import Consolidation, ConsolidationStatus, Role, ThirdRater
@@ -178,14 +229,21 @@ def test_a_consolidation_waiting_for_its_third_rater_shows_the_disagreements_and
 
 
 def test_without_a_worker_the_corpus_card_says_what_happens_instead_of_embedding_forever(
-        browser, live_server, users, factcheck_project, problems, django_capture_on_commit_callbacks):
+    browser, live_server, users, factcheck_project, problems, django_capture_on_commit_callbacks
+):
     from playwright.sync_api import expect
 
     from annotation.evidence.corpora import create_corpus
 
     with django_capture_on_commit_callbacks(execute=True):
-        corpus = create_corpus(name="Encyclopedia", user=users["admin"], upload=upload(DOCUMENTS),
-                               projects=[factcheck_project], passage_sentences=2, passage_stride=1)
+        corpus = create_corpus(
+            name="Encyclopedia",
+            user=users["admin"],
+            upload=upload(DOCUMENTS),
+            projects=[factcheck_project],
+            passage_sentences=2,
+            passage_stride=1,
+        )
     corpus.refresh_from_db()
     assert corpus.state == "embedding" and corpus.embedded == 0  # the embedded default: no worker
     admin = login(browser, live_server.url, "admin", PASSWORD, problems)
@@ -200,27 +258,35 @@ def test_without_a_worker_the_corpus_card_says_what_happens_instead_of_embedding
     shoot(admin.locator(".corpora"), "corpus-no-worker-390")
 
 
-def test_dfactscore_progress_names_what_is_still_required_before_submit(browser, live_server, users, problems,
-                                                                         dfactscore_project):
+def test_dfactscore_progress_names_what_is_still_required_before_submit(
+    browser, live_server, users, problems, dfactscore_project
+):
     from playwright.sync_api import expect
 
     page = open_first_assignment(browser, live_server.url, dfactscore_project, "alice", problems)
     progress = page.locator("#completeness")
-    expect(progress).to_have_text("0/4 facts done · 0/0 individuals linked · still required: 1 × how many individuals? (+), "
-                                  "4 × individual (1–9), 4 × label (s / n / i), 4 × supported by any page? (a / ⇧A)")
+    expect(progress).to_have_text(
+        "0/4 facts done · 0/0 individuals linked · still required: 1 × how many individuals? (+), "
+        "4 × individual (1–9), 4 × label (s / n / i), 4 × supported by any page? (a / ⇧A)"
+    )
     keys = page.keyboard
     keys.press("+")
-    for k in range(4):  # every fact grouped, the individual linked, every fact labelled: no "any page" answer
+    for k in range(
+        4
+    ):  # every fact grouped, the individual linked, every fact labelled: no "any page" answer
         keys.press("1")
         keys.press("s")
         if k == 0:
             keys.press("g")
             keys.press("1")
         keys.press("j")
-    expect(progress).to_have_text("0/4 facts done · 1/1 individuals linked · still required: "
-                                  "4 × supported by any page? (a / ⇧A)")
+    expect(progress).to_have_text(
+        "0/4 facts done · 1/1 individuals linked · still required: "
+        "4 × supported by any page? (a / ⇧A)"
+    )
     expect(page.locator("#dfs-facts > li.current .dfs-still")).to_have_text(
-        "Still required for this fact: supported by any page? (a / ⇧A)")
+        "Still required for this fact: supported by any page? (a / ⇧A)"
+    )
     shoot(page, "dfactscore-still-required-1280")
     page.set_viewport_size({"width": 390, "height": 844})
     shoot(page, "dfactscore-still-required-390")
@@ -233,18 +299,25 @@ def test_dfactscore_progress_names_what_is_still_required_before_submit(browser,
 
 
 def test_step3_consolidation_starts_from_the_revisions_with_keys_to_take_each_raters(
-        browser, live_server, users, factcheck_project, problems):
+    browser, live_server, users, factcheck_project, problems
+):
     from playwright.sync_api import expect
 
     from annotation.models import GoldRecord
 
-    consolidation = step3_item(factcheck_project, users, [([FIXED_A, ""], FIXED_A), ([FIXED_B, ""], FIXED_B)])
+    consolidation = step3_item(
+        factcheck_project, users, [([FIXED_A, ""], FIXED_A), ([FIXED_B, ""], FIXED_B)]
+    )
     assert consolidation.draft["sentences"][0]["revised"] is None  # the merge leaves it undecided
-    page = open_consolidation_as(browser, live_server.url, "carol", PASSWORD, problems, factcheck_project, consolidation)
+    page = open_consolidation_as(
+        browser, live_server.url, "carol", PASSWORD, problems, factcheck_project, consolidation
+    )
     revised = page.locator(".fc3-revised")
     # started from A's revision where they differ (marked), the agreed removal kept; the response joined
     expect(revised.nth(0)).to_have_value(FIXED_A)
-    expect(page.locator(".fc3-sentence").nth(0).locator(".fc3-from-a")).to_contain_text("Started from A's revision")
+    expect(page.locator(".fc3-sentence").nth(0).locator(".fc3-from-a")).to_contain_text(
+        "Started from A's revision"
+    )
     expect(revised.nth(1)).to_have_value("")
     expect(page.locator(".fc3-response")).to_have_value(FIXED_A)
     expect(page.locator(".fc3-figures")).not_to_contain_text("edit distance 1.00")
@@ -274,29 +347,37 @@ def test_step3_consolidation_starts_from_the_revisions_with_keys_to_take_each_ra
     assert gold == {"sentences": [{"revised": FIXED_B}, {"revised": ""}], "response": FIXED_B}
 
 
-def test_step3_join_names_an_undecided_sentence(browser, live_server, users, factcheck_project, problems):
+def test_step3_join_names_an_undecided_sentence(
+    browser, live_server, users, factcheck_project, problems
+):
     """An annotator's draft with an undecided sentence (the API allows drafts with null)."""
     from playwright.sync_api import expect
 
     from annotation.models import Annotation
 
-    consolidation = step3_item(factcheck_project, users, [([FIXED_A, ""], FIXED_A), ([FIXED_B, ""], FIXED_B)])
+    consolidation = step3_item(
+        factcheck_project, users, [([FIXED_A, ""], FIXED_A), ([FIXED_B, ""], FIXED_B)]
+    )
     # a consolidation draft left with the second sentence undecided and A's revision gone
     consolidation.draft = {"sentences": [{"revised": FIXED_A}, {"revised": None}], "response": None}
     consolidation.save()
-    Annotation.objects.filter(assignment__item_stage=consolidation.item_stage,
-                              assignment__user=users["alice"]).update(payload={"sentences": [{"revised": FIXED_A}, {"revised": None}],
-                                                                                "response": FIXED_A})
+    Annotation.objects.filter(
+        assignment__item_stage=consolidation.item_stage, assignment__user=users["alice"]
+    ).update(payload={"sentences": [{"revised": FIXED_A}, {"revised": None}], "response": FIXED_A})
 
-    page = open_consolidation_as(browser, live_server.url, "carol", PASSWORD, problems, factcheck_project, consolidation)
+    page = open_consolidation_as(
+        browser, live_server.url, "carol", PASSWORD, problems, factcheck_project, consolidation
+    )
     page.locator(".fc3-join").click()
     expect(page.locator(".fc3-join-note")).to_have_text(
-        "Joined; left out: sentence 2 (undecided: no revision yet — decide it, then join again).")
+        "Joined; left out: sentence 2 (undecided: no revision yet — decide it, then join again)."
+    )
     expect(page.locator("#completeness")).to_contain_text("still to do: sentence 2")
 
 
 def test_step2_own_evidence_is_judged_with_keys_and_the_consolidation_names_the_third_rater(
-        browser, live_server, users, factcheck_project, make_user, problems):
+    browser, live_server, users, factcheck_project, make_user, problems
+):
     from playwright.sync_api import expect
 
     from annotation.models import Annotation, AssignmentRole, Consolidation, Role, ThirdRater
@@ -318,7 +399,7 @@ def test_step2_own_evidence_is_judged_with_keys_and_the_consolidation_names_the_
     page.keyboard.type("Curie won the 1903 Nobel Prize in Physics.")
     page.locator(".fc2-manual-url").fill("https://www.nobelprize.org/prizes/physics/1903/")
     page.locator(".fc2-manual-url").press("Escape")
-    keys.press("r")      # reliable, on the entry under the cursor (the new one)
+    keys.press("r")  # reliable, on the entry under the cursor (the new one)
     keys.press("Shift+A")  # not sufficient alone
     entry = page.locator(".fc2-manual").first
     expect(entry).to_have_class(re.compile(r"\bcurrent\b"))
@@ -332,30 +413,52 @@ def test_step2_own_evidence_is_judged_with_keys_and_the_consolidation_names_the_
     keys.press("d")
     keys.press("t")
     expect(page.locator("#save-status")).to_have_text("Saved")
-    manual = Annotation.objects.get(assignment=alice_assignment).payload["claims"][0]["manual_evidence"]
+    manual = Annotation.objects.get(assignment=alice_assignment).payload["claims"][0][
+        "manual_evidence"
+    ]
     assert [(m["reliable"], m["sufficient"]) for m in manual] == [(True, True)]
     # typed, then Esc: kept as typed (these fields are bound as they are typed: no "add" step to miss)
-    assert [(m["text"], m["url"]) for m in manual] == [("Curie won the 1903 Nobel Prize in Physics.",
-                                                         "https://www.nobelprize.org/prizes/physics/1903/")]
+    assert [(m["text"], m["url"]) for m in manual] == [
+        (
+            "Curie won the 1903 Nobel Prize in Physics.",
+            "https://www.nobelprize.org/prizes/physics/1903/",
+        )
+    ]
     page.context.close()
 
     # alice, bob and dave (the third rater) submit; carol sees who A, B and C are
-    save_annotation(assignment=alice_assignment, payload={"claims": [answer([CS, IR])]},
-                    version=Annotation.objects.get(assignment=alice_assignment).version, submit=True)
-    save_annotation(assignment=stage.assignments.get(user=users["bob"]), payload={"claims": [answer([CS, RE])]},
-                    version=0, submit=True)
+    save_annotation(
+        assignment=alice_assignment,
+        payload={"claims": [answer([CS, IR])]},
+        version=Annotation.objects.get(assignment=alice_assignment).version,
+        submit=True,
+    )
+    save_annotation(
+        assignment=stage.assignments.get(user=users["bob"]),
+        payload={"claims": [answer([CS, RE])]},
+        version=0,
+        submit=True,
+    )
     third = stage.assignments.get(role=AssignmentRole.THIRD_RATER)
-    save_annotation(assignment=third, payload={"claims": [answer([CS, IR])]}, version=0, submit=True)
+    save_annotation(
+        assignment=third, payload={"claims": [answer([CS, IR])]}, version=0, submit=True
+    )
     consolidation = Consolidation.objects.get(item_stage=stage)
-    carol = open_consolidation_as(browser, live_server.url, "carol", PASSWORD, problems, factcheck_project, consolidation)
-    expect(carol.locator(".raters")).to_contain_text(f"Raters: A = alice · B = bob · C = {third.user.username} (the third rater).")
+    carol = open_consolidation_as(
+        browser, live_server.url, "carol", PASSWORD, problems, factcheck_project, consolidation
+    )
+    expect(carol.locator(".raters")).to_contain_text(
+        f"Raters: A = alice · B = bob · C = {third.user.username} (the third rater)."
+    )
     expect(carol.locator(".raters")).to_contain_text("C is the third rater, who answered blind")
     shoot(carol, "step2-consolidation-raters-1280")
     carol.set_viewport_size({"width": 390, "height": 844})
     shoot(carol, "step2-consolidation-raters-390")
 
 
-def test_the_leaderboards_delta_is_the_difference_of_the_values_beside_it(browser, live_server, users, gold, problems):  # noqa: F811
+def test_the_leaderboards_delta_is_the_difference_of_the_values_beside_it(
+    browser, live_server, users, gold, problems
+):  # noqa: F811
     from playwright.sync_api import expect
 
     make_run(gold, lines_with_an_extra_label(), system="checker", resamples=RESAMPLES)

@@ -6,13 +6,13 @@ narrow screen keeps the editor in view.
 The network trouble is made inside the page by wrapping ``window.fetch``: the page's own
 retry and queue code runs unchanged against the live server.
 """
+
 import re
 
 import pytest
 
 from annotation.models import Annotation, Assignment, Consolidation, ConsolidationStatus, GoldRecord
 from annotation.services.annotations import save_annotation
-
 from tests.helpers.browser import login
 from tests.helpers.builders import PASSWORD
 
@@ -22,9 +22,13 @@ pytestmark = pytest.mark.browser
 def first_save_fails(*, stored: bool) -> str:
     """A fetch wrapper whose first PUT fails as a dropped connection does (fetch rejects):
     before reaching the server, or (``stored``) after the server stored it, on the way back."""
-    send = 'realFetch(url, options).then(() => { throw new TypeError("Failed to fetch"); })' if stored else \
-        'Promise.reject(new TypeError("Failed to fetch"))'
-    return """() => {
+    send = (
+        'realFetch(url, options).then(() => { throw new TypeError("Failed to fetch"); })'
+        if stored
+        else 'Promise.reject(new TypeError("Failed to fetch"))'
+    )
+    return (
+        """() => {
   const realFetch = window.fetch;
   window.failedSaves = 0;
   window.fetch = (url, options) => {
@@ -34,7 +38,9 @@ def first_save_fails(*, stored: bool) -> str:
     }
     return realFetch(url, options);
   };
-}""" % send
+}"""
+        % send
+    )
 
 
 # Every PUT waits a second before it is sent, so the next autosave comes while one is in flight.
@@ -68,10 +74,14 @@ def label_while_the_first_save_fails(browser, live_server, problems, users, *, s
     return page, assignment, status
 
 
-def test_a_dropped_connection_is_retried_and_the_edit_saved(browser, live_server, users, felm_items, problems):
+def test_a_dropped_connection_is_retried_and_the_edit_saved(
+    browser, live_server, users, felm_items, problems
+):
     from playwright.sync_api import expect
 
-    page, assignment, status = label_while_the_first_save_fails(browser, live_server, problems, users, stored=False)
+    page, assignment, status = label_while_the_first_save_fails(
+        browser, live_server, problems, users, stored=False
+    )
     expect(status).to_contain_text("retrying in 2 s")
     assert not Annotation.objects.filter(assignment=assignment).exists()
     # Leaving now would lose the edit: the page asks first.
@@ -84,10 +94,14 @@ def test_a_dropped_connection_is_retried_and_the_edit_saved(browser, live_server
     assert page.evaluate("() => window.failedSaves") == 1
 
 
-def test_a_save_whose_answer_was_lost_is_not_taken_for_a_conflict(browser, live_server, users, felm_items, problems):
+def test_a_save_whose_answer_was_lost_is_not_taken_for_a_conflict(
+    browser, live_server, users, felm_items, problems
+):
     from playwright.sync_api import expect
 
-    page, assignment, status = label_while_the_first_save_fails(browser, live_server, problems, users, stored=True)
+    page, assignment, status = label_while_the_first_save_fails(
+        browser, live_server, problems, users, stored=True
+    )
     assert Annotation.objects.get(assignment=assignment).version == 1  # it was stored all the same
     page.keyboard.press("j")
     page.keyboard.press("x")
@@ -99,12 +113,18 @@ def test_a_save_whose_answer_was_lost_is_not_taken_for_a_conflict(browser, live_
     problems.errors[:] = [e for e in problems.errors if "-> 409" not in e]  # the one expected 409
 
 
-def test_a_second_ctrl_enter_during_submit_is_ignored(browser, live_server, users, felm_items, problems):
+def test_a_second_ctrl_enter_during_submit_is_ignored(
+    browser, live_server, users, felm_items, problems
+):
     page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
     page.evaluate(SLOW_SAVES)
     submits = []
-    page.on("request", lambda request: submits.append(request) if request.method == "PUT" and '"submit":true' in (
-        request.post_data or "").replace(" ", "") else None)
+    page.on(
+        "request",
+        lambda request: submits.append(request)
+        if request.method == "PUT" and '"submit":true' in (request.post_data or "").replace(" ", "")
+        else None,
+    )
     for _ in range(3):
         page.keyboard.press("c")
         page.keyboard.press("j")
@@ -117,13 +137,15 @@ def test_a_second_ctrl_enter_during_submit_is_ignored(browser, live_server, user
     assert len(submits) == 1
 
 
-def test_overlapping_autosaves_queue_instead_of_conflicting(browser, live_server, users, felm_items, problems):
+def test_overlapping_autosaves_queue_instead_of_conflicting(
+    browser, live_server, users, felm_items, problems
+):
     page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
     page.evaluate(SLOW_SAVES)
-    page.keyboard.press("c")              # autosave 1 leaves after 600 ms and takes 1 s
+    page.keyboard.press("c")  # autosave 1 leaves after 600 ms and takes 1 s
     page.wait_for_timeout(700)
     page.keyboard.press("j")
-    page.keyboard.press("c")              # autosave 2 is due while 1 is still in flight
+    page.keyboard.press("c")  # autosave 2 is due while 1 is still in flight
     page.wait_for_timeout(700)
     page.keyboard.press("j")
     page.keyboard.press("c")
@@ -136,7 +158,9 @@ def test_overlapping_autosaves_queue_instead_of_conflicting(browser, live_server
     assert annotation.version >= 2
 
 
-def test_overlapping_saves_send_each_version_once(browser, live_server, users, felm_items, problems):
+def test_overlapping_saves_send_each_version_once(
+    browser, live_server, users, felm_items, problems
+):
     from playwright.sync_api import expect
 
     page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
@@ -155,8 +179,12 @@ def test_a_submitted_annotation_opens_read_only(browser, live_server, users, fel
     from playwright.sync_api import expect
 
     assignment = Assignment.objects.filter(user=users["alice"]).order_by("id").first()
-    save_annotation(assignment=assignment, payload={"segments": [
-        {"label": True, "error_type": None, "comment": "", "refs": []}] * 3}, version=0, submit=True)
+    save_annotation(
+        assignment=assignment,
+        payload={"segments": [{"label": True, "error_type": None, "comment": "", "refs": []}] * 3},
+        version=0,
+        submit=True,
+    )
     page = login(browser, live_server.url, "alice", PASSWORD, problems)
     page.goto(f"/assignments/{assignment.id}/")
     expect(page.locator("#save-status")).to_have_text("Submitted — read-only")
@@ -166,16 +194,25 @@ def test_a_submitted_annotation_opens_read_only(browser, live_server, users, fel
     expect(page.locator(".label-error").first).to_have_attribute("aria-pressed", "false")
 
 
-def test_ctrl_enter_in_the_discard_reason_does_not_save_gold(browser, live_server, users, felm_items, problems):
+def test_ctrl_enter_in_the_discard_reason_does_not_save_gold(
+    browser, live_server, users, felm_items, problems
+):
     from playwright.sync_api import expect
 
     stage = felm_items[0].stages.get()
     labels = {"alice": True, "bob": False}
     for assignment in stage.assignments.select_related("user"):
-        segment = {"label": labels[assignment.user.username], "error_type": None, "comment": "", "refs": []}
+        segment = {
+            "label": labels[assignment.user.username],
+            "error_type": None,
+            "comment": "",
+            "refs": [],
+        }
         if segment["label"] is False:
             segment.update(error_type="knowledge_error", comment="wrong")
-        save_annotation(assignment=assignment, payload={"segments": [segment] * 3}, version=0, submit=True)
+        save_annotation(
+            assignment=assignment, payload={"segments": [segment] * 3}, version=0, submit=True
+        )
     consolidation = Consolidation.objects.get(item_stage=stage)
 
     page = login(browser, live_server.url, "carol", PASSWORD, problems)
@@ -192,7 +229,9 @@ def test_ctrl_enter_in_the_discard_reason_does_not_save_gold(browser, live_serve
     expect(reason).to_have_value(re.compile("cannot agree on the date"))
 
 
-def test_on_a_narrow_screen_the_key_legend_starts_folded(browser, live_server, users, felm_items, problems):
+def test_on_a_narrow_screen_the_key_legend_starts_folded(
+    browser, live_server, users, felm_items, problems
+):
     from playwright.sync_api import expect
 
     page, _ = open_first_assignment(browser, live_server, problems, "alice", users)
@@ -204,7 +243,8 @@ def test_on_a_narrow_screen_the_key_legend_starts_folded(browser, live_server, u
 
 
 def test_back_online_the_page_saves_at_once_instead_of_waiting_out_the_backoff(
-        browser, live_server, users, felm_items, problems):
+    browser, live_server, users, felm_items, problems
+):
     from playwright.sync_api import expect
 
     page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
@@ -218,14 +258,22 @@ def test_back_online_the_page_saves_at_once_instead_of_waiting_out_the_backoff(
     assert annotation.version == 1 and annotation.payload["segments"][0]["label"] is True
 
 
-def test_a_discarded_consolidation_says_so_in_the_save_bar(browser, live_server, users, felm_items, problems):
+def test_a_discarded_consolidation_says_so_in_the_save_bar(
+    browser, live_server, users, felm_items, problems
+):
     from playwright.sync_api import expect
 
     from annotation.services.consolidation import discard_item_stage
 
     for assignment in felm_items[0].stages.get().assignments.all():
-        save_annotation(assignment=assignment, payload={"segments": [
-            {"label": True, "error_type": None, "comment": "", "refs": []}] * 3}, version=0, submit=True)
+        save_annotation(
+            assignment=assignment,
+            payload={
+                "segments": [{"label": True, "error_type": None, "comment": "", "refs": []}] * 3
+            },
+            version=0,
+            submit=True,
+        )
     consolidation = Consolidation.objects.get(item_stage__item=felm_items[0])
     discard_item_stage(consolidation=consolidation, user=users["carol"], reason="unclear question")
     page = login(browser, live_server.url, "carol", PASSWORD, problems)
@@ -234,7 +282,9 @@ def test_a_discarded_consolidation_says_so_in_the_save_bar(browser, live_server,
     expect(page.locator("#submit")).to_be_disabled()
 
 
-def test_a_stale_tab_says_in_plain_words_that_newer_work_was_saved(browser, live_server, users, felm_items, problems):
+def test_a_stale_tab_says_in_plain_words_that_newer_work_was_saved(
+    browser, live_server, users, felm_items, problems
+):
     from playwright.sync_api import expect
 
     first, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
@@ -246,8 +296,10 @@ def test_a_stale_tab_says_in_plain_words_that_newer_work_was_saved(browser, live
     second.keyboard.press("x")  # still at the version it opened with
     status = second.locator("#save-status")
     expect(status).to_have_attribute("data-state", "conflict")
-    expect(status).to_have_text("Newer work on this item was saved in another tab or window. This tab's latest edits "
-                                "are not saved: reload the page to continue from the saved work.")
+    expect(status).to_have_text(
+        "Newer work on this item was saved in another tab or window. This tab's latest edits "
+        "are not saved: reload the page to continue from the saved work."
+    )
     annotation = Annotation.objects.get(assignment=assignment)
     assert annotation.version == 1 and annotation.payload["segments"][0]["label"] is True
     problems.errors[:] = [e for e in problems.errors if "-> 409" not in e]  # the one expected 409

@@ -4,6 +4,7 @@ downloads the benchmark export and the subtask archive and finds the item's thre
 
 Screenshots go to /tmp (``BROWSER_SCREENSHOTS`` overrides the directory).
 """
+
 import io
 import json
 import os
@@ -13,11 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from annotation.models import Consolidation, GoldRecord, ItemStage, StageStatus
 from annotation.evidence.corpora import create_corpus
 from annotation.imports.items import import_jsonl
-
-from tests.helpers.browser import judge_passages, login, open_consolidation_as, open_first_assignment
+from annotation.models import Consolidation, GoldRecord, ItemStage, StageStatus
+from tests.helpers.browser import (
+    judge_passages,
+    login,
+    open_consolidation_as,
+    open_first_assignment,
+)
 from tests.helpers.builders import PASSWORD, jsonl
 from tests.helpers.evidence import DOCUMENTS, upload
 
@@ -84,26 +89,48 @@ def annotate(browser, base, project, problems, work, *args):
 def consolidate(browser, base, project, problems, number):
     from playwright.sync_api import expect
 
-    consolidation = Consolidation.objects.get(item_stage__item__project=project, item_stage__stage=number)
+    consolidation = Consolidation.objects.get(
+        item_stage__item__project=project, item_stage__stage=number
+    )
     page = open_consolidation_as(browser, base, "carol", PASSWORD, problems, project, consolidation)
     expect(page.locator("#completeness")).not_to_have_text(re.compile("still to do"))
-    page.screenshot(path=str(SCREENSHOTS / f"three-steps-consolidation-{number}.png"), full_page=True)
+    page.screenshot(
+        path=str(SCREENSHOTS / f"three-steps-consolidation-{number}.png"), full_page=True
+    )
     page.get_by_role("button", name="Save gold record").click()
     page.wait_for_url(f"**/projects/{project.id}/consolidations/")
     page.context.close()
     assert GoldRecord.objects.filter(item_stage=consolidation.item_stage).exists()
 
 
-def test_one_item_through_three_steps_and_both_exports(browser, live_server, users, factcheck_project, problems,
-                                                        django_capture_on_commit_callbacks):
+def test_one_item_through_three_steps_and_both_exports(
+    browser, live_server, users, factcheck_project, problems, django_capture_on_commit_callbacks
+):
     project = factcheck_project
     base = live_server.url
     with django_capture_on_commit_callbacks(execute=True):
-        create_corpus(name="Encyclopedia", user=users["admin"], upload=upload(DOCUMENTS), projects=[project],
-                      passage_sentences=2, passage_stride=1)
+        create_corpus(
+            name="Encyclopedia",
+            user=users["admin"],
+            upload=upload(DOCUMENTS),
+            projects=[project],
+            passage_sentences=2,
+            passage_stride=1,
+        )
     with django_capture_on_commit_callbacks(execute=True):
-        import_jsonl(project, jsonl([{"id": "eiffel", "prompt": "When was the Eiffel Tower completed?", "response": RESPONSE}]),
-                     fmt="plain")
+        import_jsonl(
+            project,
+            jsonl(
+                [
+                    {
+                        "id": "eiffel",
+                        "prompt": "When was the Eiffel Tower completed?",
+                        "response": RESPONSE,
+                    }
+                ]
+            ),
+            fmt="plain",
+        )
 
     annotate(browser, base, project, problems, step1)
     consolidate(browser, base, project, problems, 1)
@@ -125,18 +152,36 @@ def test_one_item_through_three_steps_and_both_exports(browser, live_server, use
     admin.goto(f"/projects/{project.id}/")
     with admin.expect_download() as download_info:
         admin.get_by_role("link", name="Download factcheck-bench JSONL").click()
-    (record,) = [json.loads(line) for line in Path(download_info.value.path()).read_text(encoding="utf-8").splitlines()]
+    (record,) = [
+        json.loads(line)
+        for line in Path(download_info.value.path()).read_text(encoding="utf-8").splitlines()
+    ]
     sentence = record["sentences"]["sentence1"]
     assert sentence["if_claim_needs_edit"] == ["yes"] and sentence["revised_claims"] == [CORRECTED]
-    assert sentence["revised_decontext"] == CORRECTED and sentence["sentence_factuality_label"] is False
+    assert (
+        sentence["revised_decontext"] == CORRECTED
+        and sentence["sentence_factuality_label"] is False
+    )
     assert record["revised_response"] == CORRECTED and record["response_factuality"] is False
     with admin.expect_download() as download_info:
         admin.get_by_role("link", name="Download factcheck-subtasks zip").click()
     assert download_info.value.suggested_filename.endswith("-factcheck-subtasks.zip")
     archive = zipfile.ZipFile(io.BytesIO(Path(download_info.value.path()).read_bytes()))
-    revision = [json.loads(line) for line in archive.read("subtask5_revision.jsonl").decode().splitlines()]
-    assert revision == [{"factual state": "false", "claim list": [CORRECTED], "prompt": "When was the Eiffel Tower completed?",
-                         "response": RESPONSE, "revised_response": CORRECTED}]
-    stances = [json.loads(line) for line in archive.read("subtask3_claim_evidence_stance.jsonl").decode().splitlines()]
+    revision = [
+        json.loads(line) for line in archive.read("subtask5_revision.jsonl").decode().splitlines()
+    ]
+    assert revision == [
+        {
+            "factual state": "false",
+            "claim list": [CORRECTED],
+            "prompt": "When was the Eiffel Tower completed?",
+            "response": RESPONSE,
+            "revised_response": CORRECTED,
+        }
+    ]
+    stances = [
+        json.loads(line)
+        for line in archive.read("subtask3_claim_evidence_stance.jsonl").decode().splitlines()
+    ]
     assert [s["stance"] for s in stances] == ["refute"] + ["irrelevant"] * (passages - 1)
     assert not problems.errors, problems.errors

@@ -1,4 +1,5 @@
 """Step 2's `c` key: the pre-filled correction is selected, so typing replaces it (the legend says so)."""
+
 import pytest
 
 from tests.helpers.browser import login
@@ -7,8 +8,9 @@ from tests.helpers.builders import PASSWORD
 pytestmark = pytest.mark.browser
 
 
-def test_c_selects_the_prefilled_correction_so_typing_replaces_it(browser, live_server, problems, factcheck_project,
-                                                                 factcheck_pages):
+def test_c_selects_the_prefilled_correction_so_typing_replaces_it(
+    browser, live_server, problems, factcheck_project, factcheck_pages
+):
     from playwright.sync_api import expect
 
     page = login(browser, live_server.url, "alice", PASSWORD, problems)
@@ -25,5 +27,10 @@ def test_c_selects_the_prefilled_correction_so_typing_replaces_it(browser, live_
     # An edited correction is not selected again: the cursor goes to its end.
     page.keyboard.press("Escape")
     page.keyboard.press("c")
-    assert field.evaluate("node => [node.selectionStart, node.selectionEnd]") == [len(field.input_value())] * 2
-    expect(page.locator(".keys, details").filter(has_text="type to replace it").first).to_be_attached()
+    assert (
+        field.evaluate("node => [node.selectionStart, node.selectionEnd]")
+        == [len(field.input_value())] * 2
+    )
+    expect(
+        page.locator(".keys, details").filter(has_text="type to replace it").first
+    ).to_be_attached()

@@ -1,21 +1,31 @@
 """A corpus import resumes after its last batch when its worker died, and can be cancelled."""
+
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
+from annotation.evidence import corpora as corpus_services
+from annotation.evidence.corpora import (
+    CANCELLED_MESSAGE,
+    cancel_corpus_import,
+    create_corpus,
+    run_corpus_import,
+)
 from annotation.exceptions import DomainError
 from annotation.models import Corpus, CorpusState, Passage
-from annotation.evidence import corpora as corpus_services
-from annotation.evidence.corpora import CANCELLED_MESSAGE, cancel_corpus_import, create_corpus, run_corpus_import
-
 from tests.helpers.evidence import upload
 
 pytestmark = pytest.mark.django_db
 
-DOCS = [{"title": f"Doc {n}", "url": f"https://w.example/{n}",
-         "text": f"Document {n} starts here. It has a second sentence. And a third one about item {n}."}
-        for n in range(1, 13)]
+DOCS = [
+    {
+        "title": f"Doc {n}",
+        "url": f"https://w.example/{n}",
+        "text": f"Document {n} starts here. It has a second sentence. And a third one about item {n}.",
+    }
+    for n in range(1, 13)
+]
 
 
 class WorkerDied(Exception):
@@ -24,10 +34,18 @@ class WorkerDied(Exception):
 
 @pytest.fixture
 def queued(factcheck_project, users, data_dir, django_capture_on_commit_callbacks, monkeypatch):
-    monkeypatch.setattr(corpus_services, "INSERT_BATCH", 4)  # a batch every 2 documents (2 passages each)
+    monkeypatch.setattr(
+        corpus_services, "INSERT_BATCH", 4
+    )  # a batch every 2 documents (2 passages each)
     with django_capture_on_commit_callbacks(execute=False):  # no worker has taken it yet
-        corpus = create_corpus(name="Big", user=users["admin"], upload=upload(DOCS), projects=[factcheck_project],
-                               passage_sentences=2, passage_stride=1)
+        corpus = create_corpus(
+            name="Big",
+            user=users["admin"],
+            upload=upload(DOCS),
+            projects=[factcheck_project],
+            passage_sentences=2,
+            passage_stride=1,
+        )
     corpus.refresh_from_db()
     assert corpus.state == CorpusState.QUEUED
     return corpus
@@ -47,6 +65,7 @@ def dying_after(monkeypatch, line, then=None):
                     raise WorkerDied
                 then()
             yield number, document, error
+
     monkeypatch.setattr(corpus_services, "_documents", documents)
     return original
 
@@ -62,8 +81,12 @@ def test_an_import_whose_worker_died_resumes_after_its_last_batch(queued, monkey
     with pytest.raises(WorkerDied):
         run_corpus_import(queued.id)
     queued.refresh_from_db()
-    assert queued.state == CorpusState.IMPORTING and queued.lines_read == 6 and queued.documents == 6
-    first_ids = list(Passage.objects.filter(corpus=queued).order_by("id").values_list("id", flat=True))
+    assert (
+        queued.state == CorpusState.IMPORTING and queued.lines_read == 6 and queued.documents == 6
+    )
+    first_ids = list(
+        Passage.objects.filter(corpus=queued).order_by("id").values_list("id", flat=True)
+    )
     assert len(first_ids) == 12
     read = []
 
@@ -71,14 +94,22 @@ def test_an_import_whose_worker_died_resumes_after_its_last_batch(queued, monkey
         for row in original(path):
             read.append(row[0])
             yield row
+
     monkeypatch.setattr(corpus_services, "_documents", documents)
     went_silent(queued)
     corpus = run_corpus_import(queued.id)  # the task redelivered
-    assert corpus.state == CorpusState.EMBEDDING and corpus.documents == 12 and corpus.passages == 24
+    assert (
+        corpus.state == CorpusState.EMBEDDING and corpus.documents == 12 and corpus.passages == 24
+    )
     passages = Passage.objects.filter(corpus=corpus)
-    assert passages.count() == 24 and set(passages.values_list("document", flat=True)) == set(range(1, 13))
+    assert passages.count() == 24 and set(passages.values_list("document", flat=True)) == set(
+        range(1, 13)
+    )
     # The first six documents were not written again, and the file was not checked a second time.
-    assert list(passages.filter(document__lte=6).order_by("id").values_list("id", flat=True)) == first_ids
+    assert (
+        list(passages.filter(document__lte=6).order_by("id").values_list("id", flat=True))
+        == first_ids
+    )
     assert read == list(range(1, 13))
     assert not (data_dir / queued.file_path).exists()
 
@@ -87,7 +118,9 @@ def test_passages_written_after_the_last_recorded_batch_are_not_kept_twice(queue
     dying_after(monkeypatch, 7)
     with pytest.raises(WorkerDied):
         run_corpus_import(queued.id)
-    Passage.objects.create(corpus=queued, document=7, position=0, text="half a batch of a dead worker")
+    Passage.objects.create(
+        corpus=queued, document=7, position=0, text="half a batch of a dead worker"
+    )
     monkeypatch.undo()
     went_silent(queued)
     monkeypatch.setattr(corpus_services, "INSERT_BATCH", 4)
@@ -108,7 +141,9 @@ def test_a_running_import_is_cancelled_between_batches(queued, monkeypatch, data
 def test_a_queued_import_is_cancelled_before_any_worker_takes_it(queued, data_dir):
     corpus = cancel_corpus_import(queued.id)
     assert corpus.state == CorpusState.FAILED and not (data_dir / queued.file_path).exists()
-    assert run_corpus_import(queued.id).state == CorpusState.FAILED  # the task, delivered later: nothing to do
+    assert (
+        run_corpus_import(queued.id).state == CorpusState.FAILED
+    )  # the task, delivered later: nothing to do
     assert not Passage.objects.filter(corpus=corpus).exists()
 
 

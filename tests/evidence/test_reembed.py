@@ -1,4 +1,5 @@
 """Re-embedding a corpus after the embedding backend or model changed (manage.py reembed_corpus)."""
+
 import io
 
 import numpy as np
@@ -6,14 +7,17 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.evidence import corpus_search as corpus_search_module
+from annotation.evidence import vector_index
+from annotation.evidence.corpora import (
+    clear_embeddings,
+    embed_next_batch,
+    embedding_agreement,
+    update_vector_index,
+)
 from annotation.evidence.corpus_search import corpus_search
 from annotation.models import Corpus, CorpusState, Passage
-from annotation.evidence import vector_index
-from annotation.evidence.corpora import clear_embeddings, embed_next_batch, embedding_agreement, update_vector_index
 from pipeline.retrieval import embed
-
 from tests.helpers.evidence import DOCUMENTS, upload
-
 
 pytestmark = pytest.mark.django_db
 
@@ -32,8 +36,12 @@ def as_if_another_model(corpus_id, seed=0):
 
 
 def stored(corpus_id):
-    rows = Passage.objects.filter(corpus_id=corpus_id).order_by("id").values_list("text", "embedding")
-    return [(text, None if v is None else np.frombuffer(bytes(v), dtype=np.float32)) for text, v in rows]
+    rows = (
+        Passage.objects.filter(corpus_id=corpus_id).order_by("id").values_list("text", "embedding")
+    )
+    return [
+        (text, None if v is None else np.frombuffer(bytes(v), dtype=np.float32)) for text, v in rows
+    ]
 
 
 def run(*args):
@@ -62,32 +70,43 @@ def test_reembedding_now_replaces_every_vector_with_the_current_backends(corpus)
     assert "re-embedded: ready" in output
     corpus.refresh_from_db()
     assert corpus.state == CorpusState.READY and corpus.embedded == corpus.passages
-    assert corpus.embedded_through == Passage.objects.filter(corpus=corpus).order_by("-id").first().id
+    assert (
+        corpus.embedded_through == Passage.objects.filter(corpus=corpus).order_by("-id").first().id
+    )
     assert corpus.embedded_at > first_ready
     rows = stored(corpus.id)
     fresh = embed([text for text, _ in rows])
     assert all(float(np.dot(vector, f)) > 0.999 for (_, vector), f in zip(rows, fresh))
 
 
-def test_if_stale_re_embeds_only_the_corpora_whose_vectors_differ(corpus, factcheck_project, users,
-                                                                  django_capture_on_commit_callbacks):
+def test_if_stale_re_embeds_only_the_corpora_whose_vectors_differ(
+    corpus, factcheck_project, users, django_capture_on_commit_callbacks
+):
     from annotation.evidence.corpora import create_corpus
 
     with django_capture_on_commit_callbacks(execute=True):
-        other = create_corpus(name="Other", user=users["admin"], upload=upload(DOCUMENTS[:2]),
-                              projects=[factcheck_project])
+        other = create_corpus(
+            name="Other",
+            user=users["admin"],
+            upload=upload(DOCUMENTS[:2]),
+            projects=[factcheck_project],
+        )
     embed_all(corpus.id)
     embed_all(other.id)
     as_if_another_model(other.id)
     kept_at = Corpus.objects.get(pk=corpus.pk).embedded_at
     output = run("--all", "--if-stale", "--now")
-    assert f"corpus {other.id} (Other) re-embedded" in output and f"corpus {corpus.id} (Encyclopedia) re-embedded" not in output
+    assert (
+        f"corpus {other.id} (Other) re-embedded" in output
+        and f"corpus {corpus.id} (Encyclopedia) re-embedded" not in output
+    )
     assert Corpus.objects.get(pk=corpus.pk).embedded_at == kept_at
     assert embedding_agreement(other.id) > 0.999
 
 
-def test_with_a_broker_the_vectors_are_cleared_and_the_embedding_task_queued(corpus, monkeypatch,
-                                                                             django_capture_on_commit_callbacks):
+def test_with_a_broker_the_vectors_are_cleared_and_the_embedding_task_queued(
+    corpus, monkeypatch, django_capture_on_commit_callbacks
+):
     from config.celery import app
 
     embed_all(corpus.id)
@@ -99,10 +118,16 @@ def test_with_a_broker_the_vectors_are_cleared_and_the_embedding_task_queued(cor
             output = run(corpus.id)
     finally:
         app.conf.task_always_eager = True
-    assert "vectors cleared, embedding queued" in output and queued == [("annotation.tasks.embed_corpus", [corpus.id])]
+    assert "vectors cleared, embedding queued" in output and queued == [
+        ("annotation.tasks.embed_corpus", [corpus.id])
+    ]
     corpus.refresh_from_db()
     assert (corpus.state, corpus.embedded, corpus.embedded_through, corpus.embedded_at) == (
-        CorpusState.EMBEDDING, 0, 0, None)
+        CorpusState.EMBEDDING,
+        0,
+        0,
+        None,
+    )
     assert not Passage.objects.filter(corpus=corpus, embedding__isnull=False).exists()
     # Meanwhile the corpus stays searchable, lexically.
     assert corpus_search(corpus.projects.first())("Eiffel Tower 1889", None, 3)
@@ -120,7 +145,9 @@ def test_only_imported_corpora_can_be_re_embedded_and_the_arguments_are_checked(
         run(corpus.id, "--all")
 
 
-def test_a_process_that_loaded_the_old_vectors_searches_with_the_new_ones(corpus, factcheck_project, monkeypatch):
+def test_a_process_that_loaded_the_old_vectors_searches_with_the_new_ones(
+    corpus, factcheck_project, monkeypatch
+):
     """Another process (web, worker) keeps its copy of the vectors; re-embedded, it must not rank
     with the old model's vectors, whether it looks again during the re-embedding or after it."""
     embed_all(corpus.id)
@@ -136,22 +163,31 @@ def test_a_process_that_loaded_the_old_vectors_searches_with_the_new_ones(corpus
     embed_all(corpus.id)
     monkeypatch.undo()
     candidates = corpus_search(factcheck_project)(query, embed([query])[0], 3)
-    fresh = {pid: vector for pid, vector in zip(
-        Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True),
-        [v for _, v in stored(corpus.id)])}
+    fresh = {
+        pid: vector
+        for pid, vector in zip(
+            Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True),
+            [v for _, v in stored(corpus.id)],
+        )
+    }
     assert candidates and all(np.array_equal(c.vector, fresh[c.passage_id]) for c in candidates)
     assert not np.array_equal(np.array(vector_index._readers[corpus.id].vectors), old_rows)
 
 
-def test_a_cache_loaded_mid_embedding_notices_a_re_embedding_that_passed_it(corpus, factcheck_project):
+def test_a_cache_loaded_mid_embedding_notices_a_re_embedding_that_passed_it(
+    corpus, factcheck_project
+):
     assert embed_next_batch(corpus.id, size=2) == 2
     as_if_another_model(corpus.id)  # the first two vectors are "old"; the rest are not made yet
-    Passage.objects.filter(corpus=corpus, id__gt=Corpus.objects.get(pk=corpus.pk).embedded_through).update(
-        embedding=None)
+    Passage.objects.filter(
+        corpus=corpus, id__gt=Corpus.objects.get(pk=corpus.pk).embedded_through
+    ).update(embedding=None)
     search = corpus_search(factcheck_project)
     search("Eiffel", embed(["Eiffel"])[0], 3)
     assert vector_index._readers[corpus.id].rows == 2
-    Passage.objects.filter(corpus=corpus).update(embedding=None)  # re-embedded from scratch elsewhere
+    Passage.objects.filter(corpus=corpus).update(
+        embedding=None
+    )  # re-embedded from scratch elsewhere
     Corpus.objects.filter(pk=corpus.pk).update(embedded=0, embedded_through=0)
     embed_next_batch(corpus.id, size=3)  # further than this process had got, still embedding
     candidates = corpus_search(factcheck_project)("Eiffel", embed(["Eiffel"])[0], 5)

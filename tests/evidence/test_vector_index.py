@@ -1,5 +1,6 @@
 """The corpus vector index on disk (annotation.evidence.vector_index): built and extended by the worker,
 mapped read-only by searching processes, rebuilt from the database when missing or corrupt."""
+
 import logging
 import subprocess
 import sys
@@ -9,9 +10,9 @@ import pytest
 
 from annotation.evidence import corpus_search as corpus_search_module
 from annotation.evidence import vector_index
+from annotation.evidence.corpora import _fill_search_vectors, clear_embeddings
 from annotation.evidence.corpus_search import corpus_search, dense_hits_many
 from annotation.models import Corpus, CorpusState, Passage
-from annotation.evidence.corpora import _fill_search_vectors, clear_embeddings
 
 pytestmark = pytest.mark.django_db
 DIM = vector_index.DIMENSIONS
@@ -32,7 +33,10 @@ def clustered(n, seed=0, centres=20):
     """Unit vectors around a few topics, as embeddings of passages on a few subjects are."""
     rng = np.random.default_rng(seed)
     middle = rng.standard_normal((centres, DIM)).astype(np.float32)
-    x = middle[rng.integers(0, centres, n)] + rng.standard_normal((n, DIM)).astype(np.float32) * 0.06
+    x = (
+        middle[rng.integers(0, centres, n)]
+        + rng.standard_normal((n, DIM)).astype(np.float32) * 0.06
+    )
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -46,12 +50,25 @@ def make_corpus(project, vectors, name="Vectors"):
 def add_passages(corpus, vectors):
     """Passages with these vectors after the corpus's last one, as embedded by the worker."""
     start = Passage.objects.filter(corpus=corpus).count()
-    Passage.objects.bulk_create([Passage(corpus=corpus, document=start + i, position=0, title=f"t{start + i}",
-                                         text=f"passage number {start + i}", embedding=v.tobytes())
-                                 for i, v in enumerate(vectors)])
-    last = Passage.objects.filter(corpus=corpus).order_by("-id").values_list("id", flat=True).first()
-    Corpus.objects.filter(pk=corpus.pk).update(embedded=start + len(vectors), embedded_through=last,
-                                               passages=start + len(vectors))
+    Passage.objects.bulk_create(
+        [
+            Passage(
+                corpus=corpus,
+                document=start + i,
+                position=0,
+                title=f"t{start + i}",
+                text=f"passage number {start + i}",
+                embedding=v.tobytes(),
+            )
+            for i, v in enumerate(vectors)
+        ]
+    )
+    last = (
+        Passage.objects.filter(corpus=corpus).order_by("-id").values_list("id", flat=True).first()
+    )
+    Corpus.objects.filter(pk=corpus.pk).update(
+        embedded=start + len(vectors), embedded_through=last, passages=start + len(vectors)
+    )
     _fill_search_vectors(corpus.id)  # PostgreSQL's full-text search (nothing on SQLite)
     corpus.refresh_from_db()
     return vector_index.sync(corpus.id)
@@ -67,7 +84,10 @@ def exact(corpus, queries, k):
 
 def near(vectors, seed=1, count=20):
     rng = np.random.default_rng(seed)
-    q = vectors[rng.integers(0, len(vectors), count)] + rng.standard_normal((count, DIM)).astype(np.float32) * 0.06
+    q = (
+        vectors[rng.integers(0, len(vectors), count)]
+        + rng.standard_normal((count, DIM)).astype(np.float32) * 0.06
+    )
     return (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -90,7 +110,9 @@ def test_a_small_corpus_is_searched_exactly_from_the_mapped_files(factcheck_proj
     assert dense_hits_many([corpus], queries[:2], 10)[1] == reader.search(queries[1:2], 10)[0]
 
 
-def test_a_large_corpus_gets_an_ann_index_whose_recall_at_50_is_at_least_095(factcheck_project, settings):
+def test_a_large_corpus_gets_an_ann_index_whose_recall_at_50_is_at_least_095(
+    factcheck_project, settings
+):
     settings.VECTOR_INDEX_EXACT_MAX = 1000
     vectors = clustered(4000, centres=40)
     corpus = make_corpus(factcheck_project, vectors)
@@ -100,7 +122,9 @@ def test_a_large_corpus_gets_an_ann_index_whose_recall_at_50_is_at_least_095(fac
     assert reader.ann is not None
     queries = near(vectors, count=50)
     found, expected = reader.search(queries, 50), exact(corpus, queries, 50)
-    recall = np.mean([len({p for p, _ in f} & {p for p, _ in e}) / 50 for f, e in zip(found, expected)])
+    recall = np.mean(
+        [len({p for p, _ in f} & {p for p, _ in e}) / 50 for f, e in zip(found, expected)]
+    )
     assert recall >= 0.95
     for hits, query in zip(found, queries):  # the scores are exact cosines, not 8-bit ones
         truth = dict(exact(corpus, query[None, :], 4000)[0])
@@ -115,7 +139,9 @@ def test_extending_while_a_search_holds_the_old_view(factcheck_project, settings
     old = vector_index.reader(corpus)
     assert old.rows == 1200 and old.meta["ann_rows"] == 1200
     before = old.search(near(vectors, count=5), 20)
-    meta = add_passages(corpus, vectors[1200:1400])  # a tail searched exactly, next to the ANN index
+    meta = add_passages(
+        corpus, vectors[1200:1400]
+    )  # a tail searched exactly, next to the ANN index
     assert meta["rows"] == 1400 and meta["ann_rows"] == 1200
     assert old.search(near(vectors, count=5), 20) == before  # the old mapping is still valid
     new = vector_index.reader(corpus)
@@ -124,14 +150,19 @@ def test_extending_while_a_search_holds_the_old_view(factcheck_project, settings
     assert new.search(vectors[1399][None, :], 1)[0][0][0] == newest.id
     meta = add_passages(corpus, vectors[1400:])  # the tail grew past 250: folded into the ANN index
     assert meta["rows"] == meta["ann_rows"] == 1500
-    assert old.search(near(vectors, count=5), 20) == before  # its ANN file was replaced, not overwritten
+    assert (
+        old.search(near(vectors, count=5), 20) == before
+    )  # its ANN file was replaced, not overwritten
     reader = vector_index.reader(corpus)
-    assert reader.search(vectors[1499][None, :], 1)[0][0][0] == Passage.objects.filter(
-        corpus=corpus).order_by("-id").first().id
+    assert (
+        reader.search(vectors[1499][None, :], 1)[0][0][0]
+        == Passage.objects.filter(corpus=corpus).order_by("-id").first().id
+    )
 
 
 def test_a_restarted_process_reopens_the_index_without_reading_vectors_from_the_database(
-        factcheck_project, django_assert_num_queries):
+    factcheck_project, django_assert_num_queries
+):
     vectors = clustered(200)
     corpus = make_corpus(factcheck_project, vectors)
     expected = vector_index.reader(corpus).search(near(vectors), 5)
@@ -140,23 +171,30 @@ def test_a_restarted_process_reopens_the_index_without_reading_vectors_from_the_
         assert vector_index.reader(corpus).search(near(vectors), 5) == expected
 
 
-def test_a_restarted_process_reopens_the_index_from_another_interpreter(factcheck_project, index_root):
+def test_a_restarted_process_reopens_the_index_from_another_interpreter(
+    factcheck_project, index_root
+):
     """The files alone (no database) are what another process maps."""
     vectors = clustered(100)
     corpus = make_corpus(factcheck_project, vectors)
     meta = vector_index.sync(corpus.id)
     directory = vector_index.index_dir(corpus.id)
     g = meta["generation"]
-    script = (f"import numpy as np; ids = np.memmap({str(directory / f'ids-{g}.i64')!r}, dtype=np.int64, mode='r'); "
-              f"v = np.memmap({str(directory / f'vectors-{g}.f32')!r}, dtype=np.float32, mode='r').reshape(-1, {DIM}); "
-              "print(len(ids), int(ids[0]), float(v[0] @ v[0]))")
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    script = (
+        f"import numpy as np; ids = np.memmap({str(directory / f'ids-{g}.i64')!r}, dtype=np.int64, mode='r'); "
+        f"v = np.memmap({str(directory / f'vectors-{g}.f32')!r}, dtype=np.float32, mode='r').reshape(-1, {DIM}); "
+        "print(len(ids), int(ids[0]), float(v[0] @ v[0]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout.split()
     first = Passage.objects.filter(corpus=corpus).order_by("id").first()
     assert int(out[0]) == 100 and int(out[1]) == first.id and abs(float(out[2]) - 1) < 1e-5
 
 
-def test_another_embedding_model_gets_its_own_index_once_re_embedded(factcheck_project, monkeypatch, index_root,
-                                                                     django_capture_on_commit_callbacks):
+def test_another_embedding_model_gets_its_own_index_once_re_embedded(
+    factcheck_project, monkeypatch, index_root, django_capture_on_commit_callbacks
+):
     vectors = clustered(150, seed=3)
     corpus = make_corpus(factcheck_project, vectors)
     old_dir = vector_index.index_dir(corpus.id)
@@ -181,7 +219,9 @@ def test_an_index_of_vectors_made_again_elsewhere_is_rebuilt(factcheck_project):
     vectors = clustered(120, seed=5)
     corpus = make_corpus(factcheck_project, vectors)
     again = clustered(120, seed=6)
-    for pid, v in zip(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True), again):
+    for pid, v in zip(
+        Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True), again
+    ):
         Passage.objects.filter(id=pid).update(embedding=v.tobytes())
     vector_index.sync(corpus.id)
     assert np.array_equal(np.asarray(vector_index.reader(corpus).vectors), again)
@@ -206,9 +246,20 @@ def _break(directory, meta, how):
         shutil.rmtree(directory)
 
 
-@pytest.mark.parametrize("how", ["missing meta", "garbage meta", "short vectors", "missing ann", "garbage ann",
-                                 "whole directory"])
-def test_a_missing_or_corrupt_index_is_rebuilt_with_a_log_line(factcheck_project, settings, caplog, how):
+@pytest.mark.parametrize(
+    "how",
+    [
+        "missing meta",
+        "garbage meta",
+        "short vectors",
+        "missing ann",
+        "garbage ann",
+        "whole directory",
+    ],
+)
+def test_a_missing_or_corrupt_index_is_rebuilt_with_a_log_line(
+    factcheck_project, settings, caplog, how
+):
     settings.VECTOR_INDEX_EXACT_MAX = 500
     vectors = clustered(1000, seed=7)
     corpus = make_corpus(factcheck_project, vectors)
@@ -225,7 +276,8 @@ def test_a_missing_or_corrupt_index_is_rebuilt_with_a_log_line(factcheck_project
 
 
 def test_a_large_corrupt_index_is_rebuilt_by_a_task_and_search_goes_on_lexically(
-        factcheck_project, settings, caplog, monkeypatch):
+    factcheck_project, settings, caplog, monkeypatch
+):
     monkeypatch.setattr(vector_index, "REBUILD_INLINE_MAX", 10)
     vectors = clustered(50, seed=8)
     corpus = make_corpus(factcheck_project, vectors)
@@ -233,7 +285,9 @@ def test_a_large_corrupt_index_is_rebuilt_by_a_task_and_search_goes_on_lexically
     vector_index._readers.clear()
     search = corpus_search(factcheck_project)
     with caplog.at_level(logging.WARNING, logger="annotation.evidence.vector_index"):
-        candidates = search("passage number 7", vectors[7], 5)  # no exception: lexical hits at least
+        candidates = search(
+            "passage number 7", vectors[7], 5
+        )  # no exception: lexical hits at least
     assert any("rebuild queued" in r.getMessage() for r in caplog.records)
     assert candidates and any(c.passage_id for c in candidates)
     # The task ran (eager here; a worker elsewhere): the next search has the index again.
@@ -247,16 +301,25 @@ def test_the_step2_search_over_the_index_equals_exact_search_on_a_small_corpus(f
     corpus = make_corpus(factcheck_project, vectors)
     queries = near(vectors, count=4)
     found = corpus_search(factcheck_project).many(["", "", "", ""], list(queries), 8)
-    vector_of = dict(zip(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True), vectors))
+    vector_of = dict(
+        zip(
+            Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True),
+            vectors,
+        )
+    )
     for candidates, expected in zip(found, exact(corpus, queries, 8)):
         assert {c.passage_id for c in candidates} == {pid for pid, _ in expected}
-        assert all(np.array_equal(c.vector, vector_of[c.passage_id]) for c in candidates)  # from the mapped file
+        assert all(
+            np.array_equal(c.vector, vector_of[c.passage_id]) for c in candidates
+        )  # from the mapped file
 
 
 def test_faiss_is_not_imported_when_the_web_application_starts():
-    script = ("import os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings'); import django; "
-              "django.setup(); import config.urls, annotation.evidence.corpus_search, annotation.tasks; "
-              "print('faiss' in sys.modules)")
+    script = (
+        "import os, sys; os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'config.settings'); import django; "
+        "django.setup(); import config.urls, annotation.evidence.corpus_search, annotation.tasks; "
+        "print('faiss' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -281,8 +344,10 @@ def test_an_index_left_by_another_corpus_with_the_same_id_is_not_used(factcheck_
     """A database reset (a test run, a restore) reuses ids; the index directory outlives it."""
     corpus = make_corpus(factcheck_project, clustered(40, seed=10))
     Corpus.objects.filter(pk=corpus.pk).update(imported_at="2026-01-01T00:00:00Z")
-    for pid, v in zip(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True),
-                      clustered(40, seed=11)):
+    for pid, v in zip(
+        Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True),
+        clustered(40, seed=11),
+    ):
         Passage.objects.filter(id=pid).update(embedding=v.tobytes())
     vector_index._readers.clear()
     corpus.refresh_from_db()

@@ -1,5 +1,6 @@
 """The per-unit agreement export (``format=agreement-units``): one line per unit, named as the
 kind's other exports name it, with each annotator's value, the gold value and ``agreed``."""
+
 import json
 
 import pytest
@@ -13,7 +14,6 @@ from annotation.models import (
     StageStatus,
 )
 from annotation.services.projects import create_project
-
 from tests.helpers.builders import api_client, segment, submit
 
 
@@ -22,13 +22,22 @@ def lines(project, fmt=exports.AGREEMENT_UNITS):
 
 
 def make_item(project, external_id="", **fields):
-    return Item.objects.create(project=project, external_id=external_id, prompt="Q?",
-                               response=fields.pop("response", "A."), **fields)
+    return Item.objects.create(
+        project=project,
+        external_id=external_id,
+        prompt="Q?",
+        response=fields.pop("response", "A."),
+        **fields,
+    )
 
 
 def make_stage(item, stage, content, gold=None):
-    item_stage = ItemStage.objects.create(item=item, stage=stage, content=content,
-                                          status=StageStatus.DONE if gold is not None else StageStatus.ANNOTATING)
+    item_stage = ItemStage.objects.create(
+        item=item,
+        stage=stage,
+        content=content,
+        status=StageStatus.DONE if gold is not None else StageStatus.ANNOTATING,
+    )
     if gold is not None:
         GoldRecord.objects.create(item_stage=item_stage, payload=gold)
     return item_stage
@@ -40,27 +49,61 @@ def by_unit(records, *keys):
 
 # -- FELM ---------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def felm(users):
     project = create_project(name="Units FELM", kind="felm", created_by=users["admin"])
     segments = ["One.", "Two.", "Three."]
-    item = make_item(project, "felm-7", response=" ".join(segments), source="wk",
-                     metadata={})
-    gold = {"segments": [segment(True), segment(False, "knowledge_error"), segment(False, "reasoning_error")]}
+    item = make_item(project, "felm-7", response=" ".join(segments), source="wk", metadata={})
+    gold = {
+        "segments": [
+            segment(True),
+            segment(False, "knowledge_error"),
+            segment(False, "reasoning_error"),
+        ]
+    }
     stage = make_stage(item, 1, {"segments": segments}, gold)
-    submit(stage, users["alice"], {"segments": [segment(True), segment(False, "knowledge_error"), segment(True)]})
-    submit(stage, users["bob"], {"segments": [segment(True), segment(False, "reasoning_error"), segment(False, "reasoning_error")]})
+    submit(
+        stage,
+        users["alice"],
+        {"segments": [segment(True), segment(False, "knowledge_error"), segment(True)]},
+    )
+    submit(
+        stage,
+        users["bob"],
+        {
+            "segments": [
+                segment(True),
+                segment(False, "reasoning_error"),
+                segment(False, "reasoning_error"),
+            ]
+        },
+    )
     return project
 
 
 def test_felm_gives_one_line_per_segment_and_field_with_values_gold_and_agreed(felm):
     records = lines(felm)
     units = by_unit(records, "segment", "field")
-    assert set(units) == {(0, "label"), (1, "label"), (2, "label"), (1, "error_type"), (2, "error_type")}
+    assert set(units) == {
+        (0, "label"),
+        (1, "label"),
+        (2, "label"),
+        (1, "error_type"),
+        (2, "error_type"),
+    }
     first = units[(0, "label")]
-    assert first == {"item": "felm-7", "item_id": first["item_id"], "step": 1, "segment": 0, "field": "label",
-                     "annotators": {"alice": "correct", "bob": "correct"}, "third_rater": None,
-                     "gold": "correct", "agreed": True}
+    assert first == {
+        "item": "felm-7",
+        "item_id": first["item_id"],
+        "step": 1,
+        "segment": 0,
+        "field": "label",
+        "annotators": {"alice": "correct", "bob": "correct"},
+        "third_rater": None,
+        "gold": "correct",
+        "agreed": True,
+    }
     assert units[(2, "label")]["annotators"] == {"alice": "correct", "bob": "error"}
     assert units[(2, "label")]["agreed"] is False and units[(2, "label")]["gold"] == "error"
     assert units[(1, "error_type")]["agreed"] is False
@@ -82,65 +125,160 @@ def test_without_gold_the_gold_value_is_null(users):
     project = create_project(name="No gold", kind="felm", created_by=users["admin"])
     stage = make_stage(make_item(project), 1, {"segments": ["One."]})
     submit(stage, users["alice"], {"segments": [segment(True)]})
-    submit(stage, users["bob"], {"segments": [segment(True)]}, submitted=False)  # a draft is left out
+    submit(
+        stage, users["bob"], {"segments": [segment(True)]}, submitted=False
+    )  # a draft is left out
     [line] = lines(project)
     assert line["item"] == str(line["item_id"])  # no external id: the item's id, as the felm export
-    assert line["gold"] is None and line["annotators"] == {"alice": "correct"} and line["agreed"] is None
+    assert (
+        line["gold"] is None
+        and line["annotators"] == {"alice": "correct"}
+        and line["agreed"] is None
+    )
 
 
 # -- Factcheck ----------------------------------------------------------------------------------
+
 
 def claim(text, category="factual", importance="yes"):
     return {"text": text, "category": category, "importance": importance}
 
 
 def sentence(checkworthy, claims, importance="yes", decontext="S."):
-    return {"decontext": decontext, "importance": importance, "checkworthy": checkworthy, "claims": claims}
+    return {
+        "decontext": decontext,
+        "importance": importance,
+        "checkworthy": checkworthy,
+        "claims": claims,
+    }
 
 
 def answer(stances, factuality="true", needs_edit="no", decided="yes", correction="c"):
-    return {"stances": stances, "reliable": [True] * len(stances), "decided": decided, "manual_evidence": [],
-            "factuality": factuality, "needs_edit": needs_edit, "correction": correction, "used_evidence": []}
+    return {
+        "stances": stances,
+        "reliable": [True] * len(stances),
+        "decided": decided,
+        "manual_evidence": [],
+        "factuality": factuality,
+        "needs_edit": needs_edit,
+        "correction": correction,
+        "used_evidence": [],
+    }
 
 
 def passage(text):
-    return {"text": text, "url": f"https://example.org/{text}", "title": text, "source": "web", "query": "q", "rank": 1}
+    return {
+        "text": text,
+        "url": f"https://example.org/{text}",
+        "title": text,
+        "source": "web",
+        "query": "q",
+        "rank": 1,
+    }
 
 
 @pytest.fixture
 def factcheck(users):
     project = create_project(name="Units Factcheck", kind="factcheck", created_by=users["admin"])
     item = make_item(project, "fc-1", response="Paris is in France. I like it.")
-    step1_gold = {"sentences": [
-        sentence("yes", [claim("Paris is a city."), claim("Paris is in France.")]),
-        sentence("opinion", [], importance="no"),
-    ]}
+    step1_gold = {
+        "sentences": [
+            sentence("yes", [claim("Paris is a city."), claim("Paris is in France.")]),
+            sentence("opinion", [], importance="no"),
+        ]
+    }
     stage1 = make_stage(item, 1, {"sentences": ["Paris is in France.", "I like it."]}, step1_gold)
     # alice's claims in the other order; bob's with one claim more and another category
-    submit(stage1, users["alice"], {"sentences": [
-        sentence("yes", [claim("Paris is in France."), claim("Paris is a city.")]), sentence("opinion", [], importance="no")]})
-    submit(stage1, users["bob"], {"sentences": [
-        sentence("yes", [claim("The Eiffel Tower stands tall there."), claim("Paris is a city."),
-                         claim("Paris is in France.", category="opinion")]),
-        sentence("no", [], importance="no")]})
-    content2 = {"claims": [
-        {"sentence": 0, "claim": 0, "text": "Paris is a city.", "evidence": [passage("a"), passage("b")]},
-        {"sentence": 0, "claim": 1, "text": "Paris is in France.", "evidence": [passage("c")]},
-    ]}
-    gold2 = {"claims": [answer(["completely-support", "irrelevant"]), answer(["refute"], "false", "yes", correction="x")]}
+    submit(
+        stage1,
+        users["alice"],
+        {
+            "sentences": [
+                sentence("yes", [claim("Paris is in France."), claim("Paris is a city.")]),
+                sentence("opinion", [], importance="no"),
+            ]
+        },
+    )
+    submit(
+        stage1,
+        users["bob"],
+        {
+            "sentences": [
+                sentence(
+                    "yes",
+                    [
+                        claim("The Eiffel Tower stands tall there."),
+                        claim("Paris is a city."),
+                        claim("Paris is in France.", category="opinion"),
+                    ],
+                ),
+                sentence("no", [], importance="no"),
+            ]
+        },
+    )
+    content2 = {
+        "claims": [
+            {
+                "sentence": 0,
+                "claim": 0,
+                "text": "Paris is a city.",
+                "evidence": [passage("a"), passage("b")],
+            },
+            {"sentence": 0, "claim": 1, "text": "Paris is in France.", "evidence": [passage("c")]},
+        ]
+    }
+    gold2 = {
+        "claims": [
+            answer(["completely-support", "irrelevant"]),
+            answer(["refute"], "false", "yes", correction="x"),
+        ]
+    }
     stage2 = make_stage(item, 2, content2, gold2)
-    submit(stage2, users["alice"], {"claims": [answer(["completely-support", "irrelevant"]),
-                                               answer(["refute"], "false", "yes", correction="x")]})
-    submit(stage2, users["bob"], {"claims": [answer(["partially-support", "irrelevant"]),
-                                             answer(["completely-support"])]})
-    submit(stage2, users["carol"], {"claims": [answer(["completely-support", "irrelevant"]),
-                                               answer(["refute"], "false", "yes", correction="y")]},
-           role=AssignmentRole.THIRD_RATER)
-    stage3 = make_stage(item, 3, {"sentences": [{"decontext": "Paris is in France."}, {"decontext": "I like it."}]})
-    submit(stage3, users["alice"], {"sentences": [{"revised": "Paris is  in France."}, {"revised": "I like it."}],
-                                    "response": "Paris is in France. I like it."})
-    submit(stage3, users["bob"], {"sentences": [{"revised": "Paris is in France."}, {"revised": "I love it."}],
-                                  "response": "Paris is in France. I love it."})
+    submit(
+        stage2,
+        users["alice"],
+        {
+            "claims": [
+                answer(["completely-support", "irrelevant"]),
+                answer(["refute"], "false", "yes", correction="x"),
+            ]
+        },
+    )
+    submit(
+        stage2,
+        users["bob"],
+        {"claims": [answer(["partially-support", "irrelevant"]), answer(["completely-support"])]},
+    )
+    submit(
+        stage2,
+        users["carol"],
+        {
+            "claims": [
+                answer(["completely-support", "irrelevant"]),
+                answer(["refute"], "false", "yes", correction="y"),
+            ]
+        },
+        role=AssignmentRole.THIRD_RATER,
+    )
+    stage3 = make_stage(
+        item, 3, {"sentences": [{"decontext": "Paris is in France."}, {"decontext": "I like it."}]}
+    )
+    submit(
+        stage3,
+        users["alice"],
+        {
+            "sentences": [{"revised": "Paris is  in France."}, {"revised": "I like it."}],
+            "response": "Paris is in France. I like it.",
+        },
+    )
+    submit(
+        stage3,
+        users["bob"],
+        {
+            "sentences": [{"revised": "Paris is in France."}, {"revised": "I love it."}],
+            "response": "Paris is in France. I love it.",
+        },
+    )
     return project
 
 
@@ -167,8 +305,16 @@ def test_factcheck_step2_stance_per_passage_and_claim_fields_with_a_third_rater(
     units = by_unit(step2, "claim", "evidence", "field")
     stance = units[(0, 0, "stance")]
     assert stance["sentence"] == "sentence1"
-    assert stance["annotators"] == {"alice": "completely-support", "bob": "partially-support", "carol": "completely-support"}
-    assert stance["third_rater"] == "carol" and stance["agreed"] is False and stance["gold"] == "completely-support"
+    assert stance["annotators"] == {
+        "alice": "completely-support",
+        "bob": "partially-support",
+        "carol": "completely-support",
+    }
+    assert (
+        stance["third_rater"] == "carol"
+        and stance["agreed"] is False
+        and stance["gold"] == "completely-support"
+    )
     assert units[(0, 0, "stance3")]["agreed"] is True  # both kinds of support are "support"
     assert units[(0, 1, "stance")]["agreed"] is True
     factuality = units[(1, None, "factuality")]
@@ -199,14 +345,20 @@ def test_factcheck_ids_match_the_benchmark_export(factcheck):
 
 def test_factcheck_step3_revised_sentences_not_consolidated_yet(factcheck):
     step3 = by_unit([r for r in lines(factcheck) if r["step"] == 3], "sentence", "field")
-    assert step3[("sentence1", "revised")]["agreed"] is True  # up to spacing, as consolidation compares
-    assert step3[("sentence2", "revised")]["annotators"] == {"alice": "I like it.", "bob": "I love it."}
+    assert (
+        step3[("sentence1", "revised")]["agreed"] is True
+    )  # up to spacing, as consolidation compares
+    assert step3[("sentence2", "revised")]["annotators"] == {
+        "alice": "I like it.",
+        "bob": "I love it.",
+    }
     assert step3[("sentence2", "revised")]["agreed"] is False
     assert step3[(None, "revised_response")]["agreed"] is False
     assert all(r["gold"] is None for r in step3.values())
 
 
 # -- D-FActScore --------------------------------------------------------------------------------
+
 
 def fact(group, label, any_page="supported", entity=0):
     return {"group": group, "label": label, "any_page": any_page, "entity": entity}
@@ -215,10 +367,24 @@ def fact(group, label, any_page="supported", entity=0):
 def test_dfactscore_units_are_facts_and_the_paragraph(users):
     project = create_project(name="Units DFS", kind="dfactscore", created_by=users["admin"])
     stage = make_stage(make_item(project, "bio-3"), 1, {"facts": [{"text": "a"}, {"text": "b"}]})
-    submit(stage, users["alice"], {"individuals": 1, "groups": [{"link": 0}],
-                                   "facts": [fact(0, "supported"), fact(0, "not_supported")]})
-    submit(stage, users["bob"], {"individuals": 2, "groups": [{"link": 0}, {"link": 1}],
-                                 "facts": [fact(0, "supported"), fact(1, "supported")]})
+    submit(
+        stage,
+        users["alice"],
+        {
+            "individuals": 1,
+            "groups": [{"link": 0}],
+            "facts": [fact(0, "supported"), fact(0, "not_supported")],
+        },
+    )
+    submit(
+        stage,
+        users["bob"],
+        {
+            "individuals": 2,
+            "groups": [{"link": 0}, {"link": 1}],
+            "facts": [fact(0, "supported"), fact(1, "supported")],
+        },
+    )
     units = by_unit(lines(project), "fact", "field")
     assert units[(None, "individuals")]["annotators"] == {"alice": 1, "bob": 2}
     assert units[(0, "label")]["agreed"] is True and units[(1, "label")]["agreed"] is False
@@ -226,6 +392,7 @@ def test_dfactscore_units_are_facts_and_the_paragraph(users):
 
 
 # -- availability -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("kind", ["felm", "factcheck", "dfactscore"])
 def test_every_kind_lists_the_format(users, kind):
@@ -235,7 +402,9 @@ def test_every_kind_lists_the_format(users, kind):
 
 
 def test_the_api_and_the_page_stream_it_to_admins_only(felm, users, client):
-    response = api_client(users["admin"]).get(f"/api/projects/{felm.id}/export/", {"format": "agreement-units"})
+    response = api_client(users["admin"]).get(
+        f"/api/projects/{felm.id}/export/", {"format": "agreement-units"}
+    )
     assert response.status_code == 200 and response["Content-Type"].startswith("application/jsonl")
     assert len(b"".join(response.streaming_content).splitlines()) == 5
     client.force_login(users["admin"])

@@ -1,21 +1,25 @@
 """Stored export lines (ExportLine): the large JSONL export serves each item's stored line, and
 never one that is stale — whatever wrote the item's rows, and whenever."""
+
 import json
 import threading
 
 import pytest
 from django.db import connection
 
-from annotation.exports.formats import export_jsonl
-from annotation.models import ExportLine, GoldRecord, Item, ItemStage, StageStatus
 from annotation.exports import lines as export_lines
+from annotation.exports.formats import export_jsonl
 from annotation.imports.items import import_jsonl
-
+from annotation.models import ExportLine, GoldRecord, Item, ItemStage, StageStatus
 from tests.helpers.builders import jsonl
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only("lines are stored on PostgreSQL only (elsewhere every export renders every line)")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.postgres_only(
+        "lines are stored on PostgreSQL only (elsewhere every export renders every line)"
+    ),
+]
 FMT = "factcheck-bench"
-
 
 
 def released_line(index: int) -> dict:
@@ -24,23 +28,40 @@ def released_line(index: int) -> dict:
     for s in (1, 2):
         text = f"Item {index} sentence {s} is a claim."
         sentences[f"sentence{s}"] = {
-            "text": text, "decontext": text, "sentence_factuality_label": True, "revised_decontext": text,
-            "sentence_checkworthiness": "yes", "most_importance_sentence": "yes", "claims": [text],
-            "claim_checkworthiness": ["factual"], "if_automatic_evidence_enough_to_verify": ["yes"],
-            "human_evidence": ["NA"], "auto_evidence": [[f"Passage {index}.{s}.{p}." for p in range(2)]],
+            "text": text,
+            "decontext": text,
+            "sentence_factuality_label": True,
+            "revised_decontext": text,
+            "sentence_checkworthiness": "yes",
+            "most_importance_sentence": "yes",
+            "claims": [text],
+            "claim_checkworthiness": ["factual"],
+            "if_automatic_evidence_enough_to_verify": ["yes"],
+            "human_evidence": ["NA"],
+            "auto_evidence": [[f"Passage {index}.{s}.{p}." for p in range(2)]],
             "auto_evidence_url": [[f"https://e.example/{index}/{s}/{p}" for p in range(2)]],
-            "stance_claim_autoEvid": [["completely-support", "irrelevant"]], "if_claim_needs_edit": ["no"],
-            "claims_factuality_label": [True], "revised_claims": [text], "usedEvidence_index_in_revision": ["-1"],
+            "stance_claim_autoEvid": [["completely-support", "irrelevant"]],
+            "if_claim_needs_edit": ["no"],
+            "claims_factuality_label": [True],
+            "revised_claims": [text],
+            "usedEvidence_index_in_revision": ["-1"],
             "if_most_important_claim": ["yes"],
         }
     response = " ".join(s["text"] for s in sentences.values())
-    return {"prompt": f"Question {index}?", "response": response, "revised_response": response,
-            "response_factuality": True, "sentences": sentences}
+    return {
+        "prompt": f"Question {index}?",
+        "response": response,
+        "revised_response": response,
+        "response_factuality": True,
+        "sentences": sentences,
+    }
 
 
 @pytest.fixture
 def imported(factcheck_project):
-    import_jsonl(factcheck_project, jsonl([released_line(i) for i in range(6)]), fmt=FMT, labels_as="gold")
+    import_jsonl(
+        factcheck_project, jsonl([released_line(i) for i in range(6)]), fmt=FMT, labels_as="gold"
+    )
     return factcheck_project
 
 
@@ -64,12 +85,16 @@ def test_stored_and_rendered_lines_are_the_same(imported):
 
 
 @pytest.mark.parametrize("write", ["gold payload", "item row", "step status"])
-def test_a_line_is_stale_after_any_write_to_its_rows_even_one_that_bypasses_the_services(imported, write):
+def test_a_line_is_stale_after_any_write_to_its_rows_even_one_that_bypasses_the_services(
+    imported, write
+):
     first = Item.objects.filter(project=imported).order_by("id").first()
     ExportLine.objects.filter(item=first).update(line='{"served": "stale"}\n')
     if write == "gold payload":
         gold = GoldRecord.objects.get(item_stage__item=first, item_stage__stage=3)
-        GoldRecord.objects.filter(pk=gold.pk).update(payload={**gold.payload, "response": "Rewritten."})
+        GoldRecord.objects.filter(pk=gold.pk).update(
+            payload={**gold.payload, "response": "Rewritten."}
+        )
     elif write == "item row":
         Item.objects.filter(pk=first.pk).update(prompt="Another question?")
     else:
@@ -86,7 +111,9 @@ def test_a_line_is_stale_after_any_write_to_its_rows_even_one_that_bypasses_the_
 
 def test_lines_rendered_by_other_code_are_not_served(imported, monkeypatch):
     ExportLine.objects.update(line='{"served": "old code"}\n')
-    monkeypatch.setattr(type(imported_kind(imported)), "export_renderer_version", lambda self: "another version")
+    monkeypatch.setattr(
+        type(imported_kind(imported)), "export_renderer_version", lambda self: "another version"
+    )
     assert {"served": "old code"} not in exported(imported)
     # the export stored the lines it rendered, under the new version
     assert ExportLine.objects.exclude(line='{"served": "old code"}\n').count() == 6
@@ -107,8 +134,12 @@ def test_a_line_rendered_while_its_rows_change_is_not_stored(imported, monkeypat
 
     def render_while_an_admin_edits(project, fmt, item_ids):
         lines = render(project, fmt, item_ids)
-        writer = threading.Thread(target=lambda: (Item.objects.filter(pk=first.pk).update(prompt="Edited meanwhile?"),
-                                                  connection.close()))
+        writer = threading.Thread(
+            target=lambda: (
+                Item.objects.filter(pk=first.pk).update(prompt="Edited meanwhile?"),
+                connection.close(),
+            )
+        )
         writer.start()
         writer.join()
         return lines
@@ -121,21 +152,42 @@ def test_a_line_rendered_while_its_rows_change_is_not_stored(imported, monkeypat
 
 
 def test_a_consolidation_stores_the_items_line(factcheck_project, users):
+    from annotation.models import Assignment, Consolidation
     from annotation.services.annotations import save_annotation
     from annotation.services.consolidation import save_consolidation
-    from annotation.models import Assignment, Consolidation
 
-    import_jsonl(factcheck_project, jsonl([{"prompt": "Q?", "response": "Paris is in France."}]), fmt="plain")
+    import_jsonl(
+        factcheck_project, jsonl([{"prompt": "Q?", "response": "Paris is in France."}]), fmt="plain"
+    )
     stage = ItemStage.objects.get(item__project=factcheck_project, stage=1)
-    payload = {"sentences": [{"decontext": "Paris is in France.", "importance": "yes", "checkworthy": "yes",
-                              "claims": [{"text": "Paris is in France.", "category": "factual", "importance": "yes"}]}]}
+    payload = {
+        "sentences": [
+            {
+                "decontext": "Paris is in France.",
+                "importance": "yes",
+                "checkworthy": "yes",
+                "claims": [
+                    {"text": "Paris is in France.", "category": "factual", "importance": "yes"}
+                ],
+            }
+        ]
+    }
     for name in ("alice", "bob"):
-        save_annotation(assignment=Assignment.objects.get(item_stage=stage, user=users[name]), payload=payload,
-                        version=0, submit=True)
+        save_annotation(
+            assignment=Assignment.objects.get(item_stage=stage, user=users[name]),
+            payload=payload,
+            version=0,
+            submit=True,
+        )
     consolidation = Consolidation.objects.get(item_stage=stage)
     assert not ExportLine.objects.exists()
-    save_consolidation(consolidation=consolidation, user=users["carol"], payload=payload,
-                       version=consolidation.version, submit=True)
+    save_consolidation(
+        consolidation=consolidation,
+        user=users["carol"],
+        payload=payload,
+        version=consolidation.version,
+        submit=True,
+    )
     (line,) = ExportLine.objects.filter(item=stage.item, format=FMT)
     assert json.loads(line.line)["sentences"]["sentence1"]["claims"] == ["Paris is in France."]
     assert exported(factcheck_project) == [json.loads(line.line)]

@@ -5,6 +5,7 @@ No browser is ever downloaded: the tests use /usr/bin/chromium (``apt-get instal
 Without it, or without Playwright, the browser tests are skipped with a reason, except in CI
 (``CI=true``), where a missing browser is a failure.
 """
+
 import os
 import re
 from dataclasses import dataclass, field
@@ -12,15 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from annotation.models import Assignment
 from annotation.imports.items import import_jsonl
+from annotation.models import Assignment
 
 from .builders import PASSWORD, felm_line, jsonl
 
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 DEFAULT_TIMEOUT_MS = 10_000
 
@@ -51,17 +57,35 @@ class PageProblems:
     def watch(self, page):
         page.on("pageerror", lambda exc: self.errors.append(f"{page.url}: uncaught {exc}"))
         # Failed requests are judged by the response listener (a missing /favicon.ico is fine).
-        page.on("console", lambda msg: self.errors.append(f"{page.url}: console.{msg.type}: {msg.text}")
-                if msg.type == "error" and not msg.text.startswith("Failed to load resource") else None)
-        page.on("response", lambda r: self.errors.append(f"{r.request.method} {r.url} -> {r.status}")
-                if r.status >= 400 and re.search(r"/(static|api)/", r.url) else None)
+        page.on(
+            "console",
+            lambda msg: self.errors.append(f"{page.url}: console.{msg.type}: {msg.text}")
+            if msg.type == "error" and not msg.text.startswith("Failed to load resource")
+            else None,
+        )
+        page.on(
+            "response",
+            lambda r: self.errors.append(f"{r.request.method} {r.url} -> {r.status}")
+            if r.status >= 400 and re.search(r"/(static|api)/", r.url)
+            else None,
+        )
         return page
 
 
-def login(browser, base_url: str, username: str, password: str, problems: PageProblems, viewport: dict | None = None):
+def login(
+    browser,
+    base_url: str,
+    username: str,
+    password: str,
+    problems: PageProblems,
+    viewport: dict | None = None,
+):
     """A fresh browser context (own cookies) logged in as ``username``; returns its page."""
-    context = browser.new_context(base_url=base_url, accept_downloads=True,
-                                  viewport=viewport or {"width": 1280, "height": 900})
+    context = browser.new_context(
+        base_url=base_url,
+        accept_downloads=True,
+        viewport=viewport or {"width": 1280, "height": 900},
+    )
     context.set_default_timeout(DEFAULT_TIMEOUT_MS)
     page = problems.watch(context.new_page())
     page.goto("/accounts/login/")
@@ -73,8 +97,15 @@ def login(browser, base_url: str, username: str, password: str, problems: PagePr
     return page
 
 
-def open_consolidation_as(browser, base_url: str, username: str, password: str, problems: PageProblems, project,
-                          consolidation):
+def open_consolidation_as(
+    browser,
+    base_url: str,
+    username: str,
+    password: str,
+    problems: PageProblems,
+    project,
+    consolidation,
+):
     """Log in and reach a consolidation the way a consolidator does: project page, the
     Consolidation link, then the item in the list."""
     page = login(browser, base_url, username, password, problems)
@@ -95,8 +126,12 @@ def axe_violations(page) -> list[str]:
 
     page.evaluate(AXE_SCRIPT)
     result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
-    return [f"{page.url} at {page.viewport_size['width']} px: {v['id']} ({v['impact']}) {' '.join(node['target'])}: "
-            f"{v['help']}" for v in result["violations"] for node in v["nodes"]]
+    return [
+        f"{page.url} at {page.viewport_size['width']} px: {v['id']} ({v['impact']}) {' '.join(node['target'])}: "
+        f"{v['help']}"
+        for v in result["violations"]
+        for node in v["nodes"]
+    ]
 
 
 def open_first_assignment(browser, base, project, username, problems):
@@ -110,7 +145,9 @@ def open_first_assignment(browser, base, project, username, problems):
 
 def judge_passages(page, stances: list[str]):
     """Stance (and reliability of the relevant ones) for each passage of the current claim, by keys."""
-    from playwright.sync_api import expect  # Playwright is optional: the browser tests skip without it
+    from playwright.sync_api import (
+        expect,  # Playwright is optional: the browser tests skip without it
+    )
 
     passages = page.locator("#editor .fc2-passage")
     for k, key in enumerate(stances):
@@ -122,8 +159,11 @@ def judge_passages(page, stances: list[str]):
 
 
 # A released-like item: nine segments of ordinary length, as FELM's world-knowledge responses have.
-NINE = [f"Segment {k} says that the supermassive black holes of galaxy {k} merge into a single, larger black hole "
-        f"and release gravitational waves." for k in range(1, 10)]
+NINE = [
+    f"Segment {k} says that the supermassive black holes of galaxy {k} merge into a single, larger black hole "
+    f"and release gravitational waves."
+    for k in range(1, 10)
+]
 
 
 def open_item(browser, live_server, problems, felm_project, users, segments, response=None):

@@ -1,5 +1,6 @@
 """Builders shared by the tests: users' password, projects with a team, import lines and
 uploads, API clients and stored annotations."""
+
 import io
 import json
 
@@ -23,9 +24,17 @@ def project_with_team(users, name: str, kind: str):
 
 def felm_line(index: int, segments: list[str], **extra) -> dict:
     return {
-        "index": str(index), "source": "test", "prompt": f"Question {index}?", "response": " ".join(segments),
-        "segmented_response": segments, "labels": [True] * len(segments), "comment": [""] * len(segments),
-        "type": [None] * len(segments), "ref": [], "domain": "wk", **extra,
+        "index": str(index),
+        "source": "test",
+        "prompt": f"Question {index}?",
+        "response": " ".join(segments),
+        "segmented_response": segments,
+        "labels": [True] * len(segments),
+        "comment": [""] * len(segments),
+        "type": [None] * len(segments),
+        "ref": [],
+        "domain": "wk",
+        **extra,
     }
 
 
@@ -41,8 +50,11 @@ def post_import(client, project_id: int, upload, fmt: str = "plain", **fields):
     from django.test import TestCase
 
     with TestCase.captureOnCommitCallbacks(execute=True):
-        response = client.post(f"/api/projects/{project_id}/import/", {"file": upload, "format": fmt, **fields},
-                               format="multipart")
+        response = client.post(
+            f"/api/projects/{project_id}/import/",
+            {"file": upload, "format": fmt, **fields},
+            format="multipart",
+        )
     if response.status_code != 202:
         return response, None
     job = client.get(response.json()["url"])
@@ -64,5 +76,7 @@ def segment(label, error_type=None, comment="", refs=()):
 
 def submit(item_stage, user, payload, role=AssignmentRole.ANNOTATOR, submitted=True):
     """A stored (submitted) annotation of ``user`` on ``item_stage``, written without the services."""
-    assignment = Assignment.objects.create(item_stage=item_stage, user=user, role=role, status=AssignmentStatus.SUBMITTED)
+    assignment = Assignment.objects.create(
+        item_stage=item_stage, user=user, role=role, status=AssignmentStatus.SUBMITTED
+    )
     Annotation.objects.create(assignment=assignment, payload=payload, submitted=submitted)

@@ -1,13 +1,18 @@
 """What the deployment tests share: a clean environment for the settings, and
 a fake virtualenv whose tools print what they were started with."""
+
 import os
 from pathlib import Path
 
 
 def clean_env(**variables) -> dict:
     """This process's environment without the settings' variables, plus ``variables``."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DJANGO_", "AXES_", "SECURE_")) and k not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "AXES_", "SECURE_"))
+        and k not in {"DATABASE_URL", "CELERY_BROKER_URL"}
+    }
     return {**env, **variables}
 
 

@@ -1,5 +1,6 @@
 """Where the repository and the released data are, wherever a test module sits (plain Python:
 the pipeline tests use it too)."""
+
 import os
 from pathlib import Path
 

@@ -1,5 +1,6 @@
 """Real concurrent requests against the live server, released at the same moment: the race tests
 of every versioned write (tests/races/test_races.py and the features' own)."""
+
 import http.client
 import json
 import threading
@@ -24,9 +25,20 @@ class Racer:
     def race(self, requests: list[tuple]) -> list[tuple[int, dict]]:
         """``requests``: (user, method, path, body) each, JSON with the user's token; answers in
         the same order."""
-        return self.race_raw([(method, path, json.dumps(body).encode(),
-                               {"Authorization": f"Token {self.token(user)}", "Content-Type": "application/json"})
-                              for user, method, path, body in requests])
+        return self.race_raw(
+            [
+                (
+                    method,
+                    path,
+                    json.dumps(body).encode(),
+                    {
+                        "Authorization": f"Token {self.token(user)}",
+                        "Content-Type": "application/json",
+                    },
+                )
+                for user, method, path, body in requests
+            ]
+        )
 
     def race_raw(self, requests: list[tuple]) -> list[tuple[int, dict]]:
         """``requests``: (method, path, body bytes, headers) each (a multipart upload, a page's
@@ -43,7 +55,10 @@ class Racer:
                 conn.request(method, path, body=body, headers=headers)
                 response = conn.getresponse()
                 raw = response.read()
-                answers[i] = (response.status, json.loads(raw) if raw.startswith(b"{") else {"raw": raw[:200]})
+                answers[i] = (
+                    response.status,
+                    json.loads(raw) if raw.startswith(b"{") else {"raw": raw[:200]},
+                )
             except Exception as exc:  # reported as the answer, so the assertion shows it
                 answers[i] = (None, {"error": repr(exc)})
             finally:

@@ -6,6 +6,7 @@ embedded run sets ``TEST_STACK=embedded``, where the tests that need PostgreSQL 
 skipped with their reason. In every other run under ``CI=true`` a missing service is a failure,
 never a skip, so the PostgreSQL run cannot pass by skipping what it is there to test.
 """
+
 import os
 
 import pytest
@@ -15,8 +16,10 @@ EMBEDDED_RUN = os.environ.get("TEST_STACK") == "embedded"
 
 def skip_without_service(reason: str):
     if os.environ.get("CI") == "true" and not EMBEDDED_RUN:
-        pytest.fail(f"{reason} (CI=true: this run must have PostgreSQL and Redis; only the run with "
-                    "TEST_STACK=embedded goes without them)")
+        pytest.fail(
+            f"{reason} (CI=true: this run must have PostgreSQL and Redis; only the run with "
+            "TEST_STACK=embedded goes without them)"
+        )
     pytest.skip(reason)
 
 

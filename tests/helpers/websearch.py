@@ -4,6 +4,7 @@ The search API is the server's loopback address (allowed as a lab's private serv
 at ``public.test``, which the guard's resolver (pointed at a test table) resolves to a public
 address that is then dialled on the loopback server, so a test never leaves loopback.
 Plain Python (no Django): the pipeline tests use it too."""
+
 import json
 import threading
 import time
@@ -17,8 +18,13 @@ from pipeline.websearch import WebSearchConfig
 PUBLIC_IP = "93.184.216.34"
 PAGES = "http://public.test"
 # Names of the test's own DNS table; any other name does not resolve (no real DNS lookup).
-ADDRESSES = {"public.test": [PUBLIC_IP], "localhost": ["127.0.0.1", "::1"], "loopback.test": ["127.0.0.1"],
-             "mixed.test": [PUBLIC_IP, "10.0.0.7"], "metadata.test": ["169.254.169.254"]}
+ADDRESSES = {
+    "public.test": [PUBLIC_IP],
+    "localhost": ["127.0.0.1", "::1"],
+    "loopback.test": ["127.0.0.1"],
+    "mixed.test": [PUBLIC_IP, "10.0.0.7"],
+    "metadata.test": ["169.254.169.254"],
+}
 SECRET = "internal service text that must never be shown"
 
 ARTICLE = """<html><head><title>Marie Curie</title><script>var tracking = 1;</script></head><body>
@@ -48,7 +54,10 @@ class Web(BaseHTTPRequestHandler):
         self.end_headers()
         try:
             self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout), as tested
+        except (
+            BrokenPipeError,
+            ConnectionResetError,
+        ):  # the client gave up (its timeout), as tested
             pass
 
     def do_GET(self):
@@ -58,12 +67,23 @@ class Web(BaseHTTPRequestHandler):
         base = PAGES
         own = f"http://127.0.0.1:{self.server.server_port}"
         if parts.path == "/secret":
-            return self.reply(200, f"<html><body><article><p>{SECRET}.</p></article></body></html>".encode(), "text/html")
+            return self.reply(
+                200,
+                f"<html><body><article><p>{SECRET}.</p></article></body></html>".encode(),
+                "text/html",
+            )
         if parts.path.startswith("/redirect/"):
-            targets = {"loopback": f"{own}/secret", "loopback-default-port": "http://127.0.0.1/secret",
-                       "decimal": "http://2130706433/secret", "name": "http://loopback.test/secret",
-                       "metadata": "http://169.254.169.254/latest/meta-data/", "relative": "/curie",
-                       "public": f"{PAGES}/curie", "again": f"{PAGES}/redirect/again", "gopher": "gopher://public.test/"}
+            targets = {
+                "loopback": f"{own}/secret",
+                "loopback-default-port": "http://127.0.0.1/secret",
+                "decimal": "http://2130706433/secret",
+                "name": "http://loopback.test/secret",
+                "metadata": "http://169.254.169.254/latest/meta-data/",
+                "relative": "/curie",
+                "public": f"{PAGES}/curie",
+                "again": f"{PAGES}/redirect/again",
+                "gopher": "gopher://public.test/",
+            }
             self.send_response(302)
             self.send_header("Location", targets[parts.path.removeprefix("/redirect/")])
             self.send_header("Content-Length", "0")
@@ -73,17 +93,33 @@ class Web(BaseHTTPRequestHandler):
             query = parse_qs(parts.query)["q"][0]
             if query == "ssrf":
                 results = [{"url": u, "title": u, "content": ""} for u in ssrf_urls(own)]
-                return self.reply(200, json.dumps({"results": results}).encode(), "application/json")
+                return self.reply(
+                    200, json.dumps({"results": results}).encode(), "application/json"
+                )
             if query == "slow":
                 time.sleep(1.5)
             if query == "huge answer":
-                return self.reply(200, json.dumps({"results": [], "pad": "x" * 200_000}).encode(), "application/json")
+                return self.reply(
+                    200,
+                    json.dumps({"results": [], "pad": "x" * 200_000}).encode(),
+                    "application/json",
+                )
             if query == "broken":
                 return self.reply(503, b"busy", "text/plain")
             if query == "not json":
                 return self.reply(200, b"<html>search page</html>", "text/html")
-            results = [{"url": f"{base}/{name}", "title": name.title(), "content": "snippet"}
-                       for name in ("curie", "curie", "pdf", "missing", "slowpage", "huge", "javascript-only")]
+            results = [
+                {"url": f"{base}/{name}", "title": name.title(), "content": "snippet"}
+                for name in (
+                    "curie",
+                    "curie",
+                    "pdf",
+                    "missing",
+                    "slowpage",
+                    "huge",
+                    "javascript-only",
+                )
+            ]
             results.append({"url": "ftp://example.org/file", "title": "not http"})
             return self.reply(200, json.dumps({"results": results}).encode(), "application/json")
         if parts.path == "/curie":
@@ -94,26 +130,52 @@ class Web(BaseHTTPRequestHandler):
             time.sleep(1.5)
             return self.reply(200, ARTICLE.encode(), "text/html")
         if parts.path == "/huge":
-            return self.reply(200, b"<html><body><p>" + b"word " * 100_000 + b"</p></body></html>", "text/html")
+            return self.reply(
+                200, b"<html><body><p>" + b"word " * 100_000 + b"</p></body></html>", "text/html"
+            )
         if parts.path == "/javascript-only":
-            return self.reply(200, b"<html><body><script>render()</script></body></html>", "text/html")
+            return self.reply(
+                200, b"<html><body><script>render()</script></body></html>", "text/html"
+            )
         return self.reply(404, b"not found", "text/plain")
 
 
 def ssrf_urls(own: str) -> list[str]:
     """What a hostile search API (or the web behind it) could point at, then one good page."""
-    return [f"{own}/secret", "http://127.0.0.1/secret", "http://localhost/secret", f"{PAGES}/redirect/loopback",
-            f"{PAGES}/redirect/loopback-default-port", f"{PAGES}/redirect/decimal", f"{PAGES}/redirect/name",
-            f"{PAGES}/redirect/metadata", f"{PAGES}/redirect/again", f"{PAGES}/redirect/gopher",
-            "http://0.0.0.0/secret", "http://[::1]/secret", "http://[::ffff:127.0.0.1]/secret",
-            "http://2130706433/secret", "http://0x7f.1/secret", "http://017700000001/secret", "http://loopback.test/secret",
-            "http://169.254.169.254/latest/meta-data/", "http://metadata.test/", "http://10.0.0.7/", "http://192.168.1.1/",
-            "http://[fd00::1]/", "http://[fe80::1]/", "http://mixed.test/", "http://nowhere.test/", f"{PAGES}:6379/",
-            f"{PAGES}/redirect/public"]
+    return [
+        f"{own}/secret",
+        "http://127.0.0.1/secret",
+        "http://localhost/secret",
+        f"{PAGES}/redirect/loopback",
+        f"{PAGES}/redirect/loopback-default-port",
+        f"{PAGES}/redirect/decimal",
+        f"{PAGES}/redirect/name",
+        f"{PAGES}/redirect/metadata",
+        f"{PAGES}/redirect/again",
+        f"{PAGES}/redirect/gopher",
+        "http://0.0.0.0/secret",
+        "http://[::1]/secret",
+        "http://[::ffff:127.0.0.1]/secret",
+        "http://2130706433/secret",
+        "http://0x7f.1/secret",
+        "http://017700000001/secret",
+        "http://loopback.test/secret",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://metadata.test/",
+        "http://10.0.0.7/",
+        "http://192.168.1.1/",
+        "http://[fd00::1]/",
+        "http://[fe80::1]/",
+        "http://mixed.test/",
+        "http://nowhere.test/",
+        f"{PAGES}:6379/",
+        f"{PAGES}/redirect/public",
+    ]
 
 
 def route_test_network(monkeypatch, port: int) -> None:
     """The guard resolves names from ADDRESSES and dials the public address on the loopback server."""
+
     def resolve(host, _port):
         if host not in ADDRESSES:
             raise OSError(f"{host} does not resolve")
@@ -123,7 +185,9 @@ def route_test_network(monkeypatch, port: int) -> None:
         Web.dialled.append((ip, dial_port))
         if (ip, dial_port) == (PUBLIC_IP, 80):
             return "127.0.0.1", port
-        assert (ip, dial_port) == ("127.0.0.1", port), f"the guard let {ip}:{dial_port} through"  # the search API
+        assert (ip, dial_port) == ("127.0.0.1", port), (
+            f"the guard let {ip}:{dial_port} through"
+        )  # the search API
         return ip, dial_port
 
     monkeypatch.setattr(outbound, "resolve_host", resolve)
@@ -144,13 +208,22 @@ SSRF_REASONS = [
     ("/redirect/gopher", "only http and https are fetched, not gopher"),
     ("http://0.0.0.0/secret", "0.0.0.0 is the unspecified address"),
     ("http://[::1]/secret", "::1 is a loopback address"),
-    ("http://[::ffff:127.0.0.1]/secret", "127.0.0.1 is a loopback address (written as IPv4-mapped IPv6 ::ffff:7f00:1)"),
+    (
+        "http://[::ffff:127.0.0.1]/secret",
+        "127.0.0.1 is a loopback address (written as IPv4-mapped IPv6 ::ffff:7f00:1)",
+    ),
     ("http://2130706433/secret", "2130706433 is 127.0.0.1: 127.0.0.1 is a loopback address"),
     ("http://0x7f.1/secret", "0x7f.1 is 127.0.0.1: 127.0.0.1 is a loopback address"),
     ("http://017700000001/secret", "017700000001 is 127.0.0.1: 127.0.0.1 is a loopback address"),
-    ("http://loopback.test/secret", "loopback.test resolves to 127.0.0.1: 127.0.0.1 is a loopback address"),
+    (
+        "http://loopback.test/secret",
+        "loopback.test resolves to 127.0.0.1: 127.0.0.1 is a loopback address",
+    ),
     ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local address"),
-    ("http://metadata.test/", "metadata.test resolves to 169.254.169.254: 169.254.169.254 is a link-local address"),
+    (
+        "http://metadata.test/",
+        "metadata.test resolves to 169.254.169.254: 169.254.169.254 is a link-local address",
+    ),
     ("http://10.0.0.7/", "10.0.0.7 is a private address"),
     ("http://192.168.1.1/", "192.168.1.1 is a private address"),
     ("http://[fd00::1]/", "fd00::1 is a private address"),
@@ -168,10 +241,17 @@ def web_server(monkeypatch):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     Web.seen, Web.hosts, Web.dialled = [], [], []
     route_test_network(monkeypatch, server.server_port)
-    monkeypatch.setenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1")  # the search API is this loopback server
+    monkeypatch.setenv(
+        "OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1"
+    )  # the search API is this loopback server
     try:
-        yield WebSearchConfig(base_url=f"http://127.0.0.1:{server.server_port}/", api_key="search-key", timeout=0.5,
-                              max_page_bytes=100_000, results_per_query=10)
+        yield WebSearchConfig(
+            base_url=f"http://127.0.0.1:{server.server_port}/",
+            api_key="search-key",
+            timeout=0.5,
+            max_page_bytes=100_000,
+            results_per_query=10,
+        )
     finally:
         server.shutdown()
         server.server_close()

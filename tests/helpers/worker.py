@@ -1,5 +1,6 @@
 """Real Celery worker processes for the worker tests, on a queue of the test's own, against the
 test's PostgreSQL database and the Redis broker."""
+
 import os
 import subprocess
 import sys
@@ -19,7 +20,9 @@ def require_full_stack():
     if not os.environ.get("CELERY_BROKER_URL"):
         reasons.append("CELERY_BROKER_URL is not set")
     if connection.vendor != "postgresql":
-        reasons.append("DATABASE_URL does not name PostgreSQL (a worker process cannot see an in-memory test database)")
+        reasons.append(
+            "DATABASE_URL does not name PostgreSQL (a worker process cannot see an in-memory test database)"
+        )
     if reasons:
         skip_without_service("; ".join(reasons))
 
@@ -41,24 +44,55 @@ def worker_starter():
     processes = []
 
     def start(name: str = "worker", **extra_env: str) -> subprocess.Popen:
-        env = {**os.environ, "DATABASE_URL": database_url_of_test_database(), "CELERY_TASK_DEFAULT_QUEUE": queue,
-               "INTERACTIVE_QUEUE": queue, "DATABASE_CONN_MAX_AGE": "0", **extra_env}
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url_of_test_database(),
+            "CELERY_TASK_DEFAULT_QUEUE": queue,
+            "INTERACTIVE_QUEUE": queue,
+            "DATABASE_CONN_MAX_AGE": "0",
+            **extra_env,
+        }
         process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=INFO", "-Q", queue,
-             "--hostname", f"{name}-{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "config",
+                "worker",
+                "--pool=solo",
+                "--loglevel=INFO",
+                "-Q",
+                queue,
+                "--hostname",
+                f"{name}-{queue}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         processes.append(process)
         return process
 
-    previous_queue, previous_routes = celery_app.conf.task_default_queue, celery_app.conf.task_routes
+    previous_queue, previous_routes = (
+        celery_app.conf.task_default_queue,
+        celery_app.conf.task_routes,
+    )
     celery_app.conf.task_always_eager = False
     celery_app.conf.task_default_queue = queue
     celery_app.conf.task_routes = {}  # interactive work too goes to this test's queue
     try:
         yield start
     finally:
-        celery_app.conf.task_default_queue, celery_app.conf.task_routes = previous_queue, previous_routes
+        celery_app.conf.task_default_queue, celery_app.conf.task_routes = (
+            previous_queue,
+            previous_routes,
+        )
         celery_app.conf.task_always_eager = True
         for process in processes:
             process.terminate()

@@ -1,5 +1,6 @@
 """The dfactscore kind: import (both shapes, bad lines), payload rules, merge, agreement, scores
 and the result export, the result-file command, the project settings."""
+
 import io
 import json
 
@@ -8,27 +9,42 @@ from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.test import TestCase
 
-from annotation.research import selectors
 from annotation.exceptions import ImportFailed
 from annotation.exports.formats import export_jsonl
+from annotation.imports.items import import_jsonl
 from annotation.kinds import get_kind
 from annotation.kinds.base import AgreementItem, PayloadError
 from annotation.models import GoldRecord, ItemStage, StageStatus
-from annotation.imports.items import import_jsonl
+from annotation.research import selectors
 from annotation.services.projects import validate_pipeline_settings
-
 from tests.helpers.builders import jsonl, project_with_team
 
 KIND = get_kind("dfactscore")
-ARTIST = {"title": "Mara Quell (artist)", "url": "https://example.org/mara-artist",
-          "text": "Mara Quell is an Estonian glassblower. She was born in Tallinn in 1971."}
-ROWER = {"title": "Mara Quell (rower)", "url": "https://example.org/mara-rower",
-         "text": "Mara Quell is a rower. She won a bronze medal in 1998."}
-IVO = {"title": "Ivo Brandt", "url": "https://example.org/ivo", "text": "Ivo Brandt is a Danish cartographer."}
-MARA_FACTS = ["Mara Quell is a glassblower.", "Mara Quell was born in Tallinn.",
-              "Mara Quell won a rowing medal in 1998.", "Mara Quell coaches a rowing club in Tartu."]
-MARA_RESPONSE = ("Mara Quell is a glassblower born in Tallinn. She won a rowing medal in 1998 and coaches a rowing "
-                 "club in Tartu.")
+ARTIST = {
+    "title": "Mara Quell (artist)",
+    "url": "https://example.org/mara-artist",
+    "text": "Mara Quell is an Estonian glassblower. She was born in Tallinn in 1971.",
+}
+ROWER = {
+    "title": "Mara Quell (rower)",
+    "url": "https://example.org/mara-rower",
+    "text": "Mara Quell is a rower. She won a bronze medal in 1998.",
+}
+IVO = {
+    "title": "Ivo Brandt",
+    "url": "https://example.org/ivo",
+    "text": "Ivo Brandt is a Danish cartographer.",
+}
+MARA_FACTS = [
+    "Mara Quell is a glassblower.",
+    "Mara Quell was born in Tallinn.",
+    "Mara Quell won a rowing medal in 1998.",
+    "Mara Quell coaches a rowing club in Tartu.",
+]
+MARA_RESPONSE = (
+    "Mara Quell is a glassblower born in Tallinn. She won a rowing medal in 1998 and coaches a rowing "
+    "club in Tartu."
+)
 
 
 def entry(atom, supported, topic=None):
@@ -37,48 +53,95 @@ def entry(atom, supported, topic=None):
 
 # A run of one model over three generations in the released result shape (the second abstained).
 DECISIONS = [
-    [entry(MARA_FACTS[0], True, ARTIST["title"]), entry(MARA_FACTS[1], True, ARTIST["title"]),
-     entry(MARA_FACTS[2], True, ROWER["title"]), entry(MARA_FACTS[3], False)],
+    [
+        entry(MARA_FACTS[0], True, ARTIST["title"]),
+        entry(MARA_FACTS[1], True, ARTIST["title"]),
+        entry(MARA_FACTS[2], True, ROWER["title"]),
+        entry(MARA_FACTS[3], False),
+    ],
     None,
-    [entry("Ivo Brandt is a cartographer.", True, "Ivo Brandt"), entry("Ivo Brandt mapped the Faroe coast.", False)],
+    [
+        entry("Ivo Brandt is a cartographer.", True, "Ivo Brandt"),
+        entry("Ivo Brandt mapped the Faroe coast.", False),
+    ],
 ]
 GLOBAL_DECISIONS = [
-    [entry(MARA_FACTS[0], True, ARTIST["title"]), entry(MARA_FACTS[1], True, ARTIST["title"]),
-     entry(MARA_FACTS[2], False), entry(MARA_FACTS[3], False)],
+    [
+        entry(MARA_FACTS[0], True, ARTIST["title"]),
+        entry(MARA_FACTS[1], True, ARTIST["title"]),
+        entry(MARA_FACTS[2], False),
+        entry(MARA_FACTS[3], False),
+    ],
     None,
-    [entry("Ivo Brandt is a cartographer.", True, "Ivo Brandt"), entry("Ivo Brandt mapped the Faroe coast.", False)],
+    [
+        entry("Ivo Brandt is a cartographer.", True, "Ivo Brandt"),
+        entry("Ivo Brandt mapped the Faroe coast.", False),
+    ],
 ]
 GENERATIONS = [
-    {"prompt": "Tell me a bio of Mara Quell.", "name": "Mara Quell", "response": MARA_RESPONSE,
-     "candidates": [ARTIST, ROWER], "model": "m1"},
-    {"prompt": "Tell me a bio of Nils Varg.", "name": "Nils Varg", "response": "I do not know who that is.",
-     "candidates": [], "model": "m1"},
-    {"prompt": "Tell me a bio of Ivo Brandt.", "name": "Ivo Brandt",
-     "response": "Ivo Brandt is a cartographer who mapped the Faroe coast.", "candidates": [IVO], "model": "m1"},
+    {
+        "prompt": "Tell me a bio of Mara Quell.",
+        "name": "Mara Quell",
+        "response": MARA_RESPONSE,
+        "candidates": [ARTIST, ROWER],
+        "model": "m1",
+    },
+    {
+        "prompt": "Tell me a bio of Nils Varg.",
+        "name": "Nils Varg",
+        "response": "I do not know who that is.",
+        "candidates": [],
+        "model": "m1",
+    },
+    {
+        "prompt": "Tell me a bio of Ivo Brandt.",
+        "name": "Ivo Brandt",
+        "response": "Ivo Brandt is a cartographer who mapped the Faroe coast.",
+        "candidates": [IVO],
+        "model": "m1",
+    },
 ]
 
 
 def result_lines():
-    return [{**g, "decisions": d, "global_decisions": gd} for g, d, gd in zip(GENERATIONS, DECISIONS, GLOBAL_DECISIONS)]
+    return [
+        {**g, "decisions": d, "global_decisions": gd}
+        for g, d, gd in zip(GENERATIONS, DECISIONS, GLOBAL_DECISIONS)
+    ]
 
 
 def mara_line(**extra):
-    return {"prompt": "Tell me a bio of Mara Quell.", "name": "Mara Quell", "response": MARA_RESPONSE,
-            "atomic_facts": MARA_FACTS, "candidates": [ARTIST, ROWER], "model": "m1", **extra}
+    return {
+        "prompt": "Tell me a bio of Mara Quell.",
+        "name": "Mara Quell",
+        "response": MARA_RESPONSE,
+        "atomic_facts": MARA_FACTS,
+        "candidates": [ARTIST, ROWER],
+        "model": "m1",
+        **extra,
+    }
 
 
 @pytest.fixture
 def project(users):
     project = project_with_team(users, "D-FActScore test", "dfactscore")
-    project.pipeline_settings = {"embeddings": False}  # offline lexical similarity: no model download
+    project.pipeline_settings = {
+        "embeddings": False
+    }  # offline lexical similarity: no model download
     project.save()
     return project
 
 
 def content_of(count=4, pages=2, **passes):
-    return {"name": "Mara Quell", "facts": [{"text": f"fact {i}", "span": None} for i in range(count)],
-            "candidates": [{"title": f"p{i}", "url": "https://example.org", "text": "t", "passages": ["t"]}
-                           for i in range(pages)], "passes": passes}
+    return {
+        "name": "Mara Quell",
+        "facts": [{"text": f"fact {i}", "span": None} for i in range(count)],
+        "candidates": [
+            {"title": f"p{i}", "url": "https://example.org", "text": "t", "passages": ["t"]}
+            for i in range(pages)
+        ],
+        "passes": passes,
+    }
 
 
 def fact(group=None, label=None, any_page=None, entity=None):
@@ -86,15 +149,28 @@ def fact(group=None, label=None, any_page=None, entity=None):
 
 
 def payload(individuals, links, facts):
-    return {"individuals": individuals, "groups": [{"link": link} for link in links], "facts": facts}
+    return {
+        "individuals": individuals,
+        "groups": [{"link": link} for link in links],
+        "facts": facts,
+    }
 
 
 def complete_payload():
-    return payload(2, [0, "none"], [fact(0, "supported"), fact(0, "not_supported"), fact(1, "irrelevant"),
-                                    fact(1, "not_supported")])
+    return payload(
+        2,
+        [0, "none"],
+        [
+            fact(0, "supported"),
+            fact(0, "not_supported"),
+            fact(1, "irrelevant"),
+            fact(1, "not_supported"),
+        ],
+    )
 
 
 # -- import -------------------------------------------------------------------------------------
+
 
 def test_import_with_atomic_facts_keeps_them_and_places_them_in_the_response(project):
     result = import_jsonl(project, jsonl([mara_line(extra_field="kept")]), fmt="dfactscore")
@@ -121,25 +197,32 @@ def test_import_without_atomic_facts_is_decomposed_by_the_pipeline(project):
     assert stage.suggestion["groups"] and stage.provenance
     empty = KIND.empty_payload(1, stage.content, stage.suggestion)
     # The suggestion is never pre-selected.
-    assert empty == {"individuals": 0, "groups": [], "facts": [fact()] * len(stage.content["facts"])}
+    assert empty == {
+        "individuals": 0,
+        "groups": [],
+        "facts": [fact()] * len(stage.content["facts"]),
+    }
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"name": None}, "name"),
-    ({"name": "  "}, "name"),
-    ({"candidates": "Mara Quell (artist)"}, "candidates"),
-    ({"candidates": [ARTIST, "rower"]}, "candidates[1]"),
-    ({"candidates": [{"title": "x", "text": "y"}]}, "candidates[0].url"),
-    ({"candidates": [{"title": "x", "url": "ftp://a.b/c", "text": "y"}]}, "candidates[0].url"),
-    ({"candidates": [{"url": "https://a.b/", "text": "y"}]}, "candidates[0].title"),
-    ({"candidates": [ARTIST, ARTIST]}, "candidates[1].title"),
-    ({"atomic_facts": "Mara is a glassblower."}, "atomic_facts"),
-    ({"atomic_facts": ["ok", 3]}, "atomic_facts[1]"),
-    ({"decisions": {"atom": "x"}}, "decisions"),
-    ({"decisions": [{"atom": "x", "is_supported": "yes"}]}, "decisions[0].is_supported"),
-    ({"global_decisions": [{"is_supported": True}]}, "global_decisions[0].atom"),
-    ({"decisions": [{"atom": "x", "is_supported": 1}]}, "decisions[0].is_supported"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"name": None}, "name"),
+        ({"name": "  "}, "name"),
+        ({"candidates": "Mara Quell (artist)"}, "candidates"),
+        ({"candidates": [ARTIST, "rower"]}, "candidates[1]"),
+        ({"candidates": [{"title": "x", "text": "y"}]}, "candidates[0].url"),
+        ({"candidates": [{"title": "x", "url": "ftp://a.b/c", "text": "y"}]}, "candidates[0].url"),
+        ({"candidates": [{"url": "https://a.b/", "text": "y"}]}, "candidates[0].title"),
+        ({"candidates": [ARTIST, ARTIST]}, "candidates[1].title"),
+        ({"atomic_facts": "Mara is a glassblower."}, "atomic_facts"),
+        ({"atomic_facts": ["ok", 3]}, "atomic_facts[1]"),
+        ({"decisions": {"atom": "x"}}, "decisions"),
+        ({"decisions": [{"atom": "x", "is_supported": "yes"}]}, "decisions[0].is_supported"),
+        ({"global_decisions": [{"is_supported": True}]}, "global_decisions[0].atom"),
+        ({"decisions": [{"atom": "x", "is_supported": 1}]}, "decisions[0].is_supported"),
+    ],
+)
 def test_bad_lines_name_line_and_field_and_write_nothing(project, change, field):
     lines = [mara_line(), {**mara_line(), **change}]
     lines[1] = {k: v for k, v in lines[1].items() if v is not None}
@@ -151,22 +234,44 @@ def test_bad_lines_name_line_and_field_and_write_nothing(project, change, field)
 
 def test_gold_import_keeps_the_released_lists_and_groups_by_supporting_page(project):
     lines = result_lines()
-    lines[0]["atomic_facts"] = MARA_FACTS + ["Mara Quell likes tea."]  # not in either list: left open
+    lines[0]["atomic_facts"] = MARA_FACTS + [
+        "Mara Quell likes tea."
+    ]  # not in either list: left open
     import_jsonl(project, jsonl(lines), fmt="dfactscore", labels_as="gold")
-    golds = list(GoldRecord.objects.filter(item_stage__item__project=project).order_by("item_stage__item_id"))
+    golds = list(
+        GoldRecord.objects.filter(item_stage__item__project=project).order_by("item_stage__item_id")
+    )
     assert [g.item_stage.status for g in golds] == [StageStatus.DONE] * 3
     mara = golds[0].payload
     assert mara["released"] == {"decisions": DECISIONS[0], "global_decisions": GLOBAL_DECISIONS[0]}
     assert mara["individuals"] == 1 and mara["groups"] == [{"link": 0}]
     assert [f["group"] for f in mara["facts"]] == [0, 0, None, None, None]
-    assert [f["label"] for f in mara["facts"]] == ["supported", "supported", "not_supported", "not_supported", None]
-    assert [f["any_page"] for f in mara["facts"]] == ["supported", "supported", "supported", "not_supported", None]
+    assert [f["label"] for f in mara["facts"]] == [
+        "supported",
+        "supported",
+        "not_supported",
+        "not_supported",
+        None,
+    ]
+    assert [f["any_page"] for f in mara["facts"]] == [
+        "supported",
+        "supported",
+        "supported",
+        "not_supported",
+        None,
+    ]
     abstained = golds[1]
     assert abstained.item_stage.content["facts"] == []
-    assert abstained.payload == {"individuals": 0, "groups": [], "facts": [],
-                                 "released": {"decisions": None, "global_decisions": None}}
+    assert abstained.payload == {
+        "individuals": 0,
+        "groups": [],
+        "facts": [],
+        "released": {"decisions": None, "global_decisions": None},
+    }
     # Without atomic_facts the facts are the grouped list's atoms.
-    assert [f["text"] for f in golds[2].item_stage.content["facts"]] == [e["atom"] for e in GLOBAL_DECISIONS[2]]
+    assert [f["text"] for f in golds[2].item_stage.content["facts"]] == [
+        e["atom"] for e in GLOBAL_DECISIONS[2]
+    ]
 
 
 def test_labels_as_suggestion_become_hints_not_answers(project):
@@ -175,7 +280,12 @@ def test_labels_as_suggestion_become_hints_not_answers(project):
     assert stage.status == StageStatus.ANNOTATING
     assert stage.provenance == {"suggestion": "import:labels"}
     assert stage.suggestion["groups"] == [[0, 1]] and stage.suggestion["links"] == [0]
-    assert stage.suggestion["labels"] == ["supported", "supported", "not_supported", "not_supported"]
+    assert stage.suggestion["labels"] == [
+        "supported",
+        "supported",
+        "not_supported",
+        "not_supported",
+    ]
     assert stage.suggestion["any_page"] == ["supported", "supported", "supported", "not_supported"]
     assert KIND.empty_payload(1, stage.content, stage.suggestion)["individuals"] == 0
 
@@ -188,8 +298,12 @@ def test_gold_import_needs_the_result_lists(project):
 
 # -- payload rules ------------------------------------------------------------------------------
 
+
 def test_a_complete_payload_is_accepted_and_kept():
-    assert KIND.validate_payload(1, content_of(), complete_payload(), complete=True) == complete_payload()
+    assert (
+        KIND.validate_payload(1, content_of(), complete_payload(), complete=True)
+        == complete_payload()
+    )
 
 
 def test_drafts_may_be_partial_but_submit_names_every_missing_answer():
@@ -198,23 +312,34 @@ def test_drafts_may_be_partial_but_submit_names_every_missing_answer():
     with pytest.raises(PayloadError) as caught:
         KIND.validate_payload(1, content_of(), draft, complete=True)
     fields = {e["field"] for e in caught.value.errors}
-    assert fields == {"groups[0].link", "facts[0].label", "facts[1].group", "facts[2].group", "facts[2].label",
-                      "facts[3].group", "facts[3].label", "groups[1]"}  # groups[1] holds no fact
+    assert fields == {
+        "groups[0].link",
+        "facts[0].label",
+        "facts[1].group",
+        "facts[2].group",
+        "facts[2].label",
+        "facts[3].group",
+        "facts[3].label",
+        "groups[1]",
+    }  # groups[1] holds no fact
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda p: p.update(individuals=-1), "individuals"),
-    (lambda p: p.update(individuals=True), "individuals"),
-    (lambda p: p.update(individuals=3), "groups"),
-    (lambda p: p["facts"].pop(), "facts"),
-    (lambda p: p["groups"][0].update(link=2), "groups[0].link"),
-    (lambda p: p["groups"][0].update(link="nobody"), "groups[0].link"),
-    (lambda p: p["facts"][1].update(group=2), "facts[1].group"),
-    (lambda p: p["facts"][1].update(label="true"), "facts[1].label"),
-    (lambda p: p["facts"][1].update(any_page="irrelevant"), "facts[1].any_page"),
-    (lambda p: p["facts"][1].update(entity=5), "facts[1].entity"),
-    (lambda p: p.update(released={"decisions": "x"}), "released.decisions"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda p: p.update(individuals=-1), "individuals"),
+        (lambda p: p.update(individuals=True), "individuals"),
+        (lambda p: p.update(individuals=3), "groups"),
+        (lambda p: p["facts"].pop(), "facts"),
+        (lambda p: p["groups"][0].update(link=2), "groups[0].link"),
+        (lambda p: p["groups"][0].update(link="nobody"), "groups[0].link"),
+        (lambda p: p["facts"][1].update(group=2), "facts[1].group"),
+        (lambda p: p["facts"][1].update(label="true"), "facts[1].label"),
+        (lambda p: p["facts"][1].update(any_page="irrelevant"), "facts[1].any_page"),
+        (lambda p: p["facts"][1].update(entity=5), "facts[1].entity"),
+        (lambda p: p.update(released={"decisions": "x"}), "released.decisions"),
+    ],
+)
 def test_bad_payloads_name_the_field_in_drafts_too(change, field):
     bad = complete_payload()
     change(bad)
@@ -227,7 +352,9 @@ def test_zero_individuals_only_for_a_paragraph_without_facts():
     empty = {"individuals": 0, "groups": [], "facts": []}
     assert KIND.validate_payload(1, content_of(count=0), empty, complete=True) == empty
     with pytest.raises(PayloadError) as caught:
-        KIND.validate_payload(1, content_of(count=1), {**empty, "facts": [fact(None, "supported")]}, complete=True)
+        KIND.validate_payload(
+            1, content_of(count=1), {**empty, "facts": [fact(None, "supported")]}, complete=True
+        )
     assert {e["field"] for e in caught.value.errors} == {"individuals", "facts[0].group"}
 
 
@@ -235,13 +362,24 @@ def test_the_optional_passes_are_required_on_submit_only_when_turned_on():
     done = complete_payload()
     KIND.validate_payload(1, content_of(), done, complete=True)
     with pytest.raises(PayloadError) as caught:
-        KIND.validate_payload(1, content_of(factscore_pass=True, entity_pass=True), done, complete=True)
+        KIND.validate_payload(
+            1, content_of(factscore_pass=True, entity_pass=True), done, complete=True
+        )
     fields = {e["field"] for e in caught.value.errors}
     assert fields == {f"facts[{i}].{key}" for i in range(4) for key in ("any_page", "entity")}
-    KIND.validate_payload(1, content_of(factscore_pass=True, entity_pass=True), done, complete=False)
-    answered = {**done, "facts": [{**f, "any_page": "supported", "entity": "none" if i else 1}
-                                  for i, f in enumerate(done["facts"])]}
-    KIND.validate_payload(1, content_of(factscore_pass=True, entity_pass=True), answered, complete=True)
+    KIND.validate_payload(
+        1, content_of(factscore_pass=True, entity_pass=True), done, complete=False
+    )
+    answered = {
+        **done,
+        "facts": [
+            {**f, "any_page": "supported", "entity": "none" if i else 1}
+            for i, f in enumerate(done["facts"])
+        ],
+    }
+    KIND.validate_payload(
+        1, content_of(factscore_pass=True, entity_pass=True), answered, complete=True
+    )
 
 
 def test_payload_content_reads_the_passes_from_the_project_settings():
@@ -252,46 +390,83 @@ def test_payload_content_reads_the_passes_from_the_project_settings():
 def test_submitting_through_the_api_applies_the_project_pass(project, clients, users):
     from annotation.models import Assignment
 
-    project.pipeline_settings = {**project.pipeline_settings, "dfactscore": {"factscore_pass": True}}
+    project.pipeline_settings = {
+        **project.pipeline_settings,
+        "dfactscore": {"factscore_pass": True},
+    }
     project.save()
     import_jsonl(project, jsonl([result_lines()[2]]), fmt="dfactscore", labels_as="suggestion")
     assignment = Assignment.objects.get(user=users["alice"])
     answer = payload(1, [0], [fact(0, "supported"), fact(0, "not_supported")])
     url = f"/api/assignments/{assignment.id}/annotation/"
-    refused = clients["alice"].put(url, {"payload": answer, "version": 0, "submit": True}, format="json")
+    refused = clients["alice"].put(
+        url, {"payload": answer, "version": 0, "submit": True}, format="json"
+    )
     assert refused.status_code == 400 and "facts[0].any_page" in refused.content.decode()
     answer["facts"] = [{**f, "any_page": "supported"} for f in answer["facts"]]
-    accepted = clients["alice"].put(url, {"payload": answer, "version": 0, "submit": True}, format="json")
+    accepted = clients["alice"].put(
+        url, {"payload": answer, "version": 0, "submit": True}, format="json"
+    )
     assert accepted.status_code == 200, accepted.content
 
 
 # -- consolidation ------------------------------------------------------------------------------
 
+
 def test_merge_compares_groupings_as_partitions_and_lists_what_differs():
-    a = payload(2, [0, "none"], [fact(0, "supported"), fact(0, "supported"), fact(1, "irrelevant"), fact(1, "supported")])
+    a = payload(
+        2,
+        [0, "none"],
+        [fact(0, "supported"), fact(0, "supported"), fact(1, "irrelevant"), fact(1, "supported")],
+    )
     # the same partition with the individuals numbered the other way round; one label and one link differ
-    b = payload(2, ["none", 1], [fact(1, "supported"), fact(1, "supported"), fact(0, "irrelevant"), fact(0, "not_supported")])
+    b = payload(
+        2,
+        ["none", 1],
+        [
+            fact(1, "supported"),
+            fact(1, "supported"),
+            fact(0, "irrelevant"),
+            fact(0, "not_supported"),
+        ],
+    )
     merged = KIND.merge(1, content_of(), [a, b])
     assert merged.draft["individuals"] == 2
     assert merged.draft["groups"] == [{"link": None}, {"link": "none"}]
     assert [f["group"] for f in merged.draft["facts"]] == [0, 0, 1, 1]
-    assert [f["label"] for f in merged.draft["facts"]] == ["supported", "supported", "irrelevant", None]
+    assert [f["label"] for f in merged.draft["facts"]] == [
+        "supported",
+        "supported",
+        "irrelevant",
+        None,
+    ]
     assert merged.disagreed == ["groups[0].link", "facts[3].label"]
     KIND.validate_payload(1, content_of(), merged.draft, complete=False)
 
 
 def test_merge_with_different_numbers_of_individuals():
     a = payload(1, [0], [fact(0, "supported")] * 4)
-    b = payload(2, [0, 1], [fact(0, "supported"), fact(0, "supported"), fact(1, "supported"), fact(1, "supported")])
+    b = payload(
+        2,
+        [0, 1],
+        [fact(0, "supported"), fact(0, "supported"), fact(1, "supported"), fact(1, "supported")],
+    )
     merged = KIND.merge(1, content_of(), [a, b])
     assert merged.draft["individuals"] == 2
     assert merged.draft["groups"] == [{"link": None}, {"link": None}]
     assert [f["group"] for f in merged.draft["facts"]] == [0, 0, None, None]
-    assert merged.disagreed == ["individuals", "groups[0].link", "groups[1].link", "facts[2].group", "facts[3].group"]
+    assert merged.disagreed == [
+        "individuals",
+        "groups[0].link",
+        "groups[1].link",
+        "facts[2].group",
+        "facts[3].group",
+    ]
     KIND.validate_payload(1, content_of(), merged.draft, complete=False)
 
 
 # -- agreement ----------------------------------------------------------------------------------
+
 
 def test_agreement_units_per_paragraph_and_fact():
     a = payload(2, [0, 1], [fact(0, "supported", "supported", 0), fact(1, "irrelevant")])
@@ -302,37 +477,73 @@ def test_agreement_units_per_paragraph_and_fact():
     assert units["any_page"] == {0: {"a": "supported", "b": "not_supported"}}
     assert units["entity"] == {0: {"a": "0", "b": "none"}}
     # the small arrays agreement fetches on PostgreSQL give the same units
-    parts = {"individuals": [2], "labels": ["supported", "irrelevant"], "any_page": ["supported", None],
-             "entity": [0, None]}
+    parts = {
+        "individuals": [2],
+        "labels": ["supported", "irrelevant"],
+        "any_page": ["supported", None],
+        "entity": [0, None],
+    }
     assert KIND.agreement_units(1, {"a": parts})["entity"] == {0: {"a": "0"}}
 
 
 def test_grouping_agreement_is_the_mean_adjusted_rand_index():
     # Item 1: {0,1}{2,3} against {0,1,2}{3}: ARI = (1 - 2·3/6) / ((2+3)/2 - 2·3/6) = 0 (by hand).
     # Item 2: the same partition numbered differently: ARI = 1. Mean 0.5.
-    one = AgreementItem({"a": payload(2, [0, 1], [fact(0), fact(0), fact(1), fact(1)]),
-                         "b": payload(2, [0, 1], [fact(0), fact(0), fact(0), fact(1)])},
-                        suggestion={"groups": [[0, 1], [2, 3]]})
-    two = AgreementItem({"a": payload(2, [0, 1], [fact(1), fact(1), fact(0)]),
-                         "b": payload(2, [0, 1], [fact(0), fact(0), fact(1)])}, suggestion=None)
+    one = AgreementItem(
+        {
+            "a": payload(2, [0, 1], [fact(0), fact(0), fact(1), fact(1)]),
+            "b": payload(2, [0, 1], [fact(0), fact(0), fact(0), fact(1)]),
+        },
+        suggestion={"groups": [[0, 1], [2, 3]]},
+    )
+    two = AgreementItem(
+        {
+            "a": payload(2, [0, 1], [fact(1), fact(1), fact(0)]),
+            "b": payload(2, [0, 1], [fact(0), fact(0), fact(1)]),
+        },
+        suggestion=None,
+    )
     grouping = KIND.extra_agreement(1, [one, two])["grouping"]
     assert grouping["between_annotators"] == {"items": 2, "mean": pytest.approx(0.5)}
-    assert grouping["annotator_vs_machine"] == {"a": {"items": 1, "mean": pytest.approx(1.0)},
-                                                "b": {"items": 1, "mean": pytest.approx(0.0)}}
+    assert grouping["annotator_vs_machine"] == {
+        "a": {"items": 1, "mean": pytest.approx(1.0)},
+        "b": {"items": 1, "mean": pytest.approx(0.0)},
+    }
 
 
 def test_project_agreement_reports_the_kind_fields_and_grouping(project, clients, users, logged_in):
     from annotation.models import Assignment
 
     import_jsonl(project, jsonl([result_lines()[0]]), fmt="dfactscore", labels_as="suggestion")
-    answers = {"alice": payload(2, [0, 1], [fact(0, "supported"), fact(0, "supported"), fact(1, "supported"),
-                                            fact(1, "not_supported")]),
-               "bob": payload(1, [0], [fact(0, "supported"), fact(0, "supported"), fact(0, "not_supported"),
-                                       fact(0, "not_supported")])}
+    answers = {
+        "alice": payload(
+            2,
+            [0, 1],
+            [
+                fact(0, "supported"),
+                fact(0, "supported"),
+                fact(1, "supported"),
+                fact(1, "not_supported"),
+            ],
+        ),
+        "bob": payload(
+            1,
+            [0],
+            [
+                fact(0, "supported"),
+                fact(0, "supported"),
+                fact(0, "not_supported"),
+                fact(0, "not_supported"),
+            ],
+        ),
+    }
     for name, answer in answers.items():
         assignment = Assignment.objects.get(user=users[name])
-        response = clients[name].put(f"/api/assignments/{assignment.id}/annotation/",
-                                     {"payload": answer, "version": 0, "submit": True}, format="json")
+        response = clients[name].put(
+            f"/api/assignments/{assignment.id}/annotation/",
+            {"payload": answer, "version": 0, "submit": True},
+            format="json",
+        )
         assert response.status_code == 200, response.content
     result = selectors.project_agreement(project)
     assert result["fields"]["label"]["pairs"][0]["observed_agreement"] == pytest.approx(0.75)
@@ -343,6 +554,7 @@ def test_project_agreement_reports_the_kind_fields_and_grouping(project, clients
 
 
 # -- scores and export --------------------------------------------------------------------------
+
 
 def test_importing_a_result_as_gold_gives_back_its_scores_exactly(project):
     import_jsonl(project, jsonl(result_lines()), fmt="dfactscore", labels_as="gold")
@@ -361,14 +573,23 @@ def test_released_result_shapes_import_as_gold_and_come_back_unchanged(project):
     generation whose lists are ``[]`` or null. Nothing is refused, the result export gives every
     list back as given, and the scores are the means computed directly from the lists."""
     lines = result_lines()
-    lines[0]["decisions"] = [entry(MARA_FACTS[0], True, ARTIST["title"]), entry(MARA_FACTS[1], True, []),
-                             entry(MARA_FACTS[2], True, "Mara Quell (poet)"), entry(MARA_FACTS[3], False, [])]
-    lines[0]["global_decisions"] = [entry(MARA_FACTS[0], True, ARTIST["title"]), entry(MARA_FACTS[1], False, []),
-                                    entry(MARA_FACTS[2], False, []),
-                                    {"atom": MARA_FACTS[3], "supporting_topic": None, "extra": "kept"}]
+    lines[0]["decisions"] = [
+        entry(MARA_FACTS[0], True, ARTIST["title"]),
+        entry(MARA_FACTS[1], True, []),
+        entry(MARA_FACTS[2], True, "Mara Quell (poet)"),
+        entry(MARA_FACTS[3], False, []),
+    ]
+    lines[0]["global_decisions"] = [
+        entry(MARA_FACTS[0], True, ARTIST["title"]),
+        entry(MARA_FACTS[1], False, []),
+        entry(MARA_FACTS[2], False, []),
+        {"atom": MARA_FACTS[3], "supporting_topic": None, "extra": "kept"},
+    ]
     lines[1]["decisions"], lines[1]["global_decisions"] = [], None
-    lines[2]["global_decisions"] = [entry("Ivo Brandt is a cartographer.", True, "Ivo Brandt"),
-                                    entry("Ivo Brandt mapped the Faroe coast.", False, [])]
+    lines[2]["global_decisions"] = [
+        entry("Ivo Brandt is a cartographer.", True, "Ivo Brandt"),
+        entry("Ivo Brandt mapped the Faroe coast.", False, []),
+    ]
     result = import_jsonl(project, jsonl(lines), fmt="dfactscore", labels_as="gold")
     assert result.items == 3
     (exported,) = [json.loads(line) for line in export_jsonl(project, "dfactscore-result")]
@@ -392,21 +613,40 @@ def test_released_result_shapes_import_as_gold_and_come_back_unchanged(project):
     assert exported["respond_ratio"] == pytest.approx(2 / 3)
     # the supported page "Ivo Brandt" counts as a topic, [] does not
     assert exported["num_supporting_topics"] == pytest.approx((2 + 1) / 2)
-    mara = GoldRecord.objects.filter(item_stage__item__project=project).order_by("item_stage__item_id").first().payload
+    mara = (
+        GoldRecord.objects.filter(item_stage__item__project=project)
+        .order_by("item_stage__item_id")
+        .first()
+        .payload
+    )
     assert [f["group"] for f in mara["facts"]] == [0, None, None, None]
-    assert [f["label"] for f in mara["facts"]] == ["supported", "not_supported", "not_supported", None]
+    assert [f["label"] for f in mara["facts"]] == [
+        "supported",
+        "not_supported",
+        "not_supported",
+        None,
+    ]
 
 
 def test_a_result_line_with_an_empty_supporting_topic_list_is_accepted_as_gold(project):
     """The line of issue 19: decisions carrying ``"supporting_topic": []`` (refused before as
     "must be a string or null")."""
-    line = {**GENERATIONS[2], "decisions": [entry("Ivo Brandt is a cartographer.", True, "Ivo Brandt"),
-                                            entry("Ivo Brandt mapped the Faroe coast.", False, [])],
-            "global_decisions": [entry("Ivo Brandt is a cartographer.", True, "Ivo Brandt"),
-                                 entry("Ivo Brandt mapped the Faroe coast.", False, [])]}
+    line = {
+        **GENERATIONS[2],
+        "decisions": [
+            entry("Ivo Brandt is a cartographer.", True, "Ivo Brandt"),
+            entry("Ivo Brandt mapped the Faroe coast.", False, []),
+        ],
+        "global_decisions": [
+            entry("Ivo Brandt is a cartographer.", True, "Ivo Brandt"),
+            entry("Ivo Brandt mapped the Faroe coast.", False, []),
+        ],
+    }
     import_jsonl(project, jsonl([line]), fmt="dfactscore", labels_as="gold")
     (exported,) = [json.loads(text) for text in export_jsonl(project, "dfactscore-result")]
-    assert exported["decisions"] == [line["decisions"]] and exported["global_decisions"] == [line["global_decisions"]]
+    assert exported["decisions"] == [line["decisions"]] and exported["global_decisions"] == [
+        line["global_decisions"]
+    ]
     assert exported["init_score"] == exported["init_global_score"] == 0.5
 
 
@@ -416,15 +656,25 @@ def test_result_export_groups_rows_by_model_from_annotated_gold(project):
     import_jsonl(project, jsonl(lines), fmt="dfactscore", labels_as="suggestion")
     stages = list(ItemStage.objects.filter(item__project=project).order_by("item_id"))
     # Human gold for the Mara paragraph: two individuals, artist and rower; the Tartu fact unsupported.
-    human = payload(2, [0, 1], [fact(0, "supported"), fact(0, "supported"), fact(1, "supported"),
-                                fact(1, "not_supported")])
+    human = payload(
+        2,
+        [0, 1],
+        [
+            fact(0, "supported"),
+            fact(0, "supported"),
+            fact(1, "supported"),
+            fact(1, "not_supported"),
+        ],
+    )
     ivo = payload(1, [0], [fact(0, "supported"), fact(0, "irrelevant")])
     for stage, gold in zip(stages, (human, {"individuals": 0, "groups": [], "facts": []}, ivo)):
         GoldRecord.objects.create(item_stage=stage, payload=gold)
         ItemStage.objects.filter(pk=stage.pk).update(status=StageStatus.DONE)
     records = {r["model"]: r for r in map(json.loads, export_jsonl(project, "dfactscore-result"))}
     assert set(records) == {"m1", "m2"}
-    assert records["m1"]["init_global_score"] == pytest.approx(0.75)  # 3 of 4; the abstention does not count
+    assert records["m1"]["init_global_score"] == pytest.approx(
+        0.75
+    )  # 3 of 4; the abstention does not count
     assert records["m1"]["respond_ratio"] == pytest.approx(0.5)
     assert records["m1"]["num_groups"] == 2
     assert records["m1"]["global_decisions"][0][2] == entry(MARA_FACTS[2], True, ROWER["title"])
@@ -432,8 +682,14 @@ def test_result_export_groups_rows_by_model_from_annotated_gold(project):
     assert records["m2"]["init_global_score"] == 1.0  # the irrelevant fact is left out (default)
     paragraphs = [json.loads(line) for line in export_jsonl(project, "dfactscore")]
     assert [p["individuals"] for p in paragraphs] == [2, 0, 1]
-    assert paragraphs[0]["facts"][2] == {"text": MARA_FACTS[2], "group": 1, "link": ROWER["title"],
-                                         "label": "supported", "any_page": None, "entity": None}
+    assert paragraphs[0]["facts"][2] == {
+        "text": MARA_FACTS[2],
+        "group": 1,
+        "link": ROWER["title"],
+        "label": "supported",
+        "any_page": None,
+        "entity": None,
+    }
     assert paragraphs[0]["dfactscore"] == pytest.approx(0.75) and paragraphs[0]["model"] == "m1"
 
     scores = selectors.consolidated_scores(project)
@@ -446,11 +702,16 @@ def test_result_export_groups_rows_by_model_from_annotated_gold(project):
 
 
 def test_the_irrelevant_setting_changes_the_scores_selector(project):
-    project.pipeline_settings = {**project.pipeline_settings, "dfactscore": {"irrelevant": "not_supported"}}
+    project.pipeline_settings = {
+        **project.pipeline_settings,
+        "dfactscore": {"irrelevant": "not_supported"},
+    }
     project.save()
     import_jsonl(project, jsonl([result_lines()[2]]), fmt="dfactscore", labels_as="suggestion")
     stage = ItemStage.objects.get(item__project=project)
-    GoldRecord.objects.create(item_stage=stage, payload=payload(1, [0], [fact(0, "supported"), fact(0, "irrelevant")]))
+    GoldRecord.objects.create(
+        item_stage=stage, payload=payload(1, [0], [fact(0, "supported"), fact(0, "irrelevant")])
+    )
     ItemStage.objects.filter(pk=stage.pk).update(status=StageStatus.DONE)
     scores = selectors.consolidated_scores(project)
     assert scores["irrelevant"] == "not_supported"
@@ -458,7 +719,10 @@ def test_the_irrelevant_setting_changes_the_scores_selector(project):
     # and the exports follow the same setting
     (result,) = [json.loads(line) for line in export_jsonl(project, "dfactscore-result")]
     assert result["init_global_score"] == pytest.approx(0.5)
-    project.pipeline_settings = {**project.pipeline_settings, "dfactscore": {"irrelevant": "exclude"}}
+    project.pipeline_settings = {
+        **project.pipeline_settings,
+        "dfactscore": {"irrelevant": "exclude"},
+    }
     project.save()
     (result,) = [json.loads(line) for line in export_jsonl(project, "dfactscore-result")]
     assert result["init_global_score"] == pytest.approx(1.0)
@@ -466,13 +730,20 @@ def test_the_irrelevant_setting_changes_the_scores_selector(project):
 
 # -- the result-file command --------------------------------------------------------------------
 
+
 def test_dfactscore_lines_joins_a_result_file_and_its_generations(tmp_path, project):
     result = tmp_path / "result.json"
-    result.write_text(json.dumps({"init_score": 0.625, "decisions": DECISIONS, "global_decisions": GLOBAL_DECISIONS}))
+    result.write_text(
+        json.dumps(
+            {"init_score": 0.625, "decisions": DECISIONS, "global_decisions": GLOBAL_DECISIONS}
+        )
+    )
     generations = tmp_path / "generations.jsonl"
     generations.write_text("".join(json.dumps(g) + "\n" for g in GENERATIONS))
     out = tmp_path / "lines.jsonl"
-    call_command("dfactscore_lines", str(result), str(generations), "-o", str(out), stderr=io.StringIO())
+    call_command(
+        "dfactscore_lines", str(result), str(generations), "-o", str(out), stderr=io.StringIO()
+    )
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert lines == result_lines()
     with out.open("rb") as file:
@@ -485,11 +756,15 @@ def test_dfactscore_lines_passes_the_released_shapes_through(tmp_path, project):
     decisions = [[entry(MARA_FACTS[0], True, []), {"atom": MARA_FACTS[1]}], [], None]
     global_decisions = [[entry(MARA_FACTS[0], False, [])], None, []]
     result = tmp_path / "result.json"
-    result.write_text(json.dumps({"decisions": decisions, "global_decisions": global_decisions, "nan": 0}))
+    result.write_text(
+        json.dumps({"decisions": decisions, "global_decisions": global_decisions, "nan": 0})
+    )
     generations = tmp_path / "generations.jsonl"
     generations.write_text("".join(json.dumps(g) + "\n" for g in GENERATIONS))
     out = tmp_path / "lines.jsonl"
-    call_command("dfactscore_lines", str(result), str(generations), "-o", str(out), stderr=io.StringIO())
+    call_command(
+        "dfactscore_lines", str(result), str(generations), "-o", str(out), stderr=io.StringIO()
+    )
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [line["decisions"] for line in lines] == decisions
     assert [line["global_decisions"] for line in lines] == global_decisions
@@ -514,24 +789,38 @@ def test_dfactscore_lines_refuses_lists_that_do_not_match_the_generations(tmp_pa
 
 # -- project settings ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("section, message", [
-    ([], "dfactscore must be an object"),
-    ({"passes": True}, "unknown keys: passes"),
-    ({"factscore_pass": "yes"}, "dfactscore.factscore_pass must be true or false"),
-    ({"entity_pass": 1}, "dfactscore.entity_pass must be true or false"),
-    ({"irrelevant": "supported"}, "dfactscore.irrelevant must be one of exclude, not_supported"),
-    ({"linking": "greedy"}, "dfactscore.linking must be one of argmax, hungarian"),
-    ({"support_threshold": 1.5}, "dfactscore.support_threshold must be a number from 0 to 1"),
-    ({"support_threshold": True}, "dfactscore.support_threshold must be a number from 0 to 1"),
-])
+
+@pytest.mark.parametrize(
+    "section, message",
+    [
+        ([], "dfactscore must be an object"),
+        ({"passes": True}, "unknown keys: passes"),
+        ({"factscore_pass": "yes"}, "dfactscore.factscore_pass must be true or false"),
+        ({"entity_pass": 1}, "dfactscore.entity_pass must be true or false"),
+        (
+            {"irrelevant": "supported"},
+            "dfactscore.irrelevant must be one of exclude, not_supported",
+        ),
+        ({"linking": "greedy"}, "dfactscore.linking must be one of argmax, hungarian"),
+        ({"support_threshold": 1.5}, "dfactscore.support_threshold must be a number from 0 to 1"),
+        ({"support_threshold": True}, "dfactscore.support_threshold must be a number from 0 to 1"),
+    ],
+)
 def test_bad_dfactscore_settings_are_refused_naming_the_key(section, message):
     with pytest.raises(ValidationError, match=message):
         validate_pipeline_settings({"dfactscore": section})
 
 
 def test_good_dfactscore_settings_are_kept():
-    good = {"dfactscore": {"factscore_pass": True, "entity_pass": False, "irrelevant": "not_supported",
-                           "linking": "hungarian", "support_threshold": 0.3}}
+    good = {
+        "dfactscore": {
+            "factscore_pass": True,
+            "entity_pass": False,
+            "irrelevant": "not_supported",
+            "linking": "hungarian",
+            "support_threshold": 0.3,
+        }
+    }
     assert validate_pipeline_settings(good) == good
 
 

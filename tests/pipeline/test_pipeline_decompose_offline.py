@@ -68,7 +68,10 @@ def test_coordinated_clauses_with_their_own_subjects_are_split():
 def test_coordinated_predicates_share_the_subject():
     assert split_claims(
         "Neil Armstrong was born in Ohio in 1930, and served in the US Navy until 1952."
-    ) == ["Neil Armstrong was born in Ohio in 1930.", "Neil Armstrong served in the US Navy until 1952."]
+    ) == [
+        "Neil Armstrong was born in Ohio in 1930.",
+        "Neil Armstrong served in the US Navy until 1952.",
+    ]
     assert split_claims(
         "In 1969, Neil Armstrong was the mission commander and would become the first man on the Moon."
     ) == [
@@ -78,14 +81,18 @@ def test_coordinated_predicates_share_the_subject():
 
 
 def test_semicolons_split_clauses():
-    assert split_claims("The museum opened in 1793; it is the most visited museum in the world.") == [
+    assert split_claims(
+        "The museum opened in 1793; it is the most visited museum in the world."
+    ) == [
         "The museum opened in 1793.",
         "It is the most visited museum in the world.",
     ]
 
 
 def test_enumerations_give_one_claim_per_element():
-    assert split_claims("The Danube flows through countries such as Austria, Hungary, and Romania.") == [
+    assert split_claims(
+        "The Danube flows through countries such as Austria, Hungary, and Romania."
+    ) == [
         "The Danube flows through countries such as Austria.",
         "The Danube flows through countries such as Hungary.",
         "The Danube flows through countries such as Romania.",
@@ -121,7 +128,8 @@ def test_claims_are_capitalised_and_punctuated():
 @pytest.mark.parametrize("config", [None, LLMConfig(), LLMConfig(base_url="http://127.0.0.1:9/v1")])
 def test_decompose_response_is_offline_without_a_configured_llm(config):
     results = decompose_response(
-        ["Marie Curie was a physicist.", "She was born in Warsaw and moved to Paris in 1891."], config
+        ["Marie Curie was a physicist.", "She was born in Warsaw and moved to Paris in 1891."],
+        config,
     )
     assert [r.to_dict() for r in results] == [
         {
@@ -150,5 +158,11 @@ def test_decompose_response_of_nothing_is_nothing():
 
 
 def test_pronoun_after_an_introductory_phrase_is_resolved():
-    sentences = ["Marcus Morton was born in 1784.", "As a politician, he served as Governor of Massachusetts."]
-    assert decontextualise(sentences)[1] == "As a politician, Marcus Morton served as Governor of Massachusetts."
+    sentences = [
+        "Marcus Morton was born in 1784.",
+        "As a politician, he served as Governor of Massachusetts.",
+    ]
+    assert (
+        decontextualise(sentences)[1]
+        == "As a politician, Marcus Morton served as Governor of Massachusetts."
+    )

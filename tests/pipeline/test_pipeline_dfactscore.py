@@ -22,18 +22,34 @@ RESPONSE = (
     "Mara Quell is an Estonian glassblower born in Tallinn in 1961. She won a bronze medal in rowing at the 1998 "
     "World Championships. Quell studied at the Estonian Academy of Arts. She now coaches a rowing club in Tartu."
 )
-ARTIST = {"title": "Mara Quell (artist)", "url": "https://example.org/artist",
-          "text": "Mara Quell (born 1961 in Tallinn) is an Estonian glass artist and glassblower. She studied at the "
-                  "Estonian Academy of Arts and has exhibited her glass sculptures across Europe."}
-ROWER = {"title": "Mara Quell (rower)", "url": "https://example.org/rower",
-         "text": "Mara Quell (born 1975) is a retired Estonian rower. She won a bronze medal in the single sculls at "
-                 "the 1998 World Rowing Championships. She lives in Pärnu."}
+ARTIST = {
+    "title": "Mara Quell (artist)",
+    "url": "https://example.org/artist",
+    "text": "Mara Quell (born 1961 in Tallinn) is an Estonian glass artist and glassblower. She studied at the "
+    "Estonian Academy of Arts and has exhibited her glass sculptures across Europe.",
+}
+ROWER = {
+    "title": "Mara Quell (rower)",
+    "url": "https://example.org/rower",
+    "text": "Mara Quell (born 1975) is a retired Estonian rower. She won a bronze medal in the single sculls at "
+    "the 1998 World Rowing Championships. She lives in Pärnu.",
+}
 OFFLINE = {"embeddings": False}
 
 
 def test_parse_fact_lines_accepts_only_dash_lines():
-    assert parse_fact_lines("```\n- A is a b.\n\n-  A lives in C. \n```") == ["A is a b.", "A lives in C."]
-    for bad in ("", None, "Facts:\n- A is a b.", "- A is a b.\nA lives in C.", "1. A is a b.", "- ==="):
+    assert parse_fact_lines("```\n- A is a b.\n\n-  A lives in C. \n```") == [
+        "A is a b.",
+        "A lives in C.",
+    ]
+    for bad in (
+        "",
+        None,
+        "Facts:\n- A is a b.",
+        "- A is a b.\nA lives in C.",
+        "1. A is a b.",
+        "- ===",
+    ):
         with pytest.raises(ParseError):
             parse_fact_lines(bad)
 
@@ -42,8 +58,13 @@ def test_parse_groups_needs_every_fact_exactly_once():
     facts = ["A is a painter.", "A plays football.", "A was born in Leeds."]
     answer = "- a is a  painter.\n- A was born in Leeds.\n- ===\n- ===\n- A plays football.\n"
     assert parse_groups(answer, facts) == [[0, 2], [1]]
-    assert parse_groups("- A is a painter.\n- A plays football.\n- A was born in Leeds.", facts) == [[0, 1, 2]]
-    assert parse_groups("- X.\n- X.\n- ===\n- Y.", ["X.", "Y.", "X."]) == [[0, 2], [1]]  # duplicates in order
+    assert parse_groups(
+        "- A is a painter.\n- A plays football.\n- A was born in Leeds.", facts
+    ) == [[0, 1, 2]]
+    assert parse_groups("- X.\n- X.\n- ===\n- Y.", ["X.", "Y.", "X."]) == [
+        [0, 2],
+        [1],
+    ]  # duplicates in order
     bad_answers = [
         "- A is a painter.\n- A plays football.",  # one left out
         "- A is a painter.\n- A is a painter.\n- A plays football.\n- A was born in Leeds.",  # repeated
@@ -65,21 +86,34 @@ def test_split_page_packs_sentences_into_about_100_words():
 
 def test_sentence_spans_tolerate_changed_whitespace_and_list_markers():
     response = "Intro line:\n1. First  item here.\n2. Second item."
-    spans = sentence_spans(response, ["Intro line:", "First item here.", "Second item.", "Not there."])
-    assert [response[s[0]:s[1]] if s else None for s in spans] == [
-        "Intro line:", "First  item here.", "Second item.", None]
+    spans = sentence_spans(
+        response, ["Intro line:", "First item here.", "Second item.", "Not there."]
+    )
+    assert [response[s[0] : s[1]] if s else None for s in spans] == [
+        "Intro line:",
+        "First  item here.",
+        "Second item.",
+        None,
+    ]
 
 
 def assert_shape(result: dict, facts: int, candidates: int) -> None:
     content, suggestion = result["content"], result["suggestion"]
     assert set(content) == {"name", "facts", "candidates"}
-    assert len(content["facts"]) == facts and all(set(f) == {"text", "span"} for f in content["facts"])
-    assert all(set(c) == {"title", "url", "text", "passages"} and c["passages"] for c in content["candidates"])
+    assert len(content["facts"]) == facts and all(
+        set(f) == {"text", "span"} for f in content["facts"]
+    )
+    assert all(
+        set(c) == {"title", "url", "text", "passages"} and c["passages"]
+        for c in content["candidates"]
+    )
     assert set(suggestion) == {"groups", "links", "support", "labels", "provenance"}
     assert sorted(i for g in suggestion["groups"] for i in g) == list(range(facts))
     assert len(suggestion["links"]) == len(suggestion["groups"])
     assert all(link is None or 0 <= link < candidates for link in suggestion["links"])
-    assert [[e["candidate"] for e in row] for row in suggestion["support"]] == [list(range(candidates))] * facts
+    assert [[e["candidate"] for e in row] for row in suggestion["support"]] == [
+        list(range(candidates))
+    ] * facts
     assert len(suggestion["labels"]) == facts
     json.dumps(result)  # plain JSON
 
@@ -108,21 +142,39 @@ def test_offline_groups_links_and_labels_a_merged_biography():
     assert suggestion["labels"] == ["supported", "supported", "supported", "not_supported"]
     supported = [[e["supported"] for e in row] for row in suggestion["support"]]
     assert supported == [[True, False], [False, True], [True, False], [False, False]]
-    assert suggestion["support"][0][0]["score"] == 1.0  # every content word of the fact is on the page
-    assert suggestion["provenance"] == {"facts": "offline", "grouping": "offline", "support": "offline",
-                                        "similarity": "lexical", "notes": []}
+    assert (
+        suggestion["support"][0][0]["score"] == 1.0
+    )  # every content word of the fact is on the page
+    assert suggestion["provenance"] == {
+        "facts": "offline",
+        "grouping": "offline",
+        "support": "offline",
+        "similarity": "lexical",
+        "notes": [],
+    }
 
 
 def test_support_threshold_is_the_projects_setting():
-    strict = preannotate(NAME, RESPONSE, None, [ARTIST, ROWER], {**OFFLINE, "dfactscore": {"support_threshold": 1.01}})
+    strict = preannotate(
+        NAME,
+        RESPONSE,
+        None,
+        [ARTIST, ROWER],
+        {**OFFLINE, "dfactscore": {"support_threshold": 1.01}},
+    )
     assert all(not e["supported"] for row in strict["suggestion"]["support"] for e in row)
-    assert strict["suggestion"]["groups"] == [[0, 1, 2, 3]] and strict["suggestion"]["links"] == [None]
+    assert strict["suggestion"]["groups"] == [[0, 1, 2, 3]] and strict["suggestion"]["links"] == [
+        None
+    ]
     assert strict["suggestion"]["labels"] == ["not_supported"] * 4
 
 
 def test_imported_facts_are_kept_and_found_in_the_text():
-    facts = ["Mara Quell won a bronze medal in rowing.", "Mara Quell studied at the Estonian Academy of Arts.",
-             "The weather in Tartu is mild."]
+    facts = [
+        "Mara Quell won a bronze medal in rowing.",
+        "Mara Quell studied at the Estonian Academy of Arts.",
+        "The weather in Tartu is mild.",
+    ]
     result = preannotate(NAME, RESPONSE, facts, [ARTIST, ROWER], OFFLINE)
     assert [f["text"] for f in result["content"]["facts"]] == facts
     spans = [f["span"] for f in result["content"]["facts"]]
@@ -136,7 +188,9 @@ def test_imported_facts_are_kept_and_found_in_the_text():
 
 def test_candidates_keep_given_passages():
     given = {**ARTIST, "passages": ["Mara Quell blows glass."]}
-    result = preannotate(NAME, "Mara Quell blows glass.", ["Mara Quell blows glass."], [given], OFFLINE)
+    result = preannotate(
+        NAME, "Mara Quell blows glass.", ["Mara Quell blows glass."], [given], OFFLINE
+    )
     assert result["content"]["candidates"][0]["passages"] == ["Mara Quell blows glass."]
     assert result["suggestion"]["support"] == [[{"candidate": 0, "score": 1.0, "supported": True}]]
 
@@ -146,7 +200,9 @@ def test_no_facts_and_no_candidates():
     assert empty["content"]["facts"] == [] and empty["suggestion"]["groups"] == []
     assert empty["suggestion"]["links"] == [] and empty["suggestion"]["labels"] == []
     alone = preannotate(NAME, RESPONSE, None, [], OFFLINE)
-    assert alone["suggestion"]["groups"] == [[0, 1, 2, 3]] and alone["suggestion"]["links"] == [None]
+    assert alone["suggestion"]["groups"] == [[0, 1, 2, 3]] and alone["suggestion"]["links"] == [
+        None
+    ]
     assert alone["suggestion"]["support"] == [[]] * 4
     assert alone["suggestion"]["labels"] == ["not_supported"] * 4
 
@@ -164,10 +220,14 @@ def test_embeddings_are_fused_with_word_containment_and_fall_back():
     fused = preannotate(NAME, RESPONSE, None, [ARTIST, ROWER], {}, embed=_bag_of_words)
     lexical = preannotate(NAME, RESPONSE, None, [ARTIST, ROWER], OFFLINE)
     assert fused["suggestion"]["provenance"]["similarity"] == "embeddings+lexical"
-    cosine = _bag_of_words(["the person is an Estonian glassblower born in Tallinn in 1961.",
-                            "the person (born 1961 in Tallinn) is an Estonian glass artist and glassblower. "
-                            "She studied at the Estonian Academy of Arts and has exhibited her glass sculptures "
-                            "across Europe."])
+    cosine = _bag_of_words(
+        [
+            "the person is an Estonian glassblower born in Tallinn in 1961.",
+            "the person (born 1961 in Tallinn) is an Estonian glass artist and glassblower. "
+            "She studied at the Estonian Academy of Arts and has exhibited her glass sculptures "
+            "across Europe.",
+        ]
+    )
     expected = 0.5 * 1.0 + 0.5 * float(cosine[0] @ cosine[1])
     assert fused["suggestion"]["support"][0][0]["score"] == pytest.approx(expected, abs=1e-4)
 
@@ -177,7 +237,9 @@ def test_embeddings_are_fused_with_word_containment_and_fall_back():
     fallback = preannotate(NAME, RESPONSE, None, [ARTIST, ROWER], {}, embed=broken)
     assert fallback["suggestion"]["support"] == lexical["suggestion"]["support"]
     assert fallback["suggestion"]["provenance"]["similarity"] == "lexical"
-    assert fallback["suggestion"]["provenance"]["notes"] == ["embeddings unavailable: OSError: model files missing"]
+    assert fallback["suggestion"]["provenance"]["notes"] == [
+        "embeddings unavailable: OSError: model files missing"
+    ]
 
 
 def test_real_embeddings_separate_the_two_people():
@@ -195,7 +257,10 @@ def test_offline_grouping_anchors_and_the_largest_group():
 
 
 def _support(rows):
-    return [[{"candidate": c, "score": s, "supported": s >= 0.5} for c, s in enumerate(row)] for row in rows]
+    return [
+        [{"candidate": c, "score": s, "supported": s >= 0.5} for c, s in enumerate(row)]
+        for row in rows
+    ]
 
 
 def test_linking_argmax_ties_and_none():
@@ -214,7 +279,9 @@ def test_hungarian_linking_is_one_to_one():
     assert link_groups(groups, support, 2, "hungarian") == [0, 1]
     # More groups than pages: the group left over has no link.
     assert link_groups([[0], [1], [2]], support, 2, "hungarian").count(None) == 1
-    result = preannotate(NAME, RESPONSE, None, [ARTIST, ROWER], {**OFFLINE, "dfactscore": {"linking": "hungarian"}})
+    result = preannotate(
+        NAME, RESPONSE, None, [ARTIST, ROWER], {**OFFLINE, "dfactscore": {"linking": "hungarian"}}
+    )
     assert result["suggestion"]["links"] == [0, 1]
 
 
@@ -223,29 +290,43 @@ def test_hungarian_linking_is_one_to_one():
 # ---------------------------------------------------------------------------------------------
 
 FACTS_BY_SENTENCE = {
-    "Mara Quell is an Estonian glassblower born in Tallinn in 1961.":
-        ["Mara Quell is Estonian.", "Mara Quell is a glassblower.", "Mara Quell was born in Tallinn."],
-    "She won a bronze medal in rowing at the 1998 World Championships.":
-        ["Mara Quell won a bronze medal in rowing."],
-    "Quell studied at the Estonian Academy of Arts.": ["Mara Quell studied at the Estonian Academy of Arts."],
+    "Mara Quell is an Estonian glassblower born in Tallinn in 1961.": [
+        "Mara Quell is Estonian.",
+        "Mara Quell is a glassblower.",
+        "Mara Quell was born in Tallinn.",
+    ],
+    "She won a bronze medal in rowing at the 1998 World Championships.": [
+        "Mara Quell won a bronze medal in rowing."
+    ],
+    "Quell studied at the Estonian Academy of Arts.": [
+        "Mara Quell studied at the Estonian Academy of Arts."
+    ],
     "She now coaches a rowing club in Tartu.": ["Mara Quell coaches a rowing club in Tartu."],
 }
-SUPPORTED = {("Mara Quell (artist)", "Mara Quell is Estonian."), ("Mara Quell (rower)", "Mara Quell is Estonian."),
-             ("Mara Quell (artist)", "Mara Quell is a glassblower."),
-             ("Mara Quell (artist)", "Mara Quell was born in Tallinn."),
-             ("Mara Quell (rower)", "Mara Quell won a bronze medal in rowing."),
-             ("Mara Quell (artist)", "Mara Quell studied at the Estonian Academy of Arts.")}
+SUPPORTED = {
+    ("Mara Quell (artist)", "Mara Quell is Estonian."),
+    ("Mara Quell (rower)", "Mara Quell is Estonian."),
+    ("Mara Quell (artist)", "Mara Quell is a glassblower."),
+    ("Mara Quell (artist)", "Mara Quell was born in Tallinn."),
+    ("Mara Quell (rower)", "Mara Quell won a bronze medal in rowing."),
+    ("Mara Quell (artist)", "Mara Quell studied at the Estonian Academy of Arts."),
+}
 GROUPS = [[0, 1, 2, 4], [3, 5]]
 
 
 def responder(grouping=None, verdict=None, facts=None):
     """Answers the three prompts; each part may be replaced to misbehave."""
+
     def answer(request):
         prompt = last_user_message(request)
         if prompt.endswith("Output:"):
             topic = re.search(r"^Answer the question about (.*) based on", prompt).group(1)
             fact = re.search(r"Input: (.*) True or False\?\nOutput:$", prompt).group(1)
-            return verdict(topic, fact) if verdict else ("True" if (topic, fact) in SUPPORTED else "False.")
+            return (
+                verdict(topic, fact)
+                if verdict
+                else ("True" if (topic, fact) in SUPPORTED else "False.")
+            )
         if prompt.endswith("Answer:\n"):
             listed = re.findall(r"^- (.*)$", prompt.split("\nFacts:\n", 1)[1], re.M)
             if grouping:
@@ -255,11 +336,15 @@ def responder(grouping=None, verdict=None, facts=None):
         if facts:
             return facts(sentence)
         return "\n".join(f"- {f}" for f in FACTS_BY_SENTENCE[sentence])
+
     return answer
 
 
 def llm_settings(server):
-    return {"embeddings": False, "llm": {"base_url": server.base_url, "model": "fake-model", "max_retries": 0}}
+    return {
+        "embeddings": False,
+        "llm": {"base_url": server.base_url, "model": "fake-model", "max_retries": 0},
+    }
 
 
 def test_llm_backends_follow_the_papers_prompts():
@@ -270,37 +355,65 @@ def test_llm_backends_follow_the_papers_prompts():
     assert facts == [f for sentence in FACTS_BY_SENTENCE.values() for f in sentence]
     # A model's fact has the span of the sentence it was made from.
     assert [RESPONSE[slice(*f["span"])][:8] for f in result["content"]["facts"]] == [
-        "Mara Que", "Mara Que", "Mara Que", "She won ", "Quell st", "She now "]
+        "Mara Que",
+        "Mara Que",
+        "Mara Que",
+        "She won ",
+        "Quell st",
+        "She now ",
+    ]
     suggestion = result["suggestion"]
     assert suggestion["groups"] == GROUPS
     assert [[e["supported"] for e in row] for row in suggestion["support"]] == [
-        [(page["title"], fact) in SUPPORTED for page in (ARTIST, ROWER)] for fact in facts]
+        [(page["title"], fact) in SUPPORTED for page in (ARTIST, ROWER)] for fact in facts
+    ]
     assert suggestion["links"] == [0, 1]
     assert suggestion["labels"] == ["supported"] * 5 + ["not_supported"]
-    assert suggestion["provenance"] == {"facts": "llm:fake-model", "grouping": "llm:fake-model",
-                                        "support": "llm:fake-model", "similarity": "lexical", "notes": []}
+    assert suggestion["provenance"] == {
+        "facts": "llm:fake-model",
+        "grouping": "llm:fake-model",
+        "support": "llm:fake-model",
+        "similarity": "lexical",
+        "notes": [],
+    }
 
     prompts = [last_user_message(r) for r in server.requests]
     assert len(prompts) == 4 + 1 + 6 * 2
-    first = [p for p in prompts if p.endswith(
-        "Please breakdown the following sentence into independent facts: "
-        "Mara Quell is an Estonian glassblower born in Tallinn in 1961.\n")]
+    first = [
+        p
+        for p in prompts
+        if p.endswith(
+            "Please breakdown the following sentence into independent facts: "
+            "Mara Quell is an Estonian glassblower born in Tallinn in 1961.\n"
+        )
+    ]
     assert len(first) == 1
-    assert first[0].count("Please breakdown the following sentence into independent facts:") == 4  # 3 demos
+    assert (
+        first[0].count("Please breakdown the following sentence into independent facts:") == 4
+    )  # 3 demos
     grouping = next(p for p in prompts if p.endswith("Answer:\n"))
     assert 'about "Mara Quell"' in grouping and "- ===" in grouping
     assert "\n".join(f"- {f}" for f in facts) in grouping
-    verify = next(p for p in prompts if "Input: Mara Quell is a glassblower. True or False?" in p
-                  and "(artist)" in p.split("\n", 1)[0])
-    assert verify.startswith("Answer the question about Mara Quell (artist) based on the given context.\n\n"
-                             "Title: Mara Quell (artist)\nText: Mara Quell (born 1961 in Tallinn)")
+    verify = next(
+        p
+        for p in prompts
+        if "Input: Mara Quell is a glassblower. True or False?" in p
+        and "(artist)" in p.split("\n", 1)[0]
+    )
+    assert verify.startswith(
+        "Answer the question about Mara Quell (artist) based on the given context.\n\n"
+        "Title: Mara Quell (artist)\nText: Mara Quell (born 1961 in Tallinn)"
+    )
     assert verify.endswith("\n\nInput: Mara Quell is a glassblower. True or False?\nOutput:")
 
 
 def test_llm_misbehaviour_falls_back_part_by_part():
     def facts(sentence):
-        return "Here are the facts: Mara Quell rows." if sentence.startswith("She won") else "\n".join(
-            f"- {f}" for f in FACTS_BY_SENTENCE[sentence])
+        return (
+            "Here are the facts: Mara Quell rows."
+            if sentence.startswith("She won")
+            else "\n".join(f"- {f}" for f in FACTS_BY_SENTENCE[sentence])
+        )
 
     def grouping(listed):
         return "\n".join(f"- {f}" for f in listed[1:])  # leaves the first fact out
@@ -312,17 +425,24 @@ def test_llm_misbehaviour_falls_back_part_by_part():
         result = preannotate(NAME, RESPONSE, None, [ARTIST, ROWER], llm_settings(server))
     facts_out = [f["text"] for f in result["content"]["facts"]]
     # The unusable sentence gets the offline decomposition.
-    assert facts_out[3] == "Mara Quell won a bronze medal in rowing at the 1998 World Championships."
+    assert (
+        facts_out[3] == "Mara Quell won a bronze medal in rowing at the 1998 World Championships."
+    )
     suggestion, notes = result["suggestion"], result["suggestion"]["provenance"]["notes"]
     assert suggestion["provenance"]["facts"] == "llm:fake-model"
     assert suggestion["provenance"]["grouping"] == "offline"
-    assert any(n.startswith("facts of sentence 1: offline decomposition (unparseable answer") for n in notes)
+    assert any(
+        n.startswith("facts of sentence 1: offline decomposition (unparseable answer")
+        for n in notes
+    )
     assert any(n.startswith("grouping: offline heuristic (facts left out: [0])") for n in notes)
     assert "support: 2 of 12 verdicts offline (similarity ≥ 0.5)" in notes
     tallinn = facts_out.index("Mara Quell was born in Tallinn.")
     # Unusable verdicts keep the offline one: "born in Tallinn" is on the artist's page only.
     assert [e["supported"] for e in suggestion["support"][tallinn]] == [True, False]
-    assert [e["supported"] for row in suggestion["support"][:tallinn] for e in row] == [False] * (2 * tallinn)
+    assert [e["supported"] for row in suggestion["support"][:tallinn] for e in row] == [False] * (
+        2 * tallinn
+    )
 
 
 def test_unreachable_model_falls_back_entirely():

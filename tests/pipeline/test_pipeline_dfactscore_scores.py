@@ -16,9 +16,16 @@ from tests.helpers.paths import shared_data_path
 
 CONTENT = {
     "name": "Mara Quell",
-    "facts": [{"text": t, "span": None} for t in (
-        "Mara Quell is a glassblower.", "Mara Quell was born in Tallinn.", "Mara Quell won a rowing medal.",
-        "Mara Quell coaches in Tartu.", "Tartu has a university.")],
+    "facts": [
+        {"text": t, "span": None}
+        for t in (
+            "Mara Quell is a glassblower.",
+            "Mara Quell was born in Tallinn.",
+            "Mara Quell won a rowing medal.",
+            "Mara Quell coaches in Tartu.",
+            "Tartu has a university.",
+        )
+    ],
     "candidates": [{"title": "Mara Quell (artist)"}, {"title": "Mara Quell (rower)"}],
 }
 
@@ -31,8 +38,13 @@ def fact(group, label, any_page=None, entity=None):
 GOLD = {
     "individuals": 2,
     "groups": [{"link": 0}, {"link": "none"}],
-    "facts": [fact(0, "supported"), fact(0, "not_supported"), fact(1, "not_supported"),
-              fact(1, "not_supported"), fact(0, "irrelevant")],
+    "facts": [
+        fact(0, "supported"),
+        fact(0, "not_supported"),
+        fact(1, "not_supported"),
+        fact(1, "not_supported"),
+        fact(0, "irrelevant"),
+    ],
 }
 
 
@@ -45,29 +57,50 @@ def test_paragraph_scores_by_hand():
     assert scores["num_supporting_topics"] == 1
     assert scores["distinct_entities"] == 1  # links: page 0 and "none"
     assert scores["global_decisions"] == [
-        {"atom": "Mara Quell is a glassblower.", "is_supported": True, "supporting_topic": "Mara Quell (artist)"},
-        {"atom": "Mara Quell was born in Tallinn.", "is_supported": False, "supporting_topic": None},
+        {
+            "atom": "Mara Quell is a glassblower.",
+            "is_supported": True,
+            "supporting_topic": "Mara Quell (artist)",
+        },
+        {
+            "atom": "Mara Quell was born in Tallinn.",
+            "is_supported": False,
+            "supporting_topic": None,
+        },
         {"atom": "Mara Quell won a rowing medal.", "is_supported": False, "supporting_topic": None},
         {"atom": "Mara Quell coaches in Tartu.", "is_supported": False, "supporting_topic": None},
     ]
     counted = paragraph_scores(CONTENT, GOLD, irrelevant="not_supported")
     assert counted["facts"] == 5 and counted["factscore"] == 0.2 and counted["dfactscore"] == 0.2
-    assert counted["decisions"][4] == {"atom": "Tartu has a university.", "is_supported": False,
-                                       "supporting_topic": None}
+    assert counted["decisions"][4] == {
+        "atom": "Tartu has a university.",
+        "is_supported": False,
+        "supporting_topic": None,
+    }
     with pytest.raises(ValueError):
         paragraph_scores(CONTENT, GOLD, irrelevant="ignore")
 
 
 def test_optional_passes_give_factscore_and_distinct_entities():
-    gold = {**GOLD, "facts": [
-        fact(0, "supported", "supported", 0), fact(0, "not_supported", "supported", 0),
-        fact(1, "not_supported", "supported", 1), fact(1, "not_supported", "not_supported", "none"),
-        fact(0, "irrelevant", "not_supported", "none")]}
+    gold = {
+        **GOLD,
+        "facts": [
+            fact(0, "supported", "supported", 0),
+            fact(0, "not_supported", "supported", 0),
+            fact(1, "not_supported", "supported", 1),
+            fact(1, "not_supported", "not_supported", "none"),
+            fact(0, "irrelevant", "not_supported", "none"),
+        ],
+    }
     scores = paragraph_scores(CONTENT, gold)
     # FActScore: 3 of 4 supported by some page (rowing medal by the rower's); D-FActScore still 1 of 4.
     assert scores["factscore"] == 0.75 and scores["dfactscore"] == 0.25
     assert [d["supporting_topic"] for d in scores["decisions"]] == [
-        "Mara Quell (artist)", "Mara Quell (artist)", "Mara Quell (rower)", None]
+        "Mara Quell (artist)",
+        "Mara Quell (artist)",
+        "Mara Quell (rower)",
+        None,
+    ]
     assert scores["num_supporting_topics"] == 2
     assert scores["distinct_entities"] == 3  # candidates 0 and 1, and someone on no page
 
@@ -77,21 +110,40 @@ def test_a_paragraph_without_counted_facts_has_no_scores():
     content = {**CONTENT, "facts": CONTENT["facts"][:1]}
     scores = paragraph_scores(content, gold)
     assert scores["factscore"] is None and scores["dfactscore"] is None
-    assert scores["decisions"] is None and scores["global_decisions"] is None and scores["facts"] == 0
-    empty = paragraph_scores({**CONTENT, "facts": []}, {"individuals": 0, "groups": [], "facts": []})
+    assert (
+        scores["decisions"] is None and scores["global_decisions"] is None and scores["facts"] == 0
+    )
+    empty = paragraph_scores(
+        {**CONTENT, "facts": []}, {"individuals": 0, "groups": [], "facts": []}
+    )
     assert empty["factscore"] is None and empty["num_groups"] == 0
 
 
 def test_model_scores_by_hand():
     first = paragraph_scores(CONTENT, GOLD)  # 4 facts, 0.25 / 0.25
-    second = paragraph_scores(CONTENT, {"individuals": 1, "groups": [{"link": 1}], "facts": [
-        fact(0, "supported"), fact(0, "supported"), fact(0, "supported"), fact(0, "not_supported"),
-        fact(0, "supported")]})  # 5 facts, 0.8
-    silent = paragraph_scores({**CONTENT, "facts": []}, {"individuals": 0, "groups": [], "facts": []})
+    second = paragraph_scores(
+        CONTENT,
+        {
+            "individuals": 1,
+            "groups": [{"link": 1}],
+            "facts": [
+                fact(0, "supported"),
+                fact(0, "supported"),
+                fact(0, "supported"),
+                fact(0, "not_supported"),
+                fact(0, "supported"),
+            ],
+        },
+    )  # 5 facts, 0.8
+    silent = paragraph_scores(
+        {**CONTENT, "facts": []}, {"individuals": 0, "groups": [], "facts": []}
+    )
     result = model_scores([first, silent, second])
     assert result["init_score"] == pytest.approx((0.25 + 0.8) / 2)
     assert result["init_global_score"] == pytest.approx((0.25 + 0.8) / 2)
-    assert result["score"] == pytest.approx((math.exp(1 - 10 / 4) * 0.25 + math.exp(1 - 10 / 5) * 0.8) / 2)
+    assert result["score"] == pytest.approx(
+        (math.exp(1 - 10 / 4) * 0.25 + math.exp(1 - 10 / 5) * 0.8) / 2
+    )
     assert result["respond_ratio"] == pytest.approx(2 / 3)
     assert result["num_facts_per_response"] == 4.5
     assert result["num_groups"] == 1.5  # over the responding paragraphs only
@@ -99,7 +151,11 @@ def test_model_scores_by_hand():
     assert result["nan"] == 0
     assert result["decisions"][1] is None and len(result["global_decisions"]) == 3
     nothing = model_scores([silent])
-    assert nothing["init_score"] is None and nothing["respond_ratio"] == 0.0 and nothing["num_groups"] is None
+    assert (
+        nothing["init_score"] is None
+        and nothing["respond_ratio"] == 0.0
+        and nothing["num_groups"] is None
+    )
     assert model_scores([])["respond_ratio"] is None
 
 
@@ -109,32 +165,52 @@ def test_length_penalty():
 
 
 def _released_gold(decisions, global_decisions, individuals):
-    return {"released": {"decisions": decisions, "global_decisions": global_decisions}, "individuals": individuals}
+    return {
+        "released": {"decisions": decisions, "global_decisions": global_decisions},
+        "individuals": individuals,
+    }
 
 
 def test_imported_result_gives_its_scores_back_exactly():
     rng = random.Random(11)
-    paragraphs, decisions, global_decisions = [], [], []
+    decisions, global_decisions = [], []
     for number in range(50):
         if number % 7 == 0:
             decisions.append(None)
             global_decisions.append(None)
         else:
             size = rng.randint(1, 30)
-            plain = [{"atom": f"fact {i}", "is_supported": rng.random() < 0.7,
-                      "supporting_topic": f"page {rng.randint(0, 3)}"} for i in range(size)]
+            plain = [
+                {
+                    "atom": f"fact {i}",
+                    "is_supported": rng.random() < 0.7,
+                    "supporting_topic": f"page {rng.randint(0, 3)}",
+                }
+                for i in range(size)
+            ]
             for entry in plain:
-                entry["supporting_topic"] = entry["supporting_topic"] if entry["is_supported"] else None
+                entry["supporting_topic"] = (
+                    entry["supporting_topic"] if entry["is_supported"] else None
+                )
             decisions.append(plain)
-            global_decisions.append([{**e, "is_supported": e["is_supported"] and rng.random() < 0.8} for e in plain])
-    result = model_scores([paragraph_scores({}, _released_gold(d, g, 1)) for d, g in zip(decisions, global_decisions)])
+            global_decisions.append(
+                [{**e, "is_supported": e["is_supported"] and rng.random() < 0.8} for e in plain]
+            )
+    result = model_scores(
+        [paragraph_scores({}, _released_gold(d, g, 1)) for d, g in zip(decisions, global_decisions)]
+    )
     # A second round trip through the exported lists gives the same numbers, to the bit.
-    again = model_scores([paragraph_scores({}, _released_gold(d, g, 1))
-                          for d, g in zip(result["decisions"], result["global_decisions"])])
+    again = model_scores(
+        [
+            paragraph_scores({}, _released_gold(d, g, 1))
+            for d, g in zip(result["decisions"], result["global_decisions"])
+        ]
+    )
     assert again == result
     responding = [(d, g) for d, g in zip(decisions, global_decisions) if d]
     assert result["init_score"] == pytest.approx(
-        sum(sum(e["is_supported"] for e in d) / len(d) for d, _ in responding) / len(responding))
+        sum(sum(e["is_supported"] for e in d) / len(d) for d, _ in responding) / len(responding)
+    )
     assert result["decisions"] == decisions
 
 
@@ -142,13 +218,21 @@ def test_example_result_file():
     released = json.loads(shared_data_path("dfactscore", "example-result.json").read_text())
     # The file keeps only the mean number of groups (1.5): the paragraphs' 2 and 1 are given here.
     individuals = iter([2, 1])
-    paragraphs = [paragraph_scores({}, _released_gold(d, g, next(individuals) if d else 0))
-                  for d, g in zip(released["decisions"], released["global_decisions"])]
+    paragraphs = [
+        paragraph_scores({}, _released_gold(d, g, next(individuals) if d else 0))
+        for d, g in zip(released["decisions"], released["global_decisions"])
+    ]
     result = model_scores(paragraphs)
     assert result["init_score"] == released["init_score"]
     assert result["init_global_score"] == released["init_global_score"]
-    for key in ("score", "global_score", "respond_ratio", "num_facts_per_response", "num_supporting_topics",
-                "num_groups"):
+    for key in (
+        "score",
+        "global_score",
+        "respond_ratio",
+        "num_facts_per_response",
+        "num_supporting_topics",
+        "num_groups",
+    ):
         assert result[key] == pytest.approx(released[key], rel=1e-12), key
     assert result["nan"] == released["nan"]
     assert result["decisions"] == released["decisions"]
@@ -161,7 +245,9 @@ def test_partition_agreement_by_hand():
     assert partition_agreement([0, 0, 1, 1], [0, 0, 0, 1]) == 0.0
     # tp=4, fp=2, fn=8, tn=16: 2(4·16 − 8·2) / ((4+8)(8+16) + (4+2)(2+16)) = 96/396
     assert partition_agreement([0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 2, 2]) == pytest.approx(8 / 33)
-    assert partition_agreement([0, None, 0, 0, 1, 1, 1, 2], [0, 5, 0, 1, 1, 2, 2, None]) == pytest.approx(8 / 33)
+    assert partition_agreement(
+        [0, None, 0, 0, 1, 1, 1, 2], [0, 5, 0, 1, 1, 2, 2, None]
+    ) == pytest.approx(8 / 33)
     assert partition_agreement([None, 0], [1, None]) is None
     with pytest.raises(ValueError, match="3 and 2 facts"):
         partition_agreement([0, 0, 1], [0, 1])
@@ -172,9 +258,15 @@ def test_partition_agreements_match_scikit_learn():
     pairs = []
     for _ in range(300):
         size = rng.randint(0, 25)
-        a = [rng.choice([None] + list(range(rng.randint(1, 5)))) if rng.random() < 0.1 else rng.randint(0, 3)
-             for _ in range(size)]
-        b = [x if x is not None and rng.random() < 0.6 else rng.choice([None, 0, 1, 2, 7]) for x in a]
+        a = [
+            rng.choice([None] + list(range(rng.randint(1, 5))))
+            if rng.random() < 0.1
+            else rng.randint(0, 3)
+            for _ in range(size)
+        ]
+        b = [
+            x if x is not None and rng.random() < 0.6 else rng.choice([None, 0, 1, 2, 7]) for x in a
+        ]
         pairs.append((a, b))
     pairs.append(([5, 5, 9], [0, 0, 0]))
     batch = partition_agreements(pairs)
@@ -184,4 +276,7 @@ def test_partition_agreements_match_scikit_learn():
     kept = [(a, b) for a, b in pairs if any(x is not None and y is not None for x, y in zip(a, b))]
     assert sum(x is not None for x in batch) == len(kept) > 250
     assert partition_agreements([]) == []
-    assert adjusted_rand_score([0, 0, 1], [0, 1, 1]) == partition_agreements([([0, 0, 1], [0, 1, 1])])[0]
+    assert (
+        adjusted_rand_score([0, 0, 1], [0, 1, 1])
+        == partition_agreements([([0, 0, 1], [0, 1, 1])])[0]
+    )

@@ -2,7 +2,14 @@
 
 import pytest
 
-from pipeline.evidence import STANCE_LABELS, StanceRequest, claim_queries, parse_stance, stance_hints, verdict_from_stances
+from pipeline.evidence import (
+    STANCE_LABELS,
+    StanceRequest,
+    claim_queries,
+    parse_stance,
+    stance_hints,
+    verdict_from_stances,
+)
 from pipeline.llm import LLM, OFFLINE
 from pipeline.parsing import ParseError
 from tests.helpers.fake_llm import FakeLLMServer, FakeReply, last_user_message
@@ -38,10 +45,15 @@ def test_all_claims_are_asked_at_once():
     assert server.max_in_flight > 1 and len(server.requests) == 6
 
 
-@pytest.mark.parametrize("answer, label", [
-    ("refute", "refute"), ("Label: Completely support", "completely-support"), ("'partially-support'.", "partially-support"),
-    ("IRRELEVANT", "irrelevant"),
-])
+@pytest.mark.parametrize(
+    "answer, label",
+    [
+        ("refute", "refute"),
+        ("Label: Completely support", "completely-support"),
+        ("'partially-support'.", "partially-support"),
+        ("IRRELEVANT", "irrelevant"),
+    ],
+)
 def test_stance_answers_are_parsed_strictly(answer, label):
     assert parse_stance(answer) == label
 
@@ -61,12 +73,18 @@ def test_stance_hints_come_from_the_llm_only_and_a_bad_answer_gives_no_hint():
             return FakeReply(status=500)
         return "no idea"
 
-    pairs = [StanceRequest(CLAIMS[0], "Construction finished in March 1889."),
-             StanceRequest(CLAIMS[0], "Bananas are yellow."),
-             StanceRequest(CLAIMS[1], "server error please")]
+    pairs = [
+        StanceRequest(CLAIMS[0], "Construction finished in March 1889."),
+        StanceRequest(CLAIMS[0], "Bananas are yellow."),
+        StanceRequest(CLAIMS[1], "server error please"),
+    ]
     with FakeLLMServer(stance) as server:
         hints = stance_hints(pairs, server.config(max_retries=0))
-    assert hints[0].label == "completely-support" and hints[0].backend == LLM and hints[0].label in STANCE_LABELS
+    assert (
+        hints[0].label == "completely-support"
+        and hints[0].backend == LLM
+        and hints[0].label in STANCE_LABELS
+    )
     assert hints[1:] == [None, None]
     assert stance_hints(pairs) == [None, None, None]  # offline: no guesses
 
@@ -77,13 +95,20 @@ def test_long_evidence_is_cut_before_it_reaches_the_model():
     assert len(last_user_message(server.requests[0])) < 3600
 
 
-@pytest.mark.parametrize("stances, verdict", [
-    ([], None), ([None, None], None),
-    (["completely-support", "irrelevant"], "true"),
-    (["refute", "partially-support"], "false"),
-    (["completely-support", "refute"], "not_enough_evidence"),  # a tie
-    (["completely-support", "refute", "refute"], "false"),
-    (["partially-support", "irrelevant"], "not_enough_evidence"),  # partial support does not vote
-])
+@pytest.mark.parametrize(
+    "stances, verdict",
+    [
+        ([], None),
+        ([None, None], None),
+        (["completely-support", "irrelevant"], "true"),
+        (["refute", "partially-support"], "false"),
+        (["completely-support", "refute"], "not_enough_evidence"),  # a tie
+        (["completely-support", "refute", "refute"], "false"),
+        (
+            ["partially-support", "irrelevant"],
+            "not_enough_evidence",
+        ),  # partial support does not vote
+    ],
+)
 def test_a_claims_verdict_follows_from_its_passages_stances(stances, verdict):
     assert verdict_from_stances(stances) == verdict

@@ -7,8 +7,13 @@ import pytest
 
 from pipeline.checkworthiness import LLM, OFFLINE, claim_category_hints
 from pipeline.decompose import decompose_response
-from tests.helpers.fake_llm import FakeLLMServer, FakeReply, last_user_message, well_behaved_responder
 from pipeline.llm import LLMConfig, run_chats
+from tests.helpers.fake_llm import (
+    FakeLLMServer,
+    FakeReply,
+    last_user_message,
+    well_behaved_responder,
+)
 
 SENTENCES = [
     "Marie Curie was a physicist.",
@@ -39,7 +44,8 @@ def test_config_from_env_reads_llm_variables():
 
 
 @pytest.mark.parametrize(
-    "environ", [{}, {"LLM_BASE_URL": "http://127.0.0.1:8000/v1"}, {"LLM_MODEL": "qwen", "LLM_BASE_URL": ""}]
+    "environ",
+    [{}, {"LLM_BASE_URL": "http://127.0.0.1:8000/v1"}, {"LLM_MODEL": "qwen", "LLM_BASE_URL": ""}],
 )
 def test_config_without_base_url_or_model_is_not_configured(environ):
     assert not LLMConfig.from_env(environ=environ).is_configured
@@ -54,14 +60,24 @@ def test_config_overrides_win_over_the_environment_and_none_is_ignored():
 
 
 def test_the_server_key_is_dropped_when_the_overrides_point_elsewhere():
-    environ = {"LLM_BASE_URL": "http://llm.internal/v1", "LLM_MODEL": "qwen", "LLM_API_KEY": "server-key"}
+    environ = {
+        "LLM_BASE_URL": "http://llm.internal/v1",
+        "LLM_MODEL": "qwen",
+        "LLM_API_KEY": "server-key",
+    }
     elsewhere = LLMConfig.from_env({"base_url": "http://elsewhere.example/v1"}, environ=environ)
     assert (elsewhere.base_url, elsewhere.api_key) == ("http://elsewhere.example/v1", None)
-    same = LLMConfig.from_env({"base_url": "http://llm.internal/v1/", "model": "m"}, environ=environ)
+    same = LLMConfig.from_env(
+        {"base_url": "http://llm.internal/v1/", "model": "m"}, environ=environ
+    )
     assert same.api_key == "server-key"
-    own_key = LLMConfig.from_env({"base_url": "http://elsewhere.example/v1", "api_key": "own"}, environ=environ)
+    own_key = LLMConfig.from_env(
+        {"base_url": "http://elsewhere.example/v1", "api_key": "own"}, environ=environ
+    )
     assert own_key.api_key == "own"
-    no_env_url = LLMConfig.from_env({"base_url": "http://elsewhere.example/v1"}, environ={"LLM_API_KEY": "server-key"})
+    no_env_url = LLMConfig.from_env(
+        {"base_url": "http://elsewhere.example/v1"}, environ={"LLM_API_KEY": "server-key"}
+    )
     assert no_env_url.api_key is None
 
 
@@ -92,7 +108,9 @@ def test_good_answers_become_llm_decompositions():
     ]
     assert results[1].decontext == "Marie Curie was born in Warsaw and moved to Paris in 1891."
     assert results[0].decontext == "Marie Curie was a physicist."  # no line: offline decontext
-    assert {(r.backend, r.model, r.fallback, r.error) for r in results} == {(LLM, "fake-model", False, None)}
+    assert {(r.backend, r.model, r.fallback, r.error) for r in results} == {
+        (LLM, "fake-model", False, None)
+    }
     prompts = [last_user_message(r) for r in server.requests]
     assert all("Context: " + " ".join(SENTENCES) in p for p in prompts)
     assert server.requests[0]["model"] == "fake-model"
@@ -100,9 +118,16 @@ def test_good_answers_become_llm_decompositions():
 
 def test_malformed_answer_falls_back_to_the_sentence_and_is_logged(caplog):
     def responder(request):
-        return "Sorry, I can't do that." if sentence_of(request).startswith("She") else '["Marie Curie was a physicist."]'
+        return (
+            "Sorry, I can't do that."
+            if sentence_of(request).startswith("She")
+            else '["Marie Curie was a physicist."]'
+        )
 
-    with FakeLLMServer(responder) as server, caplog.at_level(logging.WARNING, logger="pipeline.decompose"):
+    with (
+        FakeLLMServer(responder) as server,
+        caplog.at_level(logging.WARNING, logger="pipeline.decompose"),
+    ):
         results = decompose_response(SENTENCES, server.config())
 
     assert results[0].fallback is False
@@ -176,7 +201,9 @@ def test_chat_results_come_back_in_input_order_even_when_answers_finish_out_of_o
         return FakeReply(str(number), delay=0.05 * (5 - number))
 
     with FakeLLMServer(responder) as server:
-        results = run_chats(server.config(), [[{"role": "user", "content": str(i)}] for i in range(5)])
+        results = run_chats(
+            server.config(), [[{"role": "user", "content": str(i)}] for i in range(5)]
+        )
     assert [r.text for r in results] == ["0", "1", "2", "3", "4"]
 
 
@@ -184,7 +211,11 @@ def test_chat_results_come_back_in_input_order_even_when_answers_finish_out_of_o
 
 
 def test_claim_categories_from_the_llm_with_offline_fallback():
-    answers = {"Paris is in France.": "factual", "Paris is lovely.": "Label: opinion", "Hm?": "maybe"}
+    answers = {
+        "Paris is in France.": "factual",
+        "Paris is lovely.": "Label: opinion",
+        "Hm?": "maybe",
+    }
 
     def responder(request):
         claim = last_user_message(request).rsplit("Claim: ", 1)[-1].removesuffix("\nLabel:")
@@ -201,13 +232,18 @@ def test_claim_categories_from_the_llm_with_offline_fallback():
     assert "unparseable answer" in hints[2].error
 
 
-
 def test_an_llm_server_on_a_private_address_needs_the_explicit_setting(monkeypatch):
     monkeypatch.delenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", raising=False)
     with FakeLLMServer(well_behaved_responder) as server:
         [result] = run_chats(server.config(max_retries=0), [[{"role": "user", "content": "hi"}]])
-        assert result.text is None and "the LLM server's address is refused: 127.0.0.1 is a loopback address" in result.error
+        assert (
+            result.text is None
+            and "the LLM server's address is refused: 127.0.0.1 is a loopback address"
+            in result.error
+        )
         assert server.requests == []
-        monkeypatch.setenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1")  # a lab's own server, allowed by setting
+        monkeypatch.setenv(
+            "OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1"
+        )  # a lab's own server, allowed by setting
         [result] = run_chats(server.config(max_retries=0), [[{"role": "user", "content": "hi"}]])
         assert result.error is None and len(server.requests) == 1

@@ -48,8 +48,17 @@ def test_every_list_shape_parses(answer):
 
 @pytest.mark.parametrize(
     "answer",
-    [None, "", "   ", "I cannot help with that.", '["unterminated', "[1, 2]", "[]", '{"a": 1, "b": 2}',
-     "1. A numbered line\nfollowed by prose"],
+    [
+        None,
+        "",
+        "   ",
+        "I cannot help with that.",
+        '["unterminated',
+        "[1, 2]",
+        "[]",
+        '{"a": 1, "b": 2}',
+        "1. A numbered line\nfollowed by prose",
+    ],
 )
 def test_malformed_answers_raise_parse_error(answer):
     with pytest.raises(ParseError):
@@ -73,11 +82,17 @@ def test_decomposition_answer_fenced_and_formatted():
         "**Decontextualised sentence:** Ada Lovelace was born in 1815.\n"
         '```json\n["Ada Lovelace was born in 1815."]\n```'
     )
-    assert parse_decomposition(answer) == ("Ada Lovelace was born in 1815.", ["Ada Lovelace was born in 1815."])
+    assert parse_decomposition(answer) == (
+        "Ada Lovelace was born in 1815.",
+        ["Ada Lovelace was born in 1815."],
+    )
 
 
 def test_decomposition_answer_without_decontext_line():
-    assert parse_decomposition("Atomic facts:\n- A is B.\n- C is D.") == (None, ["A is B.", "C is D."])
+    assert parse_decomposition("Atomic facts:\n- A is B.\n- C is D.") == (
+        None,
+        ["A is B.", "C is D."],
+    )
 
 
 def test_decomposition_answer_without_facts_is_an_error():
@@ -102,7 +117,9 @@ def test_category_answers_parse_strictly(answer, label):
     assert parse_category(answer) == label
 
 
-@pytest.mark.parametrize("answer", [None, "", "factual, checkworthy", "It is factual.", "fact", "yes"])
+@pytest.mark.parametrize(
+    "answer", [None, "", "factual, checkworthy", "It is factual.", "fact", "yes"]
+)
 def test_category_answers_outside_the_vocabulary_are_errors(answer):
     with pytest.raises(ParseError):
         parse_category(answer)

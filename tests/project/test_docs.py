@@ -1,4 +1,5 @@
 """The README and docs/: every relative link reaches a file (and heading) of the repository."""
+
 import re
 from pathlib import Path
 
@@ -15,14 +16,27 @@ def slug(heading: str) -> str:
 
 
 def anchors(path: Path) -> set[str]:
-    return {slug(line.lstrip("#")) for line in path.read_text().splitlines() if line.startswith("#")}
+    return {
+        slug(line.lstrip("#")) for line in path.read_text().splitlines() if line.startswith("#")
+    }
 
 
 def test_the_docs_are_there():
     names = {path.name for path in DOCS}
-    assert {"README.md", "annotator.md", "consolidator.md", "admin.md", "researcher.md", "formats.md", "api.md",
-            "deployment.md", "design.md"} <= names
-    assert len((REPO / "README.md").read_text().splitlines()) < 80, "the README is the short door to docs/"
+    assert {
+        "README.md",
+        "annotator.md",
+        "consolidator.md",
+        "admin.md",
+        "researcher.md",
+        "formats.md",
+        "api.md",
+        "deployment.md",
+        "design.md",
+    } <= names
+    assert len((REPO / "README.md").read_text().splitlines()) < 80, (
+        "the README is the short door to docs/"
+    )
 
 
 def test_every_relative_link_points_at_a_file_that_exists():

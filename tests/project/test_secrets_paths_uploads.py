@@ -1,5 +1,6 @@
 """Issue 18's secrets and paths: the Django admin masks stored keys, a corpus loaded from a
 server path shows only the file's name, and an upload cut off mid-body leaves no file behind."""
+
 import io
 import json
 import re
@@ -39,9 +40,16 @@ def project_with_keys(factcheck_project):
 
 
 def admin_form_data(project: Project, pipeline_settings: dict) -> dict:
-    return {"name": project.name, "kind": project.kind, "guidelines": project.guidelines,
-            "annotators_per_item": project.annotators_per_item, "overlap_share": project.overlap_share,
-            "third_rater": project.third_rater, "pipeline_settings": json.dumps(pipeline_settings), "created_by": ""}
+    return {
+        "name": project.name,
+        "kind": project.kind,
+        "guidelines": project.guidelines,
+        "annotators_per_item": project.annotators_per_item,
+        "overlap_share": project.overlap_share,
+        "third_rater": project.third_rater,
+        "pipeline_settings": json.dumps(pipeline_settings),
+        "created_by": "",
+    }
 
 
 def test_the_admin_page_of_a_project_masks_the_stored_keys(superuser_client, project_with_keys):
@@ -49,15 +57,21 @@ def test_the_admin_page_of_a_project_masks_the_stored_keys(superuser_client, pro
     assert page.status_code == 200
     html = page.content.decode()
     assert LLM_KEY not in html and SEARCH_KEY not in html
-    keys = re.findall(r"api_key&quot;: &quot;([^&]*)&quot;", html)  # the field and its hidden initial value
+    keys = re.findall(
+        r"api_key&quot;: &quot;([^&]*)&quot;", html
+    )  # the field and its hidden initial value
     assert keys and set(keys) == {MASKED_SECRET} and "llm.lab.example" in html
 
 
-def test_the_admin_form_sent_back_masked_keeps_the_keys_and_a_new_base_url_drops_them(project_with_keys):
+def test_the_admin_form_sent_back_masked_keeps_the_keys_and_a_new_base_url_drops_them(
+    project_with_keys,
+):
     from annotation.admin import ProjectAdminForm
 
     shown = ProjectAdminForm(instance=project_with_keys).initial["pipeline_settings"]
-    assert shown["llm"]["api_key"] == MASKED_SECRET and shown["web_search"]["api_key"] == MASKED_SECRET
+    assert (
+        shown["llm"]["api_key"] == MASKED_SECRET and shown["web_search"]["api_key"] == MASKED_SECRET
+    )
     form = ProjectAdminForm(admin_form_data(project_with_keys, shown), instance=project_with_keys)
     assert form.is_valid(), form.errors
     form.save()
@@ -65,24 +79,42 @@ def test_the_admin_form_sent_back_masked_keeps_the_keys_and_a_new_base_url_drops
     assert project_with_keys.pipeline_settings["llm"]["api_key"] == LLM_KEY
     assert project_with_keys.pipeline_settings["web_search"]["api_key"] == SEARCH_KEY
 
-    moved = {**shown, "llm": {**shown["llm"], "base_url": "http://elsewhere.example/v1"},
-             "web_search": {**shown["web_search"], "api_key": "typed-now"}}
+    moved = {
+        **shown,
+        "llm": {**shown["llm"], "base_url": "http://elsewhere.example/v1"},
+        "web_search": {**shown["web_search"], "api_key": "typed-now"},
+    }
     form = ProjectAdminForm(admin_form_data(project_with_keys, moved), instance=project_with_keys)
     assert form.is_valid(), form.errors
     form.save()
     project_with_keys.refresh_from_db()
-    assert "api_key" not in project_with_keys.pipeline_settings["llm"]  # never sent to a server it was not for
+    assert (
+        "api_key" not in project_with_keys.pipeline_settings["llm"]
+    )  # never sent to a server it was not for
     assert project_with_keys.pipeline_settings["web_search"]["api_key"] == "typed-now"
 
 
-def test_a_corpus_loaded_from_a_server_path_shows_only_the_file_name(factcheck_project, users, tmp_path):
+def test_a_corpus_loaded_from_a_server_path_shows_only_the_file_name(
+    factcheck_project, users, tmp_path
+):
     from django.core.management import call_command
     from rest_framework.test import APIClient
 
     path = tmp_path / "private" / "lab-docs" / "docs.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"title": "T", "url": "https://example.org/t", "text": "One. Two. Three."}) + "\n")
-    call_command("import_corpus", str(path), "--name", "Cli", "--project", factcheck_project.name, stdout=io.StringIO())
+    path.write_text(
+        json.dumps({"title": "T", "url": "https://example.org/t", "text": "One. Two. Three."})
+        + "\n"
+    )
+    call_command(
+        "import_corpus",
+        str(path),
+        "--name",
+        "Cli",
+        "--project",
+        factcheck_project.name,
+        stdout=io.StringIO(),
+    )
     assert Corpus.objects.get(name="Cli").file_name == "docs.jsonl"
     client = APIClient()
     client.force_authenticate(users["admin"])
@@ -101,9 +133,16 @@ class CutPayload:
 
     def read(self, size=-1):
         if self.stream.tell() >= self.cut:
-            self.seen_at_cut = {str(d): sorted(p.name for p in d.glob("*")) if d.exists() else [] for d in self.watched}
+            self.seen_at_cut = {
+                str(d): sorted(p.name for p in d.glob("*")) if d.exists() else []
+                for d in self.watched
+            }
             raise OSError("connection reset by peer")
-        size = self.cut - self.stream.tell() if size is None or size < 0 else min(size, self.cut - self.stream.tell())
+        size = (
+            self.cut - self.stream.tell()
+            if size is None or size < 0
+            else min(size, self.cut - self.stream.tell())
+        )
         return self.stream.read(size)
 
     def readline(self, size=-1):
@@ -111,7 +150,8 @@ class CutPayload:
 
 
 def test_an_upload_cut_off_mid_body_goes_to_the_data_directory_and_leaves_no_file(
-        users, factcheck_project, settings, tmp_path, monkeypatch):
+    users, factcheck_project, settings, tmp_path, monkeypatch
+):
     from rest_framework.test import APIClient
 
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 10_000  # to a temporary file, as large uploads go
@@ -119,19 +159,38 @@ def test_an_upload_cut_off_mid_body_goes_to_the_data_directory_and_leaves_no_fil
     system_tmp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
     upload_tmp = Path(settings.FILE_UPLOAD_TEMP_DIR)
-    assert upload_tmp.is_relative_to(settings.DATA_DIR) and not upload_tmp.exists()  # made on first use
+    assert (
+        upload_tmp.is_relative_to(settings.DATA_DIR) and not upload_tmp.exists()
+    )  # made on first use
 
-    line = json.dumps({"title": "T", "url": "https://example.org/t", "text": "A sentence. " * 50}) + "\n"
-    body = encode_multipart("BoUnDaRy", {"name": "Cut", "projects": [factcheck_project.id],
-                                         "file": _named(io.BytesIO(line.encode() * 200), "docs.jsonl")})
+    line = (
+        json.dumps({"title": "T", "url": "https://example.org/t", "text": "A sentence. " * 50})
+        + "\n"
+    )
+    body = encode_multipart(
+        "BoUnDaRy",
+        {
+            "name": "Cut",
+            "projects": [factcheck_project.id],
+            "file": _named(io.BytesIO(line.encode() * 200), "docs.jsonl"),
+        },
+    )
     payload = CutPayload(body, len(body) // 2, [upload_tmp, system_tmp])
     client = APIClient()
     client.force_authenticate(users["admin"])
-    response = client.generic("POST", "/api/corpora/", body, content_type="multipart/form-data; boundary=BoUnDaRy",
-                              **{"wsgi.input": payload, "CONTENT_LENGTH": str(len(body))})
+    response = client.generic(
+        "POST",
+        "/api/corpora/",
+        body,
+        content_type="multipart/form-data; boundary=BoUnDaRy",
+        **{"wsgi.input": payload, "CONTENT_LENGTH": str(len(body))},
+    )
     assert response.status_code == 400, response.content
     # The partial file was written in the data directory, not the system's temp directory ...
-    assert len(payload.seen_at_cut[str(upload_tmp)]) == 1 and payload.seen_at_cut[str(system_tmp)] == []
+    assert (
+        len(payload.seen_at_cut[str(upload_tmp)]) == 1
+        and payload.seen_at_cut[str(system_tmp)] == []
+    )
     # ... and is gone once the request has failed, though the request object still lives.
     assert response.wsgi_request is not None
     assert list(upload_tmp.iterdir()) == [] and list(system_tmp.iterdir()) == []
@@ -142,12 +201,21 @@ def test_a_whole_upload_still_works_through_a_temporary_file(users, factcheck_pr
     from rest_framework.test import APIClient
 
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 10_000
-    line = json.dumps({"title": "T", "url": "https://example.org/t", "text": "A sentence. " * 50}) + "\n"
+    line = (
+        json.dumps({"title": "T", "url": "https://example.org/t", "text": "A sentence. " * 50})
+        + "\n"
+    )
     client = APIClient()
     client.force_authenticate(users["admin"])
-    response = client.post("/api/corpora/", {"name": "Whole", "projects": [factcheck_project.id],
-                                             "file": _named(io.BytesIO(line.encode() * 200), "docs.jsonl")},
-                           format="multipart")
+    response = client.post(
+        "/api/corpora/",
+        {
+            "name": "Whole",
+            "projects": [factcheck_project.id],
+            "file": _named(io.BytesIO(line.encode() * 200), "docs.jsonl"),
+        },
+        format="multipart",
+    )
     assert response.status_code == 202, response.content
     assert response.json()["file_name"] == "docs.jsonl"
     assert list(Path(settings.FILE_UPLOAD_TEMP_DIR).iterdir()) == []
@@ -173,5 +241,3 @@ def test_abandoned_temporary_uploads_are_removed_by_the_next_upload(settings, tm
 def _named(handle: io.BytesIO, name: str) -> io.BytesIO:
     handle.name = name
     return handle
-
-

@@ -6,6 +6,7 @@ the real server (gunicorn, 3 workers, as ``make run`` does) on a fresh SQLite fi
 two annotators save 150 drafts each at once; every save must succeed (before the fix, about
 one in thirty failed).
 """
+
 import json
 import os
 import socket
@@ -54,8 +55,13 @@ def sqlite_server(tmp_path):
     port = free_port()
     gunicorn = Path(sys.executable).with_name("gunicorn")
     log = (tmp_path / "server.log").open("w")
-    server = subprocess.Popen([str(gunicorn), "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "3"],
-                              env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [str(gunicorn), "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "3"],
+        env=env,
+        cwd=REPO,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(100):
@@ -72,7 +78,12 @@ def sqlite_server(tmp_path):
 
 
 def autosave_many(base: str, username: str, codes: list[int]):
-    _, answer = call(base, "/api/auth/token/", method="POST", body={"username": username, "password": "demo-pass-123"})
+    _, answer = call(
+        base,
+        "/api/auth/token/",
+        method="POST",
+        body={"username": username, "password": "demo-pass-123"},
+    )
     token = answer["token"]
     _, projects = call(base, "/api/projects/", token)
     felm = next(p for p in projects["results"] if p["kind"] == "felm")
@@ -82,7 +93,9 @@ def autosave_many(base: str, username: str, codes: list[int]):
     payload, version = state["payload"], state["version"]
     for n in range(SAVES_PER_ANNOTATOR):
         payload["segments"][0]["comment"] = f"draft {n}"
-        status, saved = call(base, url, token, "PUT", {"payload": payload, "version": version, "submit": False})
+        status, saved = call(
+            base, url, token, "PUT", {"payload": payload, "version": version, "submit": False}
+        )
         codes.append(status)
         if status == 200:
             version = saved["version"]
@@ -90,7 +103,10 @@ def autosave_many(base: str, username: str, codes: list[int]):
 
 def test_two_annotators_saving_at_once_on_sqlite_never_fail(sqlite_server):
     codes: list[int] = []
-    threads = [threading.Thread(target=autosave_many, args=(sqlite_server, name, codes)) for name in ("alice", "bob")]
+    threads = [
+        threading.Thread(target=autosave_many, args=(sqlite_server, name, codes))
+        for name in ("alice", "bob")
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:

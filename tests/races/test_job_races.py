@@ -1,6 +1,7 @@
 """Job restarts and corpus-import cancels raced by real parallel requests (PostgreSQL row locks):
 exactly one restart wins and queues the job once; a cancel racing the import's own end leaves
 one consistent end state."""
+
 import io
 import json
 import threading
@@ -12,14 +13,31 @@ from django.db import connection
 from django.utils import timezone
 
 from annotation import dispatch
-from annotation.models import Corpus, CorpusState, EvidenceSearch, ImportJob, Passage, SystemRun, SystemRunSource
 from annotation.evidence import corpora as corpus_services
 from annotation.evidence.corpora import CANCELLED_MESSAGE, create_corpus, run_corpus_import
+from annotation.models import (
+    Corpus,
+    CorpusState,
+    EvidenceSearch,
+    ImportJob,
+    Passage,
+    SystemRun,
+    SystemRunSource,
+)
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only("row-lock races are tested on PostgreSQL")]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.postgres_only("row-lock races are tested on PostgreSQL"),
+]
 
-DOCUMENTS = [{"title": f"Doc {n}", "url": f"https://example.org/{n}",
-              "text": " ".join(f"Sentence {k} of document {n} is here." for k in range(6))} for n in range(40)]
+DOCUMENTS = [
+    {
+        "title": f"Doc {n}",
+        "url": f"https://example.org/{n}",
+        "text": " ".join(f"Sentence {k} of document {n} is here." for k in range(6)),
+    }
+    for n in range(40)
+]
 
 
 @pytest.fixture
@@ -35,32 +53,46 @@ def _running_job(kind: str, project, user):
     if kind == "import":
         return ImportJob.objects.create(project=project, created_by=user, format="felm", **stalled)
     if kind == "corpus":
-        corpus = Corpus.objects.create(name="C", created_by=user, **{**stalled, "state": CorpusState.IMPORTING})
+        corpus = Corpus.objects.create(
+            name="C", created_by=user, **{**stalled, "state": CorpusState.IMPORTING}
+        )
         corpus.projects.add(project)
         return corpus
     if kind == "evidence-search":
         return EvidenceSearch.objects.create(project=project, user=user, query="q", **stalled)
     source = SystemRunSource.LLM_RATER if kind == "llm-rater" else SystemRunSource.UPLOAD
-    return SystemRun.objects.create(project=project, system=kind, source=source, created_by=user, **stalled)
+    return SystemRun.objects.create(
+        project=project, system=kind, source=source, created_by=user, **stalled
+    )
 
 
-TASK_OF = {"import": "run_import", "corpus": "import_corpus", "system-run": "score_system_run",
-           "llm-rater": "run_llm_rater", "evidence-search": "run_evidence_search"}
+TASK_OF = {
+    "import": "run_import",
+    "corpus": "import_corpus",
+    "system-run": "score_system_run",
+    "llm-rater": "run_llm_rater",
+    "evidence-search": "run_evidence_search",
+}
 
 
 @pytest.mark.parametrize("kind", list(TASK_OF))
-def test_two_restarts_at_once_exactly_one_wins_and_the_job_is_queued_once(kind, racer, felm_project, users, sent):
+def test_two_restarts_at_once_exactly_one_wins_and_the_job_is_queued_once(
+    kind, racer, felm_project, users, sent
+):
     job = _running_job(kind, felm_project, users["admin"])
     url = f"/api/jobs/{kind}/{job.pk}/restart/"
     for attempt in range(3):
-        type(job).objects.filter(pk=job.pk).update(state=type(job).RUNNING,
-                                                   progress_at=timezone.now() - timedelta(seconds=301))
+        type(job).objects.filter(pk=job.pk).update(
+            state=type(job).RUNNING, progress_at=timezone.now() - timedelta(seconds=301)
+        )
         sent.clear()
         answers = racer.race([(users["admin"], "POST", url, {})] * 3)
         statuses = sorted(status for status, _ in answers)
         assert statuses == [202, 400, 400], answers
         losers = [body["detail"] for status, body in answers if status == 400]
-        assert all("not stalled" in detail or "moved on meanwhile" in detail for detail in losers), losers
+        assert all(
+            "not stalled" in detail or "moved on meanwhile" in detail for detail in losers
+        ), losers
         assert sent == [(TASK_OF[kind], job.pk)], (attempt, sent)
         job.refresh_from_db()
         assert job.state == type(job).QUEUED and not job.stalled
@@ -74,11 +106,14 @@ def _upload():
 # end wins at 0, either may win around 0.05-0.15 s, the cancels win at 1 s.
 @pytest.mark.parametrize("cancel_after", [0.0, 0.05, 0.1, 0.15, 1.0])
 def test_a_cancel_racing_the_imports_own_end_leaves_one_consistent_end_state(
-        cancel_after, racer, factcheck_project, users, sent, monkeypatch, data_dir):
+    cancel_after, racer, factcheck_project, users, sent, monkeypatch, data_dir
+):
     """The import's task reaches its end (its passages written, its search vectors made) while
     two cancels arrive: either a cancel wins (failed, cancelled, no passage, no upload) or the
     end does (searchable, every passage, the cancels refused); never a mix."""
-    corpus = create_corpus(name="Raced", user=users["admin"], upload=_upload(), projects=[factcheck_project])
+    corpus = create_corpus(
+        name="Raced", user=users["admin"], upload=_upload(), projects=[factcheck_project]
+    )
     upload_path = data_dir / corpus.file_path
     assert sent == [("import_corpus", corpus.pk)] and upload_path.exists()
     at_the_end = threading.Barrier(2)
@@ -87,7 +122,9 @@ def test_a_cancel_racing_the_imports_own_end_leaves_one_consistent_end_state(
     def fill_then_race(corpus_id):
         fill(corpus_id)
         at_the_end.wait(timeout=30)
-        time.sleep(cancel_after)  # at 0 the end and the cancels go at once; at 1 s the cancels come first
+        time.sleep(
+            cancel_after
+        )  # at 0 the end and the cancels go at once; at 1 s the cancels come first
 
     monkeypatch.setattr(corpus_services, "_fill_search_vectors", fill_then_race)
     ended = {}
@@ -115,8 +152,15 @@ def test_a_cancel_racing_the_imports_own_end_leaves_one_consistent_end_state(
     else:
         assert corpus.state == CorpusState.EMBEDDING and corpus.imported_at and corpus.finished_at
         assert statuses == [400, 400], answers
-        assert all("only a queued or running import can be cancelled" in body["detail"] for _, body in answers)
-        assert passages == corpus.passages > 0 and corpus.documents == len(DOCUMENTS) and corpus.errors == []
+        assert all(
+            "only a queued or running import can be cancelled" in body["detail"]
+            for _, body in answers
+        )
+        assert (
+            passages == corpus.passages > 0
+            and corpus.documents == len(DOCUMENTS)
+            and corpus.errors == []
+        )
     assert ended["corpus"].state == corpus.state  # what the task returned is what was stored
     assert not upload_path.exists()  # removed either way
     if cancel_after >= 1.0:

@@ -1,4 +1,5 @@
 """Bootstrap confidence intervals of agreement equal a plain, direct bootstrap."""
+
 import random
 
 import krippendorff
@@ -6,9 +7,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from annotation.research import agreement
 from annotation.models import Assignment, AssignmentRole
-
+from annotation.research import agreement
 from tests.helpers.builders import felm_line, jsonl, segment
 from tests.helpers.research import reliability_matrix
 
@@ -22,7 +22,11 @@ def clustered_ratings(seed, items=40, raters=4, missing=0.25):
     for item in range(items):
         for unit in range(rng.randint(1, 4)):
             truth = rng.choice(ORDER)
-            values = {r: truth if rng.random() < 0.7 else rng.choice(ORDER) for r in range(raters) if rng.random() > missing}
+            values = {
+                r: truth if rng.random() < 0.7 else rng.choice(ORDER)
+                for r in range(raters)
+                if rng.random() > missing
+            }
             ratings[(item, unit)] = values
     return ratings
 
@@ -37,23 +41,41 @@ def direct_bootstrap(ratings, raters, resamples, seed):
     """Resample items with replacement (the same generator draws), rebuild the data, recompute."""
     pairable = {key: values for key, values in ratings.items() if len(values) >= 2}
     items = list(dict.fromkeys(item for item, _ in pairable))
-    units_of = {item: [(key, values) for key, values in pairable.items() if key[0] == item] for item in items}
+    units_of = {
+        item: [(key, values) for key, values in pairable.items() if key[0] == item]
+        for item in items
+    }
     rng = np.random.default_rng(seed)
     stats = {name: [] for name in ("observed", "cohen", "fleiss", "alpha", "alpha_ordinal")}
     pair_stats = {}
     for _ in range(resamples):
         drawn = rng.integers(0, len(items), len(items))
-        sample = {(position, key): values for position, index in enumerate(drawn) for key, values in units_of[items[index]]}
+        sample = {
+            (position, key): values
+            for position, index in enumerate(drawn)
+            for key, values in units_of[items[index]]
+        }
         first = [list(v.values())[0] for v in sample.values()]
         second = [list(v.values())[1] for v in sample.values()]
         stats["observed"].append(agreement.observed_agreement(sample))
-        stats["cohen"].append(cohen_kappa_score(first, second) if len(set(first) | set(second)) > 1 else None)
+        stats["cohen"].append(
+            cohen_kappa_score(first, second) if len(set(first) | set(second)) > 1 else None
+        )
         stats["fleiss"].append(agreement.fleiss_kappa(sample))
         data = reliability_matrix(sample, raters, ORDER)
         single = len({v for values in sample.values() for v in values.values()}) == 1
-        stats["alpha"].append(None if single else krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))
-        stats["alpha_ordinal"].append(None if single else krippendorff.alpha(
-            reliability_data=data, value_domain=[0, 1, 2], level_of_measurement="ordinal"))
+        stats["alpha"].append(
+            None
+            if single
+            else krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
+        )
+        stats["alpha_ordinal"].append(
+            None
+            if single
+            else krippendorff.alpha(
+                reliability_data=data, value_domain=[0, 1, 2], level_of_measurement="ordinal"
+            )
+        )
         for a in range(raters):
             for b in range(a + 1, raters):
                 shared = [(v[a], v[b]) for v in sample.values() if a in v and b in v]
@@ -62,14 +84,16 @@ def direct_bootstrap(ratings, raters, resamples, seed):
                 xs, ys = [x for x, _ in shared], [y for _, y in shared]
                 entry[1].append(cohen_kappa_score(xs, ys) if len(set(xs) | set(ys)) > 1 else None)
     return {name: interval(values) for name, values in stats.items()}, {
-        pair: (interval(o), interval(k)) for pair, (o, k) in pair_stats.items()}
+        pair: (interval(o), interval(k)) for pair, (o, k) in pair_stats.items()
+    }
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_intervals_equal_a_direct_bootstrap_over_items(seed):
     ratings = clustered_ratings(seed)
-    result = agreement.field_agreement(ratings, labels=ORDER, ordinal=True, resamples=200, seed=seed,
-                                       item_of=lambda key: key[0])
+    result = agreement.field_agreement(
+        ratings, labels=ORDER, ordinal=True, resamples=200, seed=seed, item_of=lambda key: key[0]
+    )
     expected, pairs = direct_bootstrap(ratings, 4, 200, seed)
     ci = result["ci"]
     assert ci["observed_agreement"] == pytest.approx(expected["observed"], abs=1e-9)
@@ -107,13 +131,22 @@ def test_fleiss_interval_follows_the_most_common_rater_count_of_each_resample():
     kappas = []
     for _ in range(300):
         drawn = rng_draws.integers(0, 30, 30)
-        kappas.append(agreement.fleiss_kappa({(p, items[i]): ratings[(items[i], 0)] for p, i in enumerate(drawn)}))
+        kappas.append(
+            agreement.fleiss_kappa(
+                {(p, items[i]): ratings[(items[i], 0)] for p, i in enumerate(drawn)}
+            )
+        )
     assert result["ci"]["fleiss_kappa"] == pytest.approx(interval(kappas), abs=1e-9)
 
 
 def test_same_seed_same_interval_other_seed_other_interval():
     ratings = clustered_ratings(1)
-    run = lambda seed: agreement.field_agreement(ratings, resamples=100, seed=seed, item_of=lambda key: key[0])["ci"]
+
+    def run(seed):
+        return agreement.field_agreement(
+            ratings, resamples=100, seed=seed, item_of=lambda key: key[0]
+        )["ci"]
+
     assert run(4) == run(4)
     assert run(4)["cohen_kappa"] != run(5)["cohen_kappa"]
 
@@ -124,8 +157,13 @@ def test_resampling_items_not_units_widens_the_interval_of_clustered_units():
     for item in range(60):
         agree = item % 3 != 0
         for unit in range(8):
-            ratings[(item, unit)] = {"a": "x" if unit % 2 else "y", "b": ("x" if unit % 2 else "y") if agree else "z"}
-    by_item = agreement.field_agreement(ratings, resamples=500, item_of=lambda key: key[0])["ci"]["observed_agreement"]
+            ratings[(item, unit)] = {
+                "a": "x" if unit % 2 else "y",
+                "b": ("x" if unit % 2 else "y") if agree else "z",
+            }
+    by_item = agreement.field_agreement(ratings, resamples=500, item_of=lambda key: key[0])["ci"][
+        "observed_agreement"
+    ]
     by_unit = agreement.field_agreement(ratings, resamples=500)["ci"]["observed_agreement"]
     assert by_item[1] - by_item[0] > 1.5 * (by_unit[1] - by_unit[0])
 
@@ -137,19 +175,34 @@ def test_no_resamples_no_interval_and_undefined_statistics_have_none():
     same = {(i, 0): {"a": "x", "b": "x"} for i in range(10)}
     ci = agreement.field_agreement(same, resamples=50)["ci"]
     assert ci["observed_agreement"] == [1.0, 1.0]
-    assert ci["cohen_kappa"] is None and ci["krippendorff_alpha"] is None and ci["fleiss_kappa"] is None
+    assert (
+        ci["cohen_kappa"] is None
+        and ci["krippendorff_alpha"] is None
+        and ci["fleiss_kappa"] is None
+    )
     assert agreement.field_agreement({}, resamples=50)["ci"]["cohen_kappa"] is None
 
 
 def _annotated_felm_project(felm_project, items=12):
-    from annotation.services.annotations import save_annotation
     from annotation.imports.items import import_jsonl
+    from annotation.services.annotations import save_annotation
 
     rng = random.Random(2)
-    import_jsonl(felm_project, jsonl([felm_line(i, [f"S{k}." for k in range(4)]) for i in range(items)]), fmt="felm")
-    for assignment in Assignment.objects.filter(item_stage__item__project=felm_project).order_by("id"):
-        segments = [segment(True) if rng.random() < 0.7 else segment(False, "knowledge_error", "why") for _ in range(4)]
-        save_annotation(assignment=assignment, payload={"segments": segments}, version=0, submit=True)
+    import_jsonl(
+        felm_project,
+        jsonl([felm_line(i, [f"S{k}." for k in range(4)]) for i in range(items)]),
+        fmt="felm",
+    )
+    for assignment in Assignment.objects.filter(item_stage__item__project=felm_project).order_by(
+        "id"
+    ):
+        segments = [
+            segment(True) if rng.random() < 0.7 else segment(False, "knowledge_error", "why")
+            for _ in range(4)
+        ]
+        save_annotation(
+            assignment=assignment, payload={"segments": segments}, version=0, submit=True
+        )
     return felm_project
 
 
@@ -167,22 +220,38 @@ def test_api_intervals_resample_items_and_follow_the_parameters(clients, users, 
     assert label["pairs"][0]["ci"]["observed_agreement"] == label["ci"]["observed_agreement"]
     # the intervals are the module's over (item-stage, segment) units grouped by item-stage
     ratings = {}
-    annotators = Assignment.objects.filter(item_stage__item__project=project, role=AssignmentRole.ANNOTATOR)
+    annotators = Assignment.objects.filter(
+        item_stage__item__project=project, role=AssignmentRole.ANNOTATOR
+    )
     for assignment in annotators.order_by("item_stage_id", "id"):
         for index, s in enumerate(assignment.annotation.payload["segments"]):
-            ratings.setdefault((assignment.item_stage_id, index), {})[assignment.user_id] = "correct" if s["label"] else "error"
-    expected = agreement.field_agreement(ratings, labels=None, resamples=200, seed=9, item_of=lambda key: key[0])["ci"]
-    assert clients["admin"].get(url, {"resamples": 200, "seed": 9}).json()["fields"]["label"]["ci"] == expected
+            ratings.setdefault((assignment.item_stage_id, index), {})[assignment.user_id] = (
+                "correct" if s["label"] else "error"
+            )
+    expected = agreement.field_agreement(
+        ratings, labels=None, resamples=200, seed=9, item_of=lambda key: key[0]
+    )["ci"]
+    assert (
+        clients["admin"].get(url, {"resamples": 200, "seed": 9}).json()["fields"]["label"]["ci"]
+        == expected
+    )
     assert clients["admin"].get(url, {"resamples": 0}).json()["fields"]["label"]["ci"] is None
     assert selectors.project_agreement(project)["fields"]["label"]["ci"] is None  # callers opt in
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("params, name", [
-    ({"resamples": "-1"}, "resamples"), ({"resamples": "10001"}, "resamples"), ({"resamples": "1e3"}, "resamples"),
-    ({"resamples": "99999999999999999999"}, "resamples"), ({"seed": "x"}, "seed"), ({"seed": "-3"}, "seed"),
-    ({"seed": "1" * 19}, "seed"),
-])
+@pytest.mark.parametrize(
+    "params, name",
+    [
+        ({"resamples": "-1"}, "resamples"),
+        ({"resamples": "10001"}, "resamples"),
+        ({"resamples": "1e3"}, "resamples"),
+        ({"resamples": "99999999999999999999"}, "resamples"),
+        ({"seed": "x"}, "seed"),
+        ({"seed": "-3"}, "seed"),
+        ({"seed": "1" * 19}, "seed"),
+    ],
+)
 def test_api_refuses_bad_bootstrap_parameters(clients, felm_project, params, name):
     response = clients["admin"].get(f"/api/projects/{felm_project.id}/agreement/", params)
     assert response.status_code == 400 and name in response.json()
@@ -200,13 +269,21 @@ def test_api_accepts_the_bounds(clients, felm_project):
 def test_the_page_shows_each_number_with_its_interval(users, client, felm_project):
     project = _annotated_felm_project(felm_project)
     client.force_login(users["admin"])
-    page = client.get(f"/projects/{project.id}/agreement/", {"resamples": 300, "seed": 4}).content.decode()
+    page = client.get(
+        f"/projects/{project.id}/agreement/", {"resamples": 300, "seed": 4}
+    ).content.decode()
     from annotation.research import selectors
 
     label = selectors.project_agreement(project, resamples=300, seed=4)["fields"]["label"]
     low, high = label["ci"]["krippendorff_alpha"]
-    assert f'<span class="ci" title="95 % bootstrap confidence interval">[{low:.3f}, {high:.3f}]</span>' in page
+    assert (
+        f'<span class="ci" title="95 % bootstrap confidence interval">[{low:.3f}, {high:.3f}]</span>'
+        in page
+    )
     assert "300 resamples" in page
-    assert 'class="ci"' not in client.get(f"/projects/{project.id}/agreement/", {"resamples": 0}).content.decode()
+    assert (
+        'class="ci"'
+        not in client.get(f"/projects/{project.id}/agreement/", {"resamples": 0}).content.decode()
+    )
     response = client.get(f"/projects/{project.id}/agreement/", {"resamples": "lots"})
     assert response.status_code == 400

@@ -1,12 +1,12 @@
 """The leaderboard's Δ columns (issue 21.8): every difference is the difference of the values the
 table shows, and its interval is the paired bootstrap one, both computed here independently
 (scikit-learn's macro F1 on the same resampled items) from the predictions."""
+
 import numpy as np
 import pytest
 
 from annotation.research import scoring
 from annotation.research.leaderboard import leaderboard
-
 from tests.helpers.research import ITEMS, RESAMPLES, lines_with_an_extra_label, make_run, read
 
 pytestmark = pytest.mark.django_db
@@ -27,10 +27,21 @@ def test_every_delta_is_the_difference_of_the_shown_values(gold, scored):  # noq
             for entry in board["differences"]:
                 if row["difference"] is None or entry["name"] not in row["difference"]:
                     continue
-                shown = row["metrics"][entry["name"]]["value"] - reference["metrics"][entry["name"]]["value"]
+                shown = (
+                    row["metrics"][entry["name"]]["value"]
+                    - reference["metrics"][entry["name"]]["value"]
+                )
                 delta = row["difference"][entry["name"]]
-                assert delta["value"] == pytest.approx(shown, abs=1e-9), (task, row["label"], entry["name"])
-                assert delta["low"] <= delta["value"] <= delta["high"], (task, row["label"], entry["name"])
+                assert delta["value"] == pytest.approx(shown, abs=1e-9), (
+                    task,
+                    row["label"],
+                    entry["name"],
+                )
+                assert delta["low"] <= delta["value"] <= delta["high"], (
+                    task,
+                    row["label"],
+                    entry["name"],
+                )
                 checked += 1
     assert checked >= 20
 
@@ -51,14 +62,21 @@ def test_the_baselines_delta_and_its_paired_interval_computed_independently(gold
     baseline = scoring.baseline_predictions(task, 0)["majority"][1]
     units = task.units
     gold_labels = [u.gold for u in units]
-    predicted = {"system": [task.normalise(mine[u.key]) if u.key in mine else scoring.MISSING for u in units],
-                 "baseline": [task.normalise(baseline[u.key]) for u in units]}
+    predicted = {
+        "system": [
+            task.normalise(mine[u.key]) if u.key in mine else scoring.MISSING for u in units
+        ],
+        "baseline": [task.normalise(baseline[u.key]) for u in units],
+    }
     # each side over the gold's labels and its own predicted ones, as its score is shown
-    labels = {side: sorted(set(gold_labels) | {p for p in values if p != scoring.MISSING})
-              for side, values in predicted.items()}
+    labels = {
+        side: sorted(set(gold_labels) | {p for p in values if p != scoring.MISSING})
+        for side, values in predicted.items()
+    }
     assert labels["system"] != labels["baseline"]  # the case the Δ got wrong
-    point = (macro_f1(gold_labels, predicted["baseline"], labels["baseline"])
-             - macro_f1(gold_labels, predicted["system"], labels["system"]))
+    point = macro_f1(gold_labels, predicted["baseline"], labels["baseline"]) - macro_f1(
+        gold_labels, predicted["system"], labels["system"]
+    )
 
     items = sorted({u.item for u in units}, key=[u.item for u in units].index)
     rows_of = {item: [k for k, u in enumerate(units) if u.item == item] for item in items}
@@ -66,8 +84,10 @@ def test_the_baselines_delta_and_its_paired_interval_computed_independently(gold
     for drawn in bootstrap_indices(len(items), RESAMPLES, 0):
         picked = [k for i in drawn for k in rows_of[items[i]]]
         g = [gold_labels[k] for k in picked]
-        draws.append(macro_f1(g, [predicted["baseline"][k] for k in picked], labels["baseline"])
-                     - macro_f1(g, [predicted["system"][k] for k in picked], labels["system"]))
+        draws.append(
+            macro_f1(g, [predicted["baseline"][k] for k in picked], labels["baseline"])
+            - macro_f1(g, [predicted["system"][k] for k in picked], labels["system"])
+        )
     low, high = np.percentile(draws, [2.5, 97.5])
 
     board = leaderboard(gold, name)

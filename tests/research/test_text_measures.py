@@ -1,11 +1,11 @@
 """The Factcheck-Bench paper's word overlap and normalised edit distance (pipeline.text_measures),
 worked by hand, and the paper's figures from the released file (issue 19)."""
+
 import json
 
 import pytest
 
 from pipeline.text_measures import normalised_edit_distance, word_overlap
-
 from tests.helpers.paths import shared_data_path
 
 
@@ -57,10 +57,13 @@ def false_responses() -> list[dict]:
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     found = []
     for record in records:
-        needs = [s["if_claim_needs_edit"][k] for s in record["sentences"].values()
-                 if s["sentence_checkworthiness"] == "yes" and s["if_claim_needs_edit"]
-                 for k, category in enumerate(s["claim_checkworthiness"])
-                 if category == "factual" and s["if_claim_needs_edit"][k] != "NA"]
+        needs = [
+            s["if_claim_needs_edit"][k]
+            for s in record["sentences"].values()
+            if s["sentence_checkworthiness"] == "yes" and s["if_claim_needs_edit"]
+            for k, category in enumerate(s["claim_checkworthiness"])
+            if category == "factual" and s["if_claim_needs_edit"][k] != "NA"
+        ]
         if needs and any(n in ("yes", "not_enough_evidence") for n in needs):
             found.append(record)
     return found
@@ -71,6 +74,8 @@ def test_the_papers_figures_for_the_revisions_of_the_false_responses():
     normalised edit distance of 0.354 and a word overlap of 0.715."""
     responses = false_responses()
     assert len(responses) == 61
-    distance = sum(normalised_edit_distance(r["response"], r["revised_response"]) for r in responses) / 61
+    distance = (
+        sum(normalised_edit_distance(r["response"], r["revised_response"]) for r in responses) / 61
+    )
     overlap = sum(word_overlap(r["response"], r["revised_response"]) for r in responses) / 61
     assert (round(distance, 3), round(overlap, 3)) == (0.354, 0.715)

@@ -1,6 +1,7 @@
 """Every kind of job goes through the one lifecycle of annotation.services.jobs on the one
 abstract model (annotation.models.BackgroundJob): claim, progress, stalled, finish or fail,
 upload removed on its end."""
+
 import io
 from datetime import timedelta
 
@@ -8,10 +9,19 @@ import pytest
 from django.utils import timezone
 
 from annotation.exceptions import DomainError
-from annotation.models import (BackgroundJob, Corpus, CorpusState, EvidenceSearch, ImportJob, JobState, SystemRun,
-                               SystemRunSource, UploadJob)
-from annotation.services import jobs
 from annotation.imports.uploads import store_upload
+from annotation.models import (
+    BackgroundJob,
+    Corpus,
+    CorpusState,
+    EvidenceSearch,
+    ImportJob,
+    JobState,
+    SystemRun,
+    SystemRunSource,
+    UploadJob,
+)
+from annotation.services import jobs
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +31,9 @@ def _stored_upload() -> str:
 
 
 def _import(project, user):
-    return ImportJob.objects.create(project=project, created_by=user, format="felm", file_path=_stored_upload())
+    return ImportJob.objects.create(
+        project=project, created_by=user, format="felm", file_path=_stored_upload()
+    )
 
 
 def _corpus(project, user):
@@ -31,24 +43,38 @@ def _corpus(project, user):
 
 
 def _system_run(project, user):
-    return SystemRun.objects.create(project=project, system="s", source=SystemRunSource.UPLOAD, created_by=user,
-                                    file_path=_stored_upload())
+    return SystemRun.objects.create(
+        project=project,
+        system="s",
+        source=SystemRunSource.UPLOAD,
+        created_by=user,
+        file_path=_stored_upload(),
+    )
 
 
 def _llm_rater(project, user):
-    return SystemRun.objects.create(project=project, system="llm", source=SystemRunSource.LLM_RATER, created_by=user)
+    return SystemRun.objects.create(
+        project=project, system="llm", source=SystemRunSource.LLM_RATER, created_by=user
+    )
 
 
 def _evidence_search(project, user):
     return EvidenceSearch.objects.create(project=project, user=user, query="Eiffel")
 
 
-MAKERS = {"import": _import, "corpus": _corpus, "system-run": _system_run, "llm-rater": _llm_rater,
-          "evidence-search": _evidence_search}
+MAKERS = {
+    "import": _import,
+    "corpus": _corpus,
+    "system-run": _system_run,
+    "llm-rater": _llm_rater,
+    "evidence-search": _evidence_search,
+}
 
 
 def _silent(job, seconds: int = 301):
-    type(job).objects.filter(pk=job.pk).update(progress_at=timezone.now() - timedelta(seconds=seconds))
+    type(job).objects.filter(pk=job.pk).update(
+        progress_at=timezone.now() - timedelta(seconds=seconds)
+    )
     job.refresh_from_db()
 
 
@@ -56,13 +82,34 @@ def test_every_job_model_is_a_background_job_with_the_shared_states():
     for model in (ImportJob, Corpus, SystemRun, EvidenceSearch):
         assert issubclass(model, BackgroundJob)
         names = {field.name for field in model._meta.get_fields()}
-        assert {"state", "errors", "created_at", "started_at", "finished_at", "progress_at"} <= names
+        assert {
+            "state",
+            "errors",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "progress_at",
+        } <= names
     assert all(issubclass(model, UploadJob) for model in (ImportJob, Corpus, SystemRun))
-    for model in (ImportJob, SystemRun, EvidenceSearch):  # one state set, values as the API and JS read them
+    for model in (
+        ImportJob,
+        SystemRun,
+        EvidenceSearch,
+    ):  # one state set, values as the API and JS read them
         assert model._meta.get_field("state").choices == JobState.choices
-        assert (model.QUEUED, model.RUNNING, model.DONE, model.FAILED) == ("queued", "running", "done", "failed")
+        assert (model.QUEUED, model.RUNNING, model.DONE, model.FAILED) == (
+            "queued",
+            "running",
+            "done",
+            "failed",
+        )
     # A corpus keeps its own (its import runs while "importing"; it is searchable once "embedding").
-    assert (Corpus.QUEUED, Corpus.RUNNING, Corpus.DONE, Corpus.FAILED) == ("queued", "importing", "embedding", "failed")
+    assert (Corpus.QUEUED, Corpus.RUNNING, Corpus.DONE, Corpus.FAILED) == (
+        "queued",
+        "importing",
+        "embedding",
+        "failed",
+    )
     assert Corpus(state=CorpusState.READY).ended and not Corpus(state=CorpusState.IMPORTING).ended
 
 
@@ -88,7 +135,9 @@ def test_each_kind_goes_through_the_same_lifecycle(kind, felm_project, users, se
     assert not job.stalled
 
     _silent(job)
-    assert jobs.restart(job).state == model.QUEUED  # queued again (its task is sent once this commits)
+    assert (
+        jobs.restart(job).state == model.QUEUED
+    )  # queued again (its task is sent once this commits)
     assert jobs.claim(model, job.pk)
     _silent(job)
     assert jobs.claim(model, job.pk)  # a redelivery takes over a stalled job
@@ -106,7 +155,9 @@ def test_each_kind_goes_through_the_same_lifecycle(kind, felm_project, users, se
 
 
 @pytest.mark.parametrize("kind", list(MAKERS))
-def test_each_kind_fails_with_its_errors_and_a_failed_job_is_never_stalled(kind, felm_project, users):
+def test_each_kind_fails_with_its_errors_and_a_failed_job_is_never_stalled(
+    kind, felm_project, users
+):
     job = MAKERS[kind](felm_project, users["admin"])
     model = type(job)
     jobs.claim(model, job.pk)
@@ -145,7 +196,9 @@ def test_an_end_inside_a_transaction_that_may_roll_back_keeps_the_upload(felm_pr
     assert not job.upload_path.exists()
 
 
-def test_a_job_is_stalled_after_the_setting_whatever_its_last_sign_of_life(felm_project, users, settings):
+def test_a_job_is_stalled_after_the_setting_whatever_its_last_sign_of_life(
+    felm_project, users, settings
+):
     settings.JOB_STALLED_AFTER_SECONDS = 60
     long_ago = timezone.now() - timedelta(seconds=61)
     job = _import(felm_project, users["admin"])
@@ -155,7 +208,9 @@ def test_a_job_is_stalled_after_the_setting_whatever_its_last_sign_of_life(felm_
     job.refresh_from_db()
     assert job.stalled and job.last_sign_of_life == job.created_at
     # A running one from before progress_at existed: its start.
-    ImportJob.objects.filter(pk=job.pk).update(state=JobState.RUNNING, started_at=long_ago, progress_at=None)
+    ImportJob.objects.filter(pk=job.pk).update(
+        state=JobState.RUNNING, started_at=long_ago, progress_at=None
+    )
     job.refresh_from_db()
     assert job.stalled
     ImportJob.objects.filter(pk=job.pk).update(started_at=timezone.now())
@@ -180,7 +235,10 @@ def test_migration_0013_keeps_every_job_and_its_state_and_dates_ended_corpus_imp
     from django.db import connection
     from django.db.migrations.executor import MigrationExecutor
 
-    before, after = [("annotation", "0012_jobs_progress_at")], [("annotation", "0013_background_jobs")]
+    before, after = (
+        [("annotation", "0012_jobs_progress_at")],
+        [("annotation", "0013_background_jobs")],
+    )
     executor = MigrationExecutor(connection)
     leaves = executor.loader.graph.leaf_nodes()
     executor.migrate(before)
@@ -189,14 +247,20 @@ def test_migration_0013_keeps_every_job_and_its_state_and_dates_ended_corpus_imp
     project = old.get_model("annotation", "Project").objects.create(name="P", kind="felm")
     user = old.get_model("auth", "User").objects.create(username="u")
     old_corpus = old.get_model("annotation", "Corpus")
-    ready = old_corpus.objects.create(name="ready", state="ready", imported_at=imported, file_name="r.jsonl")
+    ready = old_corpus.objects.create(
+        name="ready", state="ready", imported_at=imported, file_name="r.jsonl"
+    )
     broken = old_corpus.objects.create(name="failed", state="failed", progress_at=failed)
     queued = old_corpus.objects.create(name="queued", state="queued")
-    job = old.get_model("annotation", "ImportJob").objects.create(project=project, format="felm", state="running",
-                                                                    file_path="imports/x.upload", lines_read=7)
-    run = old.get_model("annotation", "SystemRun").objects.create(project=project, system="s", state="done")
-    search = old.get_model("annotation", "EvidenceSearch").objects.create(project=project, user=user, query="q",
-                                                                          state="failed", problems=["down"])
+    job = old.get_model("annotation", "ImportJob").objects.create(
+        project=project, format="felm", state="running", file_path="imports/x.upload", lines_read=7
+    )
+    run = old.get_model("annotation", "SystemRun").objects.create(
+        project=project, system="s", state="done"
+    )
+    search = old.get_model("annotation", "EvidenceSearch").objects.create(
+        project=project, user=user, query="q", state="failed", problems=["down"]
+    )
 
     executor = MigrationExecutor(connection)
     executor.migrate(after)
@@ -204,11 +268,24 @@ def test_migration_0013_keeps_every_job_and_its_state_and_dates_ended_corpus_imp
         assert Corpus.objects.get(pk=ready.pk).finished_at == imported
         assert Corpus.objects.get(pk=broken.pk).finished_at == failed
         assert Corpus.objects.get(pk=queued.pk).finished_at is None
-        assert [Corpus.objects.get(pk=c.pk).state for c in (ready, broken, queued)] == ["ready", "failed", "queued"]
+        assert [Corpus.objects.get(pk=c.pk).state for c in (ready, broken, queued)] == [
+            "ready",
+            "failed",
+            "queued",
+        ]
         migrated = ImportJob.objects.get(pk=job.pk)
         assert (migrated.state, migrated.file_path, migrated.lines_read, migrated.errors) == (
-            "running", "imports/x.upload", 7, [])
-        assert SystemRun.objects.get(pk=run.pk).state == "done" and SystemRun.objects.get(pk=run.pk).file_size == 0
-        assert EvidenceSearch.objects.get(pk=search.pk).ended and EvidenceSearch.objects.get(pk=search.pk).problems == ["down"]
+            "running",
+            "imports/x.upload",
+            7,
+            [],
+        )
+        assert (
+            SystemRun.objects.get(pk=run.pk).state == "done"
+            and SystemRun.objects.get(pk=run.pk).file_size == 0
+        )
+        assert EvidenceSearch.objects.get(pk=search.pk).ended and EvidenceSearch.objects.get(
+            pk=search.pk
+        ).problems == ["down"]
     finally:
         MigrationExecutor(connection).migrate(leaves)

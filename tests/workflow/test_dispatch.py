@@ -1,13 +1,13 @@
 """annotation.dispatch: services queue tasks by name, after the commit, eagerly without a broker."""
+
 import pytest
 from django.db import transaction
 
 from annotation import dispatch
-from annotation.models import ItemStage, StageStatus
 from annotation.imports.items import import_jsonl
+from annotation.models import ItemStage, StageStatus
 from annotation.services.stages import CHUNK_SIZE, enqueue_precompute
 from config.celery import app
-
 from tests.helpers.builders import jsonl
 from tests.helpers.paths import REPO_ROOT as REPO
 
@@ -40,8 +40,10 @@ def test_a_rolled_back_transaction_queues_nothing(broker):
 
 def test_precompute_is_queued_in_chunks(broker):
     enqueue_precompute(list(range(CHUNK_SIZE + 1)))
-    assert broker == [("annotation.tasks.precompute_stages", [list(range(CHUNK_SIZE))]),
-                      ("annotation.tasks.precompute_stages", [[CHUNK_SIZE]])]
+    assert broker == [
+        ("annotation.tasks.precompute_stages", [list(range(CHUNK_SIZE))]),
+        ("annotation.tasks.precompute_stages", [[CHUNK_SIZE]]),
+    ]
 
 
 @pytest.mark.django_db
@@ -58,7 +60,10 @@ def test_without_a_broker_the_task_runs_here(felm_project, django_capture_on_com
 
 
 def test_services_never_import_the_tasks_module():
-    offenders = [str(path.relative_to(REPO)) for path in (REPO / "annotation" / "services").glob("*.py")
-                 if "annotation.tasks" in path.read_text(encoding="utf-8")
-                 or "from annotation import tasks" in path.read_text(encoding="utf-8")]
+    offenders = [
+        str(path.relative_to(REPO))
+        for path in (REPO / "annotation" / "services").glob("*.py")
+        if "annotation.tasks" in path.read_text(encoding="utf-8")
+        or "from annotation import tasks" in path.read_text(encoding="utf-8")
+    ]
     assert offenders == []

@@ -1,14 +1,14 @@
 """Deleting a project: 204 and nothing left, and the work queued for it stops without an error
 (on any database; the race with running tasks is in tests/races/test_lock_order.py, on PostgreSQL)."""
+
 import pytest
 
 from annotation import tasks
 from annotation.exceptions import ProjectDeleted
+from annotation.imports.items import import_jsonl
 from annotation.models import Assignment, Item, ItemStage, Project
 from annotation.services.assignments import assign_open_stages
-from annotation.imports.items import import_jsonl
 from annotation.services.projects import update_project
-
 from tests.helpers.builders import jsonl
 
 pytestmark = pytest.mark.django_db
@@ -26,10 +26,17 @@ def test_delete_answers_204_and_leaves_nothing(clients, felm_items):
 
 
 def test_the_tasks_of_a_deleted_project_stop_without_an_error(felm_project, monkeypatch):
-    monkeypatch.setattr("annotation.imports.items.enqueue_precompute", lambda stage_ids: None)  # queued, not run
-    import_jsonl(felm_project, jsonl([{"prompt": f"Q{i}?", "response": f"Answer {i}. Two sentences."} for i in range(3)]),
-                 fmt="plain")
-    stage_ids = list(ItemStage.objects.filter(item__project=felm_project).values_list("id", flat=True))
+    monkeypatch.setattr(
+        "annotation.imports.items.enqueue_precompute", lambda stage_ids: None
+    )  # queued, not run
+    import_jsonl(
+        felm_project,
+        jsonl([{"prompt": f"Q{i}?", "response": f"Answer {i}. Two sentences."} for i in range(3)]),
+        fmt="plain",
+    )
+    stage_ids = list(
+        ItemStage.objects.filter(item__project=felm_project).values_list("id", flat=True)
+    )
     item_ids = list(felm_project.items.values_list("id", flat=True))
     gone = Project.objects.get(pk=felm_project.pk)
     Project.objects.filter(pk=felm_project.pk).delete()

@@ -1,10 +1,10 @@
 """An annotator takes a submission back while the other annotator of the item still works."""
+
 import pytest
 
 from annotation.exceptions import DomainError
 from annotation.models import Assignment, AssignmentStatus, Consolidation, StageStatus
 from annotation.services.annotations import reopen_annotation, save_annotation
-
 from tests.helpers.builders import segment
 
 pytestmark = pytest.mark.django_db
@@ -26,14 +26,24 @@ def test_a_submission_is_reopened_edited_and_submitted_again(felm_items, users):
 
     changed = {"segments": [segment(False, "knowledge_error", "wrong year")] + [segment(True)] * 2}
     save_annotation(assignment=alice, payload=changed, version=2, submit=True)
-    save_annotation(assignment=first_assignment(users, "bob", felm_items), payload=ALL_CORRECT, version=0, submit=True)
+    save_annotation(
+        assignment=first_assignment(users, "bob", felm_items),
+        payload=ALL_CORRECT,
+        version=0,
+        submit=True,
+    )
     consolidation = Consolidation.objects.get(item_stage__item=felm_items[0])
     assert "segments[0].label" in consolidation.disagreed  # alice's reopened answer was used
 
 
 def test_once_the_consolidation_has_started_the_submission_is_final(felm_items, users):
     for name in ("alice", "bob"):
-        save_annotation(assignment=first_assignment(users, name, felm_items), payload=ALL_CORRECT, version=0, submit=True)
+        save_annotation(
+            assignment=first_assignment(users, name, felm_items),
+            payload=ALL_CORRECT,
+            version=0,
+            submit=True,
+        )
     alice = first_assignment(users, "alice", felm_items)
     assert alice.item_stage.status == StageStatus.CONSOLIDATING
     with pytest.raises(DomainError, match="consolidating; the submission is final"):
@@ -66,10 +76,18 @@ def test_the_annotation_page_offers_reopening_while_it_is_possible(client, felm_
 
     response = client.post(f"/assignments/{alice.id}/reopen/", follow=True)
     assert "your answer is a draft again" in response.content.decode()
-    assert response.context["state"]["read_only"] is False and response.context["state"]["version"] == 2
+    assert (
+        response.context["state"]["read_only"] is False
+        and response.context["state"]["version"] == 2
+    )
 
     save_annotation(assignment=alice, payload=ALL_CORRECT, version=2, submit=True)
-    save_annotation(assignment=first_assignment(users, "bob", felm_items), payload=ALL_CORRECT, version=0, submit=True)
+    save_annotation(
+        assignment=first_assignment(users, "bob", felm_items),
+        payload=ALL_CORRECT,
+        version=0,
+        submit=True,
+    )
     page = client.get(f"/assignments/{alice.id}/").content.decode()
     assert "Reopen to edit" not in page
     refused = client.post(f"/assignments/{alice.id}/reopen/", follow=True).content.decode()
@@ -98,7 +116,14 @@ def test_the_api_reopens_the_callers_own_submission(clients, felm_items, users):
     assert clients["bob"].post(url).status_code == 404
     assert clients["admin"].post(url).status_code == 404
     answer = clients["alice"].post(url)
-    assert answer.status_code == 200 and answer.json()["submitted"] is False and answer.json()["version"] == 2
-    saved = clients["alice"].put(f"/api/assignments/{alice.id}/annotation/",
-                                 {"payload": ALL_CORRECT, "version": 2, "submit": True}, format="json")
+    assert (
+        answer.status_code == 200
+        and answer.json()["submitted"] is False
+        and answer.json()["version"] == 2
+    )
+    saved = clients["alice"].put(
+        f"/api/assignments/{alice.id}/annotation/",
+        {"payload": ALL_CORRECT, "version": 2, "submit": True},
+        format="json",
+    )
     assert saved.status_code == 200 and saved.json()["submitted"] is True

@@ -7,8 +7,10 @@ each fact is really about. The paper's scores come from pipeline.dfactscore_scor
 This module holds the KindSpec; its jobs live beside it: ``settings.py`` (vocabulary and project
 settings), ``released.py`` (import lines and released result files), ``payloads.py`` (checking and
 merging answers), ``scores.py`` (the paper's scores, fact support, the exported record)."""
+
 from collections import defaultdict
-from typing import Any, Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
 
 from pipeline.dfactscore_scores import model_scores, paragraph_scores, partition_agreements
 
@@ -27,7 +29,13 @@ from .scores import (
 )
 from .settings import dfactscore_settings, empty_fact, settings_error
 
-__all__ = ["DfactscoreKind", "dfactscore_settings", "fact_support", "settings_error", "support_label"]
+__all__ = [
+    "DfactscoreKind",
+    "dfactscore_settings",
+    "fact_support",
+    "settings_error",
+    "support_label",
+]
 
 
 class DfactscoreKind(KindSpec):
@@ -41,8 +49,13 @@ class DfactscoreKind(KindSpec):
         "any_page": "Fact supported by any page (FActScore pass)",
         "entity": "Entity the fact is about (entity pass)",
     }
-    agreement_paths = {"individuals": "$.individuals", "labels": "$.facts[*].label",
-                       "any_page": "$.facts[*].any_page", "entity": "$.facts[*].entity", "groups": "$.facts[*].group"}
+    agreement_paths = {
+        "individuals": "$.individuals",
+        "labels": "$.facts[*].label",
+        "any_page": "$.facts[*].any_page",
+        "entity": "$.facts[*].entity",
+        "groups": "$.facts[*].group",
+    }
     agreement_uses_suggestion = True
 
     # -- research (annotation.scoring, the LLM rater and its agreement) -----------------------
@@ -50,7 +63,9 @@ class DfactscoreKind(KindSpec):
     rater_reads_metadata = True
     has_paragraph_scores = True
 
-    def consolidated_scores(self, rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500) -> dict:
+    def consolidated_scores(
+        self, rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500
+    ) -> dict:
         return consolidated_scores(rows, settings, paragraph_limit)
 
     def page_extras(self, settings_of: Callable[[], dict | None]) -> dict:
@@ -59,18 +74,37 @@ class DfactscoreKind(KindSpec):
 
     def scoring_tasks(self) -> dict[str, Task]:
         return {
-            "support": Task("support", "D-FActScore: fact supported by any page (FActScore)", ("item", "fact"),
-                            labels=SUPPORT, normalise=support_label, field="supported",
-                            vocabulary=(*SUPPORT, True, False), models={}, paragraph_score="factscore",
-                            agreement_field="label", figures=dfactscore_figures("FActScore")),
-            "global_support": Task("global_support",
-                                   "D-FActScore: fact supported by its individual's linked page (D-FActScore)",
-                                   ("item", "fact"), labels=SUPPORT, normalise=support_label, field="global_supported",
-                                   vocabulary=(*SUPPORT, True, False), models={}, paragraph_score="dfactscore",
-                                   agreement_field="label", figures=dfactscore_figures("D-FActScore")),
+            "support": Task(
+                "support",
+                "D-FActScore: fact supported by any page (FActScore)",
+                ("item", "fact"),
+                labels=SUPPORT,
+                normalise=support_label,
+                field="supported",
+                vocabulary=(*SUPPORT, True, False),
+                models={},
+                paragraph_score="factscore",
+                agreement_field="label",
+                figures=dfactscore_figures("FActScore"),
+            ),
+            "global_support": Task(
+                "global_support",
+                "D-FActScore: fact supported by its individual's linked page (D-FActScore)",
+                ("item", "fact"),
+                labels=SUPPORT,
+                normalise=support_label,
+                field="global_supported",
+                vocabulary=(*SUPPORT, True, False),
+                models={},
+                paragraph_score="dfactscore",
+                agreement_field="label",
+                figures=dfactscore_figures("D-FActScore"),
+            ),
         }
 
-    def gold_units(self, tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]], settings: dict) -> None:
+    def gold_units(
+        self, tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]], settings: dict
+    ) -> None:
         """Per fact, as the project's ``irrelevant`` setting counts facts in its scores."""
         support, global_support = tasks["support"], tasks["global_support"]
         irrelevant = dfactscore_settings(settings)["irrelevant"]
@@ -78,16 +112,22 @@ class DfactscoreKind(KindSpec):
         for row in rows_of(metadata=False):
             item = item_key(row)
             models[item] = row["source"]
-            for index, supported, global_supported in fact_support(row["content"], row["gold"], irrelevant):
+            for index, supported, global_supported in fact_support(
+                row["content"], row["gold"], irrelevant
+            ):
                 support.units.append(GoldUnit((item, index), SUPPORT_LABELS[supported]))
-                global_support.units.append(GoldUnit((item, index), SUPPORT_LABELS[global_supported]))
+                global_support.units.append(
+                    GoldUnit((item, index), SUPPORT_LABELS[global_supported])
+                )
         support.models = global_support.models = models
 
     def existing_units(self, rows_of: Callable[..., Iterable[dict]]) -> set[tuple]:
         return listed_units(rows_of, "facts")
 
     def rater_plan(self, step: int, items: list[dict], settings: dict) -> list:
-        from pipeline.llm_rater import plan_dfactscore  # loads NLTK and scikit-learn: kept out of web start-up
+        from pipeline.llm_rater import (
+            plan_dfactscore,  # loads NLTK and scikit-learn: kept out of web start-up
+        )
 
         batches = []
         for item in items:
@@ -96,10 +136,15 @@ class DfactscoreKind(KindSpec):
         return batches
 
     def rate(self, step: int, items: list[dict], settings: dict, config) -> list:
-        from pipeline.llm_rater import rate_dfactscore  # loads NLTK and scikit-learn: kept out of web start-up
+        from pipeline.llm_rater import (
+            rate_dfactscore,  # loads NLTK and scikit-learn: kept out of web start-up
+        )
 
-        return [rate_dfactscore(name, item["response"], facts, candidates, settings, config)
-                for item in items for name, facts, candidates in [rater_inputs(item)]]
+        return [
+            rate_dfactscore(name, item["response"], facts, candidates, settings, config)
+            for item in items
+            for name, facts, candidates in [rater_inputs(item)]
+        ]
 
     # -- import -----------------------------------------------------------------------------
 
@@ -117,30 +162,58 @@ class DfactscoreKind(KindSpec):
     def needs_precompute(self, stage: int, content: dict, suggestion: dict | None) -> bool:
         return "facts" not in content or suggestion is None
 
-    def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
-                   previous_gold: dict | None = None, evidence_search=None, item_metadata: dict | None = None,
-                   earlier: dict | None = None) -> dict:
-        from pipeline.dfactscore import preannotate  # models load only where items are pre-annotated
+    def precompute(
+        self,
+        stage: int,
+        prompt: str,
+        response: str,
+        content: dict,
+        settings: dict,
+        previous_gold: dict | None = None,
+        evidence_search=None,
+        item_metadata: dict | None = None,
+        earlier: dict | None = None,
+    ) -> dict:
+        from pipeline.dfactscore import (
+            preannotate,  # models load only where items are pre-annotated
+        )
 
         facts = [fact["text"] for fact in content["facts"]] if "facts" in content else None
-        candidates = [{key: c[key] for key in ("title", "url", "text")} for c in content.get("candidates", [])]
-        result = preannotate(content.get("name") or (item_metadata or {}).get("name", ""), response, facts,
-                             candidates, settings)
+        candidates = [
+            {key: c[key] for key in ("title", "url", "text")} for c in content.get("candidates", [])
+        ]
+        result = preannotate(
+            content.get("name") or (item_metadata or {}).get("name", ""),
+            response,
+            facts,
+            candidates,
+            settings,
+        )
         suggestion = result["suggestion"]
-        return {"content": result["content"], "suggestion": suggestion,
-                "provenance": dict((suggestion or {}).get("provenance") or {})}
+        return {
+            "content": result["content"],
+            "suggestion": suggestion,
+            "provenance": dict((suggestion or {}).get("provenance") or {}),
+        }
 
     # -- annotation payloads ----------------------------------------------------------------
 
     def payload_content(self, content: dict, settings_of: Callable[[], dict]) -> dict:
         """The passes that make fields required on submit are project settings, read now."""
         current = dfactscore_settings(settings_of())
-        return {**content, "passes": {key: current[key] for key in ("factscore_pass", "entity_pass")}}
+        return {
+            **content,
+            "passes": {key: current[key] for key in ("factscore_pass", "entity_pass")},
+        }
 
     def empty_payload(self, stage: int, content: dict, suggestion: dict | None) -> dict:
         """Nothing pre-selected, not even the suggested number of individuals: an answer left
         as suggested would count as the annotator's."""
-        return {"individuals": 0, "groups": [], "facts": [empty_fact() for _ in content.get("facts", [])]}
+        return {
+            "individuals": 0,
+            "groups": [],
+            "facts": [empty_fact() for _ in content.get("facts", [])],
+        }
 
     def validate_payload(self, stage: int, content: dict, payload: Any, *, complete: bool) -> dict:
         return check_payload(content, payload, complete=complete)
@@ -152,13 +225,25 @@ class DfactscoreKind(KindSpec):
 
     # -- agreement --------------------------------------------------------------------------
 
-    def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
+    def agreement_units(
+        self, stage: int, payloads: dict[Hashable, dict]
+    ) -> dict[str, dict[Any, dict]]:
         units: dict[str, dict[Any, dict]] = {name: {} for name in self.agreement_fields}
         for rater, payload in payloads.items():
-            if "facts" in payload and isinstance(payload.get("individuals"), int):  # a whole payload
-                parts = {"individuals": [payload["individuals"]],
-                         **{name: [f.get(key) for f in payload["facts"]]
-                            for name, key in (("labels", "label"), ("any_page", "any_page"), ("entity", "entity"))}}
+            if "facts" in payload and isinstance(
+                payload.get("individuals"), int
+            ):  # a whole payload
+                parts = {
+                    "individuals": [payload["individuals"]],
+                    **{
+                        name: [f.get(key) for f in payload["facts"]]
+                        for name, key in (
+                            ("labels", "label"),
+                            ("any_page", "any_page"),
+                            ("entity", "entity"),
+                        )
+                    },
+                }
             else:  # the small arrays agreement_paths fetched
                 parts = payload
             if parts.get("individuals"):
@@ -169,7 +254,9 @@ class DfactscoreKind(KindSpec):
                         units[key].setdefault(index, {})[rater] = str(value)
         return units
 
-    def agreement_unit_values(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> Iterable[tuple[dict, str, dict]]:
+    def agreement_unit_values(
+        self, stage: int, content: dict, payloads: dict[Hashable, dict]
+    ) -> Iterable[tuple[dict, str, dict]]:
         """Per fact (its index in the export's ``facts``); the number of individuals per paragraph."""
         for name, units in self.agreement_units(stage, payloads).items():
             for unit, values in units.items():
@@ -188,24 +275,34 @@ class DfactscoreKind(KindSpec):
                 between_pairs.append((partitions[raters[0]], partitions[raters[1]]))
             if item.suggestion and item.suggestion.get("groups") is not None:
                 for rater in raters:
-                    machine_pairs.append((partitions[rater], suggested_partition(item.suggestion, len(partitions[rater]))))
+                    machine_pairs.append(
+                        (
+                            partitions[rater],
+                            suggested_partition(item.suggestion, len(partitions[rater])),
+                        )
+                    )
                     machine_raters.append(rater)
         between = [value for value in partition_agreements(between_pairs) if value is not None]
         with_machine: dict[Hashable, list[float]] = defaultdict(list)
         for rater, value in zip(machine_raters, partition_agreements(machine_pairs)):
             if value is not None:
                 with_machine[rater].append(value)
-        return {"grouping": {
-            "measure": "adjusted Rand index",
-            "between_annotators": {"items": len(between), "mean": _mean(between)},
-            "annotator_vs_machine": {str(rater): {"items": len(values), "mean": _mean(values)}
-                                     for rater, values in sorted(with_machine.items(), key=lambda kv: str(kv[0]))},
-        }}
+        return {
+            "grouping": {
+                "measure": "adjusted Rand index",
+                "between_annotators": {"items": len(between), "mean": _mean(between)},
+                "annotator_vs_machine": {
+                    str(rater): {"items": len(values), "mean": _mean(values)}
+                    for rater, values in sorted(with_machine.items(), key=lambda kv: str(kv[0]))
+                },
+            }
+        }
 
     # -- scoring ----------------------------------------------------------------------------
 
-    def suggestion_predictions(self, stage: int, content: dict, suggestion: dict | None,
-                               gold: dict | None = None) -> Iterable[tuple[str, tuple, Any]]:
+    def suggestion_predictions(
+        self, stage: int, content: dict, suggestion: dict | None, gold: dict | None = None
+    ) -> Iterable[tuple[str, tuple, Any]]:
         """Per fact, the machine's FActScore decision (``support``: supported by any page) and its
         D-FActScore one (``global_support``: by its group's linked page), computed from the
         suggestion as the humans' are from their payloads (``machine_payload``). A fact the
@@ -222,22 +319,29 @@ class DfactscoreKind(KindSpec):
     def export_options(self, settings: dict) -> dict:
         return {"irrelevant": dfactscore_settings(settings)["irrelevant"]}
 
-    def export_lines(self, fmt: str, rows: Iterable[dict], irrelevant: str = "exclude") -> Iterable[dict]:
+    def export_lines(
+        self, fmt: str, rows: Iterable[dict], irrelevant: str = "exclude"
+    ) -> Iterable[dict]:
         """``dfactscore``: one line per paragraph; ``dfactscore-result``: one line per model in the
         released result shape. Rows come in item order, so models are grouped here: only each
         paragraph's small score record is kept per model until the end."""
         if fmt == "dfactscore":
             for row in rows:
-                yield paragraph_record(row, paragraph_scores(row["content"], row["gold"], irrelevant))
+                yield paragraph_record(
+                    row, paragraph_scores(row["content"], row["gold"], irrelevant)
+                )
             return
         if fmt != "dfactscore-result":
-            raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.export_formats)}")
+            raise ValueError(
+                f"export format {fmt!r} is not one of {', '.join(self.export_formats)}"
+            )
         by_model: dict[str, list[dict]] = {}
         for row in rows:
-            by_model.setdefault(row["source"], []).append(paragraph_scores(row["content"], row["gold"], irrelevant))
+            by_model.setdefault(row["source"], []).append(
+                paragraph_scores(row["content"], row["gold"], irrelevant)
+            )
         for model, paragraphs in by_model.items():
             yield {"model": model, **model_scores(paragraphs)}
-
 
 
 def _mean(values: list[float]) -> float | None:

@@ -1,5 +1,6 @@
 """D-FActScore annotation payloads: checking one annotator's answer, and comparing and merging
 several (individuals compared as partitions of the facts)."""
+
 from typing import Any
 
 from ..base import MergeResult, PayloadError, field_error
@@ -14,7 +15,9 @@ def check_payload(content: dict, payload: Any, *, complete: bool) -> dict:
     pages = len(content.get("candidates") or [])
     passes = content.get("passes") or {}
     if not isinstance(payload, dict):
-        raise PayloadError([field_error("payload", "must be an object with individuals, groups and facts")])
+        raise PayloadError(
+            [field_error("payload", "must be an object with individuals, groups and facts")]
+        )
     errors: list[dict] = []
     individuals = payload.get("individuals")
     if isinstance(individuals, bool) or not isinstance(individuals, int) or individuals < 0:
@@ -23,24 +26,43 @@ def check_payload(content: dict, payload: Any, *, complete: bool) -> dict:
         errors.append(field_error("individuals", "must be at least 1: the paragraph has facts"))
     groups = payload.get("groups")
     if not isinstance(groups, list) or len(groups) != individuals:
-        raise PayloadError([field_error("groups", f"must be a list with one object per individual ({individuals})")])
+        raise PayloadError(
+            [
+                field_error(
+                    "groups", f"must be a list with one object per individual ({individuals})"
+                )
+            ]
+        )
     raw_facts = payload.get("facts")
     if not isinstance(raw_facts, list) or len(raw_facts) != len(facts):
         count = f", not {len(raw_facts)}" if isinstance(raw_facts, list) else ""
-        raise PayloadError([field_error("facts", f"must be a list with one object per fact ({len(facts)}){count}")])
-    normal_groups = [check_group(index, raw, pages, complete, errors) for index, raw in enumerate(groups)]
-    normal_facts = [check_fact(index, raw, individuals, pages, passes, complete, errors)
-                    for index, raw in enumerate(raw_facts)]
+        raise PayloadError(
+            [field_error("facts", f"must be a list with one object per fact ({len(facts)}){count}")]
+        )
+    normal_groups = [
+        check_group(index, raw, pages, complete, errors) for index, raw in enumerate(groups)
+    ]
+    normal_facts = [
+        check_fact(index, raw, individuals, pages, passes, complete, errors)
+        for index, raw in enumerate(raw_facts)
+    ]
     if complete:
         held = {fact["group"] for fact in normal_facts}
-        errors += [field_error(f"groups[{index}]", "holds no fact: put a fact in it or lower the number of individuals")
-                   for index in range(individuals) if index not in held]
+        errors += [
+            field_error(
+                f"groups[{index}]",
+                "holds no fact: put a fact in it or lower the number of individuals",
+            )
+            for index in range(individuals)
+            if index not in held
+        ]
     normalised = {"individuals": individuals, "groups": normal_groups, "facts": normal_facts}
     if "released" in payload:
         normalised["released"] = check_released(payload["released"], errors)
     if errors:
         raise PayloadError(errors)
     return normalised
+
 
 def check_group(index: int, raw: Any, pages: int, complete: bool, errors: list[dict]) -> dict:
     path = f"groups[{index}]"
@@ -50,38 +72,78 @@ def check_group(index: int, raw: Any, pages: int, complete: bool, errors: list[d
     link = raw.get("link")
     if link is None:
         if complete:
-            errors.append(field_error(f"{path}.link", "is required: link the individual to a page or to none of these"))
+            errors.append(
+                field_error(
+                    f"{path}.link", "is required: link the individual to a page or to none of these"
+                )
+            )
     elif link != NONE and not index_in(link, pages):
-        errors.append(field_error(f"{path}.link", f"must be a page number from 0 to {pages - 1} or \"none\""
-                                  if pages else "must be \"none\": the item has no candidate pages"))
+        errors.append(
+            field_error(
+                f"{path}.link",
+                f'must be a page number from 0 to {pages - 1} or "none"'
+                if pages
+                else 'must be "none": the item has no candidate pages',
+            )
+        )
         link = None
     return {"link": link}
 
-def check_fact(index: int, raw: Any, individuals: int, pages: int, passes: dict, complete: bool,
-               errors: list[dict]) -> dict:
+
+def check_fact(
+    index: int,
+    raw: Any,
+    individuals: int,
+    pages: int,
+    passes: dict,
+    complete: bool,
+    errors: list[dict],
+) -> dict:
     path = f"facts[{index}]"
     if not isinstance(raw, dict):
         errors.append(field_error(path, "must be an object"))
         return empty_fact()
     fact = {key: raw.get(key) for key in ("group", "label", "any_page", "entity")}
     if fact["group"] is not None and not index_in(fact["group"], individuals):
-        errors.append(field_error(f"{path}.group", f"must be an individual from 0 to {individuals - 1}"
-                                  if individuals else "must be null: there are no individuals yet"))
+        errors.append(
+            field_error(
+                f"{path}.group",
+                f"must be an individual from 0 to {individuals - 1}"
+                if individuals
+                else "must be null: there are no individuals yet",
+            )
+        )
     elif fact["group"] is None and complete:
         errors.append(field_error(f"{path}.group", "is required: put the fact into an individual"))
     if fact["label"] is not None and fact["label"] not in LABELS:
         errors.append(field_error(f"{path}.label", f"must be one of {', '.join(LABELS)}"))
     elif fact["label"] is None and complete:
-        errors.append(field_error(f"{path}.label", "is required: supported, not supported or irrelevant"))
+        errors.append(
+            field_error(f"{path}.label", "is required: supported, not supported or irrelevant")
+        )
     if fact["any_page"] is not None and fact["any_page"] not in ANY_PAGE:
         errors.append(field_error(f"{path}.any_page", f"must be one of {', '.join(ANY_PAGE)}"))
     elif fact["any_page"] is None and complete and passes.get("factscore_pass"):
-        errors.append(field_error(f"{path}.any_page", "is required: is the fact supported by any page?"))
-    if fact["entity"] is not None and fact["entity"] != NONE and not index_in(fact["entity"], pages):
-        errors.append(field_error(f"{path}.entity", f"must be a page number from 0 to {pages - 1} or \"none\""
-                                  if pages else "must be \"none\": the item has no candidate pages"))
+        errors.append(
+            field_error(f"{path}.any_page", "is required: is the fact supported by any page?")
+        )
+    if (
+        fact["entity"] is not None
+        and fact["entity"] != NONE
+        and not index_in(fact["entity"], pages)
+    ):
+        errors.append(
+            field_error(
+                f"{path}.entity",
+                f'must be a page number from 0 to {pages - 1} or "none"'
+                if pages
+                else 'must be "none": the item has no candidate pages',
+            )
+        )
     elif fact["entity"] is None and complete and passes.get("entity_pass"):
-        errors.append(field_error(f"{path}.entity", "is required: which page's person is the fact about?"))
+        errors.append(
+            field_error(f"{path}.entity", "is required: which page's person is the fact about?")
+        )
     return fact
 
 
@@ -152,4 +214,3 @@ def suggested_partition(suggestion: dict, count: int) -> list[int | None]:
             if isinstance(index, int) and 0 <= index < count:
                 partition[index] = group
     return partition
-

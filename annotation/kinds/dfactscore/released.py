@@ -1,5 +1,6 @@
 """Reading a D-FActScore import line: the paragraph and its candidate pages, and a released result
 file's decisions as a gold payload and as hints (docs/released-files.md)."""
+
 from typing import Any
 
 from pipeline.dfactscore_scores import topic_titles
@@ -7,8 +8,17 @@ from pipeline.dfactscore_scores import topic_titles
 from ..base import ImportLineError, ParsedItem, field_error, is_valid_url, optional_str, require_str
 from .settings import empty_fact
 
-LINE_FIELDS = ("prompt", "name", "response", "atomic_facts", "candidates", "model", "decisions", "global_decisions",
-               "id")
+LINE_FIELDS = (
+    "prompt",
+    "name",
+    "response",
+    "atomic_facts",
+    "candidates",
+    "model",
+    "decisions",
+    "global_decisions",
+    "id",
+)
 
 
 def parse_line(data: dict, line: int) -> ParsedItem:
@@ -25,7 +35,11 @@ def parse_line(data: dict, line: int) -> ParsedItem:
         for index, fact in enumerate(facts):
             if not isinstance(fact, str) or not fact.strip():
                 raise ImportLineError(line, f"atomic_facts[{index}]", "must be a non-empty string")
-    released = {key: _parse_decisions(data, key, line) for key in ("decisions", "global_decisions") if key in data}
+    released = {
+        key: _parse_decisions(data, key, line)
+        for key in ("decisions", "global_decisions")
+        if key in data
+    }
     if facts is None and released:
         # The facts annotators see: the grouped list's atoms (the labels D-FActScore judges), else the plain one's.
         given = released.get("global_decisions") or released.get("decisions") or []
@@ -54,8 +68,13 @@ def _norm(text: str) -> str:
 def _parse_candidates(data: dict, line: int) -> list[dict]:
     candidates = data.get("candidates")
     if not isinstance(candidates, list):
-        raise ImportLineError(line, "candidates", "must be a list of {title, url, text} objects"
-                              if "candidates" in data else "is missing")
+        raise ImportLineError(
+            line,
+            "candidates",
+            "must be a list of {title, url, text} objects"
+            if "candidates" in data
+            else "is missing",
+        )
     parsed, titles = [], set()
     for index, candidate in enumerate(candidates):
         path = f"candidates[{index}]"
@@ -63,12 +82,17 @@ def _parse_candidates(data: dict, line: int) -> list[dict]:
             raise ImportLineError(line, path, "must be an object with title, url and text")
         title = require_str(candidate, "title", line, path=f"{path}.title")
         if title in titles:
-            raise ImportLineError(line, f"{path}.title", f"{title!r} names an earlier candidate too")
+            raise ImportLineError(
+                line, f"{path}.title", f"{title!r} names an earlier candidate too"
+            )
         titles.add(title)
         url = candidate.get("url")
         if not is_valid_url(url):
-            raise ImportLineError(line, f"{path}.url", "is missing" if "url" not in candidate
-                                  else "must be an http(s) URL")
+            raise ImportLineError(
+                line,
+                f"{path}.url",
+                "is missing" if "url" not in candidate else "must be an http(s) URL",
+            )
         text = require_str(candidate, "text", line, path=f"{path}.text")
         parsed.append({"title": title, "url": url, "text": text})
     return parsed
@@ -85,13 +109,17 @@ def _parse_decisions(data: dict, key: str, line: int) -> list[dict] | None:
     if value is None:
         return None
     if not isinstance(value, list):
-        raise ImportLineError(line, key, "must be null or a list of {atom, is_supported, supporting_topic} objects")
+        raise ImportLineError(
+            line, key, "must be null or a list of {atom, is_supported, supporting_topic} objects"
+        )
     for index, entry in enumerate(value):
         path = f"{key}[{index}]"
         if not isinstance(entry, dict):
             raise ImportLineError(line, path, "must be an object with atom and is_supported")
         if not isinstance(entry.get("atom"), str):
-            raise ImportLineError(line, f"{path}.atom", "must be a string" if "atom" in entry else "is missing")
+            raise ImportLineError(
+                line, f"{path}.atom", "must be a string" if "atom" in entry else "is missing"
+            )
         if entry.get("is_supported") is not None and not isinstance(entry["is_supported"], bool):
             raise ImportLineError(line, f"{path}.is_supported", "must be true, false or null")
     return value
@@ -100,15 +128,23 @@ def _parse_decisions(data: dict, key: str, line: int) -> list[dict] | None:
 def build_content(name: str, response: str, facts: list[str], candidates: list[dict]) -> dict:
     """Stage content for facts the file gives, cut and placed as pre-annotation does it (the
     pages' passages, each fact's span in the response), so the item is ready without it."""
-    from pipeline.dfactscore import fact_span, sentence_spans, split_page  # loads NLTK and scikit-learn: kept out of web start-up
+    from pipeline.dfactscore import (  # loads NLTK and scikit-learn: kept out of web start-up
+        fact_span,
+        sentence_spans,
+        split_page,
+    )
     from pipeline.segmenter import split_sentences
 
     sentences = split_sentences(response)
     spans = sentence_spans(response, sentences)
     return {
         "name": name,
-        "facts": [{"text": fact, "span": fact_span(fact, response, sentences, spans)} for fact in facts],
-        "candidates": [{**candidate, "passages": split_page(candidate["text"])} for candidate in candidates],
+        "facts": [
+            {"text": fact, "span": fact_span(fact, response, sentences, spans)} for fact in facts
+        ],
+        "candidates": [
+            {**candidate, "passages": split_page(candidate["text"])} for candidate in candidates
+        ],
     }
 
 
@@ -118,7 +154,9 @@ def gold_from_released(facts: list[str], candidates: list[dict], released: dict,
     form one individual linked to that page; a fact the grouped list marks unsupported has no
     known individual (the release does not say), so its group stays open. The entries themselves
     are kept under ``released``: the item's scores are computed from them, exactly."""
-    titles = {candidate["title"]: index for candidate, index in zip(candidates, range(len(candidates)))}
+    titles = {
+        candidate["title"]: index for candidate, index in zip(candidates, range(len(candidates)))
+    }
     grouped = _by_atom(released.get("global_decisions"))
     plain = _by_atom(released.get("decisions"))
     groups: list[dict] = []
@@ -126,7 +164,9 @@ def gold_from_released(facts: list[str], candidates: list[dict], released: dict,
     payload_facts = []
     for text in facts:
         fact = empty_fact()
-        if (entry := grouped.get(_norm(text))) is not None and isinstance(entry.get("is_supported"), bool):
+        if (entry := grouped.get(_norm(text))) is not None and isinstance(
+            entry.get("is_supported"), bool
+        ):
             fact["label"] = "supported" if entry["is_supported"] else "not_supported"
             # a page the candidates do not hold (or no page) leaves the fact's individual open:
             # the scores come from the kept entries, not from the grouping
@@ -137,11 +177,17 @@ def gold_from_released(facts: list[str], candidates: list[dict], released: dict,
                     group_of_page[page] = len(groups)
                     groups.append({"link": page})
                 fact["group"] = group_of_page[page]
-        if (entry := plain.get(_norm(text))) is not None and isinstance(entry.get("is_supported"), bool):
+        if (entry := plain.get(_norm(text))) is not None and isinstance(
+            entry.get("is_supported"), bool
+        ):
             fact["any_page"] = "supported" if entry["is_supported"] else "not_supported"
         payload_facts.append(fact)
-    return {"individuals": len(groups), "groups": groups, "facts": payload_facts,
-            "released": {key: released.get(key) for key in ("decisions", "global_decisions")}}
+    return {
+        "individuals": len(groups),
+        "groups": groups,
+        "facts": payload_facts,
+        "released": {key: released.get(key) for key in ("decisions", "global_decisions")},
+    }
 
 
 def _by_atom(entries: list[dict] | None) -> dict[str, dict]:
@@ -169,7 +215,9 @@ def suggestion_from_gold(labels: dict) -> dict:
 
 def check_released(released: Any, errors: list[dict]) -> dict:
     if not isinstance(released, dict) or set(released) - {"decisions", "global_decisions"}:
-        errors.append(field_error("released", "must be an object with decisions and global_decisions"))
+        errors.append(
+            field_error("released", "must be an object with decisions and global_decisions")
+        )
         return {}
     for key in released:
         try:
@@ -177,4 +225,3 @@ def check_released(released: Any, errors: list[dict]) -> dict:
         except ImportLineError as exc:
             errors.append(field_error(f"released.{exc.field}", exc.message))
     return released
-

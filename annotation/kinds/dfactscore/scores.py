@@ -1,7 +1,9 @@
 """D-FActScore research: the paper's scores of consolidated paragraphs (human and machine), each
 fact's support for scoring, the LLM rater's inputs and the exported paragraph record."""
+
 from collections import defaultdict
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from pipeline.dfactscore_scores import model_scores, paragraph_scores
 
@@ -20,11 +22,19 @@ def rater_inputs(item: dict) -> tuple[str, list[str], list[dict]]:
     """The LLM rater's paragraph name, facts and candidate pages of an item-step."""
     content = item["content"]
     name = content.get("name") or (item["metadata"] or {}).get("name", "")
-    return (name, [fact["text"] for fact in content.get("facts") or []],
-            [{key: c.get(key) or "" for key in ("title", "url", "text")} for c in content.get("candidates") or []])
+    return (
+        name,
+        [fact["text"] for fact in content.get("facts") or []],
+        [
+            {key: c.get(key) or "" for key in ("title", "url", "text")}
+            for c in content.get("candidates") or []
+        ],
+    )
 
 
-def consolidated_scores(rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500) -> dict:
+def consolidated_scores(
+    rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500
+) -> dict:
     """FActScore and D-FActScore of the consolidated paragraphs, per paragraph (the first
     ``paragraph_limit``) and per source model, for the human gold records and for the machine
     pre-annotation of the same paragraphs, with the absolute difference per model (the paper
@@ -44,31 +54,70 @@ def consolidated_scores(rows: Iterable[tuple], settings: dict | None, paragraph_
         if theirs is not None:
             machine[model].append(theirs)
         if len(paragraphs) < paragraph_limit:
-            paragraphs.append({"item_id": item_id, "external_id": external_id, "model": model,
-                               "human": _paragraph_numbers(ours), "machine": theirs and _paragraph_numbers(theirs)})
+            paragraphs.append(
+                {
+                    "item_id": item_id,
+                    "external_id": external_id,
+                    "model": model,
+                    "human": _paragraph_numbers(ours),
+                    "machine": theirs and _paragraph_numbers(theirs),
+                }
+            )
     models = []
     for model, scored in human.items():
         ours = model_scores(scored)
         theirs = model_scores(machine[model]) if machine.get(model) else None
-        entry = {"model": model, "paragraphs": len(scored), "machine_paragraphs": len(machine.get(model, [])),
-                 "human": _model_numbers(ours), "machine": theirs and _model_numbers(theirs), "difference": None}
+        entry = {
+            "model": model,
+            "paragraphs": len(scored),
+            "machine_paragraphs": len(machine.get(model, [])),
+            "human": _model_numbers(ours),
+            "machine": theirs and _model_numbers(theirs),
+            "difference": None,
+        }
         if theirs is not None:
-            entry["difference"] = {key: abs(ours[key] - theirs[key])
-                                   if ours[key] is not None and theirs[key] is not None else None
-                                   for key in ("init_score", "init_global_score")}
+            entry["difference"] = {
+                key: abs(ours[key] - theirs[key])
+                if ours[key] is not None and theirs[key] is not None
+                else None
+                for key in ("init_score", "init_global_score")
+            }
         models.append(entry)
-    return {"irrelevant": irrelevant, "paragraph_count": count, "paragraphs": paragraphs, "models": models}
+    return {
+        "irrelevant": irrelevant,
+        "paragraph_count": count,
+        "paragraphs": paragraphs,
+        "models": models,
+    }
 
 
 def _paragraph_numbers(scores: dict) -> dict:
-    return {key: scores[key] for key in ("facts", "factscore", "dfactscore", "num_groups", "num_supporting_topics",
-                                         "distinct_entities")}
+    return {
+        key: scores[key]
+        for key in (
+            "facts",
+            "factscore",
+            "dfactscore",
+            "num_groups",
+            "num_supporting_topics",
+            "distinct_entities",
+        )
+    }
 
 
 def _model_numbers(scores: dict) -> dict:
     """The unpenalised means the paper reports (init_score: FActScore, init_global_score: D-FActScore)."""
-    return {key: scores.get(key) for key in ("init_score", "init_global_score", "respond_ratio", "num_facts_per_response",
-                                             "num_groups", "num_supporting_topics")}
+    return {
+        key: scores.get(key)
+        for key in (
+            "init_score",
+            "init_global_score",
+            "respond_ratio",
+            "num_facts_per_response",
+            "num_groups",
+            "num_supporting_topics",
+        )
+    }
 
 
 def paragraph_record(row: dict, scores: dict) -> dict:
@@ -77,7 +126,11 @@ def paragraph_record(row: dict, scores: dict) -> dict:
     candidates = content.get("candidates") or []
 
     def title(page):
-        return candidates[page]["title"] if isinstance(page, int) and 0 <= page < len(candidates) else None
+        return (
+            candidates[page]["title"]
+            if isinstance(page, int) and 0 <= page < len(candidates)
+            else None
+        )
 
     links = [group["link"] for group in gold["groups"]]
     metadata = row.get("metadata") or {}
@@ -90,10 +143,14 @@ def paragraph_record(row: dict, scores: dict) -> dict:
         "individuals": gold["individuals"],
         "links": [title(link) for link in links],
         "facts": [
-            {"text": fact["text"], "group": answer["group"],
-             "link": title(links[answer["group"]]) if answer["group"] is not None else None,
-             "label": answer["label"], "any_page": answer["any_page"],
-             "entity": NONE if answer["entity"] == NONE else title(answer["entity"])}
+            {
+                "text": fact["text"],
+                "group": answer["group"],
+                "link": title(links[answer["group"]]) if answer["group"] is not None else None,
+                "label": answer["label"],
+                "any_page": answer["any_page"],
+                "entity": NONE if answer["entity"] == NONE else title(answer["entity"]),
+            }
             for fact, answer in zip(content.get("facts") or [], gold["facts"])
         ],
         "factscore": scores["factscore"],
@@ -106,13 +163,18 @@ def paragraph_record(row: dict, scores: dict) -> dict:
     return record
 
 
-def fact_support(content: dict, payload: dict, irrelevant: str = "exclude") -> Iterator[tuple[int, bool, bool]]:
+def fact_support(
+    content: dict, payload: dict, irrelevant: str = "exclude"
+) -> Iterator[tuple[int, bool, bool]]:
     """(fact index, supported by any page, supported by its group's linked page) for each fact
     FActScore and D-FActScore count: the rules of pipeline.dfactscore_scores.released_lists,
     fact by fact (its lists do not keep the facts' indexes, which scoring keys units by)."""
     candidates = content.get("candidates") or []
     titles = {c: candidate.get("title") or None for c, candidate in enumerate(candidates)}
-    links = [titles.get(g.get("link")) if type(g.get("link")) is int else None for g in payload.get("groups") or []]
+    links = [
+        titles.get(g.get("link")) if type(g.get("link")) is int else None
+        for g in payload.get("groups") or []
+    ]
     for index, fact in enumerate(payload.get("facts") or []):
         label = fact.get("label")
         if label is None or (label == "irrelevant" and irrelevant == "exclude"):
@@ -121,7 +183,11 @@ def fact_support(content: dict, payload: dict, irrelevant: str = "exclude") -> I
         linked = links[group] if type(group) is int and 0 <= group < len(links) else None
         global_supported = label == "supported" and linked is not None
         any_page = fact.get("any_page")
-        supported = any_page == "supported" if any_page is not None and label != "irrelevant" else global_supported
+        supported = (
+            any_page == "supported"
+            if any_page is not None and label != "irrelevant"
+            else global_supported
+        )
         yield index, supported, global_supported
 
 
@@ -141,7 +207,12 @@ def machine_payload(suggestion: dict | None, count: int) -> dict | None:
     facts = []
     for index in range(count):
         judged = support[index] or []
-        answer = any_page[index] or (("supported" if any(s.get("supported") for s in judged) else "not_supported")
-                                     if judged else None)
-        facts.append({"group": partition[index], "label": labels[index], "any_page": answer, "entity": None})
+        answer = any_page[index] or (
+            ("supported" if any(s.get("supported") for s in judged) else "not_supported")
+            if judged
+            else None
+        )
+        facts.append(
+            {"group": partition[index], "label": labels[index], "any_page": answer, "entity": None}
+        )
     return {"individuals": len(groups), "groups": groups, "facts": facts}

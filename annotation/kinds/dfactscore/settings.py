@@ -1,11 +1,17 @@
 """The D-FActScore kind's answer vocabulary and its project settings (the "dfactscore" section)."""
+
 from typing import Any
 
 LABELS = ("supported", "not_supported", "irrelevant")
 ANY_PAGE = ("supported", "not_supported")
 NONE = "none"  # "none of these" pages
-DEFAULT_SETTINGS = {"factscore_pass": False, "entity_pass": False, "irrelevant": "exclude", "linking": "argmax",
-                    "support_threshold": 0.5}
+DEFAULT_SETTINGS = {
+    "factscore_pass": False,
+    "entity_pass": False,
+    "irrelevant": "exclude",
+    "linking": "argmax",
+    "support_threshold": 0.5,
+}
 SETTING_CHOICES = {"irrelevant": ("exclude", "not_supported"), "linking": ("argmax", "hungarian")}
 
 
@@ -27,11 +33,14 @@ def settings_error(section: Any) -> str | None:
         if section.get(key, DEFAULT_SETTINGS[key]) not in choices:
             return f"dfactscore.{key} must be one of {', '.join(choices)}, not {section[key]!r}"
     threshold = section.get("support_threshold", DEFAULT_SETTINGS["support_threshold"])
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, (int, float))
+        or not 0 <= threshold <= 1
+    ):
         return f"dfactscore.support_threshold must be a number from 0 to 1, not {threshold!r}"
     return None
 
 
 def empty_fact() -> dict:
     return {"group": None, "label": None, "any_page": None, "entity": None}
-

@@ -5,7 +5,9 @@ rater at consolidation (``Project.third_rater``). Step 3 (``step3.py``): each se
 whole response revised from the verified claims. The released file's shape is read and written
 in ``benchmark.py``.
 """
-from typing import Any, Hashable, Iterable
+
+from collections.abc import Hashable, Iterable
+from typing import Any
 
 from ..base import AgreementItem, KindSpec, MergeResult, ParsedItem
 from ..felm import parse_plain_line
@@ -34,7 +36,10 @@ class FactcheckKind(KindSpec):
     document_formats = ("factcheck-tool",)
     export_formats = ("factcheck-bench", "factcheck-subtasks")
     archive_formats = ("factcheck-subtasks",)
-    ordinal_fields = {"sentence_importance": SENTENCE_IMPORTANCE, "claim_importance": CLAIM_IMPORTANCE}
+    ordinal_fields = {
+        "sentence_importance": SENTENCE_IMPORTANCE,
+        "claim_importance": CLAIM_IMPORTANCE,
+    }
     export_later_stages = (2, 3)
     # the metadata holds the released evidence again (for retrieval), which no export writes
     export_reads_metadata = False
@@ -80,16 +85,33 @@ class FactcheckKind(KindSpec):
     def needs_precompute(self, stage: int, content: dict, suggestion: dict | None) -> bool:
         return stage in (1, 3) and (not content.get("sentences") or suggestion is None)
 
-    def precompute(self, stage: int, prompt: str, response: str, content: dict, settings: dict,
-                   previous_gold: dict | None = None, evidence_search=None, item_metadata: dict | None = None,
-                   earlier: dict | None = None) -> dict:
+    def precompute(
+        self,
+        stage: int,
+        prompt: str,
+        response: str,
+        content: dict,
+        settings: dict,
+        previous_gold: dict | None = None,
+        evidence_search=None,
+        item_metadata: dict | None = None,
+        earlier: dict | None = None,
+    ) -> dict:
         if stage == 2:
             return step2.precompute(previous_gold, settings, evidence_search, item_metadata)
         if stage == 3:
             earlier = earlier or {}
             step1, step2_ = earlier.get(1) or {}, earlier.get(2) or {}
-            content = content if content.get("sentences") else step3.build_content(
-                step1.get("content") or {}, step1.get("gold") or {}, step2_.get("content") or {}, step2_.get("gold") or {})
+            content = (
+                content
+                if content.get("sentences")
+                else step3.build_content(
+                    step1.get("content") or {},
+                    step1.get("gold") or {},
+                    step2_.get("content") or {},
+                    step2_.get("gold") or {},
+                )
+            )
             return {"content": content, **step3.suggest(content, settings, prompt)}
         if stage != 1:
             return {"content": content, "suggestion": None, "provenance": {}}
@@ -100,8 +122,14 @@ class FactcheckKind(KindSpec):
         config = LLMConfig.from_env(settings.get("llm"))
         result = suggest_step1(prompt, response, config, sentences=content.get("sentences") or None)
         sentences = [s["text"] for s in result["sentences"]]
-        suggestion = {"sentences": [{k: v for k, v in s.items() if k != "text"} for s in result["sentences"]]}
-        return {"content": {"sentences": sentences}, "suggestion": suggestion, "provenance": result["provenance"]}
+        suggestion = {
+            "sentences": [{k: v for k, v in s.items() if k != "text"} for s in result["sentences"]]
+        }
+        return {
+            "content": {"sentences": sentences},
+            "suggestion": suggestion,
+            "provenance": result["provenance"],
+        }
 
     def split_field(self, stage: int) -> str | None:
         return "sentences" if stage == 1 else None
@@ -109,7 +137,9 @@ class FactcheckKind(KindSpec):
     def stage_guideline(self, stage: int) -> str:
         return step3.GUIDELINE if stage == 3 else ""
 
-    def retrieve_unit(self, stage: int, content: dict, index: int, settings: dict, evidence_search) -> dict:
+    def retrieve_unit(
+        self, stage: int, content: dict, index: int, settings: dict, evidence_search
+    ) -> dict:
         claim = {key: content["claims"][index][key] for key in ("sentence", "claim", "text")}
         return retrieve_evidence([claim], settings, evidence_search())["content"]["claims"][0]
 
@@ -129,32 +159,45 @@ class FactcheckKind(KindSpec):
     def merge(self, stage: int, content: dict, payloads: list[dict]) -> MergeResult:
         return self._steps[stage].merge(content, payloads)
 
-    def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
+    def agreement_units(
+        self, stage: int, payloads: dict[Hashable, dict]
+    ) -> dict[str, dict[Any, dict]]:
         return self._steps[stage].agreement_units(payloads)
 
-    def agreement_unit_values(self, stage: int, content: dict, payloads: dict[Hashable, dict]) -> Iterable[tuple[dict, str, dict]]:
+    def agreement_unit_values(
+        self, stage: int, content: dict, payloads: dict[Hashable, dict]
+    ) -> Iterable[tuple[dict, str, dict]]:
         return self._steps[stage].unit_values(content, payloads)
 
     def extra_agreement(self, stage: int, items: Iterable[AgreementItem]) -> dict:
         return self._steps[stage].extra_agreement(items)
 
-    def suggestion_predictions(self, stage: int, content: dict, suggestion: dict | None,
-                               gold: dict | None = None) -> Iterable[tuple[str, tuple, Any]]:
+    def suggestion_predictions(
+        self, stage: int, content: dict, suggestion: dict | None, gold: dict | None = None
+    ) -> Iterable[tuple[str, tuple, Any]]:
         if stage == 1:
             return step1.suggestion_predictions(content, suggestion, gold)
-        return self._steps[stage].suggestion_predictions(content, suggestion) if stage in self._steps else ()
+        return (
+            self._steps[stage].suggestion_predictions(content, suggestion)
+            if stage in self._steps
+            else ()
+        )
 
     # -- export -----------------------------------------------------------------------------
 
     def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:
         if fmt != "factcheck-bench":
-            raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.export_formats)}")
+            raise ValueError(
+                f"export format {fmt!r} is not one of {', '.join(self.export_formats)}"
+            )
         for row in rows:
             yield benchmark_record(row)
 
     def archive_files(self, fmt: str) -> tuple[str, ...]:
         if fmt != "factcheck-subtasks":
-            raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.archive_formats)}")
+            raise ValueError(
+                f"export format {fmt!r} is not one of {', '.join(self.archive_formats)}"
+            )
         return subtasks.FILES
 
     def export_archive(self, fmt: str, rows: Iterable[dict]) -> Iterable[tuple[str, dict]]:
@@ -167,7 +210,17 @@ class FactcheckKind(KindSpec):
 
 
 __all__ = [
-    "CLAIM_CATEGORIES", "CLAIM_IMPORTANCE", "LATER_STEP_FIELDS", "SENTENCE_CHECKWORTHY", "SENTENCE_IMPORTANCE",
-    "SENTENCE_KEY", "FactcheckKind", "align_claims", "benchmark_record", "checkworthy_claims",
-    "decomposition_agreement", "empty_sentence", "retrieve_evidence",
+    "CLAIM_CATEGORIES",
+    "CLAIM_IMPORTANCE",
+    "LATER_STEP_FIELDS",
+    "SENTENCE_CHECKWORTHY",
+    "SENTENCE_IMPORTANCE",
+    "SENTENCE_KEY",
+    "FactcheckKind",
+    "align_claims",
+    "benchmark_record",
+    "checkworthy_claims",
+    "decomposition_agreement",
+    "empty_sentence",
+    "retrieve_evidence",
 ]

@@ -26,19 +26,35 @@ The export adds two documented fields per sentence, one entry per claim:
 ``human_evidence_metadata`` (the annotators' evidence as ``{"text", "url", "query", "reliable",
 "sufficient"}``, Appendix D.4).
 """
+
 import re
 
 from annotation.json_values import nul_path
 
-from ..base import ImportLineError, ParsedItem, PayloadError, is_valid_url, optional_str, require_str
+from ..base import (
+    ImportLineError,
+    ParsedItem,
+    PayloadError,
+    is_valid_url,
+    optional_str,
+    require_str,
+)
 from . import step2, step3
 from .step1 import CLAIM_CATEGORIES, CLAIM_IMPORTANCE, SENTENCE_CHECKWORTHY, SENTENCE_IMPORTANCE
 
 SENTENCE_KEY = re.compile(r"^sentence(\d+)$")
 # The nine step-2 fields of a released sentence, one entry per claim.
-STEP2_FIELDS = ("auto_evidence", "auto_evidence_url", "stance_claim_autoEvid", "if_automatic_evidence_enough_to_verify",
-                "human_evidence", "claims_factuality_label", "if_claim_needs_edit", "revised_claims",
-                "usedEvidence_index_in_revision")
+STEP2_FIELDS = (
+    "auto_evidence",
+    "auto_evidence_url",
+    "stance_claim_autoEvid",
+    "if_automatic_evidence_enough_to_verify",
+    "human_evidence",
+    "claims_factuality_label",
+    "if_claim_needs_edit",
+    "revised_claims",
+    "usedEvidence_index_in_revision",
+)
 EXTRA_FIELDS = ("auto_evidence_reliable", "human_evidence_metadata")
 # Step 3 in the released shape: per sentence, per item.
 STEP3_SENTENCE_FIELDS = ("revised_decontext", "sentence_factuality_label")
@@ -65,6 +81,7 @@ LATER_STEP_FIELDS = {
 
 # -- import -------------------------------------------------------------------------------------
 
+
 def parse_benchmark_line(data: dict, line: int) -> ParsedItem:
     prompt = require_str(data, "prompt", line, allow_empty=True)
     response = require_str(data, "response", line)
@@ -88,8 +105,11 @@ def parse_benchmark_line(data: dict, line: int) -> ParsedItem:
         paths.append(path)
     known = ("id", "prompt", "response", "sentences", *STEP3_ITEM_FIELDS)
     item = ParsedItem(
-        line=line, prompt=prompt, response=response,
-        external_id=optional_str(data, "id", line), source=optional_str(data, "source", line),
+        line=line,
+        prompt=prompt,
+        response=response,
+        external_id=optional_str(data, "id", line),
+        source=optional_str(data, "source", line),
         metadata={k: v for k, v in data.items() if k not in known},
         content={1: {"sentences": texts}},
         labels={1: {"sentences": gold}},
@@ -108,13 +128,17 @@ def _carries_step2(released: list[dict], step1: list[dict]) -> bool:
     A line of our own export made before step 2 was consolidated has empty lists: no step 2."""
     if any(isinstance(s.get(f), list) and s.get(f) for s in released for f in STEP2_FIELDS):
         return True
-    return not any(s["claims"] for s in step1) and all(f in s for s in released for f in STEP2_FIELDS)
+    return not any(s["claims"] for s in step1) and all(
+        f in s for s in released for f in STEP2_FIELDS
+    )
 
 
 def _choice(data: dict, key: str, choices: tuple, path: str, line: int):
     value = data.get(key)
     if value not in choices:
-        raise ImportLineError(line, f"{path}.{key}", f"must be one of {', '.join(choices)}, not {value!r}")
+        raise ImportLineError(
+            line, f"{path}.{key}", f"must be one of {', '.join(choices)}, not {value!r}"
+        )
     return value
 
 
@@ -124,24 +148,39 @@ def _released_step1(sentence: dict, path: str, line: int) -> dict:
     if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
         raise ImportLineError(line, f"{path}.claims", "must be a list of strings")
     per_claim = {}
-    for key, choices in (("claim_checkworthiness", CLAIM_CATEGORIES), ("if_most_important_claim", CLAIM_IMPORTANCE)):
+    for key, choices in (
+        ("claim_checkworthiness", CLAIM_CATEGORIES),
+        ("if_most_important_claim", CLAIM_IMPORTANCE),
+    ):
         values = sentence.get(key, [])
         if not isinstance(values, list) or len(values) != len(claims):
-            raise ImportLineError(line, f"{path}.{key}", f"must be a list with one entry per claim ({len(claims)})")
+            raise ImportLineError(
+                line, f"{path}.{key}", f"must be a list with one entry per claim ({len(claims)})"
+            )
         for index, value in enumerate(values):
             if value not in choices:
-                raise ImportLineError(line, f"{path}.{key}[{index}]", f"must be one of {', '.join(choices)}, not {value!r}")
+                raise ImportLineError(
+                    line,
+                    f"{path}.{key}[{index}]",
+                    f"must be one of {', '.join(choices)}, not {value!r}",
+                )
         per_claim[key] = values
     decontext = sentence.get("decontext", "")
     if not isinstance(decontext, str):
         raise ImportLineError(line, f"{path}.decontext", "must be a string")
     return {
         "decontext": decontext,
-        "importance": _choice(sentence, "most_importance_sentence", SENTENCE_IMPORTANCE, path, line),
-        "checkworthy": _choice(sentence, "sentence_checkworthiness", SENTENCE_CHECKWORTHY, path, line),
+        "importance": _choice(
+            sentence, "most_importance_sentence", SENTENCE_IMPORTANCE, path, line
+        ),
+        "checkworthy": _choice(
+            sentence, "sentence_checkworthiness", SENTENCE_CHECKWORTHY, path, line
+        ),
         "claims": [
             {"text": text, "category": category, "importance": importance}
-            for text, category, importance in zip(claims, per_claim["claim_checkworthiness"], per_claim["if_most_important_claim"])
+            for text, category, importance in zip(
+                claims, per_claim["claim_checkworthiness"], per_claim["if_most_important_claim"]
+            )
         ],
     }
 
@@ -150,25 +189,45 @@ def _released_claim(sentence: dict, j: int, path: str, line: int) -> dict:
     """The nine step-2 values of claim ``j``, their shapes checked."""
     values = {field: sentence[field][j] for field in STEP2_FIELDS}
     for field in ("auto_evidence", "auto_evidence_url", "stance_claim_autoEvid"):
-        if not isinstance(values[field], list) or not all(isinstance(v, str) for v in values[field]):
+        if not isinstance(values[field], list) or not all(
+            isinstance(v, str) for v in values[field]
+        ):
             raise ImportLineError(line, f"{path}.{field}[{j}]", "must be a list of strings")
     passages = len(values["auto_evidence"])
     if len(values["auto_evidence_url"]) != passages:
-        raise ImportLineError(line, f"{path}.auto_evidence_url[{j}]", f"must have one URL per passage ({passages})")
+        raise ImportLineError(
+            line, f"{path}.auto_evidence_url[{j}]", f"must have one URL per passage ({passages})"
+        )
     if values["stance_claim_autoEvid"] and len(values["stance_claim_autoEvid"]) != passages:
-        raise ImportLineError(line, f"{path}.stance_claim_autoEvid[{j}]", f"must be empty or have one stance per passage ({passages})")
+        raise ImportLineError(
+            line,
+            f"{path}.stance_claim_autoEvid[{j}]",
+            f"must be empty or have one stance per passage ({passages})",
+        )
     for k, stance in enumerate(values["stance_claim_autoEvid"]):
         if stance not in step2.STANCES:
-            raise ImportLineError(line, f"{path}.stance_claim_autoEvid[{j}][{k}]",
-                                  f"must be one of {', '.join(step2.STANCES)}, not {stance!r}")
-    for field, choices in (("if_automatic_evidence_enough_to_verify", (*step2.DECIDED, NA)),
-                           ("if_claim_needs_edit", (*step2.NEEDS_EDIT, NA))):
+            raise ImportLineError(
+                line,
+                f"{path}.stance_claim_autoEvid[{j}][{k}]",
+                f"must be one of {', '.join(step2.STANCES)}, not {stance!r}",
+            )
+    for field, choices in (
+        ("if_automatic_evidence_enough_to_verify", (*step2.DECIDED, NA)),
+        ("if_claim_needs_edit", (*step2.NEEDS_EDIT, NA)),
+    ):
         if values[field] not in choices:
-            raise ImportLineError(line, f"{path}.{field}[{j}]", f"must be one of {', '.join(choices)}, not {values[field]!r}")
+            raise ImportLineError(
+                line,
+                f"{path}.{field}[{j}]",
+                f"must be one of {', '.join(choices)}, not {values[field]!r}",
+            )
     factuality = values["claims_factuality_label"]
     if not isinstance(factuality, bool) and factuality not in ("true", "false", "unknown", NA):
-        raise ImportLineError(line, f"{path}.claims_factuality_label[{j}]",
-                              f"must be true, false, \"unknown\" or \"NA\", not {values['claims_factuality_label']!r}")
+        raise ImportLineError(
+            line,
+            f"{path}.claims_factuality_label[{j}]",
+            f'must be true, false, "unknown" or "NA", not {values["claims_factuality_label"]!r}',
+        )
     for field in ("human_evidence", "revised_claims", "usedEvidence_index_in_revision"):
         if not isinstance(values[field], str):
             raise ImportLineError(line, f"{path}.{field}[{j}]", "must be a string")
@@ -185,16 +244,26 @@ def _released_step2(item: ParsedItem, released: list[dict], paths: list[str], li
         for field in STEP2_FIELDS:
             value = sentence.get(field)
             if not isinstance(value, list):
-                raise ImportLineError(line, f"{path}.{field}", "must be a list with one entry per claim")
+                raise ImportLineError(
+                    line, f"{path}.{field}", "must be a list with one entry per claim"
+                )
             if len(value) != len(claims) and not (field == "revised_claims" and not claims):
-                raise ImportLineError(line, f"{path}.{field}", f"must have one entry per claim ({len(claims)}), not {len(value)}")
+                raise ImportLineError(
+                    line,
+                    f"{path}.{field}",
+                    f"must have one entry per claim ({len(claims)}), not {len(value)}",
+                )
         if not claims and sentence["revised_claims"]:
             extras["sentences"][str(s)] = {"revised_claims": _encode(sentence["revised_claims"])}
         carried_claims = []
         for j, text in enumerate(claims):
             values = _released_claim(sentence, j, path, line)
-            evidence = [step2.released_passage(t, u, k + 1)
-                        for k, (t, u) in enumerate(zip(values["auto_evidence"], values["auto_evidence_url"]))]
+            evidence = [
+                step2.released_passage(t, u, k + 1)
+                for k, (t, u) in enumerate(
+                    zip(values["auto_evidence"], values["auto_evidence_url"])
+                )
+            ]
             carried_claims.append({"text": text, "evidence": evidence})
             per_claim[(s, j)] = (values, evidence)
         carried.append({"claims": carried_claims})
@@ -231,7 +300,9 @@ def _carries_step3(data: dict, released: list[dict]) -> bool:
     return bool(data.get("revised_response")) or any(s.get("revised_decontext") for s in released)
 
 
-def _released_step3(item: ParsedItem, data: dict, released: list[dict], paths: list[str], line: int) -> None:
+def _released_step3(
+    item: ParsedItem, data: dict, released: list[dict], paths: list[str], line: int
+) -> None:
     """Stage-3 content (from the step-1 and step-2 gold) and gold payload. The released derived
     labels, and a revised sentence that is not a string (a list, in 7 released sentences), are
     kept in ``released`` and come back unchanged on export."""
@@ -246,18 +317,32 @@ def _released_step3(item: ParsedItem, data: dict, released: list[dict], paths: l
             kept["sentences"][str(s)] = {"revised_decontext": _encode(value)}
             value = " ".join(value)
         elif not isinstance(value, str):
-            raise ImportLineError(line, f"{path}.revised_decontext", "must be a string (or a list of strings)")
+            raise ImportLineError(
+                line, f"{path}.revised_decontext", "must be a string (or a list of strings)"
+            )
         label = sentence.get("sentence_factuality_label")
         if label not in (True, False, NA, None):
-            raise ImportLineError(line, f"{path}.sentence_factuality_label", f"must be true, false or \"NA\", not {label!r}")
+            raise ImportLineError(
+                line,
+                f"{path}.sentence_factuality_label",
+                f'must be true, false or "NA", not {label!r}',
+            )
         revised.append({"revised": value})
     if data.get("response_factuality") not in (True, False, NA, None):
-        raise ImportLineError(line, "response_factuality", f"must be true, false or \"NA\", not {data.get('response_factuality')!r}")
-    kept["labels"] = {"sentences": [s.get("sentence_factuality_label") for s in released],
-                      "response": data.get("response_factuality")}
+        raise ImportLineError(
+            line,
+            "response_factuality",
+            f'must be true, false or "NA", not {data.get("response_factuality")!r}',
+        )
+    kept["labels"] = {
+        "sentences": [s.get("sentence_factuality_label") for s in released],
+        "response": data.get("response_factuality"),
+    }
     content = step3.build_content(item.content[1], item.labels[1], item.content[2], item.labels[2])
     try:
-        payload = step3.validate_payload(content, {"sentences": revised, "response": response}, complete=False)
+        payload = step3.validate_payload(
+            content, {"sentences": revised, "response": response}, complete=False
+        )
     except PayloadError as exc:
         first = exc.errors[0]
         raise ImportLineError(line, f"step 3: {first['field']}", first["message"]) from None
@@ -274,12 +359,18 @@ def _payload_claim(values: dict, passages: int) -> dict:
     return {
         "stances": list(values["stance_claim_autoEvid"]) or [None] * passages,
         "reliable": [None] * passages,
-        "decided": values["if_automatic_evidence_enough_to_verify"] if values["if_automatic_evidence_enough_to_verify"] != NA else None,
+        "decided": values["if_automatic_evidence_enough_to_verify"]
+        if values["if_automatic_evidence_enough_to_verify"] != NA
+        else None,
         "manual_evidence": manual,
         "factuality": {True: "true", False: "false", NA: None}.get(factuality, factuality),
-        "needs_edit": values["if_claim_needs_edit"] if values["if_claim_needs_edit"] != NA else None,
+        "needs_edit": values["if_claim_needs_edit"]
+        if values["if_claim_needs_edit"] != NA
+        else None,
         "correction": values["revised_claims"],
-        "used_evidence": parse_used_evidence(values["usedEvidence_index_in_revision"], passages, len(manual)),
+        "used_evidence": parse_used_evidence(
+            values["usedEvidence_index_in_revision"], passages, len(manual)
+        ),
     }
 
 
@@ -295,11 +386,14 @@ def parse_human_evidence(raw: str) -> list[dict]:
 def render_human_evidence(entries: list[dict]) -> str:
     if not entries:
         return NA
-    return "\n\n".join(e["text"] if not e["url"] or e["url"] in e["text"] else f"{e['url']}\n{e['text']}" for e in entries)
+    return "\n\n".join(
+        e["text"] if not e["url"] or e["url"] in e["text"] else f"{e['url']}\n{e['text']}"
+        for e in entries
+    )
 
 
 def parse_used_evidence(raw: str, passages: int, manual: int) -> list:
-    """"1,5" → [0, 4]; "self-retrieved" → the first manual evidence; "-1", "NA" and notes → nothing."""
+    """ "1,5" → [0, 4]; "self-retrieved" → the first manual evidence; "-1", "NA" and notes → nothing."""
     used = []
     for token in (t.strip() for t in raw.split(",")):
         value = None
@@ -323,12 +417,16 @@ def render_claim(evidence: list[dict], answer: dict) -> dict:
     """A payload claim in the released step-2 vocabularies."""
     factuality = answer["factuality"]
     return {
-        "auto_evidence": [step2.restore_nuls(p["text"], p.get("nul_offsets") or []) for p in evidence],
+        "auto_evidence": [
+            step2.restore_nuls(p["text"], p.get("nul_offsets") or []) for p in evidence
+        ],
         "auto_evidence_url": [p["url"] for p in evidence],
         "stance_claim_autoEvid": list(answer["stances"]),
         "if_automatic_evidence_enough_to_verify": answer["decided"] or NA,
         "human_evidence": render_human_evidence(answer["manual_evidence"]),
-        "claims_factuality_label": {"true": True, "false": False, None: NA}.get(factuality, factuality),
+        "claims_factuality_label": {"true": True, "false": False, None: NA}.get(
+            factuality, factuality
+        ),
         "if_claim_needs_edit": answer["needs_edit"] or NA,
         "revised_claims": answer["correction"],
         "usedEvidence_index_in_revision": render_used_evidence(answer["used_evidence"]),
@@ -359,18 +457,30 @@ def _decode(value):
 
 # -- export -------------------------------------------------------------------------------------
 
+
 def _unverified_claim(text: str) -> dict:
     """A claim step 2 did not verify, as the released file writes one."""
-    return {"auto_evidence": [], "auto_evidence_url": [], "stance_claim_autoEvid": [],
-            "if_automatic_evidence_enough_to_verify": NA, "human_evidence": NA, "claims_factuality_label": "unknown",
-            "if_claim_needs_edit": NA, "revised_claims": text, "usedEvidence_index_in_revision": NA}
+    return {
+        "auto_evidence": [],
+        "auto_evidence_url": [],
+        "stance_claim_autoEvid": [],
+        "if_automatic_evidence_enough_to_verify": NA,
+        "human_evidence": NA,
+        "claims_factuality_label": "unknown",
+        "if_claim_needs_edit": NA,
+        "revised_claims": text,
+        "usedEvidence_index_in_revision": NA,
+    }
 
 
 def _step2_sentences(step1_gold: dict, stage2: dict) -> list[dict]:
     """Per sentence, the step-2 fields (and the extra fields) from the step-2 content and gold."""
     content, gold = stage2["content"], stage2["gold"]
     released = gold.get("released") or {}
-    verified = {(c["sentence"], c["claim"]): (c, a) for c, a in zip(content.get("claims", []), gold.get("claims", []))}
+    verified = {
+        (c["sentence"], c["claim"]): (c, a)
+        for c, a in zip(content.get("claims", []), gold.get("claims", []))
+    }
     result = []
     for s, sentence in enumerate(step1_gold["sentences"]):
         fields = {f: [] for f in (*STEP2_FIELDS, *EXTRA_FIELDS)}
@@ -378,9 +488,14 @@ def _step2_sentences(step1_gold: dict, stage2: dict) -> list[dict]:
             kept = _decode((released.get("claims") or {}).get(f"{s}/{j}") or {})
             if (s, j) in verified:
                 evidence, answer = verified[(s, j)][0]["evidence"], verified[(s, j)][1]
-                values = {**render_claim(evidence, answer), **{f: v for f, v in kept.items() if f in STEP2_FIELDS}}
+                values = {
+                    **render_claim(evidence, answer),
+                    **{f: v for f, v in kept.items() if f in STEP2_FIELDS},
+                }
                 fields["auto_evidence_reliable"].append(list(answer["reliable"]))
-                fields["human_evidence_metadata"].append([dict(e) for e in answer["manual_evidence"]])
+                fields["human_evidence_metadata"].append(
+                    [dict(e) for e in answer["manual_evidence"]]
+                )
             else:
                 values = _unverified_claim(claim["text"])
                 if kept.get("claim") == claim["text"]:
@@ -390,7 +505,9 @@ def _step2_sentences(step1_gold: dict, stage2: dict) -> list[dict]:
             for field in STEP2_FIELDS:
                 fields[field].append(values[field])
         if not sentence["claims"]:
-            fields["revised_claims"] = _decode(((released.get("sentences") or {}).get(str(s)) or {}).get("revised_claims", []))
+            fields["revised_claims"] = _decode(
+                ((released.get("sentences") or {}).get(str(s)) or {}).get("revised_claims", [])
+            )
         result.append(fields)
     return result
 
@@ -403,11 +520,20 @@ def _step3_fields(step1_gold: dict, stage2: dict, stage3: dict) -> dict:
     released = _decode(gold.get("released") or {})
     derived = step3.derived_labels(step1_gold, stage2["content"], stage2["gold"])
     labels = released.get("labels") or derived
-    sentences = [{"revised_decontext": ((released.get("sentences") or {}).get(str(s)) or {}).get("revised_decontext",
-                                                                                                 answer["revised"] or ""),
-                  "sentence_factuality_label": labels["sentences"][s]}
-                 for s, answer in enumerate(gold["sentences"])]
-    return {"sentences": sentences, "revised_response": gold["response"] or "", "response_factuality": labels["response"]}
+    sentences = [
+        {
+            "revised_decontext": ((released.get("sentences") or {}).get(str(s)) or {}).get(
+                "revised_decontext", answer["revised"] or ""
+            ),
+            "sentence_factuality_label": labels["sentences"][s],
+        }
+        for s, answer in enumerate(gold["sentences"])
+    ]
+    return {
+        "sentences": sentences,
+        "revised_response": gold["response"] or "",
+        "response_factuality": labels["response"],
+    }
 
 
 def benchmark_record(row: dict) -> dict:
@@ -420,15 +546,30 @@ def benchmark_record(row: dict) -> dict:
     step2_fields = _step2_sentences(row["gold"], stage2) if stage2 else None
     step3_fields = _step3_fields(row["gold"], stage2, stage3) if stage2 and stage3 else None
     sentences = {}
-    for index, (text, gold) in enumerate(zip(row["content"]["sentences"], row["gold"]["sentences"]), start=1):
+    for index, (text, gold) in enumerate(
+        zip(row["content"]["sentences"], row["gold"]["sentences"]), start=1
+    ):
         claims = gold["claims"]
-        later = step2_fields[index - 1] if step2_fields else {
-            **{key: list(value) for key, value in LATER_STEP_FIELDS.items() if isinstance(value, list)},
-            **{key: [] for key in EXTRA_FIELDS},
-        }
-        revision = step3_fields["sentences"][index - 1] if step3_fields else {
-            "sentence_factuality_label": LATER_STEP_FIELDS["sentence_factuality_label"],
-            "revised_decontext": LATER_STEP_FIELDS["revised_decontext"]}
+        later = (
+            step2_fields[index - 1]
+            if step2_fields
+            else {
+                **{
+                    key: list(value)
+                    for key, value in LATER_STEP_FIELDS.items()
+                    if isinstance(value, list)
+                },
+                **{key: [] for key in EXTRA_FIELDS},
+            }
+        )
+        revision = (
+            step3_fields["sentences"][index - 1]
+            if step3_fields
+            else {
+                "sentence_factuality_label": LATER_STEP_FIELDS["sentence_factuality_label"],
+                "revised_decontext": LATER_STEP_FIELDS["revised_decontext"],
+            }
+        )
         sentences[f"sentence{index}"] = {
             "text": text,
             "decontext": gold["decontext"],

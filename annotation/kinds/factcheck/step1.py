@@ -4,11 +4,23 @@ decontextualisation, checkworthiness and importance.
 The payload is ``{"sentences": [{"decontext", "importance", "checkworthy", "claims": [{"text",
 "category", "importance"}]}]}``, one sentence per sentence of the content.
 """
+
+from collections.abc import Hashable, Iterable, Iterator
 from statistics import mean
-from typing import Any, Hashable, Iterable, Iterator
+from typing import Any
 
 from .. import claims as claim_text
-from ..base import GOLD_RATER, AgreementItem, ImportLineError, MergeResult, ParsedItem, PayloadError, field_error, optional_str, require_str
+from ..base import (
+    GOLD_RATER,
+    AgreementItem,
+    ImportLineError,
+    MergeResult,
+    ParsedItem,
+    PayloadError,
+    field_error,
+    optional_str,
+    require_str,
+)
 
 SENTENCE_IMPORTANCE = ("yes", "intermediate", "no")
 # The released data uses the claim categories for sentences that are not checkworthy.
@@ -30,29 +42,47 @@ def empty_sentence(decontext: str = "", claims: list | None = None) -> dict:
 
 # -- import of the original tool's screen -----------------------------------------------------
 
+
 def parse_tool_input(data: dict, line: int) -> ParsedItem:
     """The original tool's step-1 screen input: sentences and machine "atomic claims"."""
     response = require_str(data, "response", line)
     sentences = data.get("sentences")
-    if not isinstance(sentences, list) or not sentences or not all(isinstance(s, str) and s.strip() for s in sentences):
+    if (
+        not isinstance(sentences, list)
+        or not sentences
+        or not all(isinstance(s, str) and s.strip() for s in sentences)
+    ):
         raise ImportLineError(line, "sentences", "must be a non-empty list of non-empty strings")
     atomic = data.get("atomic claims", [])
     if not isinstance(atomic, list) or (atomic and len(atomic) != len(sentences)):
-        raise ImportLineError(line, "atomic claims", f"must be a list with one list of claims per sentence ({len(sentences)})")
+        raise ImportLineError(
+            line,
+            "atomic claims",
+            f"must be a list with one list of claims per sentence ({len(sentences)})",
+        )
     for index, claims in enumerate(atomic):
         if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
             raise ImportLineError(line, f"atomic claims[{index}]", "must be a list of strings")
     known = ("prompt", "response", "sentences", "atomic claims", "id", "source")
     suggestion = None
     if atomic:
-        suggestion = {"sentences": [
-            {"decontext": sentence, "importance": None, "checkworthy": None,
-             "claims": [{"text": c, "category": None, "importance": None} for c in claims]}
-            for sentence, claims in zip(sentences, atomic)
-        ]}
+        suggestion = {
+            "sentences": [
+                {
+                    "decontext": sentence,
+                    "importance": None,
+                    "checkworthy": None,
+                    "claims": [{"text": c, "category": None, "importance": None} for c in claims],
+                }
+                for sentence, claims in zip(sentences, atomic)
+            ]
+        }
     return ParsedItem(
-        line=line, prompt=optional_str(data, "prompt", line), response=response,
-        external_id=optional_str(data, "id", line), source=optional_str(data, "source", line),
+        line=line,
+        prompt=optional_str(data, "prompt", line),
+        response=response,
+        external_id=optional_str(data, "id", line),
+        source=optional_str(data, "source", line),
         metadata={k: v for k, v in data.items() if k not in known},
         content={1: {"sentences": sentences}},
         suggestions={1: suggestion} if suggestion else {},
@@ -60,6 +90,7 @@ def parse_tool_input(data: dict, line: int) -> ParsedItem:
 
 
 # -- annotation payloads ------------------------------------------------------------------------
+
 
 def empty_payload(content: dict, suggestion: dict | None) -> dict:
     """Decontextualised sentences and claim texts start from the suggestion; every label
@@ -74,7 +105,10 @@ def empty_payload(content: dict, suggestion: dict | None) -> dict:
         if not hint:
             sentences.append(empty_sentence(text))
             continue
-        claims = [{"text": c.get("text", ""), "category": None, "importance": None} for c in hint.get("claims", [])]
+        claims = [
+            {"text": c.get("text", ""), "category": None, "importance": None}
+            for c in hint.get("claims", [])
+        ]
         sentences.append(empty_sentence(hint.get("decontext") or text, claims))
     return {"sentences": sentences}
 
@@ -82,11 +116,22 @@ def empty_payload(content: dict, suggestion: dict | None) -> dict:
 def validate_payload(content: dict, payload: Any, *, complete: bool) -> dict:
     expected = len(content.get("sentences", []))
     if not isinstance(payload, dict) or not isinstance(payload.get("sentences"), list):
-        raise PayloadError([field_error("sentences", "must be a list with one object per sentence")])
+        raise PayloadError(
+            [field_error("sentences", "must be a list with one object per sentence")]
+        )
     if len(payload["sentences"]) != expected:
-        raise PayloadError([field_error("sentences", f"has {len(payload['sentences'])} entries, the item has {expected} sentences")])
+        raise PayloadError(
+            [
+                field_error(
+                    "sentences",
+                    f"has {len(payload['sentences'])} entries, the item has {expected} sentences",
+                )
+            ]
+        )
     errors: list[dict] = []
-    sentences = [_validate_sentence(i, raw, complete, errors) for i, raw in enumerate(payload["sentences"])]
+    sentences = [
+        _validate_sentence(i, raw, complete, errors) for i, raw in enumerate(payload["sentences"])
+    ]
     if errors:
         raise PayloadError(errors)
     return {"sentences": sentences}
@@ -118,11 +163,29 @@ def _validate_sentence(index: int, raw: Any, complete: bool, errors: list[dict])
         errors.append(field_error(path, "must be an object"))
         return empty_sentence()
     sentence = {
-        "decontext": validate_text(raw.get("decontext"), f"{path}.decontext", complete, errors,
-                                   "is required: write the decontextualised sentence"),
-        "importance": validate_choice(raw.get("importance"), SENTENCE_IMPORTANCE, f"{path}.importance", complete, errors, "importance"),
-        "checkworthy": validate_choice(raw.get("checkworthy"), SENTENCE_CHECKWORTHY, f"{path}.checkworthy", complete, errors,
-                                       "checkworthiness"),
+        "decontext": validate_text(
+            raw.get("decontext"),
+            f"{path}.decontext",
+            complete,
+            errors,
+            "is required: write the decontextualised sentence",
+        ),
+        "importance": validate_choice(
+            raw.get("importance"),
+            SENTENCE_IMPORTANCE,
+            f"{path}.importance",
+            complete,
+            errors,
+            "importance",
+        ),
+        "checkworthy": validate_choice(
+            raw.get("checkworthy"),
+            SENTENCE_CHECKWORTHY,
+            f"{path}.checkworthy",
+            complete,
+            errors,
+            "checkworthiness",
+        ),
         "claims": [],
     }
     claims = raw.get("claims") or []
@@ -132,20 +195,42 @@ def _validate_sentence(index: int, raw: Any, complete: bool, errors: list[dict])
     for claim_index, claim in enumerate(claims):
         claim_path = f"{path}.claims[{claim_index}]"
         if not isinstance(claim, dict):
-            errors.append(field_error(claim_path, "must be an object with text, category and importance"))
+            errors.append(
+                field_error(claim_path, "must be an object with text, category and importance")
+            )
             continue
-        sentence["claims"].append({
-            "text": validate_text(claim.get("text"), f"{claim_path}.text", complete, errors,
-                                  "is required: write the claim or remove it"),
-            "category": validate_choice(claim.get("category"), CLAIM_CATEGORIES, f"{claim_path}.category", complete, errors,
-                                        "claim category"),
-            "importance": validate_choice(claim.get("importance"), CLAIM_IMPORTANCE, f"{claim_path}.importance", complete, errors,
-                                          "claim importance"),
-        })
+        sentence["claims"].append(
+            {
+                "text": validate_text(
+                    claim.get("text"),
+                    f"{claim_path}.text",
+                    complete,
+                    errors,
+                    "is required: write the claim or remove it",
+                ),
+                "category": validate_choice(
+                    claim.get("category"),
+                    CLAIM_CATEGORIES,
+                    f"{claim_path}.category",
+                    complete,
+                    errors,
+                    "claim category",
+                ),
+                "importance": validate_choice(
+                    claim.get("importance"),
+                    CLAIM_IMPORTANCE,
+                    f"{claim_path}.importance",
+                    complete,
+                    errors,
+                    "claim importance",
+                ),
+            }
+        )
     return sentence
 
 
 # -- consolidation ------------------------------------------------------------------------------
+
 
 def merge(content: dict, payloads: list[dict]) -> MergeResult:
     merged, disagreed, alignment = [], [], []
@@ -154,7 +239,10 @@ def merge(content: dict, payloads: list[dict]) -> MergeResult:
         path = f"sentences[{index}]"
         sentence = empty_sentence()
         for key in ("decontext", "importance", "checkworthy"):
-            values = [claim_text.normalise(v[key]) if isinstance(v[key], str) else v[key] for v in versions]
+            values = [
+                claim_text.normalise(v[key]) if isinstance(v[key], str) else v[key]
+                for v in versions
+            ]
             if all(v == values[0] for v in values):
                 sentence[key] = values[0]  # agreed up to whitespace: the gold gets it tidied
             else:
@@ -166,7 +254,9 @@ def merge(content: dict, payloads: list[dict]) -> MergeResult:
             present = [versions[k]["claims"][i] for k, i in enumerate(row) if i is not None]
             claim = {"text": "", "category": None, "importance": None}
             for key in claim:
-                values = [claim_text.normalise(c[key]) if key == "text" else c[key] for c in present]
+                values = [
+                    claim_text.normalise(c[key]) if key == "text" else c[key] for c in present
+                ]
                 if len(present) == len(versions) and all(v == values[0] for v in values):
                     claim[key] = values[0]
                 else:
@@ -178,6 +268,7 @@ def merge(content: dict, payloads: list[dict]) -> MergeResult:
 
 
 # -- agreement ----------------------------------------------------------------------------------
+
 
 def agreement_units(payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
     raters = list(payloads)
@@ -194,7 +285,10 @@ def agreement_units(payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]
                 if claim_index is None:
                     continue
                 claim = sentence["claims"][claim_index]
-                for field, key in (("claim_category", "category"), ("claim_importance", "importance")):
+                for field, key in (
+                    ("claim_category", "category"),
+                    ("claim_importance", "importance"),
+                ):
                     if claim.get(key):
                         units[field].setdefault((index, row_index), {})[rater] = claim[key]
     return units
@@ -212,7 +306,12 @@ def unit_values(content: dict, payloads: dict[Hashable, dict]) -> Iterator[tuple
             ids = {"sentence": f"sentence{index + 1}"}
             if row is not None:
                 if pivot_is_gold and index not in pivot_claims:
-                    pivot_claims[index] = [r[0] for r in align_claims([p["sentences"][index]["claims"] for p in payloads.values()])]
+                    pivot_claims[index] = [
+                        r[0]
+                        for r in align_claims(
+                            [p["sentences"][index]["claims"] for p in payloads.values()]
+                        )
+                    ]
                 ids["claim"] = pivot_claims[index][row] if pivot_is_gold else None
             yield ids, field, values
 
@@ -223,20 +322,33 @@ def extra_agreement(items: Iterable[AgreementItem]) -> dict:
     between, with_machine = [], {}
     for item in items:
         raters = list(item.payloads)
-        decompositions = {r: [[c["text"] for c in s["claims"]] for s in item.payloads[r]["sentences"]] for r in raters}
+        decompositions = {
+            r: [[c["text"] for c in s["claims"]] for s in item.payloads[r]["sentences"]]
+            for r in raters
+        }
         if len(raters) >= 2:
             between.extend(zip(decompositions[raters[0]], decompositions[raters[1]]))
         if item.suggestion:
-            machine = [[c.get("text", "") for c in s.get("claims", [])] for s in item.suggestion["sentences"]]
+            machine = [
+                [c.get("text", "") for c in s.get("claims", [])]
+                for s in item.suggestion["sentences"]
+            ]
             for rater in raters:
                 with_machine.setdefault(rater, []).extend(zip(decompositions[rater], machine))
-    return {"decomposition": {
-        "between_annotators": decomposition_agreement(between),
-        "annotator_vs_machine": {rater: decomposition_agreement(pairs) for rater, pairs in sorted(with_machine.items())},
-    }}
+    return {
+        "decomposition": {
+            "between_annotators": decomposition_agreement(between),
+            "annotator_vs_machine": {
+                rater: decomposition_agreement(pairs)
+                for rater, pairs in sorted(with_machine.items())
+            },
+        }
+    }
 
 
-def suggestion_predictions(content: dict, suggestion: dict | None, gold: dict | None = None) -> Iterator[tuple[str, tuple, str]]:
+def suggestion_predictions(
+    content: dict, suggestion: dict | None, gold: dict | None = None
+) -> Iterator[tuple[str, tuple, str]]:
     """The machine's sentence checkworthiness and claim categories as predictions of the
     scoring tasks (``checkworthiness``, ``claim_category``). The machine splits sentences into
     claims its own way: each of its claims is put on the gold claim it aligns with by text (as
@@ -244,7 +356,7 @@ def suggestion_predictions(content: dict, suggestion: dict | None, gold: dict | 
     ``gold``, its own claim indexes are used."""
     gold_sentences = (gold or {}).get("sentences")
     suggested = (suggestion or {}).get("sentences") or []
-    for index, hint in enumerate(suggested[:len(content.get("sentences", []))]):
+    for index, hint in enumerate(suggested[: len(content.get("sentences", []))]):
         if not isinstance(hint, dict):
             continue
         key = f"sentence{index + 1}"
@@ -254,10 +366,16 @@ def suggestion_predictions(content: dict, suggestion: dict | None, gold: dict | 
         if gold_sentences is None:
             rows = [(j, j) for j in range(len(machine))]
         else:
-            gold_claims = gold_sentences[index].get("claims", []) if index < len(gold_sentences) else []
+            gold_claims = (
+                gold_sentences[index].get("claims", []) if index < len(gold_sentences) else []
+            )
             rows = align_claims([gold_claims, machine])
         for gold_index, machine_index in rows:
-            if gold_index is not None and machine_index is not None and machine[machine_index].get("category"):
+            if (
+                gold_index is not None
+                and machine_index is not None
+                and machine[machine_index].get("category")
+            ):
                 yield "claim_category", (key, gold_index), machine[machine_index]["category"]
 
 
@@ -269,7 +387,10 @@ def align_claims(claim_lists: list[list[dict]]) -> list[list[int | None]]:
     rows: list[list[int | None]] = [[i] for i in range(len(texts[0]))]
     for column, other in enumerate(texts[1:], start=1):
         row_texts = [next(texts[k][i] for k, i in enumerate(row) if i is not None) for row in rows]
-        rows = [(rows[r] if r is not None else [None] * column) + [j] for r, j in claim_text.align(row_texts, other)]
+        rows = [
+            (rows[r] if r is not None else [None] * column) + [j]
+            for r, j in claim_text.align(row_texts, other)
+        ]
     return rows
 
 

@@ -38,8 +38,10 @@ A gold record imported from the released file may also hold ``released``: the re
 that this schema cannot hold (see ``benchmark.py``), given back by the export. It is never part
 of an annotator's or consolidator's payload: validation drops it.
 """
+
+from collections.abc import Hashable, Iterable, Iterator
 from statistics import mean
-from typing import Any, Hashable, Iterable, Iterator
+from typing import Any
 
 from pipeline.evidence import verdict_from_stances
 
@@ -49,7 +51,12 @@ from .step1 import validate_choice
 
 STANCES = ("completely-support", "partially-support", "refute", "irrelevant")
 # Three-way stance, as the paper also reports it: supporting = complete + partial.
-STANCE3 = {"completely-support": "support", "partially-support": "support", "refute": "refute", "irrelevant": "irrelevant"}
+STANCE3 = {
+    "completely-support": "support",
+    "partially-support": "support",
+    "refute": "refute",
+    "irrelevant": "irrelevant",
+}
 DECIDED = ("yes", "no")
 FACTUALITY = ("true", "false", "unknown")
 NEEDS_EDIT = ("yes", "no", "not_enough_evidence")
@@ -70,6 +77,7 @@ AGREEMENT_FIELDS = {
 
 
 # -- content ------------------------------------------------------------------------------------
+
 
 def checkworthy_claims(step1_gold: dict) -> list[dict]:
     """The consolidated factual claims of checkworthy sentences: what step 2 verifies."""
@@ -99,8 +107,18 @@ def restore_nuls(text: str, offsets: list[int]) -> str:
 def released_passage(text: str, url: str, rank: int) -> dict:
     """A released auto_evidence passage in the content's evidence shape."""
     stored, offsets = strip_nuls(text)
-    passage = {"text": stored, "url": url, "title": "", "source": "factcheck-bench", "query": "", "rank": rank,
-               "score": None, "lexical_score": None, "embedding_score": None, "passage_id": None}
+    passage = {
+        "text": stored,
+        "url": url,
+        "title": "",
+        "source": "factcheck-bench",
+        "query": "",
+        "rank": rank,
+        "score": None,
+        "lexical_score": None,
+        "embedding_score": None,
+        "passage_id": None,
+    }
     if offsets:
         passage["nul_offsets"] = offsets
     return passage
@@ -112,7 +130,10 @@ def retrieve_evidence(claims: list[dict], settings: dict, search) -> dict:
     Embeddings are only loaded where there is something to rank; ``settings["web_search"]``
     (base_url, api_key, timeout…) adds the web, ``settings["llm"]`` LLM queries and stance hints.
     """
-    from pipeline.factcheck_step2 import ClaimToCheck, suggest_step2  # loads NLTK and scikit-learn: kept out of web start-up
+    from pipeline.factcheck_step2 import (  # loads NLTK and scikit-learn: kept out of web start-up
+        ClaimToCheck,
+        suggest_step2,
+    )
     from pipeline.llm import LLMConfig
     from pipeline.retrieval import embed
     from pipeline.websearch import WebSearchConfig
@@ -121,17 +142,28 @@ def retrieve_evidence(claims: list[dict], settings: dict, search) -> dict:
     sources = search is not None or web.is_configured
     passages = settings.get("passages") or {}
     result = suggest_step2(
-        [ClaimToCheck(f"{c['sentence']}/{c['claim']}", c["text"]) for c in claims], search=search, web=web,
-        llm=LLMConfig.from_env(settings.get("llm")), embed=embed if sources and settings.get("embeddings", True) else None,
-        passage_size=passages.get("sentences"), passage_stride=passages.get("stride"),
+        [ClaimToCheck(f"{c['sentence']}/{c['claim']}", c["text"]) for c in claims],
+        search=search,
+        web=web,
+        llm=LLMConfig.from_env(settings.get("llm")),
+        embed=embed if sources and settings.get("embeddings", True) else None,
+        passage_size=passages.get("sentences"),
+        passage_stride=passages.get("stride"),
     )
     for claim, found in zip(claims, result["claims"]):
-        claim.update(queries=found["queries"], evidence=found["evidence"], problems=found["problems"])
-    return {"content": {"claims": claims}, "suggestion": None,
-            "provenance": {"evidence": {"sources": result["sources"]}}}
+        claim.update(
+            queries=found["queries"], evidence=found["evidence"], problems=found["problems"]
+        )
+    return {
+        "content": {"claims": claims},
+        "suggestion": None,
+        "provenance": {"evidence": {"sources": result["sources"]}},
+    }
 
 
-def precompute(previous_gold: dict | None, settings: dict, evidence_search, item_metadata: dict | None) -> dict:
+def precompute(
+    previous_gold: dict | None, settings: dict, evidence_search, item_metadata: dict | None
+) -> dict:
     """Step-2 content. Claims the item's released evidence covers (same sentence, same text up to
     whitespace) take the released passages; only the others are retrieved."""
     claims = checkworthy_claims(previous_gold or {})
@@ -151,17 +183,32 @@ def precompute(previous_gold: dict | None, settings: dict, evidence_search, item
             claim.update(queries=[], evidence=[dict(p) for p in evidence], problems=[])
     sources = ["factcheck-bench"] if len(missing) < len(claims) else []
     if missing:
-        retrieved = retrieve_evidence(missing, settings, evidence_search() if evidence_search else None)
+        retrieved = retrieve_evidence(
+            missing, settings, evidence_search() if evidence_search else None
+        )
         sources += [s for s in retrieved["provenance"]["evidence"]["sources"] if s not in sources]
-    return {"content": {"claims": claims}, "suggestion": None, "provenance": {"evidence": {"sources": sources}}}
+    return {
+        "content": {"claims": claims},
+        "suggestion": None,
+        "provenance": {"evidence": {"sources": sources}},
+    }
 
 
 # -- annotation payloads ------------------------------------------------------------------------
 
+
 def empty_claim(claim: dict) -> dict:
     passages = len(claim.get("evidence") or [])
-    return {"stances": [None] * passages, "reliable": [None] * passages, "decided": None, "manual_evidence": [],
-            "factuality": None, "needs_edit": None, "correction": claim.get("text", ""), "used_evidence": []}
+    return {
+        "stances": [None] * passages,
+        "reliable": [None] * passages,
+        "decided": None,
+        "manual_evidence": [],
+        "factuality": None,
+        "needs_edit": None,
+        "correction": claim.get("text", ""),
+        "used_evidence": [],
+    }
 
 
 def empty_payload(content: dict, suggestion: dict | None = None) -> dict:
@@ -179,8 +226,11 @@ def clear_claim_answer(content: dict, payload: dict, index: int) -> dict:
         return payload
     fresh = empty_claim(content["claims"][index])
     answer = dict(claims[index])
-    answer.update(stances=fresh["stances"], reliable=fresh["reliable"],
-                  used_evidence=[v for v in answer.get("used_evidence") or [] if isinstance(v, str)])
+    answer.update(
+        stances=fresh["stances"],
+        reliable=fresh["reliable"],
+        used_evidence=[v for v in answer.get("used_evidence") or [] if isinstance(v, str)],
+    )
     claims[index] = answer
     return {**payload, "claims": claims}
 
@@ -190,9 +240,19 @@ def validate_payload(content: dict, payload: Any, *, complete: bool) -> dict:
     if not isinstance(payload, dict) or not isinstance(payload.get("claims"), list):
         raise PayloadError([field_error("claims", "must be a list with one object per claim")])
     if len(payload["claims"]) != len(claims):
-        raise PayloadError([field_error("claims", f"has {len(payload['claims'])} entries, the item has {len(claims)} claims")])
+        raise PayloadError(
+            [
+                field_error(
+                    "claims",
+                    f"has {len(payload['claims'])} entries, the item has {len(claims)} claims",
+                )
+            ]
+        )
     errors: list[dict] = []
-    result = [_validate_claim(i, claim, raw, complete, errors) for i, (claim, raw) in enumerate(zip(claims, payload["claims"]))]
+    result = [
+        _validate_claim(i, claim, raw, complete, errors)
+        for i, (claim, raw) in enumerate(zip(claims, payload["claims"]))
+    ]
     if errors:
         raise PayloadError(errors)
     return {"claims": result}
@@ -211,13 +271,27 @@ def _validate_claim(index: int, claim: dict, raw: Any, complete: bool, errors: l
     out = {}
     stances = raw.get("stances")
     if not isinstance(stances, list) or len(stances) != passages:
-        errors.append(field_error(f"{path}.stances", f"must be a list with one stance per evidence passage ({passages})"))
+        errors.append(
+            field_error(
+                f"{path}.stances",
+                f"must be a list with one stance per evidence passage ({passages})",
+            )
+        )
         stances = [None] * passages
-    out["stances"] = [validate_choice(s, STANCES, f"{path}.stances[{k}]", complete, errors, "stance of this passage")
-                      for k, s in enumerate(stances)]
+    out["stances"] = [
+        validate_choice(
+            s, STANCES, f"{path}.stances[{k}]", complete, errors, "stance of this passage"
+        )
+        for k, s in enumerate(stances)
+    ]
     reliable = raw.get("reliable")
     if not isinstance(reliable, list) or len(reliable) != passages:
-        errors.append(field_error(f"{path}.reliable", f"must be a list with one true/false/null per evidence passage ({passages})"))
+        errors.append(
+            field_error(
+                f"{path}.reliable",
+                f"must be a list with one true/false/null per evidence passage ({passages})",
+            )
+        )
         reliable = [None] * passages
     out["reliable"] = []
     for k, value in enumerate(reliable):
@@ -225,14 +299,35 @@ def _validate_claim(index: int, claim: dict, raw: Any, complete: bool, errors: l
             errors.append(field_error(f"{path}.reliable[{k}]", "must be true, false or null"))
             value = None
         elif value is None and complete and out["stances"][k] not in (None, "irrelevant"):
-            errors.append(field_error(f"{path}.reliable[{k}]", "is required: say whether the source of this relevant passage is reliable"))
+            errors.append(
+                field_error(
+                    f"{path}.reliable[{k}]",
+                    "is required: say whether the source of this relevant passage is reliable",
+                )
+            )
         out["reliable"].append(value)
-    out["decided"] = validate_choice(raw.get("decided"), DECIDED, f"{path}.decided", complete, errors,
-                                     "whether the evidence decides the claim")
-    out["manual_evidence"] = _validate_manual(raw.get("manual_evidence"), f"{path}.manual_evidence", complete, errors)
-    out["factuality"] = validate_choice(raw.get("factuality"), FACTUALITY, f"{path}.factuality", complete, errors, "factuality")
-    out["needs_edit"] = validate_choice(raw.get("needs_edit"), NEEDS_EDIT, f"{path}.needs_edit", complete, errors,
-                                        "whether the claim needs an edit")
+    out["decided"] = validate_choice(
+        raw.get("decided"),
+        DECIDED,
+        f"{path}.decided",
+        complete,
+        errors,
+        "whether the evidence decides the claim",
+    )
+    out["manual_evidence"] = _validate_manual(
+        raw.get("manual_evidence"), f"{path}.manual_evidence", complete, errors
+    )
+    out["factuality"] = validate_choice(
+        raw.get("factuality"), FACTUALITY, f"{path}.factuality", complete, errors, "factuality"
+    )
+    out["needs_edit"] = validate_choice(
+        raw.get("needs_edit"),
+        NEEDS_EDIT,
+        f"{path}.needs_edit",
+        complete,
+        errors,
+        "whether the claim needs an edit",
+    )
     correction = raw.get("correction")
     if correction is None:
         correction = ""
@@ -240,21 +335,47 @@ def _validate_claim(index: int, claim: dict, raw: Any, complete: bool, errors: l
         errors.append(field_error(f"{path}.correction", "must be a string"))
         correction = ""
     out["correction"] = correction
-    out["used_evidence"] = _validate_used(raw.get("used_evidence"), passages, len(out["manual_evidence"]),
-                                          f"{path}.used_evidence", errors)
+    out["used_evidence"] = _validate_used(
+        raw.get("used_evidence"),
+        passages,
+        len(out["manual_evidence"]),
+        f"{path}.used_evidence",
+        errors,
+    )
     if complete:
         edit = out["needs_edit"]
         if out["decided"] == "no" and not out["manual_evidence"] and edit != "not_enough_evidence":
-            errors.append(field_error(f"{path}.manual_evidence", "is required when the retrieved evidence cannot decide the claim: "
-                                                                 "add the evidence you found, or choose not_enough_evidence"))
-        if edit in FACTUALITY_FOR_EDIT and out["factuality"] in FACTUALITY and out["factuality"] != FACTUALITY_FOR_EDIT[edit]:
-            errors.append(field_error(f"{path}.factuality", f"must be {FACTUALITY_FOR_EDIT[edit]} when needs_edit is {edit}"))
+            errors.append(
+                field_error(
+                    f"{path}.manual_evidence",
+                    "is required when the retrieved evidence cannot decide the claim: "
+                    "add the evidence you found, or choose not_enough_evidence",
+                )
+            )
+        if (
+            edit in FACTUALITY_FOR_EDIT
+            and out["factuality"] in FACTUALITY
+            and out["factuality"] != FACTUALITY_FOR_EDIT[edit]
+        ):
+            errors.append(
+                field_error(
+                    f"{path}.factuality",
+                    f"must be {FACTUALITY_FOR_EDIT[edit]} when needs_edit is {edit}",
+                )
+            )
         if edit == "yes":
             if not correction.strip():
-                errors.append(field_error(f"{path}.correction", "is required when the claim needs an edit"))
+                errors.append(
+                    field_error(f"{path}.correction", "is required when the claim needs an edit")
+                )
             if not out["used_evidence"]:
-                errors.append(field_error(f"{path}.used_evidence", "is required when the claim needs an edit: "
-                                                                   "name the evidence the correction rests on"))
+                errors.append(
+                    field_error(
+                        f"{path}.used_evidence",
+                        "is required when the claim needs an edit: "
+                        "name the evidence the correction rests on",
+                    )
+                )
     return out
 
 
@@ -268,7 +389,11 @@ def _validate_manual(raw: Any, path: str, complete: bool, errors: list[dict]) ->
     for m, entry in enumerate(raw):
         where = f"{path}[{m}]"
         if not isinstance(entry, dict):
-            errors.append(field_error(where, "must be an object with text, url, query, reliable and sufficient"))
+            errors.append(
+                field_error(
+                    where, "must be an object with text, url, query, reliable and sufficient"
+                )
+            )
             continue
         item = {}
         for key in ("text", "url", "query"):
@@ -279,11 +404,15 @@ def _validate_manual(raw: Any, path: str, complete: bool, errors: list[dict]) ->
                 value = ""
             item[key] = value
         if complete and not item["text"].strip():
-            errors.append(field_error(f"{where}.text", "is required: quote the evidence or remove it"))
+            errors.append(
+                field_error(f"{where}.text", "is required: quote the evidence or remove it")
+            )
         if item["url"] and not is_valid_url(item["url"]):
             errors.append(field_error(f"{where}.url", "must be an http or https URL"))
         elif complete and not item["url"]:
-            errors.append(field_error(f"{where}.url", "is required: give the evidence's http or https URL"))
+            errors.append(
+                field_error(f"{where}.url", "is required: give the evidence's http or https URL")
+            )
         for key in ("reliable", "sufficient"):
             value = entry.get(key)
             if not _is_bool_or_none(value):
@@ -300,7 +429,7 @@ def _validate_used(raw: Any, passages: int, manual: int, path: str, errors: list
     if raw is None:
         return []
     if not isinstance(raw, list):
-        errors.append(field_error(path, "must be a list of passage indexes or \"manual:N\""))
+        errors.append(field_error(path, 'must be a list of passage indexes or "manual:N"'))
         return []
     result = []
     for k, value in enumerate(raw):
@@ -309,14 +438,22 @@ def _validate_used(raw: Any, passages: int, manual: int, path: str, errors: list
             if not 0 <= value < passages:
                 errors.append(field_error(where, f"must be a passage index below {passages}"))
                 continue
-        elif isinstance(value, str) and value.startswith(MANUAL) and value[len(MANUAL):].isdigit() \
-                and value[len(MANUAL):].isascii():
-            if int(value[len(MANUAL):]) >= manual:
-                errors.append(field_error(where, f"names manual evidence that does not exist (there are {manual})"))
+        elif (
+            isinstance(value, str)
+            and value.startswith(MANUAL)
+            and value[len(MANUAL) :].isdigit()
+            and value[len(MANUAL) :].isascii()
+        ):
+            if int(value[len(MANUAL) :]) >= manual:
+                errors.append(
+                    field_error(
+                        where, f"names manual evidence that does not exist (there are {manual})"
+                    )
+                )
                 continue
-            value = f"{MANUAL}{int(value[len(MANUAL):])}"
+            value = f"{MANUAL}{int(value[len(MANUAL) :])}"
         else:
-            errors.append(field_error(where, "must be a passage index or \"manual:N\""))
+            errors.append(field_error(where, 'must be a passage index or "manual:N"'))
             continue
         if value in result:
             errors.append(field_error(where, "repeats an entry"))
@@ -326,6 +463,7 @@ def _validate_used(raw: Any, passages: int, manual: int, path: str, errors: list
 
 
 # -- consolidation ------------------------------------------------------------------------------
+
 
 def _same(values: list) -> bool:
     return all(v == values[0] for v in values)
@@ -375,7 +513,9 @@ def merge(content: dict, payloads: list[dict]) -> MergeResult:
                 if rows[keys[key]][column] is None:
                     rows[keys[key]][column] = m
         for r, row in enumerate(rows):
-            entries = [versions[c]["manual_evidence"][m] for c, m in enumerate(row) if m is not None]
+            entries = [
+                versions[c]["manual_evidence"][m] for c, m in enumerate(row) if m is not None
+            ]
             entry = dict(entries[0])
             for key in ("query", "reliable", "sufficient"):
                 if not _same([e[key] for e in entries]):
@@ -389,12 +529,18 @@ def merge(content: dict, payloads: list[dict]) -> MergeResult:
             renumbered = set()
             for value in version["used_evidence"]:
                 if isinstance(value, str):
-                    key = _manual_key(version["manual_evidence"][int(value[len(MANUAL):])])
+                    key = _manual_key(version["manual_evidence"][int(value[len(MANUAL) :])])
                     value = f"{MANUAL}{keys[key]}"
                 renumbered.add(value)
             used.append(renumbered)
         if _same(used):
-            out["used_evidence"] = sorted(used[0], key=lambda v: (isinstance(v, str), v if isinstance(v, int) else int(v[len(MANUAL):])))
+            out["used_evidence"] = sorted(
+                used[0],
+                key=lambda v: (
+                    isinstance(v, str),
+                    v if isinstance(v, int) else int(v[len(MANUAL) :]),
+                ),
+            )
         else:
             disagreed.append(f"{path}.used_evidence")
         merged.append(out)
@@ -403,6 +549,7 @@ def merge(content: dict, payloads: list[dict]) -> MergeResult:
 
 
 # -- agreement ----------------------------------------------------------------------------------
+
 
 def agreement_units(payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
     """Units: (claim, passage) for the stances, the claim for the other fields. Claims are the
@@ -427,13 +574,18 @@ def unit_values(content: dict, payloads: dict[Hashable, dict]) -> Iterator[tuple
     for field, units in agreement_units(payloads).items():
         for unit, values in units.items():
             index, passage = unit if isinstance(unit, tuple) else (unit, None)
-            ids = {"sentence": f"sentence{claims[index]['sentence'] + 1}", "claim": claims[index]["claim"]}
+            ids = {
+                "sentence": f"sentence{claims[index]['sentence'] + 1}",
+                "claim": claims[index]["claim"],
+            }
             if passage is not None:
                 ids["evidence"] = passage
             yield ids, field, values
 
 
-def suggestion_predictions(content: dict, suggestion: dict | None) -> Iterator[tuple[str, tuple, str]]:
+def suggestion_predictions(
+    content: dict, suggestion: dict | None
+) -> Iterator[tuple[str, tuple, str]]:
     """Stances and factuality as predictions of the scoring tasks (``stance4``/``stance3``,
     ``factuality``/``factuality_without_nee``). The content's claims are the gold step-1 claims
     step 2 verifies, so no alignment is needed. A suggestion in the payload's shape
@@ -449,11 +601,22 @@ def suggestion_predictions(content: dict, suggestion: dict | None) -> Iterator[t
             stances = [(p.get("stance_hint") or {}).get("label") for p in passages]
             factuality = None
         else:
-            answer = suggested[index] if index < len(suggested) and isinstance(suggested[index], dict) else {}
+            answer = (
+                suggested[index]
+                if index < len(suggested) and isinstance(suggested[index], dict)
+                else {}
+            )
             stances, factuality = answer.get("stances") or [], answer.get("factuality")
-        if not factuality and passages and len(stances) >= len(passages) and all(stances[:len(passages)]):
-            factuality = verdict_from_stances(stances[:len(passages)])  # every passage judged: the votes decide
-        for k, stance in enumerate(stances[:len(passages)]):
+        if (
+            not factuality
+            and passages
+            and len(stances) >= len(passages)
+            and all(stances[: len(passages)])
+        ):
+            factuality = verdict_from_stances(
+                stances[: len(passages)]
+            )  # every passage judged: the votes decide
+        for k, stance in enumerate(stances[: len(passages)]):
             if stance:
                 yield "stance4", (*key, k), stance
                 yield "stance3", (*key, k), stance
@@ -476,10 +639,16 @@ def extra_agreement(items: Iterable[AgreementItem]) -> dict:
             compared += 1
             if first.get("needs_edit") == "yes" and second.get("needs_edit") == "yes":
                 both += 1
-                distances.append(claim_text.normalised_edit_distance(first.get("correction", ""), second.get("correction", "")))
-    return {"corrections": {
-        "claims": compared,
-        "both_corrected": both,
-        "both_corrected_share": both / compared if compared else None,
-        "mean_normalised_edit_distance": mean(distances) if distances else None,
-    }}
+                distances.append(
+                    claim_text.normalised_edit_distance(
+                        first.get("correction", ""), second.get("correction", "")
+                    )
+                )
+    return {
+        "corrections": {
+            "claims": compared,
+            "both_corrected": both,
+            "both_corrected_share": both / compared if compared else None,
+            "mean_normalised_edit_distance": mean(distances) if distances else None,
+        }
+    }

@@ -18,18 +18,23 @@ sentence only repeated another, or said nothing true that is left); the response
 consolidation draft ``None`` marks a field the annotators disagree on and the consolidator has
 not settled yet.
 """
+
+from collections.abc import Hashable, Iterable, Iterator
 from statistics import mean
-from typing import Any, Hashable, Iterable, Iterator
+from typing import Any
 
 from .. import claims as claim_text
 from ..base import AgreementItem, MergeResult, PayloadError, field_error
 
 TRUE, FALSE, UNKNOWN, DELETED, UNVERIFIED = "true", "false", "unknown", "deleted", "unverified"
-GUIDELINE = ("Minimal edits: change only what a correction requires. Add no new information. Remove duplicates. "
-             "Keep the original order.")
+GUIDELINE = (
+    "Minimal edits: change only what a correction requires. Add no new information. Remove duplicates. "
+    "Keep the original order."
+)
 
 
 # -- content ------------------------------------------------------------------------------------
+
 
 def claim_verdict(answer: dict | None) -> str:
     if answer is None:
@@ -40,19 +45,33 @@ def claim_verdict(answer: dict | None) -> str:
     return UNKNOWN if edit == "not_enough_evidence" else TRUE
 
 
-def build_content(step1_content: dict, step1_gold: dict, step2_content: dict, step2_gold: dict) -> dict:
-    verified = {(c["sentence"], c["claim"]): answer
-                for c, answer in zip(step2_content.get("claims", []), step2_gold.get("claims", []))}
+def build_content(
+    step1_content: dict, step1_gold: dict, step2_content: dict, step2_gold: dict
+) -> dict:
+    verified = {
+        (c["sentence"], c["claim"]): answer
+        for c, answer in zip(step2_content.get("claims", []), step2_gold.get("claims", []))
+    }
     sentences = []
-    for s, (text, gold) in enumerate(zip(step1_content.get("sentences", []), step1_gold.get("sentences", []))):
+    for s, (text, gold) in enumerate(
+        zip(step1_content.get("sentences", []), step1_gold.get("sentences", []))
+    ):
         claims = []
         for j, claim in enumerate(gold.get("claims", [])):
             answer = verified.get((s, j))
             verdict = claim_verdict(answer)
-            corrected = (answer.get("correction") or "") if verdict in (FALSE, DELETED) else claim["text"]
+            corrected = (
+                (answer.get("correction") or "") if verdict in (FALSE, DELETED) else claim["text"]
+            )
             claims.append({"text": claim["text"], "verdict": verdict, "corrected": corrected})
-        sentences.append({"text": text, "decontext": gold.get("decontext") or text,
-                          "checkworthy": gold.get("checkworthy") == "yes", "claims": claims})
+        sentences.append(
+            {
+                "text": text,
+                "decontext": gold.get("decontext") or text,
+                "checkworthy": gold.get("checkworthy") == "yes",
+                "claims": claims,
+            }
+        )
     return {"sentences": sentences}
 
 
@@ -66,35 +85,59 @@ def suggest(content: dict, settings: dict, question: str) -> dict:
     from pipeline.revision import ClaimOutcome, SentenceToRevise, suggest_revisions
 
     revision = settings.get("revision") or {}
-    sentences = [SentenceToRevise(s["decontext"], s["checkworthy"], [ClaimOutcome(**c) for c in s["claims"]])
-                 for s in content["sentences"]]
-    revisions = suggest_revisions(sentences, LLMConfig.from_env(settings.get("llm")), question=question,
-                                  with_question=bool(revision.get("with_question")))
-    suggestion = {"sentences": [{"revised": r.text} for r in revisions],
-                  "response": join_sentences(r.text for r in revisions)}
+    sentences = [
+        SentenceToRevise(s["decontext"], s["checkworthy"], [ClaimOutcome(**c) for c in s["claims"]])
+        for s in content["sentences"]
+    ]
+    revisions = suggest_revisions(
+        sentences,
+        LLMConfig.from_env(settings.get("llm")),
+        question=question,
+        with_question=bool(revision.get("with_question")),
+    )
+    suggestion = {
+        "sentences": [{"revised": r.text} for r in revisions],
+        "response": join_sentences(r.text for r in revisions),
+    }
     backends = sorted({r.backend for r in revisions})
-    provenance = {"revision": {"backends": backends, "model": next((r.model for r in revisions if r.model), None),
-                               "fallbacks": [i for i, r in enumerate(revisions) if r.fallback],
-                               "with_question": bool(revision.get("with_question"))}}
+    provenance = {
+        "revision": {
+            "backends": backends,
+            "model": next((r.model for r in revisions if r.model), None),
+            "fallbacks": [i for i, r in enumerate(revisions) if r.fallback],
+            "with_question": bool(revision.get("with_question")),
+        }
+    }
     return {"suggestion": suggestion, "provenance": provenance}
 
 
 # -- payloads -------------------------------------------------------------------------------------
 
+
 def empty_payload(content: dict, suggestion: dict | None) -> dict:
     """Pre-filled with the machine revision (texts are starting points to edit, as step 1's)."""
     suggested = (suggestion or {}).get("sentences") or []
-    sentences = [{"revised": suggested[i]["revised"] if i < len(suggested) else s["decontext"]}
-                 for i, s in enumerate(content.get("sentences", []))]
+    sentences = [
+        {"revised": suggested[i]["revised"] if i < len(suggested) else s["decontext"]}
+        for i, s in enumerate(content.get("sentences", []))
+    ]
     response = (suggestion or {}).get("response")
-    return {"sentences": sentences, "response": response if response is not None else join_sentences(
-        s["revised"] for s in sentences)}
+    return {
+        "sentences": sentences,
+        "response": response
+        if response is not None
+        else join_sentences(s["revised"] for s in sentences),
+    }
 
 
-def _text(value: Any, path: str, complete: bool, errors: list[dict], *, allow_empty: bool) -> str | None:
+def _text(
+    value: Any, path: str, complete: bool, errors: list[dict], *, allow_empty: bool
+) -> str | None:
     if value is None:
         if complete:
-            errors.append(field_error(path, "is required: take an annotator's revision or write one"))
+            errors.append(
+                field_error(path, "is required: take an annotator's revision or write one")
+            )
         return None
     if not isinstance(value, str):
         errors.append(field_error(path, "must be a string"))
@@ -107,10 +150,19 @@ def _text(value: Any, path: str, complete: bool, errors: list[dict], *, allow_em
 def validate_payload(content: dict, payload: Any, *, complete: bool) -> dict:
     sentences = content.get("sentences", [])
     if not isinstance(payload, dict) or not isinstance(payload.get("sentences"), list):
-        raise PayloadError([field_error("sentences", "must be a list with one object per sentence")])
+        raise PayloadError(
+            [field_error("sentences", "must be a list with one object per sentence")]
+        )
     if len(payload["sentences"]) != len(sentences):
-        raise PayloadError([field_error("sentences", f"has {len(payload['sentences'])} entries, the item has "
-                                                     f"{len(sentences)} sentences")])
+        raise PayloadError(
+            [
+                field_error(
+                    "sentences",
+                    f"has {len(payload['sentences'])} entries, the item has "
+                    f"{len(sentences)} sentences",
+                )
+            ]
+        )
     errors: list[dict] = []
     out = []
     for i, raw in enumerate(payload["sentences"]):
@@ -118,7 +170,17 @@ def validate_payload(content: dict, payload: Any, *, complete: bool) -> dict:
             errors.append(field_error(f"sentences[{i}]", "must be an object with revised"))
             out.append({"revised": None})
             continue
-        out.append({"revised": _text(raw.get("revised"), f"sentences[{i}].revised", complete, errors, allow_empty=True)})
+        out.append(
+            {
+                "revised": _text(
+                    raw.get("revised"),
+                    f"sentences[{i}].revised",
+                    complete,
+                    errors,
+                    allow_empty=True,
+                )
+            }
+        )
     response = _text(payload.get("response"), "response", complete, errors, allow_empty=False)
     if errors:
         raise PayloadError(errors)
@@ -126,6 +188,7 @@ def validate_payload(content: dict, payload: Any, *, complete: bool) -> dict:
 
 
 # -- consolidation ------------------------------------------------------------------------------
+
 
 def merge(content: dict, payloads: list[dict]) -> MergeResult:
     """Revisions the annotators agree on (up to whitespace) are copied; the others start as
@@ -174,9 +237,19 @@ def unit_values(content: dict, payloads: dict[Hashable, dict]) -> Iterator[tuple
 def _compare(pairs: list[tuple[str, str]]) -> dict:
     return {
         "pairs": len(pairs),
-        "identical_share": mean(claim_text.normalise(a) == claim_text.normalise(b) for a, b in pairs) if pairs else None,
-        "mean_normalised_edit_distance": mean(claim_text.normalised_edit_distance(a, b) for a, b in pairs) if pairs else None,
-        "mean_word_overlap": mean(claim_text.word_overlap(a, b) for a, b in pairs) if pairs else None,
+        "identical_share": mean(
+            claim_text.normalise(a) == claim_text.normalise(b) for a, b in pairs
+        )
+        if pairs
+        else None,
+        "mean_normalised_edit_distance": mean(
+            claim_text.normalised_edit_distance(a, b) for a, b in pairs
+        )
+        if pairs
+        else None,
+        "mean_word_overlap": mean(claim_text.word_overlap(a, b) for a, b in pairs)
+        if pairs
+        else None,
     }
 
 
@@ -190,24 +263,38 @@ def extra_agreement(items: Iterable[AgreementItem]) -> dict:
         raters = list(item.payloads)
         if len(raters) >= 2:
             a, b = (item.payloads[r] for r in raters[:2])
-            between["sentences"] += [(x["revised"] or "", y["revised"] or "") for x, y in zip(a["sentences"], b["sentences"])]
+            between["sentences"] += [
+                (x["revised"] or "", y["revised"] or "")
+                for x, y in zip(a["sentences"], b["sentences"])
+            ]
             between["responses"].append((a.get("response") or "", b.get("response") or ""))
         if item.suggestion:
             for rater, payload in item.payloads.items():
                 mine = machine.setdefault(str(rater), {"sentences": [], "responses": []})
-                mine["sentences"] += [(x["revised"] or "", y["revised"])
-                                      for x, y in zip(payload["sentences"], item.suggestion.get("sentences", []))]
-                mine["responses"].append((payload.get("response") or "", item.suggestion.get("response") or ""))
-    return {"revisions": {
-        "between_annotators": {unit: _compare(pairs) for unit, pairs in between.items()},
-        "against_suggestion": {rater: {unit: _compare(pairs) for unit, pairs in units.items()}
-                               for rater, units in sorted(machine.items())},
-    }}
+                mine["sentences"] += [
+                    (x["revised"] or "", y["revised"])
+                    for x, y in zip(payload["sentences"], item.suggestion.get("sentences", []))
+                ]
+                mine["responses"].append(
+                    (payload.get("response") or "", item.suggestion.get("response") or "")
+                )
+    return {
+        "revisions": {
+            "between_annotators": {unit: _compare(pairs) for unit, pairs in between.items()},
+            "against_suggestion": {
+                rater: {unit: _compare(pairs) for unit, pairs in units.items()}
+                for rater, units in sorted(machine.items())
+            },
+        }
+    }
 
 
 # -- scoring ------------------------------------------------------------------------------------
 
-def suggestion_predictions(content: dict, suggestion: dict | None) -> Iterator[tuple[str, tuple, str]]:
+
+def suggestion_predictions(
+    content: dict, suggestion: dict | None
+) -> Iterator[tuple[str, tuple, str]]:
     """The machine's revised response as a prediction of the ``revision`` task (subtask 5)."""
     response = (suggestion or {}).get("response")
     if isinstance(response, str):
@@ -235,7 +322,13 @@ def derived_labels(step1_gold: dict, step2_content: dict, step2_gold: dict) -> d
     sentences = []
     for s in range(len(step1_gold.get("sentences", []))):
         verified = answers.get(s, [])
-        sentences.append(NA if not verified else all(a.get("factuality") == "true" for a in verified))
+        sentences.append(
+            NA if not verified else all(a.get("factuality") == "true" for a in verified)
+        )
     every = [a for group in answers.values() for a in group]
-    response = NA if not every else not any(a.get("needs_edit") in ("yes", "not_enough_evidence") for a in every)
+    response = (
+        NA
+        if not every
+        else not any(a.get("needs_edit") in ("yes", "not_enough_evidence") for a in every)
+    )
     return {"sentences": sentences, "response": response}

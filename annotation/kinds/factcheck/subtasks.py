@@ -15,7 +15,8 @@ repository), written from items in the released benchmark shape (``benchmark.ben
 A file holds only what the item's consolidated steps give: an item whose step 2 is not done has
 no line in files 3–5.
 """
-from typing import Iterator
+
+from collections.abc import Iterator
 
 FILES = (
     "subtask1_sentence_checkworthiness.jsonl",
@@ -24,7 +25,13 @@ FILES = (
     "subtask4_claim_factuality.jsonl",
     "subtask5_revision.jsonl",
 )
-LABEL = {True: "true", False: "false", "true": "true", "false": "false", "unknown": "not_enough_evidence"}
+LABEL = {
+    True: "true",
+    False: "false",
+    "true": "true",
+    "false": "false",
+    "unknown": "not_enough_evidence",
+}
 
 
 def _verified(sentence: dict) -> Iterator[int]:
@@ -56,12 +63,21 @@ def lines(name: str, record: dict) -> Iterator[dict]:
             for k in _verified(s):
                 label = LABEL.get(s["claims_factuality_label"][k])
                 if label:
-                    yield {"claim": s["claims"][k], "label": label, "revised_claim": s["revised_claims"][k]}
+                    yield {
+                        "claim": s["claims"][k],
+                        "label": label,
+                        "revised_claim": s["revised_claims"][k],
+                    }
     elif name == FILES[4]:
         state = record["response_factuality"]
         # the release lists only responses with a gold revision: factuality NA has none
         if state in (True, False, "true", "false"):
-            yield {"factual state": LABEL.get(state, state), "claim list": [c for s in sentences for c in s["revised_claims"]],
-                   "prompt": record["prompt"], "response": record["response"], "revised_response": record["revised_response"]}
+            yield {
+                "factual state": LABEL.get(state, state),
+                "claim list": [c for s in sentences for c in s["revised_claims"]],
+                "prompt": record["prompt"],
+                "response": record["response"],
+                "revised_response": record["revised_response"],
+            }
     else:
         raise ValueError(f"no subtask file {name!r}")

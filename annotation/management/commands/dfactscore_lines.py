@@ -1,4 +1,5 @@
 """Turn a D-FActScore result file and its generations into `format=dfactscore` import lines."""
+
 import json
 import sys
 
@@ -17,8 +18,10 @@ def result_lines(result: dict, generations: list[dict]) -> list[dict]:
         if not isinstance(result[key], list):
             raise CommandError(f"the result file's {key} must be a list (one entry per generation)")
         if len(result[key]) != len(generations):
-            raise CommandError(f"the result file's {key} has {len(result[key])} entries, "
-                               f"the generations file {len(generations)} lines: they must match one to one")
+            raise CommandError(
+                f"the result file's {key} has {len(result[key])} entries, "
+                f"the generations file {len(generations)} lines: they must match one to one"
+            )
     lines = []
     for index, generation in enumerate(generations):
         line = {**generation, **{key: result[key][index] for key in present}}
@@ -29,13 +32,17 @@ def result_lines(result: dict, generations: list[dict]) -> list[dict]:
 
 
 class Command(BaseCommand):
-    help = ("Make dfactscore import lines (labels_as=gold or suggestion) from a result file (decisions, "
-            "global_decisions: one entry per generation) and its generations JSONL (prompt, name, response, "
-            "candidates, model), in the same order.")
+    help = (
+        "Make dfactscore import lines (labels_as=gold or suggestion) from a result file (decisions, "
+        "global_decisions: one entry per generation) and its generations JSONL (prompt, name, response, "
+        "candidates, model), in the same order."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("result", help="the result JSON file")
-        parser.add_argument("generations", help="the generations JSONL file, one line per generation")
+        parser.add_argument(
+            "generations", help="the generations JSONL file, one line per generation"
+        )
         parser.add_argument("--output", "-o", help="file to write (default: standard output)")
 
     def handle(self, *args, **options):
@@ -43,7 +50,9 @@ class Command(BaseCommand):
             with open(options["result"], encoding="utf-8") as file:
                 result = json.load(file)
         except (OSError, ValueError) as exc:
-            raise CommandError(f"{options['result']}: cannot read the result file ({exc})") from None
+            raise CommandError(
+                f"{options['result']}: cannot read the result file ({exc})"
+            ) from None
         if not isinstance(result, dict):
             raise CommandError(f"{options['result']}: must hold one JSON object")
         generations = []
@@ -55,12 +64,18 @@ class Command(BaseCommand):
                     try:
                         data = json.loads(text)
                     except ValueError as exc:
-                        raise CommandError(f"{options['generations']}, line {number}: not JSON ({exc})") from None
+                        raise CommandError(
+                            f"{options['generations']}, line {number}: not JSON ({exc})"
+                        ) from None
                     if not isinstance(data, dict):
-                        raise CommandError(f"{options['generations']}, line {number}: must be a JSON object")
+                        raise CommandError(
+                            f"{options['generations']}, line {number}: must be a JSON object"
+                        )
                     generations.append(data)
         except OSError as exc:
-            raise CommandError(f"{options['generations']}: cannot read the generations file ({exc})") from None
+            raise CommandError(
+                f"{options['generations']}: cannot read the generations file ({exc})"
+            ) from None
         lines = result_lines(result, generations)
         out = open(options["output"], "w", encoding="utf-8") if options["output"] else sys.stdout
         try:

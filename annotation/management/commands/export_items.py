@@ -8,12 +8,16 @@ from .import_items import find_project
 
 
 class Command(BaseCommand):
-    help = ("Export a project as JSONL (consolidated records in a published shape, or raw annotations), or as a zip "
-            "of JSONL files (factcheck-subtasks: --output required).")
+    help = (
+        "Export a project as JSONL (consolidated records in a published shape, or raw annotations), or as a zip "
+        "of JSONL files (factcheck-subtasks: --output required)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("project", help="project id or name")
-        parser.add_argument("--format", required=True, help="felm, annotations, … (see the project kind)")
+        parser.add_argument(
+            "--format", required=True, help="felm, annotations, … (see the project kind)"
+        )
         parser.add_argument("--output", "-o", help="file to write (default: standard output)")
 
     def handle(self, *args, **options):
@@ -23,9 +27,14 @@ class Command(BaseCommand):
         stream = export(project, options["format"])
         binary = stream.content_type == "application/zip"
         if binary and not options["output"]:
-            raise CommandError(f"--format {options['format']} writes a zip archive: give --output FILE")
-        out = open(options["output"], "wb" if binary else "w", encoding=None if binary else "utf-8") \
-            if options["output"] else sys.stdout
+            raise CommandError(
+                f"--format {options['format']} writes a zip archive: give --output FILE"
+            )
+        out = (
+            open(options["output"], "wb" if binary else "w", encoding=None if binary else "utf-8")
+            if options["output"]
+            else sys.stdout
+        )
         count = 0
         try:
             for chunk in stream.chunks:

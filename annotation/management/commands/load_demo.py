@@ -3,6 +3,7 @@
 What the loading prints (the pipeline's tasks run in-process; the first run exports the embedding
 model to ONNX, about 150 lines of exporter messages) goes to ``DATA_DIR/log/load_demo.log``; the
 terminal gets what is happening, how long it took and the logins. ``-v 2`` prints everything."""
+
 import os
 import sys
 import time
@@ -10,14 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
-
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from annotation.models import Project, Role, ThirdRater
 from annotation.evidence.corpora import create_corpus
 from annotation.imports.items import import_jsonl
+from annotation.models import Project, Role, ThirdRater
 from annotation.services.projects import add_member, create_project
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
@@ -88,19 +88,30 @@ fact into one of them, then link each individual to the candidate page it descri
 """
 DFACTSCORE_PROJECT = ("Demo D-FActScore", "dfactscore_demo.jsonl")
 # Items whose step 1 is imported as gold, so step 2 (evidence from the demo corpus) opens at once.
-STEP2_PROJECT = ("Demo Factcheck-Bench step 2", "factcheck_step2_demo.jsonl", "evidence_corpus_demo.jsonl")
+STEP2_PROJECT = (
+    "Demo Factcheck-Bench step 2",
+    "factcheck_step2_demo.jsonl",
+    "evidence_corpus_demo.jsonl",
+)
 
 
 class Command(BaseCommand):
-    help = "Create demo users (password %s) and demo FELM and Factcheck-Bench projects." % DEMO_PASSWORD
+    help = (
+        "Create demo users (password %s) and demo FELM and Factcheck-Bench projects."
+        % DEMO_PASSWORD
+    )
 
     def handle(self, *args, **options):
-        first_run = not Project.objects.filter(name__in=[name for name, *_ in DEMO_PROJECTS]).exists()
+        first_run = not Project.objects.filter(
+            name__in=[name for name, *_ in DEMO_PROJECTS]
+        ).exists()
         log = Path(settings.DATA_DIR) / "log" / "load_demo.log"
         if first_run:
             shown = os.path.relpath(log) if not os.path.relpath(log).startswith("..") else log
-            self.stdout.write("Loading the demo users and projects (first run: about a minute on 2 cores, the "
-                              "embedding model is prepared once; details in %s)…" % shown)
+            self.stdout.write(
+                "Loading the demo users and projects (first run: about a minute on 2 cores, the "
+                "embedding model is prepared once; details in %s)…" % shown
+            )
         started = time.monotonic()
         with self.output_to(log, quiet=options["verbosity"] < 2):
             # The pipeline's tasks run when this transaction commits, inside the redirection too.
@@ -144,13 +155,17 @@ class Command(BaseCommand):
                     os.close(fd)
                 if failed:
                     tail = log.read_text(errors="replace").splitlines()[-20:]
-                    self.stderr.write("Loading the demo failed; the end of %s:\n%s" % (log, "\n".join(tail)))
+                    self.stderr.write(
+                        "Loading the demo failed; the end of %s:\n%s" % (log, "\n".join(tail))
+                    )
 
     def load(self):
         User = get_user_model()
         users = {}
         for username, is_staff, _ in DEMO_USERS:
-            user, created = User.objects.get_or_create(username=username, defaults={"is_staff": is_staff, "is_superuser": is_staff})
+            user, created = User.objects.get_or_create(
+                username=username, defaults={"is_staff": is_staff, "is_superuser": is_staff}
+            )
             if created:
                 user.set_password(DEMO_PASSWORD)
                 user.save()
@@ -158,8 +173,14 @@ class Command(BaseCommand):
         for name, kind, guidelines, filename in DEMO_PROJECTS:
             if Project.objects.filter(name=name).exists():
                 continue
-            project = create_project(name=name, kind=kind, created_by=users["admin"], guidelines=guidelines)
-            for username, role in (("alice", Role.ANNOTATOR), ("bob", Role.ANNOTATOR), ("carol", Role.CONSOLIDATOR)):
+            project = create_project(
+                name=name, kind=kind, created_by=users["admin"], guidelines=guidelines
+            )
+            for username, role in (
+                ("alice", Role.ANNOTATOR),
+                ("bob", Role.ANNOTATOR),
+                ("carol", Role.CONSOLIDATOR),
+            ):
                 add_member(project=project, user=users[username], role=role)
             with open(DEMO_DIR / filename, "rb") as handle:
                 import_jsonl(project, handle, fmt="plain")
@@ -170,14 +191,25 @@ class Command(BaseCommand):
         name, items_file, corpus_file = STEP2_PROJECT
         if Project.objects.filter(name=name).exists():
             return
-        project = create_project(name=name, kind="factcheck", created_by=users["admin"], guidelines=STEP2_GUIDELINES,
-                                 third_rater=ThirdRater.ALWAYS)
-        for username, role in (("alice", Role.ANNOTATOR), ("bob", Role.ANNOTATOR), ("dave", Role.ANNOTATOR),
-                               ("carol", Role.CONSOLIDATOR)):
+        project = create_project(
+            name=name,
+            kind="factcheck",
+            created_by=users["admin"],
+            guidelines=STEP2_GUIDELINES,
+            third_rater=ThirdRater.ALWAYS,
+        )
+        for username, role in (
+            ("alice", Role.ANNOTATOR),
+            ("bob", Role.ANNOTATOR),
+            ("dave", Role.ANNOTATOR),
+            ("carol", Role.CONSOLIDATOR),
+        ):
             add_member(project=project, user=users[username], role=role)
         # The corpus's import is queued first, so it is searchable when step 2's retrieval runs.
         with open(DEMO_DIR / corpus_file, "rb") as handle:
-            create_corpus(name="Demo evidence", user=users["admin"], upload=handle, projects=[project])
+            create_corpus(
+                name="Demo evidence", user=users["admin"], upload=handle, projects=[project]
+            )
         with open(DEMO_DIR / items_file, "rb") as handle:
             import_jsonl(project, handle, fmt="factcheck-bench", labels_as="gold")
 
@@ -185,9 +217,18 @@ class Command(BaseCommand):
         name, items_file = DFACTSCORE_PROJECT
         if Project.objects.filter(name=name).exists():
             return
-        project = create_project(name=name, kind="dfactscore", created_by=users["admin"], guidelines=DFACTSCORE_GUIDELINES,
-                                 pipeline_settings={"dfactscore": {"factscore_pass": True}})
-        for username, role in (("alice", Role.ANNOTATOR), ("bob", Role.ANNOTATOR), ("carol", Role.CONSOLIDATOR)):
+        project = create_project(
+            name=name,
+            kind="dfactscore",
+            created_by=users["admin"],
+            guidelines=DFACTSCORE_GUIDELINES,
+            pipeline_settings={"dfactscore": {"factscore_pass": True}},
+        )
+        for username, role in (
+            ("alice", Role.ANNOTATOR),
+            ("bob", Role.ANNOTATOR),
+            ("carol", Role.CONSOLIDATOR),
+        ):
             add_member(project=project, user=users[username], role=role)
         with open(DEMO_DIR / items_file, "rb") as handle:
             import_jsonl(project, handle, fmt="dfactscore")
