@@ -31,9 +31,7 @@ class ImportFailed(DomainError):
         self.errors = errors
         first = errors[0]
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        super().__init__(
-            f"line {first['line']}, field {first['field']!r}: {first['message']}{more}"
-        )
+        super().__init__(f"line {first['line']}, field {first['field']!r}: {first['message']}{more}")
 
 
 class UploadTooLarge(DomainError):

@@ -58,9 +58,7 @@ class ProjectEditForm(forms.Form):
         "agreement is measured on the shared items). D-FActScore double-annotated 0.1.",
     )
     third_rater = forms.ChoiceField(choices=ThirdRater.choices, label="Third rater")
-    guidelines = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 10}), required=False, help_text="Markdown"
-    )
+    guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 10}), required=False, help_text="Markdown")
     pipeline_settings = forms.JSONField(
         widget=forms.Textarea(attrs={"rows": 8}),
         required=False,
@@ -117,15 +115,11 @@ class UserCreateForm(forms.Form):
         empty_label="no project",
         help_text="add the new user to this project",
     )
-    role = forms.ChoiceField(
-        choices=[("", "—"), *Role.choices], required=False, label="Role in the project"
-    )
+    role = forms.ChoiceField(choices=[("", "—"), *Role.choices], required=False, label="Role in the project")
 
     def __init__(self, *args, projects=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["project"].queryset = (
-            projects if projects is not None else Project.objects.none()
-        )
+        self.fields["project"].queryset = projects if projects is not None else Project.objects.none()
 
     def clean(self):
         data = super().clean()

@@ -34,9 +34,7 @@ def _text_problem(text: str, nul: bool, surrogates: bool) -> str | None:
     return None
 
 
-def _walk(
-    value, path: str, nul: bool, surrogates: bool, non_finite: bool
-) -> tuple[str, str] | None:
+def _walk(value, path: str, nul: bool, surrogates: bool, non_finite: bool) -> tuple[str, str] | None:
     # Imports walk every line: plain positional recursion, and no closures (imports pause the
     # cyclic garbage collector, which a self-referencing closure would leak under).
     if isinstance(value, str):

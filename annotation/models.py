@@ -50,9 +50,7 @@ class Project(models.Model):
         help_text="Share of items annotated by annotators_per_item annotators; the others get one annotator, "
         "whose submission is their gold record (D-FActScore double-annotated 10 %).",
     )
-    third_rater = models.CharField(
-        max_length=20, choices=ThirdRater.choices, default=ThirdRater.ESCALATION
-    )
+    third_rater = models.CharField(max_length=20, choices=ThirdRater.choices, default=ThirdRater.ESCALATION)
     pipeline_settings = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -83,17 +81,11 @@ class Membership(models.Model):
     """A user's role in a project; a user may hold several roles in one project."""
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=20, choices=Role.choices)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["project", "user", "role"], name="unique_membership_role"
-            )
-        ]
+        constraints = [models.UniqueConstraint(fields=["project", "user", "role"], name="unique_membership_role")]
 
     def __str__(self):
         return f"{self.user} as {self.role} in {self.project}"
@@ -138,14 +130,10 @@ class ItemStage(models.Model):
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="stages")
     stage = models.PositiveSmallIntegerField(default=1)
-    status = models.CharField(
-        max_length=20, choices=StageStatus.choices, default=StageStatus.PRECOMPUTING
-    )
+    status = models.CharField(max_length=20, choices=StageStatus.choices, default=StageStatus.PRECOMPUTING)
     content = models.JSONField(default=dict, blank=True)
     suggestion = models.JSONField(null=True, blank=True)
-    provenance = models.JSONField(
-        default=dict, blank=True, help_text="Which backend/model produced what."
-    )
+    provenance = models.JSONField(default=dict, blank=True, help_text="Which backend/model produced what.")
     precompute_error = models.TextField(blank=True)
     discard_reason = models.TextField(blank=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -174,15 +162,9 @@ class Assignment(models.Model):
     """An item-stage given to one annotator, with the annotator's answer on it."""
 
     item_stage = models.ForeignKey(ItemStage, on_delete=models.CASCADE, related_name="assignments")
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments"
-    )
-    role = models.CharField(
-        max_length=20, choices=AssignmentRole.choices, default=AssignmentRole.ANNOTATOR
-    )
-    status = models.CharField(
-        max_length=20, choices=AssignmentStatus.choices, default=AssignmentStatus.ASSIGNED
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    role = models.CharField(max_length=20, choices=AssignmentRole.choices, default=AssignmentRole.ANNOTATOR)
+    status = models.CharField(max_length=20, choices=AssignmentStatus.choices, default=AssignmentStatus.ASSIGNED)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     submitted_at = models.DateTimeField(null=True, blank=True)
@@ -190,9 +172,7 @@ class Assignment(models.Model):
 
     class Meta:
         ordering = ["id"]
-        constraints = [
-            models.UniqueConstraint(fields=["item_stage", "user"], name="unique_assignment_user")
-        ]
+        constraints = [models.UniqueConstraint(fields=["item_stage", "user"], name="unique_assignment_user")]
         indexes = [models.Index(fields=["user", "status"])]
 
     def __str__(self):
@@ -206,9 +186,7 @@ class Annotation(models.Model):
     stale browser tab never overwrites newer work.
     """
 
-    assignment = models.OneToOneField(
-        Assignment, on_delete=models.CASCADE, related_name="annotation"
-    )
+    assignment = models.OneToOneField(Assignment, on_delete=models.CASCADE, related_name="annotation")
     payload = models.JSONField(default=dict)
     version = models.PositiveIntegerField(default=0)
     submitted = models.BooleanField(default=False)
@@ -228,9 +206,7 @@ class ConsolidationStatus(models.TextChoices):
 class Consolidation(models.Model):
     """The consolidator's task on an item-stage whose annotators all submitted."""
 
-    item_stage = models.OneToOneField(
-        ItemStage, on_delete=models.CASCADE, related_name="consolidation"
-    )
+    item_stage = models.OneToOneField(ItemStage, on_delete=models.CASCADE, related_name="consolidation")
     consolidator = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,
@@ -238,18 +214,10 @@ class Consolidation(models.Model):
         on_delete=models.SET_NULL,
         related_name="consolidations",
     )
-    status = models.CharField(
-        max_length=20, choices=ConsolidationStatus.choices, default=ConsolidationStatus.OPEN
-    )
-    draft = models.JSONField(
-        default=dict, blank=True, help_text="The consolidator's payload so far."
-    )
-    disagreed = models.JSONField(
-        default=list, blank=True, help_text="Paths of the fields the annotators disagree on."
-    )
-    alignment = models.JSONField(
-        null=True, blank=True, help_text="How the annotators' units line up (e.g. claims)."
-    )
+    status = models.CharField(max_length=20, choices=ConsolidationStatus.choices, default=ConsolidationStatus.OPEN)
+    draft = models.JSONField(default=dict, blank=True, help_text="The consolidator's payload so far.")
+    disagreed = models.JSONField(default=list, blank=True, help_text="Paths of the fields the annotators disagree on.")
+    alignment = models.JSONField(null=True, blank=True, help_text="How the annotators' units line up (e.g. claims).")
     draft_rows = models.JSONField(
         null=True,
         blank=True,
@@ -257,9 +225,7 @@ class Consolidation(models.Model):
     )
     version = models.PositiveIntegerField(default=0)
     discard_reason = models.TextField(blank=True)
-    escalation_reason = models.TextField(
-        blank=True, help_text="Why the consolidator asked for a third rater."
-    )
+    escalation_reason = models.TextField(blank=True, help_text="Why the consolidator asked for a third rater.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -296,9 +262,7 @@ class GoldRecord(models.Model):
 
     item_stage = models.OneToOneField(ItemStage, on_delete=models.CASCADE, related_name="gold")
     payload = models.JSONField()
-    source = models.CharField(
-        max_length=20, choices=GoldSource.choices, default=GoldSource.CONSOLIDATION
-    )
+    source = models.CharField(max_length=20, choices=GoldSource.choices, default=GoldSource.CONSOLIDATION)
     consolidated_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -326,11 +290,7 @@ class ExportLine(models.Model):
     line = models.TextField()
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["item", "format"], name="one_export_line_per_item_and_format"
-            )
-        ]
+        constraints = [models.UniqueConstraint(fields=["item", "format"], name="one_export_line_per_item_and_format")]
 
 
 class JobState(models.TextChoices):
@@ -387,9 +347,7 @@ class BackgroundJob(models.Model):
         """Queued or running, and silent for JOB_STALLED_AFTER_SECONDS."""
         if self.state not in (self.QUEUED, self.RUNNING) or self.last_sign_of_life is None:
             return False
-        return timezone.now() - self.last_sign_of_life > timedelta(
-            seconds=settings.JOB_STALLED_AFTER_SECONDS
-        )
+        return timezone.now() - self.last_sign_of_life > timedelta(seconds=settings.JOB_STALLED_AFTER_SECONDS)
 
 
 class UploadJob(BackgroundJob):
@@ -399,12 +357,8 @@ class UploadJob(BackgroundJob):
     # scored from its stored predictions); other jobs keep naming where their file was.
     FORGETS_UPLOAD = False
 
-    file_path = models.CharField(
-        max_length=300, blank=True, help_text="The stored upload, relative to DATA_DIR."
-    )
-    file_name = models.CharField(
-        max_length=255, blank=True, help_text="The name the file was uploaded under."
-    )
+    file_path = models.CharField(max_length=300, blank=True, help_text="The stored upload, relative to DATA_DIR.")
+    file_name = models.CharField(max_length=255, blank=True, help_text="The name the file was uploaded under.")
     file_size = models.BigIntegerField(default=0)
 
     class Meta:
@@ -516,9 +470,7 @@ class Passage(models.Model):
     class Meta:
         ordering = ["corpus", "document", "position"]
         constraints = [
-            models.UniqueConstraint(
-                fields=["corpus", "document", "position"], name="unique_passage_position"
-            )
+            models.UniqueConstraint(fields=["corpus", "document", "position"], name="unique_passage_position")
         ]
         # PostgreSQL also has a GIN index on ``search`` (migration 0004: created only there).
         indexes = [
@@ -541,9 +493,7 @@ class EvidenceSearch(BackgroundJob):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="evidence_searches")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     query = models.CharField(max_length=500)
-    claim = models.TextField(
-        blank=True, help_text="The claim being checked: ranking also weighs it."
-    )
+    claim = models.TextField(blank=True, help_text="The claim being checked: ranking also weighs it.")
     results = models.JSONField(default=list, blank=True)
     problems = models.JSONField(
         default=list,
@@ -571,9 +521,7 @@ class StageEvent(models.Model):
         choices=[(REOPENED, "Gold record reopened"), (RESTORED, "Discarded item restored")],
     )
     reason = models.TextField()
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -605,15 +553,11 @@ class SystemRun(UploadJob):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="system_runs")
     system = models.CharField(max_length=100)
     version = models.CharField(max_length=50, blank=True)
-    source = models.CharField(
-        max_length=20, choices=SystemRunSource.choices, default=SystemRunSource.UPLOAD
-    )
+    source = models.CharField(max_length=20, choices=SystemRunSource.choices, default=SystemRunSource.UPLOAD)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    options = models.JSONField(
-        default=dict, blank=True, help_text="Upload or LLM-rater settings (never secrets)."
-    )
+    options = models.JSONField(default=dict, blank=True, help_text="Upload or LLM-rater settings (never secrets).")
     units_total = models.PositiveIntegerField(default=0)
     units_done = models.PositiveIntegerField(default=0)
     predictions = models.JSONField(default=dict, blank=True)
@@ -622,9 +566,7 @@ class SystemRun(UploadJob):
     class Meta:
         ordering = ["-id"]
         constraints = [
-            models.UniqueConstraint(
-                fields=["project", "system", "version"], name="system_run_unique_version"
-            ),
+            models.UniqueConstraint(fields=["project", "system", "version"], name="system_run_unique_version"),
         ]
 
     def __str__(self):

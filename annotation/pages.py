@@ -8,9 +8,7 @@ from annotation import selectors
 from annotation.models import Project
 
 
-def project_for(
-    request, project_id: int, roles: set[str] | None = None
-) -> tuple[Project, set[str]]:
+def project_for(request, project_id: int, roles: set[str] | None = None) -> tuple[Project, set[str]]:
     """The project if the user belongs to it (404 otherwise), with one of ``roles`` (403 otherwise)."""
     project = get_object_or_404(Project, pk=project_id)
     user_roles = selectors.user_roles(request.user, project)

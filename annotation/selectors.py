@@ -45,9 +45,7 @@ VISIBLE_TO_ANNOTATORS = (
 def user_roles(user, project: Project) -> set[str]:
     if not user.is_authenticated:
         return set()
-    roles = set(
-        Membership.objects.filter(project=project, user=user).values_list("role", flat=True)
-    )
+    roles = set(Membership.objects.filter(project=project, user=user).values_list("role", flat=True))
     if user.is_superuser:
         roles.add(Role.ADMIN)
     return roles
@@ -88,11 +86,7 @@ def can_create_users(user) -> bool:
 def projects_administered_by(user) -> QuerySet[Project]:
     if user.is_superuser:
         return Project.objects.order_by("name")
-    return (
-        Project.objects.filter(memberships__user=user, memberships__role=Role.ADMIN)
-        .distinct()
-        .order_by("name")
-    )
+    return Project.objects.filter(memberships__user=user, memberships__role=Role.ADMIN).distinct().order_by("name")
 
 
 def can_change_llm_settings(user) -> bool:
@@ -120,11 +114,7 @@ def projects_for_user(user) -> QuerySet[Project]:
 
 
 def members(project: Project) -> QuerySet[Membership]:
-    return (
-        Membership.objects.filter(project=project)
-        .select_related("user")
-        .order_by("role", "user__username")
-    )
+    return Membership.objects.filter(project=project).select_related("user").order_by("role", "user__username")
 
 
 # -- annotator queue --------------------------------------------------------------------------
@@ -201,9 +191,7 @@ def gold_counts(project: Project) -> dict:
     """The project's gold records, whether consolidated here or imported with the items: in all,
     imported, and per step. A record under reconsolidation is not counted until saved again."""
     rows = (
-        GoldRecord.objects.filter(
-            item_stage__item__project=project, item_stage__status=StageStatus.DONE
-        )
+        GoldRecord.objects.filter(item_stage__item__project=project, item_stage__status=StageStatus.DONE)
         .values_list("item_stage__stage", "source")
         .annotate(n=Count("id"))
         .order_by()
@@ -223,9 +211,7 @@ def gold_counts(project: Project) -> dict:
 def waiting_without_third_rater(project: Project) -> QuerySet[Consolidation]:
     """Consolidations waiting for a third rater nobody could be given (no annotator was free)."""
     return (
-        Consolidation.objects.filter(
-            item_stage__item__project=project, status=ConsolidationStatus.WAITING
-        )
+        Consolidation.objects.filter(item_stage__item__project=project, status=ConsolidationStatus.WAITING)
         .annotate(
             raters=Count(
                 "item_stage__assignments",
@@ -236,9 +222,7 @@ def waiting_without_third_rater(project: Project) -> QuerySet[Consolidation]:
     )
 
 
-def consolidations_for_project(
-    project: Project, status: str | list[str] | None = None
-) -> QuerySet[Consolidation]:
+def consolidations_for_project(project: Project, status: str | list[str] | None = None) -> QuerySet[Consolidation]:
     queryset = Consolidation.objects.filter(item_stage__item__project=project).select_related(
         "item_stage__item", "consolidator"
     )
@@ -267,9 +251,7 @@ def consolidation_annotations(consolidation: Consolidation) -> list[dict]:
     ]
 
 
-def next_consolidation(
-    project: Project, after_id: int | None = None, user=None
-) -> Consolidation | None:
+def next_consolidation(project: Project, after_id: int | None = None, user=None) -> Consolidation | None:
     """The next open consolidation, skipping items ``user`` annotated."""
     open_ones = consolidations_for_project(project, ConsolidationStatus.OPEN)
     if user is not None:
@@ -286,10 +268,7 @@ def next_consolidation(
 
 def project_progress(project: Project) -> dict:
     by_status = dict(
-        ItemStage.objects.filter(item__project=project)
-        .values_list("status")
-        .annotate(n=Count("id"))
-        .order_by()
+        ItemStage.objects.filter(item__project=project).values_list("status").annotate(n=Count("id")).order_by()
     )
     annotators = (
         Assignment.objects.filter(item_stage__item__project=project)
@@ -309,9 +288,7 @@ def project_progress(project: Project) -> dict:
                 "username": row["user__username"],
                 "assigned": row["assigned"],
                 "submitted": row["submitted"],
-                "seconds_per_item": (row["active_seconds"] or 0) / row["submitted"]
-                if row["submitted"]
-                else None,
+                "seconds_per_item": (row["active_seconds"] or 0) / row["submitted"] if row["submitted"] else None,
             }
             for row in annotators
         ],
@@ -353,11 +330,7 @@ def item_detail(item: Item) -> list[dict]:
         if consolidation:
             events.append((consolidation.created_at, "consolidation opened"))
             if consolidation.status != ConsolidationStatus.OPEN:
-                who = (
-                    f" by {consolidation.consolidator.username}"
-                    if consolidation.consolidator
-                    else ""
-                )
+                who = f" by {consolidation.consolidator.username}" if consolidation.consolidator else ""
                 events.append(
                     (
                         consolidation.updated_at,
@@ -375,17 +348,12 @@ def item_detail(item: Item) -> list[dict]:
                 events.append((gold.updated_at, "gold record changed"))
         for event in stage.events.select_related("user"):
             who = f" by {event.user.username}" if event.user else ""
-            events.append(
-                (event.created_at, f"{event.get_action_display().lower()}{who}: {event.reason}")
-            )
+            events.append((event.created_at, f"{event.get_action_display().lower()}{who}: {event.reason}"))
         field = kind.split_field(stage.stage)
         steps.append(
             {
                 "stage": stage,
-                "assignments": [
-                    {"assignment": a, "annotation": getattr(a, "annotation", None)}
-                    for a in assignments
-                ],
+                "assignments": [{"assignment": a, "annotation": getattr(a, "annotation", None)} for a in assignments],
                 "consolidation": consolidation,
                 "gold": gold,
                 "events": sorted(events, key=lambda e: e[0]),
@@ -413,9 +381,7 @@ def project_overview(project: Project, stuck_days: int = STUCK_AFTER_DAYS) -> di
     step with the median active time of a submitted item, and what is stuck (assignments
     nobody started for ``stuck_days``, failed pre-annotations)."""
     kind = get_kind(project.kind)
-    by_step: dict[int, dict[str, int]] = {
-        step: {status: 0 for status in StageStatus.values} for step in kind.stages
-    }
+    by_step: dict[int, dict[str, int]] = {step: {status: 0 for status in StageStatus.values} for step in kind.stages}
     for step, status, n in (
         ItemStage.objects.filter(item__project=project)
         .values_list("stage", "status")
@@ -428,9 +394,7 @@ def project_overview(project: Project, stuck_days: int = STUCK_AFTER_DAYS) -> di
             "step": step,
             "total": sum(counts.values()),
             "states": [
-                {"status": status, "label": StageStatus(status).label, "count": n}
-                for status, n in counts.items()
-                if n
+                {"status": status, "label": StageStatus(status).label, "count": n} for status, n in counts.items() if n
             ],
         }
         for step, counts in sorted(by_step.items())
@@ -505,9 +469,7 @@ def corpora_for_user(user) -> QuerySet:
     if can_create_projects(user):
         return Corpus.objects.order_by("-id")
     return (
-        Corpus.objects.filter(
-            projects__memberships__user=user, projects__memberships__role=Role.ADMIN
-        )
+        Corpus.objects.filter(projects__memberships__user=user, projects__memberships__role=Role.ADMIN)
         .distinct()
         .order_by("-id")
     )

@@ -50,15 +50,11 @@ def run_import(self, job_id: int) -> dict:
     return {"job": job_id, "state": "failed" if failed else job.state if job else None}
 
 
-def run_retrying_on_database_errors(
-    task, run, fail, object_id: int, nothing_was: str, before_retry=None
-):
+def run_retrying_on_database_errors(task, run, fail, object_id: int, nothing_was: str, before_retry=None):
     """(``run(object_id)``, False), retried with backoff while the database is unreachable; after
     the task's last retry, or on any other exception, ``fail(object_id, message)`` ends the job:
     (None, True). The one catch-all of every job (services.jobs.run_job)."""
-    return jobs.run_job(
-        task, run, fail, object_id, nothing_was, before_retry=before_retry, label=task.name
-    )
+    return jobs.run_job(task, run, fail, object_id, nothing_was, before_retry=before_retry, label=task.name)
 
 
 @shared_task(bind=True, max_retries=5)

@@ -39,9 +39,7 @@ urlpatterns = [
         evidence_views.project_corpus_upload,
         name="project-corpora",
     ),
-    path(
-        "projects/<id:project_id>/retry/", import_views.project_retry_failed, name="project-retry"
-    ),
+    path("projects/<id:project_id>/retry/", import_views.project_retry_failed, name="project-retry"),
     path("projects/<id:project_id>/items/<id:item_id>/", views.item_page, name="item"),
     path(
         "projects/<id:project_id>/assignments/<id:assignment_id>/reassign/",
@@ -65,9 +63,7 @@ urlpatterns = [
         name="agreement-status",
     ),
     path("projects/<id:project_id>/llm-rater/", research_views.llm_rater_page, name="llm-rater"),
-    path(
-        "projects/<id:project_id>/leaderboard/", research_views.leaderboard_page, name="leaderboard"
-    ),
+    path("projects/<id:project_id>/leaderboard/", research_views.leaderboard_page, name="leaderboard"),
     path(
         "projects/<id:project_id>/leaderboard/upload/",
         research_views.system_run_upload,
@@ -84,9 +80,7 @@ urlpatterns = [
         name="system-run-delete",
     ),
     path("projects/<id:project_id>/next/", views.next_item, name="next-item"),
-    path(
-        "projects/<id:project_id>/consolidations/", views.consolidation_list, name="consolidations"
-    ),
+    path("projects/<id:project_id>/consolidations/", views.consolidation_list, name="consolidations"),
     path(
         "projects/<id:project_id>/consolidations/next/",
         views.next_consolidation,

@@ -75,9 +75,7 @@ def home(request):
                 "consolidations": selectors.consolidation_counts(project)
                 if roles & {Role.ADMIN, Role.CONSOLIDATOR}
                 else None,
-                "gold": selectors.gold_counts(project)["total"]
-                if roles & {Role.ADMIN, Role.CONSOLIDATOR}
-                else None,
+                "gold": selectors.gold_counts(project)["total"] if roles & {Role.ADMIN, Role.CONSOLIDATOR} else None,
             }
         )
     return render(
@@ -106,12 +104,8 @@ def project_create(request):
     # changes and the text is still a template); left empty, the service fills it in too.
     templates = {key: spec.guidelines_template() for key, spec in KINDS.items()}
     if not form.is_bound:
-        form.initial["guidelines"] = templates.get(
-            form.fields["kind"].initial or form.fields["kind"].choices[0][0], ""
-        )
-    return render(
-        request, "annotation/project_form.html", {"form": form, "guideline_templates": templates}
-    )
+        form.initial["guidelines"] = templates.get(form.fields["kind"].initial or form.fields["kind"].choices[0][0], "")
+    return render(request, "annotation/project_form.html", {"form": form, "guideline_templates": templates})
 
 
 @login_required
@@ -140,9 +134,7 @@ def user_create(request):
         except IntegrityError:  # the same name created by a concurrent request
             form.add_error("username", "a user with this username exists")
         else:
-            where = (
-                f" and added to {data['project'].name} as {data['role']}" if data["project"] else ""
-            )
+            where = f" and added to {data['project'].name} as {data['role']}" if data["project"] else ""
             messages.success(request, f"User {user.username} created{where}.")
             if data["project"]:
                 return redirect("annotation:project", project_id=data["project"].id)
@@ -174,9 +166,7 @@ def project_edit(request, project_id):
             except (DjangoValidationError, PermissionDenied) as exc:
                 form.add_error("pipeline_settings", "; ".join(getattr(exc, "messages", [str(exc)])))
             else:
-                messages.success(
-                    request, "Project settings saved." if changes else "Nothing changed."
-                )
+                messages.success(request, "Project settings saved." if changes else "Nothing changed.")
                 return redirect("annotation:project", project_id=project.id)
     return render(
         request,
@@ -205,9 +195,7 @@ def project_detail(request, project_id):
         context["waiting_without_rater"] = selectors.waiting_without_third_rater(project).count()
         annotators = selectors.members(project).filter(role=Role.ANNOTATOR).count()
         context["too_few_annotators"] = (
-            (annotators, project.annotators_per_item)
-            if annotators < project.annotators_per_item
-            else None
+            (annotators, project.annotators_per_item) if annotators < project.annotators_per_item else None
         )
         able, annotating = selectors.consolidators_who_annotate(project)
         context["every_consolidator_annotates"] = able > 0 and annotating == able
@@ -230,13 +218,9 @@ def project_detail(request, project_id):
                 "status_filter": status or "",
                 "statuses": StageStatus.choices,
                 "members": selectors.members(project),
-                "import_form": ImportForm(
-                    formats=get_kind(project.kind).import_formats, kind=project.kind
-                ),
+                "import_form": ImportForm(formats=get_kind(project.kind).import_formats, kind=project.kind),
                 "import_jobs": recent_imports(project),
-                "corpora": project.corpora.order_by("-id")
-                if get_kind(project.kind).searches_evidence
-                else None,
+                "corpora": project.corpora.order_by("-id") if get_kind(project.kind).searches_evidence else None,
                 "corpus_form": CorpusForm(),
                 "corpus_worker": corpus_services.embedded_by_worker(),
                 "import_max_bytes": settings.IMPORT_MAX_UPLOAD_BYTES,
@@ -266,9 +250,7 @@ def project_detail(request, project_id):
 def guidelines(request, project_id):
     project, _ = project_for(request, project_id)
     html = guideline_text.render(project.guidelines)
-    return render(
-        request, "annotation/guidelines.html", {"project": project, "guidelines_html": html}
-    )
+    return render(request, "annotation/guidelines.html", {"project": project, "guidelines_html": html})
 
 
 @login_required
@@ -276,13 +258,9 @@ def guidelines(request, project_id):
 def project_members(request, project_id):
     project, _ = project_for(request, project_id, {Role.ADMIN})
     if request.POST.get("remove"):
-        membership = get_object_or_404(
-            Membership, project=project, pk=parse_natural(request.POST["remove"]) or 0
-        )
+        membership = get_object_or_404(Membership, project=project, pk=parse_natural(request.POST["remove"]) or 0)
         try:
-            project_services.remove_member(
-                project=project, user=membership.user, role=membership.role
-            )
+            project_services.remove_member(project=project, user=membership.user, role=membership.role)
         except DomainError as exc:
             messages.error(request, f"Not removed: {exc}.")
         else:
@@ -301,19 +279,13 @@ def project_members(request, project_id):
         return redirect("annotation:project", project_id=project.id)
     form = MemberForm(request.POST)
     if form.is_valid():
-        project_services.add_member(
-            project=project, user=form.cleaned_data["user"], role=form.cleaned_data["role"]
-        )
-        messages.success(
-            request, f"{form.cleaned_data['username']} added as {form.cleaned_data['role']}."
-        )
+        project_services.add_member(project=project, user=form.cleaned_data["user"], role=form.cleaned_data["role"])
+        messages.success(request, f"{form.cleaned_data['username']} added as {form.cleaned_data['role']}.")
     else:
         messages.error(
             request,
             "Member not added: "
-            + "; ".join(
-                f"{field}: {message}" for field, errors in form.errors.items() for message in errors
-            ),
+            + "; ".join(f"{field}: {message}" for field, errors in form.errors.items() for message in errors),
         )
     return redirect("annotation:project", project_id=project.id)
 
@@ -324,9 +296,7 @@ def change_member_role(request, project: Project) -> None:
         messages.error(
             request,
             "Role not changed: "
-            + "; ".join(
-                f"{field}: {message}" for field, errors in form.errors.items() for message in errors
-            ),
+            + "; ".join(f"{field}: {message}" for field, errors in form.errors.items() for message in errors),
         )
         return
     membership = get_object_or_404(
@@ -344,11 +314,7 @@ def change_member_role(request, project: Project) -> None:
         messages.success(
             request,
             f"{membership.user.username} is now {role}, no longer {old_role}"
-            + (
-                "; their open assignments went to the other annotators."
-                if old_role == Role.ANNOTATOR
-                else "."
-            ),
+            + ("; their open assignments went to the other annotators." if old_role == Role.ANNOTATOR else "."),
         )
 
 
@@ -361,9 +327,7 @@ def item_page(request, project_id, item_id):
     if request.method == "POST":
         if not is_admin:
             raise PermissionDenied("only the project's admins change an item")
-        stage = get_object_or_404(
-            ItemStage, item=item, stage=parse_natural(request.POST.get("stage", "")) or 0
-        )
+        stage = get_object_or_404(ItemStage, item=item, stage=parse_natural(request.POST.get("stage", "")) or 0)
         if "reopen" in request.POST:
             try:
                 consolidation = consolidation_services.reopen_stage(
@@ -380,15 +344,11 @@ def item_page(request, project_id, item_id):
             messages.error(request, "Give the sentences, one a line.")
         else:
             try:
-                stage_services.correct_split(
-                    stage=stage, units=form.cleaned_data["units"].splitlines()
-                )
+                stage_services.correct_split(stage=stage, units=form.cleaned_data["units"].splitlines())
             except DomainError as exc:
                 messages.error(request, f"Not changed: {exc}.")
             else:
-                messages.success(
-                    request, f"Step {stage.stage} has the new split; its pre-annotation runs again."
-                )
+                messages.success(request, f"Step {stage.stage} has the new split; its pre-annotation runs again.")
         return redirect("annotation:item", project_id=project.id, item_id=item.id)
     return render(
         request,
@@ -464,12 +424,10 @@ def annotate(request, assignment_id):
                 "suggestion": stage.suggestion,
                 "provenance": stage.provenance,
                 # Submitted work is final even while the other annotator is still working.
-                "read_only": stage.status != StageStatus.ANNOTATING
-                or annotation_state["submitted"],
+                "read_only": stage.status != StageStatus.ANNOTATING or annotation_state["submitted"],
                 **annotation_state,
                 "api_url": reverse("assignment-annotation", args=[assignment.id]),
-                "next_url": reverse("annotation:next-item", args=[project.id])
-                + f"?after={assignment.id}",
+                "next_url": reverse("annotation:next-item", args=[project.id]) + f"?after={assignment.id}",
                 **stage_page_state(project, stage),
             },
             "progress": selectors.user_progress(project, request.user),
@@ -488,9 +446,7 @@ def reopen_submission(request, assignment_id):
     except DomainError as exc:
         messages.error(request, f"Not reopened: {exc}.")
     else:
-        messages.success(
-            request, "Reopened: your answer is a draft again. Submit it when you are done."
-        )
+        messages.success(request, "Reopened: your answer is a draft again. Submit it when you are done.")
     return redirect("annotation:annotate", assignment_id=assignment.id)
 
 
@@ -509,9 +465,7 @@ def consolidation_list(request, project_id):
     ]
     if status not in dict(filters):
         raise Http404(f"no consolidation status {status!r}")
-    chosen = {"all": None, "todo": [ConsolidationStatus.OPEN, ConsolidationStatus.WAITING]}.get(
-        status, status
-    )
+    chosen = {"all": None, "todo": [ConsolidationStatus.OPEN, ConsolidationStatus.WAITING]}.get(status, status)
     consolidations = selectors.consolidations_for_project(project, chosen)
     page = Paginator(consolidations, 50).get_page(request.GET.get("page"))
     return render(
@@ -565,9 +519,7 @@ def consolidate(request, consolidation_id):
                 stage.stage, stage.content or {}, stage.item.metadata or {}, consolidation.draft
             ),
             # with nobody free, an escalated item waits for the next annotator added (said before and after)
-            "no_free_third_rater": (
-                can_escalate or consolidation.status == ConsolidationStatus.WAITING
-            )
+            "no_free_third_rater": (can_escalate or consolidation.status == ConsolidationStatus.WAITING)
             and not has_third
             and not assignment_services.free_annotators(stage, {request.user.pk}),
             "state": {
@@ -582,8 +534,7 @@ def consolidate(request, consolidation_id):
                 "annotations": selectors.consolidation_annotations(consolidation),
                 "read_only": consolidation.status != "open",
                 "api_url": reverse("consolidation-detail", args=[consolidation.id]),
-                "next_url": reverse("annotation:next-consolidation", args=[project.id])
-                + f"?after={consolidation.id}",
+                "next_url": reverse("annotation:next-consolidation", args=[project.id]) + f"?after={consolidation.id}",
                 "provenance": stage.provenance,
                 **stage_page_state(project, stage),
             },
@@ -613,9 +564,7 @@ def stage_template(page: str, kind: str, stage: int) -> list[str]:
     return [f"annotation/{page}_{kind}_step{stage}.html", f"annotation/{page}_{kind}.html"]
 
 
-def _consolidation_form_action(
-    request, consolidation_id, form_class, act, *, invalid: str, done: str, failed: str
-):
+def _consolidation_form_action(request, consolidation_id, form_class, act, *, invalid: str, done: str, failed: str):
     """A consolidator's form on the consolidation page (discard, escalate): the form's reason to
     ``act``; back to the page on a refusal, on to the next consolidation when done."""
     consolidation = consolidation_for(request, consolidation_id)
@@ -629,9 +578,7 @@ def _consolidation_form_action(
         messages.error(request, f"{failed}: {exc}.")
         return redirect("annotation:consolidate", consolidation_id=consolidation.id)
     messages.success(request, done(consolidation) if callable(done) else done)
-    return redirect(
-        "annotation:next-consolidation", project_id=consolidation.item_stage.item.project_id
-    )
+    return redirect("annotation:next-consolidation", project_id=consolidation.item_stage.item.project_id)
 
 
 @login_required

@@ -55,9 +55,7 @@ ID = NATURAL.pattern
 
 
 def item_stage_of(project: Project, item_id, stage) -> ItemStage:
-    item_stage = ItemStage.objects.filter(
-        item__project=project, item_id=item_id, stage=stage
-    ).first()
+    item_stage = ItemStage.objects.filter(item__project=project, item_id=item_id, stage=stage).first()
     if item_stage is None:
         raise NotFound("no such item step in this project")
     return item_stage

@@ -23,9 +23,7 @@ from .serializers import (
 )
 
 ERROR_400 = OpenApiResponse(ErrorSerializer, description="invalid input")
-ERROR_404 = OpenApiResponse(
-    ErrorSerializer, description="no such corpus, or not one of the caller's projects"
-)
+ERROR_404 = OpenApiResponse(ErrorSerializer, description="no such corpus, or not one of the caller's projects")
 
 
 def _check_admin_of(user, projects) -> None:
@@ -55,12 +53,8 @@ class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         responses={
             202: CorpusSerializer,
             400: ERROR_400,
-            403: OpenApiResponse(
-                ErrorSerializer, description="not an admin of every project named"
-            ),
-            413: OpenApiResponse(
-                ErrorSerializer, description="larger than IMPORT_MAX_UPLOAD_BYTES"
-            ),
+            403: OpenApiResponse(ErrorSerializer, description="not an admin of every project named"),
+            413: OpenApiResponse(ErrorSerializer, description="larger than IMPORT_MAX_UPLOAD_BYTES"),
         },
     )
     def create(self, request):

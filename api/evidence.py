@@ -27,9 +27,7 @@ class EvidenceActions:
                 description="queued: poll the search's url until its state is done or failed",
             ),
             400: ERROR_400,
-            404: OpenApiResponse(
-                serializers.ErrorSerializer, description="no such project, or not a member of it"
-            ),
+            404: OpenApiResponse(serializers.ErrorSerializer, description="no such project, or not a member of it"),
         },
     )
     @action(detail=True, methods=["post"], url_path="evidence-searches")
@@ -41,22 +39,16 @@ class EvidenceActions:
             raise ValidationError({"detail": "this kind of project has no evidence step"})
         data = serializers.EvidenceSearchRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        search = evidence_search_services.start_search(
-            project=project, user=request.user, **data.validated_data
-        )
+        search = evidence_search_services.start_search(project=project, user=request.user, **data.validated_data)
         search.refresh_from_db()  # without a broker the task has already run
         body = serializers.EvidenceSearchSerializer(search).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter("search_id", int, OpenApiParameter.PATH, description="the search's id")
-        ],
+        parameters=[OpenApiParameter("search_id", int, OpenApiParameter.PATH, description="the search's id")],
         responses={
             200: serializers.EvidenceSearchSerializer,
-            404: OpenApiResponse(
-                serializers.ErrorSerializer, description="no search of the caller's with this id"
-            ),
+            404: OpenApiResponse(serializers.ErrorSerializer, description="no search of the caller's with this id"),
         },
     )
     @action(

@@ -34,13 +34,9 @@ def exception_handler(exc, context):
             status=status.HTTP_409_CONFLICT,
         )
     if isinstance(exc, ImportFailed):
-        return Response(
-            {"detail": str(exc), "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST
-        )
+        return Response({"detail": str(exc), "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, PayloadError):
-        return Response(
-            {"detail": str(exc), "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST
-        )
+        return Response({"detail": str(exc), "errors": exc.errors}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, UploadTooLarge):
         return Response(
             {"detail": str(exc), "max_bytes": exc.limit},

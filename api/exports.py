@@ -10,12 +10,9 @@ from annotation.kinds import KINDS
 
 from .common import ERROR_400
 
-EXPORT_FORMATS = sorted(
-    {fmt for kind in KINDS.values() for fmt in kind.export_formats} | set(exports.COMMON_FORMATS)
-)
+EXPORT_FORMATS = sorted({fmt for kind in KINDS.values() for fmt in kind.export_formats} | set(exports.COMMON_FORMATS))
 EXPORT_FORMATS_BY_KIND = "; ".join(
-    f"{name}: {', '.join([*kind.export_formats, *exports.COMMON_FORMATS])}"
-    for name, kind in sorted(KINDS.items())
+    f"{name}: {', '.join([*kind.export_formats, *exports.COMMON_FORMATS])}" for name, kind in sorted(KINDS.items())
 )
 
 
@@ -43,7 +40,5 @@ class ExportActions:
         project = self.get_object()
         fmt = request.query_params.get("format", "")
         if fmt not in exports.export_formats(project):
-            raise ValidationError(
-                {"format": f"must be one of {', '.join(exports.export_formats(project))}"}
-            )
+            raise ValidationError({"format": f"must be one of {', '.join(exports.export_formats(project))}"})
         return exports.download(project, fmt)

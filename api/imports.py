@@ -27,9 +27,7 @@ class ImportActions:
                 serializers.ErrorSerializer,
                 description="unknown format, labels_as or on_error, a bad domain, or no file",
             ),
-            404: OpenApiResponse(
-                serializers.ErrorSerializer, description="no such project, or not a member of it"
-            ),
+            404: OpenApiResponse(serializers.ErrorSerializer, description="no such project, or not a member of it"),
             413: OpenApiResponse(
                 serializers.ErrorSerializer,
                 description="the file is larger than IMPORT_MAX_UPLOAD_BYTES (max_bytes says how large)",
@@ -72,21 +70,13 @@ class ImportActions:
         return self.get_paginated_response(serializers.ImportJobSerializer(page, many=True).data)
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "job_id", int, OpenApiParameter.PATH, description="the import job's id"
-            )
-        ],
+        parameters=[OpenApiParameter("job_id", int, OpenApiParameter.PATH, description="the import job's id")],
         responses={
             200: serializers.ImportJobSerializer,
-            404: OpenApiResponse(
-                serializers.ErrorSerializer, description="no such job in a project of the caller's"
-            ),
+            404: OpenApiResponse(serializers.ErrorSerializer, description="no such job in a project of the caller's"),
         },
     )
-    @action(
-        detail=True, methods=["get"], url_path=rf"imports/(?P<job_id>{ID})", url_name="import-job"
-    )
+    @action(detail=True, methods=["get"], url_path=rf"imports/(?P<job_id>{ID})", url_name="import-job")
     def import_job(self, request, pk=None, job_id=None):
         """One import: state (queued, running, done, failed), lines read, errors and result."""
         job = selectors.import_jobs(self.get_object()).filter(pk=job_id).first()

@@ -26,12 +26,8 @@ class JobStatusSerializer(drf_serializers.Serializer):
     stalled = drf_serializers.BooleanField(
         help_text="no progress for JOB_STALLED_AFTER_SECONDS: its worker may have died"
     )
-    state_detail = drf_serializers.CharField(
-        help_text="what the job does or waits for, e.g. the queue it waits on"
-    )
-    progress_at = drf_serializers.DateTimeField(
-        allow_null=True, help_text="the task's last sign of life"
-    )
+    state_detail = drf_serializers.CharField(help_text="what the job does or waits for, e.g. the queue it waits on")
+    progress_at = drf_serializers.DateTimeField(allow_null=True, help_text="the task's last sign of life")
 
 
 def _visible_job(user, kind: jobs.JobKind, job_id: int):
@@ -49,11 +45,7 @@ def _visible_job(user, kind: jobs.JobKind, job_id: int):
         admin = any(selectors.is_project_admin(user, p) for p in job.projects.all())
     else:
         admin = selectors.is_project_admin(user, job.project)
-    sees = (
-        admin
-        or owner
-        or (kind.name == "system-run" and selectors.can_consolidate(user, job.project))
-    )
+    sees = admin or owner or (kind.name == "system-run" and selectors.can_consolidate(user, job.project))
     if not sees:
         raise NotFound(f"no such {kind.label}")
     return job, admin or owner
@@ -68,12 +60,8 @@ class JobRestartView(APIView):
         ],
         responses={
             202: JobStatusSerializer,
-            400: OpenApiResponse(
-                ErrorSerializer, description="the job is not stalled, or has ended"
-            ),
-            403: OpenApiResponse(
-                ErrorSerializer, description="neither the job's owner nor an admin of its project"
-            ),
+            400: OpenApiResponse(ErrorSerializer, description="the job is not stalled, or has ended"),
+            403: OpenApiResponse(ErrorSerializer, description="neither the job's owner nor an admin of its project"),
             404: OpenApiResponse(ErrorSerializer, description="no such job the caller can see"),
         },
         summary="Restart a stalled job",
@@ -87,9 +75,7 @@ class JobRestartView(APIView):
             raise NotFound("no such kind of job")
         job, may_restart = _visible_job(request.user, found, int(job_id))
         if not may_restart:
-            raise PermissionDenied(
-                f"only the {found.label}'s owner and the project's admins may restart it"
-            )
+            raise PermissionDenied(f"only the {found.label}'s owner and the project's admins may restart it")
         try:
             job = jobs.restart(job)
         except DomainError as exc:

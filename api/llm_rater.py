@@ -25,31 +25,21 @@ class RaterOptionsSerializer(serializers.Serializer):
         required=False,
         help_text="Steps to rate (default: every step the kind has a rater for)",
     )
-    seconds_per_call = serializers.FloatField(
-        required=False, help_text="Assumed seconds per LLM call (default 2)"
-    )
+    seconds_per_call = serializers.FloatField(required=False, help_text="Assumed seconds per LLM call (default 2)")
     prompt_price_per_1k = serializers.FloatField(
         required=False, allow_null=True, help_text="Price of 1,000 prompt tokens (optional)"
     )
     completion_price_per_1k = serializers.FloatField(
         required=False, allow_null=True, help_text="Price of 1,000 completion tokens (optional)"
     )
-    model = serializers.CharField(
-        required=False, allow_blank=True, help_text="Staff only: another model"
-    )
-    base_url = serializers.CharField(
-        required=False, allow_blank=True, help_text="Staff only: another endpoint"
-    )
-    resamples = serializers.IntegerField(
-        required=False, help_text="Bootstrap resamples of the scores (default 1000)"
-    )
+    model = serializers.CharField(required=False, allow_blank=True, help_text="Staff only: another model")
+    base_url = serializers.CharField(required=False, allow_blank=True, help_text="Staff only: another endpoint")
+    resamples = serializers.IntegerField(required=False, help_text="Bootstrap resamples of the scores (default 1000)")
     seed = serializers.IntegerField(required=False)
 
 
 class RaterStartSerializer(RaterOptionsSerializer):
-    confirm = serializers.BooleanField(
-        help_text="True once the estimate was seen: the run makes its calls"
-    )
+    confirm = serializers.BooleanField(help_text="True once the estimate was seen: the run makes its calls")
 
 
 class RaterEstimateSerializer(serializers.Serializer):
@@ -78,36 +68,24 @@ class RaterRunSerializer(serializers.Serializer):
     units_done = serializers.IntegerField()
     units_total = serializers.IntegerField()
     ended = serializers.BooleanField()
-    options = serializers.DictField(
-        help_text="The run's options, its estimate and (ended) what it rated; never a key"
-    )
+    options = serializers.DictField(help_text="The run's options, its estimate and (ended) what it rated; never a key")
     errors = serializers.ListField(child=serializers.DictField())
     scored_tasks = serializers.ListField(child=serializers.CharField())
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
-    progress_at = serializers.DateTimeField(
-        allow_null=True, help_text="the task's last sign of life"
-    )
+    progress_at = serializers.DateTimeField(allow_null=True, help_text="the task's last sign of life")
     stalled = serializers.BooleanField(
         help_text="no progress for JOB_STALLED_AFTER_SECONDS: restart_url queues it again"
     )
-    state_detail = serializers.CharField(
-        help_text="what the run does or waits for (e.g. the queue); empty once ended"
-    )
+    state_detail = serializers.CharField(help_text="what the run does or waits for (e.g. the queue); empty once ended")
     restart_url = serializers.CharField()
 
 
 ERRORS = {
-    400: OpenApiResponse(
-        ErrorSerializer, description="bad options (each named), or nothing to rate"
-    ),
-    403: OpenApiResponse(
-        ErrorSerializer, description="not a project admin, or not staff for model/base_url"
-    ),
-    404: OpenApiResponse(
-        ErrorSerializer, description="no such project (or run) among the caller's"
-    ),
+    400: OpenApiResponse(ErrorSerializer, description="bad options (each named), or nothing to rate"),
+    403: OpenApiResponse(ErrorSerializer, description="not a project admin, or not staff for model/base_url"),
+    404: OpenApiResponse(ErrorSerializer, description="no such project (or run) among the caller's"),
 }
 
 
@@ -180,17 +158,13 @@ class RaterRunsView(APIView):
                 confirmed=confirm is True or confirm in ("true", "yes", "1"),
             )
         except rater_services.RaterOptionsError as exc:
-            raise ValidationError(
-                {name: [message] for name, message in exc.errors.items()}
-            ) from None
+            raise ValidationError({name: [message] for name, message in exc.errors.items()}) from None
         run.refresh_from_db()
         return Response(run_data(request, run), status=status.HTTP_202_ACCEPTED)
 
 
 class RaterRunView(APIView):
-    @extend_schema(
-        responses={200: RaterRunSerializer, **ERRORS}, summary="One LLM rater run and its progress"
-    )
+    @extend_schema(responses={200: RaterRunSerializer, **ERRORS}, summary="One LLM rater run and its progress")
     def get(self, request, project_id, run_id):
         project = admin_project(request, project_id)
         run = rater_services.rater_runs(project).filter(pk=run_id).first()

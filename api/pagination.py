@@ -22,11 +22,7 @@ class PageNumberPagination(BasePageNumberPagination):
         size = parse_natural(raw)
         if size is None or not 1 <= size <= self.max_page_size:
             raise ValidationError(
-                {
-                    self.page_size_query_param: [
-                        f"must be a whole number from 1 to {self.max_page_size}"
-                    ]
-                }
+                {self.page_size_query_param: [f"must be a whole number from 1 to {self.max_page_size}"]}
             )
         return size
 
@@ -45,9 +41,7 @@ class PageNumberPagination(BasePageNumberPagination):
         try:
             self.page = paginator.page(self.get_page_number(request, paginator))
         except InvalidPage:
-            raise ValidationError(
-                {self.page_query_param: [f"must be from 1 to {paginator.num_pages}"]}
-            ) from None
+            raise ValidationError({self.page_query_param: [f"must be from 1 to {paginator.num_pages}"]}) from None
         self.display_page_controls = paginator.num_pages > 1 and self.template is not None
         return list(self.page)
 
@@ -63,7 +57,6 @@ class PageNumberPagination(BasePageNumberPagination):
                     "maximum": self.max_page_size,
                 }
                 parameter["description"] = (
-                    f"Number of results to return per page, 1 to {self.max_page_size} "
-                    f"(default {self.page_size})."
+                    f"Number of results to return per page, 1 to {self.max_page_size} (default {self.page_size})."
                 )
         return parameters

@@ -29,9 +29,7 @@ class JSONParser(parsers.JSONParser):
             except ValueError:
                 length = 0
             if length > limit:
-                raise PayloadTooLarge(
-                    f"the request body has {length} bytes, more than the {limit} accepted"
-                )
+                raise PayloadTooLarge(f"the request body has {length} bytes, more than the {limit} accepted")
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:

@@ -43,9 +43,7 @@ class ResearchActions:
             400: ERROR_400,
         },
         parameters=[
-            OpenApiParameter(
-                "stage", int, enum=STAGES, description="one of the project kind's stages"
-            ),
+            OpenApiParameter("stage", int, enum=STAGES, description="one of the project kind's stages"),
             OpenApiParameter(
                 "resamples",
                 int,
@@ -115,9 +113,7 @@ class ResearchActions:
                     "no file or system, a bad option, or this system and version uploaded already (errors names version)"
                 ),
             ),
-            404: OpenApiResponse(
-                serializers.ErrorSerializer, description="no such project, or not a member of it"
-            ),
+            404: OpenApiResponse(serializers.ErrorSerializer, description="no such project, or not a member of it"),
             413: OpenApiResponse(
                 serializers.ErrorSerializer,
                 description="the file is larger than IMPORT_MAX_UPLOAD_BYTES (max_bytes says how large)",
@@ -138,9 +134,7 @@ class ResearchActions:
         project = self.get_object()
         if request.method == "GET":
             page = self.paginate_queryset(leaderboard_selectors.system_runs(project))
-            return self.get_paginated_response(
-                serializers.SystemRunSerializer(page, many=True).data
-            )
+            return self.get_paginated_response(serializers.SystemRunSerializer(page, many=True).data)
         refuse_oversized_upload(request)
         data = serializers.SystemRunCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -156,26 +150,18 @@ class ResearchActions:
 
     @extend_schema(
         methods=["GET"],
-        parameters=[
-            OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="the run's id")
-        ],
+        parameters=[OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="the run's id")],
         responses={
             200: serializers.SystemRunSerializer,
-            404: OpenApiResponse(
-                serializers.ErrorSerializer, description="no such run in this project"
-            ),
+            404: OpenApiResponse(serializers.ErrorSerializer, description="no such run in this project"),
         },
     )
     @extend_schema(
         methods=["DELETE"],
-        parameters=[
-            OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="the run's id")
-        ],
+        parameters=[OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="the run's id")],
         responses={
             204: None,
-            404: OpenApiResponse(
-                serializers.ErrorSerializer, description="no such run in this project"
-            ),
+            404: OpenApiResponse(serializers.ErrorSerializer, description="no such run in this project"),
         },
     )
     @action(
@@ -201,14 +187,12 @@ class ResearchActions:
             OpenApiParameter(
                 "task",
                 str,
-                description="a task of the project with scores (default: "
-                "the first), e.g. checkworthiness, segment",
+                description="a task of the project with scores (default: the first), e.g. checkworthiness, segment",
             ),
             OpenApiParameter(
                 "reference",
                 int,
-                description="the run the differences are to (default: "
-                "the best system on the current gold)",
+                description="the run the differences are to (default: the best system on the current gold)",
             ),
             OpenApiParameter(
                 "agreed",

@@ -46,9 +46,7 @@ class AutoSchema(BaseAutoSchema):
             codes.append("400")
         if self.view.authentication_classes:
             codes.append("401")
-        if method not in SAFE_METHODS or any(
-            not isinstance(p, NEVER_FORBIDDEN) for p in self.view.get_permissions()
-        ):
+        if method not in SAFE_METHODS or any(not isinstance(p, NEVER_FORBIDDEN) for p in self.view.get_permissions()):
             codes.append("403")
         if any(p["in"] == "path" for p in parameters):
             codes.append("404")
@@ -77,9 +75,7 @@ class AutoSchema(BaseAutoSchema):
             if parameter["schema"].get("pattern") == f"^{NATURAL.pattern}$":
                 parameter["schema"] = {"type": "integer"}
                 if model is not None and not parameter.get("description"):
-                    parameter["description"] = (
-                        f"A unique integer value identifying this {model._meta.verbose_name}."
-                    )
+                    parameter["description"] = f"A unique integer value identifying this {model._meta.verbose_name}."
         return parameters
 
     def _error_schema(self):

@@ -202,15 +202,12 @@ class ImportSerializer(serializers.Serializer):
         allow_blank=True,
         trim_whitespace=False,
         max_length=50,
-        help_text="fills the domain of items whose line has none (FELM: wk, science, math, "
-        "reasoning, writing_rec)",
+        help_text="fills the domain of items whose line has none (FELM: wk, science, math, reasoning, writing_rec)",
     )
 
 
 class ImportErrorSerializer(serializers.Serializer):
-    line = serializers.IntegerField(
-        help_text="line of the file (0: the file or the request as a whole)"
-    )
+    line = serializers.IntegerField(help_text="line of the file (0: the file or the request as a whole)")
     field = serializers.CharField(help_text='e.g. "response", "labels[2]", "(json)", "(file)"')
     message = serializers.CharField()
     column = serializers.IntegerField(
@@ -222,20 +219,14 @@ class ImportErrorSerializer(serializers.Serializer):
 class ImportResultSerializer(serializers.Serializer):
     items = serializers.IntegerField()
     gold_records = serializers.IntegerField()
-    precomputing = serializers.IntegerField(
-        help_text="items whose pre-annotation runs after the import"
-    )
+    precomputing = serializers.IntegerField(help_text="items whose pre-annotation runs after the import")
     assignments = serializers.IntegerField()
     duplicates_skipped = serializers.IntegerField(
         help_text="exact duplicates (same external id, prompt and response) in the file or already in the project"
     )
     lines = serializers.IntegerField(help_text="lines read")
-    skipped_lines = serializers.IntegerField(
-        default=0, help_text="bad lines left out (on_error=skip)"
-    )
-    skipped = ImportErrorSerializer(
-        many=True, default=list, help_text="each bad line left out, with its reason"
-    )
+    skipped_lines = serializers.IntegerField(default=0, help_text="bad lines left out (on_error=skip)")
+    skipped = ImportErrorSerializer(many=True, default=list, help_text="each bad line left out, with its reason")
     warnings = serializers.ListField(
         child=serializers.CharField(),
         default=list,
@@ -264,9 +255,7 @@ class JobStatusMixin(serializers.Serializer):
         help_text='what a job that has not ended does or waits for, e.g. "queued: waiting for a worker on queue '
         "'interactive'\"; empty once it has ended"
     )
-    restart_url = serializers.SerializerMethodField(
-        help_text="POST here to restart the job once it is stalled"
-    )
+    restart_url = serializers.SerializerMethodField(help_text="POST here to restart the job once it is stalled")
 
     def get_stalled(self, job) -> bool:
         return job_fields(job)["stalled"]
@@ -284,15 +273,9 @@ JOB_FIELDS = ["progress_at", "stalled", "state_detail", "restart_url"]
 class ImportJobSerializer(JobStatusMixin, serializers.ModelSerializer):
     """An import running in the background: poll ``url`` until ``state`` is done or failed."""
 
-    created_by = serializers.SlugRelatedField(
-        slug_field="username", read_only=True, allow_null=True
-    )
-    errors = ImportErrorSerializer(
-        many=True, read_only=True, help_text="why the import failed; nothing was imported"
-    )
-    result = ImportResultSerializer(
-        read_only=True, allow_null=True, help_text="the counts of a done import"
-    )
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    errors = ImportErrorSerializer(many=True, read_only=True, help_text="why the import failed; nothing was imported")
+    result = ImportResultSerializer(read_only=True, allow_null=True, help_text="the counts of a done import")
     url = serializers.SerializerMethodField()
 
     class Meta:
@@ -386,9 +369,7 @@ class ItemSerializer(serializers.ModelSerializer):
     @staticmethod
     def listing(queryset):
         """``queryset`` reading the listed metadata only."""
-        return queryset.defer("metadata").annotate(
-            listed_metadata=WithoutKeys("metadata", EXPORT_ONLY_METADATA)
-        )
+        return queryset.defer("metadata").annotate(listed_metadata=WithoutKeys("metadata", EXPORT_ONLY_METADATA))
 
 
 class AssignmentSerializer(serializers.ModelSerializer):
@@ -454,9 +435,7 @@ class ConsolidationSerializer(serializers.ModelSerializer):
     item = serializers.SerializerMethodField()
     content = serializers.JSONField(source="item_stage.content")
     stage = serializers.IntegerField(source="item_stage.stage")
-    consolidator = serializers.CharField(
-        source="consolidator.username", default=None, allow_null=True, read_only=True
-    )
+    consolidator = serializers.CharField(source="consolidator.username", default=None, allow_null=True, read_only=True)
     payload = serializers.JSONField(source="draft")
 
     class Meta:
@@ -556,9 +535,7 @@ class EvidenceSearchSerializer(JobStatusMixin, serializers.ModelSerializer):
 class ErrorSerializer(serializers.Serializer):
     """The body of every 4xx answer: ``detail``, or each refused input's name with its messages."""
 
-    detail = serializers.CharField(
-        required=False, help_text="What went wrong, when no single input is to blame"
-    )
+    detail = serializers.CharField(required=False, help_text="What went wrong, when no single input is to blame")
     errors = serializers.ListField(
         child=serializers.DictField(),
         required=False,
@@ -577,9 +554,7 @@ class VersionConflictSerializer(serializers.Serializer):
 class CorpusSerializer(JobStatusMixin, serializers.ModelSerializer):
     projects = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
     state_display = serializers.CharField(source="get_state_display", read_only=True)
-    errors = ImportErrorSerializer(
-        many=True, read_only=True, help_text="why the import failed; nothing was imported"
-    )
+    errors = ImportErrorSerializer(many=True, read_only=True, help_text="why the import failed; nothing was imported")
 
     class Meta:
         model = Corpus
@@ -615,12 +590,8 @@ class CorpusCreateSerializer(serializers.Serializer):
         required=False,
         help_text="projects whose retrieval searches this corpus",
     )
-    passage_sentences = serializers.IntegerField(
-        default=5, min_value=1, max_value=MAX_PASSAGE_SENTENCES
-    )
-    passage_stride = serializers.IntegerField(
-        default=2, min_value=1, max_value=MAX_PASSAGE_SENTENCES
-    )
+    passage_sentences = serializers.IntegerField(default=5, min_value=1, max_value=MAX_PASSAGE_SENTENCES)
+    passage_stride = serializers.IntegerField(default=2, min_value=1, max_value=MAX_PASSAGE_SENTENCES)
 
 
 class CorpusProjectsSerializer(serializers.Serializer):
@@ -649,13 +620,10 @@ class SystemRunCreateSerializer(serializers.Serializer):
         max_value=10_000,
         help_text="bootstrap resamples of the 95 % intervals (0: no intervals)",
     )
-    seed = serializers.IntegerField(
-        default=0, min_value=0, max_value=2**32 - 1, help_text="seed of the bootstrap"
-    )
+    seed = serializers.IntegerField(default=0, min_value=0, max_value=2**32 - 1, help_text="seed of the bootstrap")
     replace = serializers.BooleanField(
         default=False,
-        help_text="replace the run of this system and version if there "
-        "is one (otherwise such an upload is refused)",
+        help_text="replace the run of this system and version if there is one (otherwise such an upload is refused)",
     )
 
 
@@ -663,9 +631,7 @@ class SystemRunSerializer(JobStatusMixin, serializers.ModelSerializer):
     """A system's predictions being checked and scored, or scored: poll ``url`` until ``state``
     is done or failed."""
 
-    created_by = serializers.SlugRelatedField(
-        slug_field="username", read_only=True, allow_null=True
-    )
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
     errors = ImportErrorSerializer(
         many=True,
         read_only=True,
@@ -682,12 +648,8 @@ class SystemRunSerializer(JobStatusMixin, serializers.ModelSerializer):
         ),
     )
     url = serializers.SerializerMethodField()
-    units_done = serializers.IntegerField(
-        read_only=True, help_text="work done: lines checked, then scores computed"
-    )
-    units_total = serializers.IntegerField(
-        read_only=True, help_text="work to do, as units_done counts it"
-    )
+    units_done = serializers.IntegerField(read_only=True, help_text="work done: lines checked, then scores computed")
+    units_total = serializers.IntegerField(read_only=True, help_text="work to do, as units_done counts it")
 
     class Meta:
         model = SystemRun
@@ -729,11 +691,7 @@ class AgreementPendingSerializer(serializers.Serializer):
     )
     detail = serializers.CharField(help_text="what is going on, in words")
     step = serializers.CharField(allow_blank=True, help_text="what the task is computing now")
-    done = serializers.IntegerField(
-        help_text="steps done (the point estimates, each field, the LLM rater)"
-    )
+    done = serializers.IntegerField(help_text="steps done (the point estimates, each field, the LLM rater)")
     total = serializers.IntegerField(help_text="steps to do (0 until a worker starts)")
-    error = serializers.CharField(
-        allow_null=True, help_text="why the computation failed, when state is failed"
-    )
+    error = serializers.CharField(allow_null=True, help_text="why the computation failed, when state is failed")
     url = serializers.URLField(help_text="where to ask again")

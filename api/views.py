@@ -63,18 +63,14 @@ class UserViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.Gener
     queryset = User.objects.order_by("username")
     serializer_class = serializers.UserSerializer
 
-    @extend_schema(
-        request=serializers.UserCreateSerializer, responses={201: serializers.UserSerializer}
-    )
+    @extend_schema(request=serializers.UserCreateSerializer, responses={201: serializers.UserSerializer})
     def create(self, request, *args, **kwargs):
         data = serializers.UserCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
             with transaction.atomic():
                 user = project_services.create_user(**data.validated_data)
-        except (
-            DjangoValidationError
-        ) as exc:  # the password's validators, or the name taken in another case
+        except DjangoValidationError as exc:  # the password's validators, or the name taken in another case
             raise ValidationError(
                 exc.message_dict if hasattr(exc, "error_dict") else {"password": exc.messages}
             ) from exc
@@ -87,9 +83,7 @@ class UserViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.Gener
 # lookup the database cannot hold (OverflowError on SQLite: a 500).
 # The wings' actions come from their mixins (api/imports.py, evidence.py, research.py, exports.py);
 # the docstring below is the schema's description of every project operation.
-class ProjectViewSet(
-    ImportActions, EvidenceActions, ResearchActions, ExportActions, viewsets.ModelViewSet
-):
+class ProjectViewSet(ImportActions, EvidenceActions, ResearchActions, ExportActions, viewsets.ModelViewSet):
     """Projects the caller is a member of; staff create them, project admins run them."""
 
     serializer_class = serializers.ProjectSerializer
@@ -187,35 +181,27 @@ class ProjectViewSet(
         project = self.get_object()
         if request.method == "GET":
             page = self.paginate_queryset(selectors.members(project))
-            return self.get_paginated_response(
-                serializers.MembershipSerializer(page, many=True).data
-            )
+            return self.get_paginated_response(serializers.MembershipSerializer(page, many=True).data)
         data = serializers.MembershipSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         membership = project_services.add_member(
             project=project, user=data.validated_data["user"], role=data.validated_data["role"]
         )
-        return Response(
-            serializers.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED
-        )
+        return Response(serializers.MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(
         methods=["PATCH"],
         request=serializers.MemberRoleSerializer,
         responses={
             200: serializers.MembershipSerializer,
-            400: OpenApiResponse(
-                serializers.ErrorSerializer, description="unknown role, or the last admin"
-            ),
+            400: OpenApiResponse(serializers.ErrorSerializer, description="unknown role, or the last admin"),
         },
     )
     @extend_schema(
         methods=["DELETE"],
         responses={
             204: None,
-            400: OpenApiResponse(
-                serializers.ErrorSerializer, description="the project's last admin"
-            ),
+            400: OpenApiResponse(serializers.ErrorSerializer, description="the project's last admin"),
         },
     )
     @action(
@@ -230,15 +216,11 @@ class ProjectViewSet(
         An annotator's open assignments go back to the pool and on to the other annotators;
         their submitted work stays. A project keeps at least one admin."""
         project = self.get_object()
-        membership = (
-            project.memberships.select_related("user").filter(pk=int(membership_id)).first()
-        )
+        membership = project.memberships.select_related("user").filter(pk=int(membership_id)).first()
         if membership is None:
             raise NotFound("no such member of this project")
         if request.method == "DELETE":
-            project_services.remove_member(
-                project=project, user=membership.user, role=membership.role
-            )
+            project_services.remove_member(project=project, user=membership.user, role=membership.role)
             return Response(status=status.HTTP_204_NO_CONTENT)
         data = serializers.MemberRoleSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -256,9 +238,7 @@ class ProjectViewSet(
         responses={
             200: serializers.ConsolidationSerializer,
             400: ERROR_400,
-            404: OpenApiResponse(
-                serializers.ErrorSerializer, description="no such item step in this project"
-            ),
+            404: OpenApiResponse(serializers.ErrorSerializer, description="no such item step in this project"),
         },
     )
     @action(
@@ -289,9 +269,7 @@ class ProjectViewSet(
         responses={
             200: OpenApiResponse(description="the new split is stored; pre-annotation runs again"),
             400: ERROR_400,
-            404: OpenApiResponse(
-                serializers.ErrorSerializer, description="no such item step in this project"
-            ),
+            404: OpenApiResponse(serializers.ErrorSerializer, description="no such item step in this project"),
         },
     )
     @action(
@@ -310,18 +288,12 @@ class ProjectViewSet(
         return Response({"detail": "split corrected; pre-annotation runs again"})
 
     @extend_schema(
-        parameters=[
-            OpenApiParameter(
-                "assignment_id", int, OpenApiParameter.PATH, description="the assignment's id"
-            )
-        ],
+        parameters=[OpenApiParameter("assignment_id", int, OpenApiParameter.PATH, description="the assignment's id")],
         request=None,
         responses={
             200: serializers.AssignmentSerializer,
             400: ERROR_400,
-            404: OpenApiResponse(
-                serializers.ErrorSerializer, description="no such assignment in this project"
-            ),
+            404: OpenApiResponse(serializers.ErrorSerializer, description="no such assignment in this project"),
         },
     )
     @action(
@@ -333,9 +305,7 @@ class ProjectViewSet(
     def reassign(self, request, pk=None, assignment_id=None):
         """Give an assignment nobody started to another annotator of the project (a stalled item)."""
         project = self.get_object()
-        assignment = Assignment.objects.filter(
-            item_stage__item__project=project, pk=assignment_id
-        ).first()
+        assignment = Assignment.objects.filter(item_stage__item__project=project, pk=assignment_id).first()
         if assignment is None:
             raise NotFound("no such assignment in this project")
         moved = assignment_services.reassign(assignment)
@@ -372,9 +342,7 @@ class ProjectViewSet(
             OpenApiParameter(
                 "mine",
                 bool,
-                description=(
-                    f"only the caller's assignments: {', '.join(TRUE_VALUES)} (or {', '.join(FALSE_VALUES)})"
-                ),
+                description=(f"only the caller's assignments: {', '.join(TRUE_VALUES)} (or {', '.join(FALSE_VALUES)})"),
             )
         ],
     )
@@ -399,12 +367,8 @@ class ProjectViewSet(
     def consolidations(self, request, pk=None):
         project = self.get_object()
         consolidation_status = choice_param(request, "status", ConsolidationStatus.values)
-        page = self.paginate_queryset(
-            selectors.consolidations_for_project(project, consolidation_status)
-        )
-        return self.get_paginated_response(
-            serializers.ConsolidationSerializer(page, many=True).data
-        )
+        page = self.paginate_queryset(selectors.consolidations_for_project(project, consolidation_status))
+        return self.get_paginated_response(serializers.ConsolidationSerializer(page, many=True).data)
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     @action(detail=True, methods=["get"])
@@ -420,9 +384,7 @@ class AssignmentViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     queryset = Assignment.objects.none()
 
     def get_queryset(self):
-        return Assignment.objects.filter(user=self.request.user).select_related(
-            "item_stage__item__project", "user"
-        )
+        return Assignment.objects.filter(user=self.request.user).select_related("item_stage__item__project", "user")
 
     @extend_schema(methods=["GET"], responses=serializers.AnnotationReadSerializer)
     @extend_schema(
@@ -443,20 +405,14 @@ class AssignmentViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
             )
         except (Assignment.DoesNotExist, ValueError):
             raise NotFound() from None
-        return Response(
-            {"payload": saved.payload, "version": saved.version, "submitted": saved.submitted}
-        )
+        return Response({"payload": saved.payload, "version": saved.version, "submitted": saved.submitted})
 
-    @extend_schema(
-        request=None, responses={200: serializers.AnnotationReadSerializer, 400: ERROR_400}
-    )
+    @extend_schema(request=None, responses={200: serializers.AnnotationReadSerializer, 400: ERROR_400})
     @action(detail=True, methods=["post"])
     def reopen(self, request, pk=None):
         """Take a submission back to edit it, until every annotator of the item has submitted."""
         try:
-            reopened = annotation_services.reopen_annotation(
-                assignment=Assignment(pk=pk), user=request.user
-            )
+            reopened = annotation_services.reopen_annotation(assignment=Assignment(pk=pk), user=request.user)
         except (Assignment.DoesNotExist, ValueError):
             raise NotFound() from None
         return Response(

@@ -75,9 +75,7 @@ def main() -> int:
         f"{args.resamples:,} resamples"
     )
     print(f"point numbers only:        {point_seconds:6.3f} s")
-    print(
-        f"point numbers + intervals: {total_seconds:6.3f} s  (intervals ≈ {total_seconds - point_seconds:.3f} s)"
-    )
+    print(f"point numbers + intervals: {total_seconds:6.3f} s  (intervals ≈ {total_seconds - point_seconds:.3f} s)")
     print(f"CPU seconds of the process: {cpu:.3f}")
     for name, interval in result["ci"].items():
         print(f"  {name:28} {point[name]:.4f} [{interval[0]:.4f}, {interval[1]:.4f}]")

@@ -64,11 +64,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=2024)
     args = parser.parse_args(argv)
-    if (
-        not 1 <= args.items <= 1_000_000
-        or not 0 <= args.resamples <= 10_000
-        or not 1 <= args.repeats <= 100
-    ):
+    if not 1 <= args.items <= 1_000_000 or not 0 <= args.resamples <= 10_000 or not 1 <= args.repeats <= 100:
         parser.error("--items 1..1000000, --resamples 0..10000, --repeats 1..100")
 
     broker = os.environ.get("CELERY_BROKER_URL", "")
@@ -161,17 +157,12 @@ def run(args, broker: str) -> int:
     assert response.json()["state"] == "queued"
     print(f"   status the page polls meanwhile:              {describe(seconds)}")
 
-    lock = cache.get(
-        agreement_cache._lock_key(agreement_cache._base_key(project, 1, args.resamples, 0))
-    )
-    outcome, seconds = timed(
-        lambda: agreement_cache.fill(project_id, 1, args.resamples, 0, lock["token"])
-    )
+    lock = cache.get(agreement_cache._lock_key(agreement_cache._base_key(project, 1, args.resamples, 0)))
+    outcome, seconds = timed(lambda: agreement_cache.fill(project_id, 1, args.resamples, 0, lock["token"]))
     assert outcome["stored"], outcome
     stamp = agreement_cache.data_stamp(project, 1)
     keys = [
-        agreement_cache._result_key(agreement_cache._base_key(project, 1, r, 0), stamp)
-        for r in (0, args.resamples)
+        agreement_cache._result_key(agreement_cache._base_key(project, 1, r, 0), stamp) for r in (0, args.resamples)
     ]
     size = len(pickle.dumps(cache.get(keys[1]), pickle.HIGHEST_PROTOCOL))
     print(
@@ -180,17 +171,13 @@ def run(args, broker: str) -> int:
     )
 
     _, seconds = timed(lambda: agreement_cache.compute(project, 1, args.resamples, 0))
-    print(
-        f"   of which what the page computed inside each request before the cache: {describe(seconds)}"
-    )
+    print(f"   of which what the page computed inside each request before the cache: {describe(seconds)}")
 
     response, seconds = timed(lambda: client.get(page_url, query), args.repeats)
     assert response.status_code == 200 and b"Computing" not in response.content
     results["hit_s"] = min(seconds)
     print(f"5. page on a hit:                                {describe(seconds)}")
-    response, seconds = timed(
-        lambda: client.get(f"/api/projects/{project_id}/agreement/", query), args.repeats
-    )
+    response, seconds = timed(lambda: client.get(f"/api/projects/{project_id}/agreement/", query), args.repeats)
     assert response.status_code == 200, response.status_code
     print(f"   API on a hit:                                 {describe(seconds)}")
     response, seconds = timed(

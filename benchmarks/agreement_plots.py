@@ -69,9 +69,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    ratings, gold, submitted = campaign(
-        args.items, args.units, args.annotators, args.weeks, args.seed
-    )
+    ratings, gold, submitted = campaign(args.items, args.units, args.annotators, args.weeks, args.seed)
     options = {
         "labels": ORDER,
         "resamples": args.resamples,
@@ -79,20 +77,14 @@ def main() -> int:
         "item_of": lambda key: key[0],
     }
     field, [reference_seconds] = timed(lambda: field_agreement(ratings, ordinal=True, **options))
-    field["over_time"], [week_seconds] = timed(
-        lambda: agreement_over_time(ratings, submitted, ordinal=True, **options)
-    )
+    field["over_time"], [week_seconds] = timed(lambda: agreement_over_time(ratings, submitted, ordinal=True, **options))
 
     def versus_gold():
         return [
             {
                 "annotator": str(rater),
                 **agreement_with_reference(
-                    {
-                        key: (values[rater], gold[key])
-                        for key, values in ratings.items()
-                        if rater in values
-                    },
+                    {key: (values[rater], gold[key]) for key, values in ratings.items() if rater in values},
                     **options,
                 ),
             }

@@ -117,13 +117,9 @@ def set_up(tmp: Path, items: int) -> dict:
             for segment in segments:
                 if not segment["label"]:
                     segment.update(error_type="knowledge_error", comment="wrong")
-            save_annotation(
-                assignment=assignment, payload={"segments": segments}, version=0, submit=True
-            )
+            save_annotation(assignment=assignment, payload={"segments": segments}, version=0, submit=True)
             submitted += 1
-    factcheck = create_project(
-        name="campaign Factcheck-Bench", kind="factcheck", created_by=admins[0][0]
-    )
+    factcheck = create_project(name="campaign Factcheck-Bench", kind="factcheck", created_by=admins[0][0])
     for user, _ in admins[1:] + researchers:
         add_member(project=factcheck, user=user, role=Role.ADMIN)
     fc_path = tmp / "factcheck.jsonl"
@@ -155,9 +151,7 @@ def set_up(tmp: Path, items: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--items", type=int, default=2000, help="FELM items of the campaign (default 2000)"
-    )
+    parser.add_argument("--items", type=int, default=2000, help="FELM items of the campaign (default 2000)")
     parser.add_argument("--run-time", default="90s", help="locust --run-time (default 90s)")
     parser.add_argument("--web-workers", type=int, default=4)
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/5")
@@ -175,9 +169,7 @@ def main() -> None:
         "CELERY_TASK_DEFAULT_QUEUE": queue,
         "INTERACTIVE_QUEUE": queue,
     }  # the interactive tasks too: one queue, served by the worker started here
-    os.environ.update(
-        {k: v for k, v in env.items() if k != "CELERY_BROKER_URL"}
-    )  # set-up runs tasks in-process
+    os.environ.update({k: v for k, v in env.items() if k != "CELERY_BROKER_URL"})  # set-up runs tasks in-process
     create_database(args.db)
     web = worker = None
     peaks = {"web": 0.0, "worker": 0.0}
@@ -218,9 +210,7 @@ def main() -> None:
             env,
         )
         # every worker booted and answering: the clock starts on a running server
-        wait_until_answers(
-            port, web, tmp / "gunicorn.log", answers=args.web_workers * 3, timeout=180
-        )
+        wait_until_answers(port, web, tmp / "gunicorn.log", answers=args.web_workers * 3, timeout=180)
         time.sleep(1)
         stop = threading.Event()
 
@@ -288,9 +278,7 @@ def main() -> None:
         failures = tmp / "campaign_failures.csv"
         if failures.exists():
             for row in list(csv.DictReader(failures.open()))[:10]:
-                print(
-                    f"failure: {row['Method']} {row['Name']}: {row['Error'][:200]} x{row['Occurrences']}"
-                )
+                print(f"failure: {row['Method']} {row['Name']}: {row['Error'][:200]} x{row['Occurrences']}")
         print(
             f"\npeak RSS: web tier (master + {args.web_workers} workers) {peaks['web']:.0f} MiB; "
             f"Celery worker {peaks['worker']:.0f} MiB"

@@ -18,9 +18,7 @@ import time
 from locust import HttpUser, between, task
 
 CONFIG = json.loads(open(os.environ["CAMPAIGN_CONFIG"], encoding="utf-8").read())
-_counters = {
-    role: itertools.count() for role in ("annotator", "consolidator", "admin", "researcher")
-}
+_counters = {role: itertools.count() for role in ("annotator", "consolidator", "admin", "researcher")}
 _lock = threading.Lock()
 ERROR_TYPES = ("knowledge_error", "reasoning_error", "irrelevant", "overclaim")
 
@@ -34,9 +32,7 @@ def _next(role: str) -> dict:
 def _log_in(user: HttpUser, role: str) -> dict:
     """The next person of ``role``, whose API token the user's requests carry from now on."""
     me = _next(role)
-    user.client.headers.update(
-        {"Authorization": f"Token {me['token']}", "Accept": "application/json"}
-    )
+    user.client.headers.update({"Authorization": f"Token {me['token']}", "Accept": "application/json"})
     return me
 
 
@@ -80,9 +76,7 @@ class Annotator(HttpUser):
             self.assignment = None
             return
         self.assignment = open_ones[0]["id"]
-        state = self.client.get(
-            f"/api/assignments/{self.assignment}/annotation/", name="annotator: open"
-        ).json()
+        state = self.client.get(f"/api/assignments/{self.assignment}/annotation/", name="annotator: open").json()
         self.version, self.saves = state.get("version", 0), 0
         self.segments = len(open_ones[0]["content"].get("segments", [])) or 1
 
@@ -132,16 +126,9 @@ class Consolidator(HttpUser):
         if not open_ones:
             return
         chosen = self.rng.choice(open_ones)
-        detail = self.client.get(
-            f"/api/consolidations/{chosen['id']}/", name="consolidator: open"
-        ).json()
+        detail = self.client.get(f"/api/consolidations/{chosen['id']}/", name="consolidator: open").json()
         payload = detail.get("payload") or {
-            "segments": [
-                a
-                for a in (detail.get("annotations") or [{}])[0]
-                .get("payload", {})
-                .get("segments", [])
-            ]
+            "segments": [a for a in (detail.get("annotations") or [{}])[0].get("payload", {}).get("segments", [])]
         }
         with self.client.put(
             f"/api/consolidations/{chosen['id']}/",

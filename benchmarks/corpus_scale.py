@@ -62,10 +62,7 @@ DIM = 384
 
 def status_mb() -> dict:
     """This process's resident memory by kind (MiB), from /proc/self/status."""
-    return {
-        key: status_kib("self", key) / 1024
-        for key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM")
-    }
+    return {key: status_kib("self", key) / 1024 for key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM")}
 
 
 def setup_django(database: str, data_dir: Path) -> None:
@@ -117,9 +114,7 @@ def fold_seconds(directory: Path, meta: dict, vectors, tmp: Path) -> float | Non
     if not meta["ann"]:
         return None
     began = time.perf_counter()
-    vector_index._extend_ann(
-        directory / meta["ann"], vectors, max(0, meta["rows"] - 20_000), tmp / "fold.faiss"
-    )
+    vector_index._extend_ann(directory / meta["ann"], vectors, max(0, meta["rows"] - 20_000), tmp / "fold.faiss")
     seconds = time.perf_counter() - began
     (tmp / "fold.faiss").unlink()
     return seconds
@@ -133,17 +128,11 @@ def synthetic_vectors(count: int, seed: int = 0, block: int = 50_000):
     broad = rng.standard_normal((100, DIM)).astype(np.float32)
     broad /= np.linalg.norm(broad, axis=1, keepdims=True)
     subtopics = max(10, count // 200)
-    sub = (
-        broad[rng.integers(0, 100, subtopics)]
-        + rng.standard_normal((subtopics, DIM)).astype(np.float32) * 0.05
-    )
+    sub = broad[rng.integers(0, 100, subtopics)] + rng.standard_normal((subtopics, DIM)).astype(np.float32) * 0.05
     sub /= np.linalg.norm(sub, axis=1, keepdims=True)
     for start in range(0, count, block):
         n = min(block, count - start)
-        x = (
-            sub[rng.integers(0, subtopics, n)]
-            + rng.standard_normal((n, DIM)).astype(np.float32) * 0.05
-        )
+        x = sub[rng.integers(0, subtopics, n)] + rng.standard_normal((n, DIM)).astype(np.float32) * 0.05
         yield (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -154,13 +143,9 @@ def write_vectors(corpus_id: int) -> float:
 
     started = time.perf_counter()
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id FROM annotation_passage WHERE corpus_id = %s ORDER BY id", [corpus_id]
-        )
+        cursor.execute("SELECT id FROM annotation_passage WHERE corpus_id = %s ORDER BY id", [corpus_id])
         ids = [row[0] for row in cursor.fetchall()]
-        cursor.execute(
-            "CREATE UNLOGGED TABLE bench_vectors (id bigint PRIMARY KEY, embedding bytea)"
-        )
+        cursor.execute("CREATE UNLOGGED TABLE bench_vectors (id bigint PRIMARY KEY, embedding bytea)")
         raw = cursor.connection  # psycopg 3
         at = 0
         for block in synthetic_vectors(len(ids)):
@@ -168,9 +153,7 @@ def write_vectors(corpus_id: int) -> float:
                 for vector in block:
                     copy.write_row((ids[at], vector.tobytes()))
                     at += 1
-        cursor.execute(
-            "UPDATE annotation_passage p SET embedding = v.embedding FROM bench_vectors v WHERE p.id = v.id"
-        )
+        cursor.execute("UPDATE annotation_passage p SET embedding = v.embedding FROM bench_vectors v WHERE p.id = v.id")
         cursor.execute("DROP TABLE bench_vectors")
     return time.perf_counter() - started
 
@@ -180,14 +163,10 @@ def main() -> None:
 
     logging.disable(logging.INFO)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--database", required=True, help="a PostgreSQL database of yours: it is emptied"
-    )
+    parser.add_argument("--database", required=True, help="a PostgreSQL database of yours: it is emptied")
     parser.add_argument("--passages", type=int, default=1_000_000)
     parser.add_argument("--claims", type=int, default=200)
-    parser.add_argument(
-        "--tmp", default=None, help="where the corpus file and the index go (deleted at the end)"
-    )
+    parser.add_argument("--tmp", default=None, help="where the corpus file and the index go (deleted at the end)")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument(
         "--vectors-only",
@@ -254,9 +233,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     before = maxrss_mib()
     started = time.perf_counter()
     with source.open("rb") as upload:
-        corpus = corpus_services.create_corpus(
-            name="bench", user=admin, upload=upload, projects=[project]
-        )
+        corpus = corpus_services.create_corpus(name="bench", user=admin, upload=upload, projects=[project])
     corpus_services.run_corpus_import(corpus.id)
     imported = time.perf_counter() - started
     corpus = Corpus.objects.get(pk=corpus.id)
@@ -269,9 +246,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     )
 
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_total_relation_size('annotation_passage'), pg_relation_size('passage_search_gin')"
-        )
+        cursor.execute("SELECT pg_total_relation_size('annotation_passage'), pg_relation_size('passage_search_gin')")
         table_bytes, gin_bytes = cursor.fetchone()
     claims = [sentence(rng) for _ in range(args.claims)]
     questions = [[" ".join(rng.sample(c.split(), 4)) + "?" for _ in range(3)] for c in claims]
@@ -294,9 +269,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
 
     written = write_vectors(corpus.id)
     last = corpus.passage_set.order_by("-id").values_list("id", flat=True).first()
-    Corpus.objects.filter(pk=corpus.pk).update(
-        embedded=corpus.passages, embedded_through=last, state="ready"
-    )
+    Corpus.objects.filter(pk=corpus.pk).update(embedded=corpus.passages, embedded_through=last, state="ready")
     began = time.perf_counter()
     corpus_services.tidy_passages()
     tidied = time.perf_counter() - began
@@ -321,11 +294,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
         f"PostgreSQL, {'IVF-SQ8 trained and filled' if meta['ann'] else 'exact: no ANN index'}) {built:.0f} s; "
         f"files: "
         + ", ".join(f"{k} {v / 2**20:.0f} MiB" for k, v in sorted(sizes.items()))
-        + (
-            f"; folding a 20,000-row tail into the ANN index {fold:.1f} s"
-            if fold is not None
-            else ""
-        )
+        + (f"; folding a 20,000-row tail into the ANN index {fold:.1f} s" if fold is not None else "")
         + f"; load {load_average():.1f}",
         flush=True,
     )
@@ -374,9 +343,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
         "postgresql (text, search vector, GIN, vector bytea)": table_with_vectors / n,
         "index files (float32 vectors, ids, IVF-SQ8)": sum(sizes.values()) / n,
     }
-    print(
-        "6. extrapolation (linear in passages for sizes; see benchmarks/README.md for the method):"
-    )
+    print("6. extrapolation (linear in passages for sizes; see benchmarks/README.md for the method):")
     for millions in (1, 10, 30):
         total = millions * 1_000_000
         print(
@@ -506,9 +473,7 @@ def print_recall(meta, directory, vectors, corpus) -> None:
         )
         keep = np.argpartition(-scores, 49, axis=1)[:, :50]
         scores, best = np.take_along_axis(scores, keep, 1), np.take_along_axis(best, keep, 1)
-    ids = np.memmap(
-        directory / f"ids-{meta['generation']}.i64", dtype=np.int64, mode="r", shape=(meta["rows"],)
-    )
+    ids = np.memmap(directory / f"ids-{meta['generation']}.i64", dtype=np.int64, mode="r", shape=(meta["rows"],))
     truth = [set(ids[row].tolist()) for row in best]
     reader = vector_index.reader(corpus)
     from django.conf import settings
@@ -517,9 +482,7 @@ def print_recall(meta, directory, vectors, corpus) -> None:
     for nprobe in (8, 16, 32):
         settings.VECTOR_INDEX_NPROBE = nprobe
         found = reader.search(queries, 50)
-        recall[nprobe] = statistics.mean(
-            len({p for p, _ in f} & t) / 50 for f, t in zip(found, truth)
-        )
+        recall[nprobe] = statistics.mean(len({p for p, _ in f} & t) / 50 for f, t in zip(found, truth))
     settings.VECTOR_INDEX_NPROBE = None
     print(
         "4. ANN recall@50 of the exact top 50 (200 queries near the data): "
@@ -536,9 +499,7 @@ def search_child_vectors(args) -> None:
     from annotation.evidence import vector_index
     from annotation.evidence.corpus_search import _dense_scan, _indexed_vectors
 
-    corpus = types.SimpleNamespace(
-        id=args.search_child, embedded_through=args.passages, embedded=args.passages
-    )
+    corpus = types.SimpleNamespace(id=args.search_child, embedded_through=args.passages, embedded=args.passages)
     rng = np.random.default_rng(5)
     queries = rng.standard_normal((args.claims * 4, DIM)).astype(np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)

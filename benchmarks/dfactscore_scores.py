@@ -38,8 +38,7 @@ BUDGET_SECONDS = 2.0
 def make_paragraph(rng: random.Random, facts: int) -> tuple[dict, dict, dict]:
     """(content, payload of annotator A, payload of annotator B)."""
     candidates = [
-        {"title": f"Person {c}", "url": f"https://example.org/{c}", "text": "", "passages": []}
-        for c in range(4)
+        {"title": f"Person {c}", "url": f"https://example.org/{c}", "text": "", "passages": []} for c in range(4)
     ]
     content = {
         "name": "Person",
@@ -64,9 +63,7 @@ def make_paragraph(rng: random.Random, facts: int) -> tuple[dict, dict, dict]:
     def fact(group: int) -> dict:
         label = rng.choice(LABELS)
         # a fact its individual's page supports is supported by some page (FActScore ≥ D-FActScore)
-        any_page = (
-            "supported" if label == "supported" else rng.choice(("supported", "not_supported"))
-        )
+        any_page = "supported" if label == "supported" else rng.choice(("supported", "not_supported"))
         return {
             "group": group,
             "label": label,
@@ -88,9 +85,7 @@ def main() -> None:
 
     rng = random.Random(args.seed)
     data = [make_paragraph(rng, args.facts) for _ in range(args.paragraphs)]
-    print(
-        f"{args.paragraphs:,} paragraphs x {args.facts} facts, two annotators each, {args.models} models"
-    )
+    print(f"{args.paragraphs:,} paragraphs x {args.facts} facts, two annotators each, {args.models} models")
 
     cpu_started = time.process_time()
     started = time.perf_counter()
@@ -122,9 +117,7 @@ def main() -> None:
             f"groups {result['num_groups']:.2f}  facts/response {result['num_facts_per_response']:.2f}"
         )
     valid = [a for a in agreements if a is not None]
-    print(
-        f"  mean adjusted Rand index {sum(valid) / len(valid):.4f} over {len(valid):,} paragraphs"
-    )
+    print(f"  mean adjusted Rand index {sum(valid) / len(valid):.4f} over {len(valid):,} paragraphs")
     if total > BUDGET_SECONDS:
         sys.exit(1)
 

@@ -31,13 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline import embedding_backends  # noqa: E402
 
-DEFAULT = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "data"
-    / "factcheck-bench"
-    / "factcheck-GPT-benchmark.jsonl"
-)
+DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "factcheck-bench" / "factcheck-GPT-benchmark.jsonl"
 WORDS = 90
 
 
@@ -93,9 +87,7 @@ def main() -> None:
     for variant in variants:
         started = time.perf_counter()
         models[variant] = load(variant)
-        models[variant].encode(
-            texts[: args.batch_size], batch_size=args.batch_size, normalize_embeddings=True
-        )
+        models[variant].encode(texts[: args.batch_size], batch_size=args.batch_size, normalize_embeddings=True)
         print(f"  {variant}: loaded and warmed up in {time.perf_counter() - started:.1f} s")
     # Round robin, so that every variant sees the same changes of load from other processes.
     rates = {v: [] for v in variants}

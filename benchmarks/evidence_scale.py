@@ -92,8 +92,7 @@ def sentence(rng: random.Random) -> str:
         WEIGHTS.extend(1 / rank for rank in range(1, len(WORDS) + 1))
     content = rng.choices(WORDS, weights=WEIGHTS, k=rng.randint(8, 12))
     words = [
-        content.pop() if content and rng.random() < 0.55 else rng.choice(FILLER)
-        for _ in range(rng.randint(15, 21))
+        content.pop() if content and rng.random() < 0.55 else rng.choice(FILLER) for _ in range(rng.randint(15, 21))
     ]
     name = rng.choice(WORDS[:2000]).capitalize()
     return f"{name} {' '.join(words)} in {rng.randint(1000, 2020)}."
@@ -127,9 +126,7 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=100_000)
     parser.add_argument("--claims", type=int, default=200)
     parser.add_argument("--embed-sample", type=int, default=512)
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the database for a look afterwards"
-    )
+    parser.add_argument("--keep", action="store_true", help="keep the database for a look afterwards")
     args = parser.parse_args()
     rng = random.Random(7)
 
@@ -168,27 +165,20 @@ def run(args, rng: random.Random) -> None:
         source = Path(tmp) / "corpus.jsonl"
         documents = write_corpus(source, args.passages, rng)
         started = time.perf_counter()
-        with source.open(
-            "rb"
-        ) as upload:  # no broker: the import task runs as the corpus is created
+        with source.open("rb") as upload:  # no broker: the import task runs as the corpus is created
             corpus = create_corpus(name="bench", user=admin, upload=upload, projects=[project])
         run_corpus_import(corpus.id)  # a no-op when it has run
         elapsed = time.perf_counter() - started
     corpus = Corpus.objects.get(pk=corpus.id)
     words = statistics.mean(
-        len(t.split())
-        for t in Passage.objects.filter(corpus=corpus).values_list("text", flat=True)[:2000]
+        len(t.split()) for t in Passage.objects.filter(corpus=corpus).values_list("text", flat=True)[:2000]
     )
     print(
         f"1. corpus import: {documents} documents -> {corpus.passages} passages (mean {words:.0f} words) "
         f"searchable after {elapsed:.1f} s ({corpus.passages / elapsed:.0f} passages/s); peak RSS {maxrss_mib():.0f} MB"
     )
 
-    sample = list(
-        Passage.objects.filter(corpus=corpus)
-        .order_by("id")
-        .values_list("id", "text")[: args.embed_sample]
-    )
+    sample = list(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", "text")[: args.embed_sample])
     retrieval.embed(["warm up"])
     started = time.perf_counter()
     vectors = retrieval.embed([text for _, text in sample])
@@ -201,38 +191,24 @@ def run(args, rng: random.Random) -> None:
         [Passage(id=pid, embedding=v.tobytes()) for (pid, _), v in zip(sample, vectors)],
         ["embedding"],
     )
-    rest = (
-        Passage.objects.filter(corpus=corpus, embedding__isnull=True)
-        .order_by("id")
-        .values_list("id", flat=True)
-    )
+    rest = Passage.objects.filter(corpus=corpus, embedding__isnull=True).order_by("id").values_list("id", flat=True)
     ids = list(rest)
     for start in range(0, len(ids), 5000):
         chunk = ids[start : start + 5000]
-        random_vectors = np.random.default_rng(start).standard_normal(
-            (len(chunk), retrieval.EMBEDDING_DIMENSIONS)
-        )
-        random_vectors = (
-            random_vectors / np.linalg.norm(random_vectors, axis=1, keepdims=True)
-        ).astype(np.float32)
+        random_vectors = np.random.default_rng(start).standard_normal((len(chunk), retrieval.EMBEDDING_DIMENSIONS))
+        random_vectors = (random_vectors / np.linalg.norm(random_vectors, axis=1, keepdims=True)).astype(np.float32)
         Passage.objects.bulk_update(
             [Passage(id=pid, embedding=v.tobytes()) for pid, v in zip(chunk, random_vectors)],
             ["embedding"],
             batch_size=1000,
         )
-    last = (
-        Passage.objects.filter(corpus=corpus).order_by("-id").values_list("id", flat=True).first()
-    )
-    Corpus.objects.filter(pk=corpus.pk).update(
-        embedded=corpus.passages, embedded_through=last, state="ready"
-    )
+    last = Passage.objects.filter(corpus=corpus).order_by("-id").values_list("id", flat=True).first()
+    Corpus.objects.filter(pk=corpus.pk).update(embedded=corpus.passages, embedded_through=last, state="ready")
     tidy_passages()  # what embed_next_batch does once it has written a corpus's last vector
 
     claims = [sentence(rng) for _ in range(args.claims)]
     # What a model's questions add to a claim: three more queries (pseudo-words of the claim).
-    questions = [
-        [" ".join(rng.sample(claim.split(), 4)) + "?" for _ in range(3)] for claim in claims
-    ]
+    questions = [[" ".join(rng.sample(claim.split(), 4)) + "?" for _ in range(3)] for claim in claims]
     search = corpus_search(project)
 
     def retrieve(claim: str, queries: list[str]) -> tuple[float, float, float]:
@@ -301,11 +277,7 @@ def run(args, rng: random.Random) -> None:
     from tests.helpers.fake_llm import FakeLLMServer, last_user_message
 
     def answer(request):
-        return (
-            '["When did it happen?", "Who did it?"]'
-            if "Questions:" in last_user_message(request)
-            else "irrelevant"
-        )
+        return '["When did it happen?", "Who did it?"]' if "Questions:" in last_user_message(request) else "irrelevant"
 
     # the fake LLM listens on loopback, which the outbound policy allows a staff-set service only with this
     os.environ["OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS"] = "1"

@@ -76,9 +76,7 @@ def sentence(rng: random.Random, words: int = 14) -> str:
 def released_item(index: int, rng: random.Random) -> dict:
     """One item in the released shape with all three steps filled in."""
     sentences = {}
-    for s in range(
-        1, 4
-    ):  # the released items average 3.3 sentences, 2.2 claims each, 5 passages a claim
+    for s in range(1, 4):  # the released items average 3.3 sentences, 2.2 claims each, 5 passages a claim
         text = sentence(rng)
         claims = [sentence(rng, 8) for _ in range(2)]
         needs = [rng.choice(("no", "no", "yes", "not_enough_evidence")) for _ in claims]
@@ -93,23 +91,14 @@ def released_item(index: int, rng: random.Random) -> dict:
             "claim_checkworthiness": ["factual"] * 2,
             "if_automatic_evidence_enough_to_verify": ["yes"] * 2,
             "human_evidence": ["NA"] * 2,
-            "auto_evidence": [
-                [" ".join(sentence(rng) for _ in range(6)) for _ in range(5)] for _ in claims
-            ],
-            "auto_evidence_url": [
-                [f"https://e.example/{index}/{s}/{k}/{p}" for p in range(5)] for k in range(2)
-            ],
+            "auto_evidence": [[" ".join(sentence(rng) for _ in range(6)) for _ in range(5)] for _ in claims],
+            "auto_evidence_url": [[f"https://e.example/{index}/{s}/{k}/{p}" for p in range(5)] for k in range(2)],
             "stance_claim_autoEvid": [
-                [
-                    rng.choice(("completely-support", "partially-support", "refute", "irrelevant"))
-                    for _ in range(5)
-                ]
+                [rng.choice(("completely-support", "partially-support", "refute", "irrelevant")) for _ in range(5)]
                 for _ in claims
             ],
             "if_claim_needs_edit": needs,
-            "claims_factuality_label": [
-                {"no": True, "yes": False, "not_enough_evidence": "unknown"}[n] for n in needs
-            ],
+            "claims_factuality_label": [{"no": True, "yes": False, "not_enough_evidence": "unknown"}[n] for n in needs],
             "revised_claims": claims,
             "usedEvidence_index_in_revision": ["1" if n == "yes" else "-1" for n in needs],
             "if_most_important_claim": ["yes"] * 2,
@@ -130,9 +119,7 @@ def load(items: int, name: str) -> int:
     from annotation.services.projects import create_project
 
     rng = random.Random(items)
-    with tempfile.NamedTemporaryFile(
-        "w", suffix=".jsonl", delete=False, encoding="utf-8"
-    ) as handle:
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as handle:
         for index in range(items):
             handle.write(json.dumps(released_item(index, rng)) + "\n")
         path = handle.name
@@ -141,9 +128,7 @@ def load(items: int, name: str) -> int:
     from annotation.imports import items as import_writer
 
     enqueue = import_writer.enqueue_store_export_lines
-    import_writer.enqueue_store_export_lines = (
-        lambda *args, **kwargs: None
-    )  # timed on its own below
+    import_writer.enqueue_store_export_lines = lambda *args, **kwargs: None  # timed on its own below
     started = time.perf_counter()
     with open(path, "rb") as file:
         result = import_jsonl(project, file, fmt="factcheck-bench", labels_as="gold")
@@ -154,9 +139,7 @@ def load(items: int, name: str) -> int:
     import_writer.enqueue_store_export_lines = enqueue
     started = time.perf_counter()
     stored = tasks.store_export_lines(project.id)
-    print(
-        f"  stored {stored} export lines (the task after an import) in {time.perf_counter() - started:.1f} s"
-    )
+    print(f"  stored {stored} export lines (the task after an import) in {time.perf_counter() - started:.1f} s")
     return Project.objects.get(name=name).id
 
 
@@ -202,9 +185,7 @@ def measure(project_id: int, fmt: str, stored: bool = True) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--small-items", type=int, default=2_000)
     parser.add_argument("--keep", action="store_true")
@@ -226,11 +207,7 @@ def main() -> None:
                 ("factcheck-subtasks", True),
             ):
                 r = measure(project_id, fmt, stored)
-                label = (
-                    f"{fmt} ({'stored' if stored else 'rendered'} lines)"
-                    if fmt == "factcheck-bench"
-                    else fmt
-                )
+                label = f"{fmt} ({'stored' if stored else 'rendered'} lines)" if fmt == "factcheck-bench" else fmt
                 rows.append(
                     (
                         f"{items:,}",

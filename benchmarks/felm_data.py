@@ -155,17 +155,11 @@ def _disagreed_fields(payloads: tuple[dict, dict]) -> list[str]:
     """Paths of the segment fields the two annotators answered differently (as consolidation lists them)."""
     out = []
     for index, (a, b) in enumerate(zip(payloads[0]["segments"], payloads[1]["segments"])):
-        out.extend(
-            f"segments[{index}].{key}"
-            for key in ("label", "error_type", "comment", "refs")
-            if a[key] != b[key]
-        )
+        out.extend(f"segments[{index}].{key}" for key in ("label", "error_type", "comment", "refs") if a[key] != b[key])
     return out
 
 
-def populate_submissions(
-    project_id: int, *, seed: int, disagreement: float = 0.10, via_services: int = 20
-) -> dict:
+def populate_submissions(project_id: int, *, seed: int, disagreement: float = 0.10, via_services: int = 20) -> dict:
     """Both annotators submit every item and a consolidator makes every gold record.
 
     The first ``via_services`` items go through the real services (save_annotation, which opens
@@ -210,16 +204,10 @@ def populate_submissions(
     for stage_id in stage_ids[:via_services]:
         payloads = _annotator_pair(rng, disagreement)
         for assignment_id, payload in zip(by_stage[stage_id], payloads):
-            save_annotation(
-                assignment=Assignment(pk=assignment_id), payload=payload, version=0, submit=True
-            )
+            save_annotation(assignment=Assignment(pk=assignment_id), payload=payload, version=0, submit=True)
         consolidation = Consolidation.objects.get(item_stage_id=stage_id)
-        gold = {
-            "segments": [dict(s) for s in payloads[0]["segments"]]
-        }  # the consolidator sides with A
-        save_consolidation(
-            consolidation=consolidation, user=consolidator, payload=gold, version=0, submit=True
-        )
+        gold = {"segments": [dict(s) for s in payloads[0]["segments"]]}  # the consolidator sides with A
+        save_consolidation(consolidation=consolidation, user=consolidator, payload=gold, version=0, submit=True)
 
     # the rest in bulk
     now = timezone.now()
@@ -228,9 +216,7 @@ def populate_submissions(
     for stage_id in bulk_stages:
         payloads = _annotator_pair(rng, disagreement)
         for assignment_id, payload in zip(by_stage[stage_id], payloads):
-            annotations.append(
-                Annotation(assignment_id=assignment_id, payload=payload, version=3, submitted=True)
-            )
+            annotations.append(Annotation(assignment_id=assignment_id, payload=payload, version=3, submitted=True))
         disagreed = _disagreed_fields(payloads)
         gold = {"segments": [dict(s) for s in payloads[0]["segments"]]}
         consolidations.append(
@@ -260,9 +246,7 @@ def populate_submissions(
         Consolidation.objects.bulk_create(consolidations, batch_size=2000)
         GoldRecord.objects.bulk_create(golds, batch_size=2000)
         ItemStage.objects.filter(id__in=bulk_stages).update(status=StageStatus.DONE)
-    labelled = Annotation.objects.filter(
-        assignment__item_stage__item__project=project, submitted=True
-    ).count()
+    labelled = Annotation.objects.filter(assignment__item_stage__item__project=project, submitted=True).count()
     done = ItemStage.objects.filter(item__project=project, status=StageStatus.DONE).count()
     return {
         "annotations": labelled,

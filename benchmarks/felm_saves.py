@@ -73,14 +73,10 @@ def draft_body(rng: random.Random, version: int) -> bytes:
             )
         else:
             segments.append({"label": None, "error_type": None, "comment": "", "refs": []})
-    return json.dumps(
-        {"payload": {"segments": segments}, "version": version, "submit": False}
-    ).encode()
+    return json.dumps({"payload": {"segments": segments}, "version": version, "submit": False}).encode()
 
 
-def _http(
-    conn: http.client.HTTPConnection, method: str, path: str, token: str, body: bytes | None = None
-):
+def _http(conn: http.client.HTTPConnection, method: str, path: str, token: str, body: bytes | None = None):
     headers = {"Authorization": f"Token {token}", "Accept": "application/json"}
     if body is not None:
         headers["Content-Type"] = "application/json"
@@ -89,9 +85,7 @@ def _http(
     return response.status, response.read()
 
 
-def _client_loop(
-    port, token, assignment_ids, warmup, saves, start_barrier, measured_barrier, sink, seed, think
-):
+def _client_loop(port, token, assignment_ids, warmup, saves, start_barrier, measured_barrier, sink, seed, think):
     """One client: warm up, wait for everyone, then ``saves`` timed draft saves, each followed
     by ``think`` seconds of pause (0: back to back)."""
     rng = random.Random(seed)
@@ -111,13 +105,9 @@ def _client_loop(
                 body = draft_body(rng, versions[aid])
                 started = time.perf_counter()
                 status, data = 0, b""
-                for _attempt in range(
-                    2
-                ):  # a keep-alive connection the server closed: reconnect once
+                for _attempt in range(2):  # a keep-alive connection the server closed: reconnect once
                     try:
-                        status, data = _http(
-                            conn, "PUT", f"/api/assignments/{aid}/annotation/", token, body
-                        )
+                        status, data = _http(conn, "PUT", f"/api/assignments/{aid}/annotation/", token, body)
                         break
                     except (OSError, http.client.HTTPException):
                         conn.close()
@@ -256,9 +246,7 @@ def inprocess_save_profile(client_spec: tuple[str, list[int]], count: int = 200)
     from django.test.utils import CaptureQueriesContext
     from rest_framework.test import APIClient
 
-    warnings.filterwarnings(
-        "ignore", message="No directory at"
-    )  # whitenoise: static files not collected
+    warnings.filterwarnings("ignore", message="No directory at")  # whitenoise: static files not collected
     token, ids = client_spec
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
@@ -270,14 +258,10 @@ def inprocess_save_profile(client_spec: tuple[str, list[int]], count: int = 200)
         body = draft_body(rng, version)
         with CaptureQueriesContext(connection) as captured:
             started = time.perf_counter()
-            response = client.put(
-                f"/api/assignments/{aid}/annotation/", data=body, content_type="application/json"
-            )
+            response = client.put(f"/api/assignments/{aid}/annotation/", data=body, content_type="application/json")
             latencies.append(time.perf_counter() - started)
         if response.status_code != 200:
-            raise RuntimeError(
-                f"in-process save failed: {response.status_code} {response.content[:300]!r}"
-            )
+            raise RuntimeError(f"in-process save failed: {response.status_code} {response.content[:300]!r}")
         version = response.json()["version"]
         queries.append(len(captured.captured_queries))
     sql = [q["sql"][:90] for q in captured.captured_queries]
@@ -326,9 +310,7 @@ def bench_save(
                 f"/api/assignments/{specs[0][1][0]}/annotation/",
                 {"Authorization": f"Token {specs[0][0]}", "Accept": "application/json"},
             )
-            run = load_test(
-                server.port, specs, warmup=warmup, saves=count, think=think, db_name=db_name
-            )
+            run = load_test(server.port, specs, warmup=warmup, saves=count, think=think, db_name=db_name)
         errors = f"{run['errors']}" + (f" {run['error_statuses']}" if run["errors"] else "")
         print(
             f"    {label:34s} {run['p50_ms']:8.1f} {run['p95_ms']:8.1f} {run['p99_ms']:8.1f} {run['max_ms']:8.1f} "

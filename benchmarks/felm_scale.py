@@ -196,18 +196,13 @@ def bench_import(tmp: Path, items: int, seed: int) -> dict:
     the same file into a second, identical project for the Python-heap peak."""
     path = tmp / f"felm-{items}.jsonl"
     size = generate_felm_jsonl(path, items, seed)
-    print(
-        f"  generated {items} FELM items x {SEGMENTS_PER_ITEM} segments: {size / 2**20:.1f} MiB JSONL"
-    )
+    print(f"  generated {items} FELM items x {SEGMENTS_PER_ITEM} segments: {size / 2**20:.1f} MiB JSONL")
     project_id = create_felm_project(f"felm bench {items}")
     timed = measure("import", trace=False, project_id=project_id, path=str(path))
     mem_project = create_felm_project(f"felm bench {items} memory run")
     traced = measure("import", trace=True, project_id=mem_project, path=str(path))
     result = timed["result"]
-    print(
-        f"  import_jsonl: {_fmt_seconds(timed)}  ({result['items']} items, "
-        f"{result['assignments']} assignments)"
-    )
+    print(f"  import_jsonl: {_fmt_seconds(timed)}  ({result['items']} items, {result['assignments']} assignments)")
     print(
         f"    memory: ru_maxrss delta {timed['rss_delta_mib']:.1f} MiB (timed run); "
         f"tracemalloc peak {traced['tracemalloc_peak_mib']:.1f} MiB, {traced['queries']} SQL statements (traced run)"
@@ -226,9 +221,7 @@ def bench_import(tmp: Path, items: int, seed: int) -> dict:
 # -- 2. export ---------------------------------------------------------------------------------
 
 
-def prepare_submitted_project(
-    tmp: Path, items: int, seed: int, project_id: int | None = None
-) -> int:
+def prepare_submitted_project(tmp: Path, items: int, seed: int, project_id: int | None = None) -> int:
     """A project of ``items`` items that both annotators submitted and that all have gold."""
     if project_id is None:
         from annotation.imports.items import import_jsonl
@@ -277,11 +270,7 @@ def bench_export(sizes: dict[int, int], repeats: int) -> dict:
         # items the peak still rises; what matters is the marginal cost per item at the top sizes.
         sizes_sorted = sorted(out)
         mid, large = sizes_sorted[-2], sizes_sorted[-1]
-        per_item_kib = (
-            (out[large]["tracemalloc_peak_mib"] - out[mid]["tracemalloc_peak_mib"])
-            * 1024
-            / (large - mid)
-        )
+        per_item_kib = (out[large]["tracemalloc_peak_mib"] - out[mid]["tracemalloc_peak_mib"]) * 1024 / (large - mid)
         output_kib = out[large]["chars"] / 1024 / large
         flat = per_item_kib < 0.05 * output_kib
         peaks = ", ".join(f"{n}: {out[n]['tracemalloc_peak_mib']:.2f} MiB" for n in sizes_sorted)
@@ -447,26 +436,16 @@ def print_summary(results: dict, args) -> None:
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--items", type=int, default=10000, help="FELM items to import/export (default 10000)"
-    )
+    parser.add_argument("--items", type=int, default=10000, help="FELM items to import/export (default 10000)")
     parser.add_argument(
         "--small-items",
         default="2000,5000",
         help="smaller export sizes for the memory comparison, comma-separated (default 2000,5000)",
     )
-    parser.add_argument(
-        "--clients", type=int, default=20, help="concurrent HTTP clients (default 20)"
-    )
-    parser.add_argument(
-        "--saves", type=int, default=100, help="measured saves per client (default 100)"
-    )
-    parser.add_argument(
-        "--warmup", type=int, default=10, help="warm-up saves per client (default 10)"
-    )
-    parser.add_argument(
-        "--per-client", type=int, default=5, help="own assignments per client (default 5)"
-    )
+    parser.add_argument("--clients", type=int, default=20, help="concurrent HTTP clients (default 20)")
+    parser.add_argument("--saves", type=int, default=100, help="measured saves per client (default 100)")
+    parser.add_argument("--warmup", type=int, default=10, help="warm-up saves per client (default 10)")
+    parser.add_argument("--per-client", type=int, default=5, help="own assignments per client (default 5)")
     parser.add_argument(
         "--configs",
         default=DEFAULT_CONFIGS,
@@ -478,12 +457,8 @@ def parse_args(argv=None):
         default=600,
         help="pause per client between saves for the extra paced run (default 600, 0: skip it)",
     )
-    parser.add_argument(
-        "--think-saves", type=int, default=40, help="measured saves per client in the paced run"
-    )
-    parser.add_argument(
-        "--repeats", type=int, default=3, help="timed runs of export and agreement (default 3)"
-    )
+    parser.add_argument("--think-saves", type=int, default=40, help="measured saves per client in the paced run")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs of export and agreement (default 3)")
     parser.add_argument("--seed", type=int, default=2024)
     parser.add_argument(
         "--db-name",
@@ -498,9 +473,7 @@ def parse_args(argv=None):
     )
     args = parser.parse_args(argv)
     try:
-        args.small_items = sorted(
-            {int(n) for n in args.small_items.split(",") if n.strip()} - {args.items}
-        )
+        args.small_items = sorted({int(n) for n in args.small_items.split(",") if n.strip()} - {args.items})
     except ValueError:
         parser.error("--small-items must be comma-separated integers")
     if any(not 1 <= n <= 1_000_000 for n in args.small_items):
@@ -546,9 +519,7 @@ def main(argv=None) -> int:
             results["import"] = bench_import(tmp, args.items, args.seed)
 
             print("\n2. Export (setting up submitted annotations and gold records first)")
-            big = prepare_submitted_project(
-                tmp, args.items, args.seed, results["import"]["project_id"]
-            )
+            big = prepare_submitted_project(tmp, args.items, args.seed, results["import"]["project_id"])
             sizes = {args.items: big}
             for offset, small in enumerate(args.small_items, start=1):
                 sizes[small] = prepare_submitted_project(tmp, small, args.seed + 10 * offset)

@@ -285,9 +285,7 @@ class Gunicorn:
 # -- printing -----------------------------------------------------------------------------------
 
 
-def print_table(
-    header: Sequence[str], rows: Iterable[Sequence[object]], markdown: bool = False
-) -> None:
+def print_table(header: Sequence[str], rows: Iterable[Sequence[object]], markdown: bool = False) -> None:
     """Rows under a header: columns padded to their widest cell, or a Markdown table (for
     pasting into benchmarks/README.md)."""
     cells = [[str(cell) for cell in row] for row in rows]

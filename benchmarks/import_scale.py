@@ -232,8 +232,7 @@ def request(
 def multipart(path: Path, fields: dict) -> tuple[bytes, str]:
     boundary = uuid.uuid4().hex
     parts = [
-        f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode()
-        for k, v in fields.items()
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode() for k, v in fields.items()
     ]
     parts.append(
         f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{path.name}"\r\n'
@@ -244,9 +243,7 @@ def multipart(path: Path, fields: dict) -> tuple[bytes, str]:
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
-def wait_until_serving(
-    processes: Processes, token: str, project_id: int, timeout: float = 60
-) -> None:
+def wait_until_serving(processes: Processes, token: str, project_id: int, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         processes.check_alive()
@@ -282,9 +279,7 @@ def run_import(processes: Processes, token: str, project_id: int, path: Path) ->
         if time.monotonic() > deadline:
             raise RuntimeError(f"the import job is still {job['state']} after an hour")
         status, job, seconds = request(processes.port, "GET", job["url"], token)
-        _, _, progress_s = request(
-            processes.port, "GET", f"/api/projects/{project_id}/progress/", token
-        )
+        _, _, progress_s = request(processes.port, "GET", f"/api/projects/{project_id}/progress/", token)
         job_times.append(seconds)
         progress_times.append(progress_s)
         states.append((job["state"], job["lines_read"]))
@@ -294,9 +289,7 @@ def run_import(processes: Processes, token: str, project_id: int, path: Path) ->
     total = time.perf_counter() - started
     from django.utils.dateparse import parse_datetime
 
-    worker_s = (
-        parse_datetime(job["finished_at"]) - parse_datetime(job["started_at"])
-    ).total_seconds()
+    worker_s = (parse_datetime(job["finished_at"]) - parse_datetime(job["started_at"])).total_seconds()
     progress_seen = sorted({lines for state, lines in states if state == "running"})
     return {
         "state": job["state"],
@@ -357,12 +350,8 @@ def main() -> None:
         default=100,
         help="size of the second file in MiB (default 100; 0: skip)",
     )
-    parser.add_argument(
-        "--redis", default="redis://127.0.0.1:6379/5", help="broker (a queue of its own is used)"
-    )
-    parser.add_argument(
-        "--web-workers", type=int, default=3, help="gunicorn sync workers (default 3)"
-    )
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/5", help="broker (a queue of its own is used)")
+    parser.add_argument("--web-workers", type=int, default=3, help="gunicorn sync workers (default 3)")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the finally below cleans up
 
@@ -396,9 +385,7 @@ def main() -> None:
         connection.close()
 
         small, big = tmp / "small.jsonl", tmp / "big.jsonl"
-        print(
-            f"generated {args.items} small FELM lines: {write_small(small, args.items) / 2**20:.1f} MiB"
-        )
+        print(f"generated {args.items} small FELM lines: {write_small(small, args.items) / 2**20:.1f} MiB")
         if args.big_mib:
             print(
                 f"generated the large file: {write_big(big, args.big_mib) / 2**20:.1f} MiB "
@@ -417,9 +404,7 @@ def main() -> None:
                 run_import(processes, token, projects[0], small),
             )
             if args.big_mib:
-                report(
-                    f"2. a {args.big_mib} MiB file", run_import(processes, token, projects[1], big)
-                )
+                report(f"2. a {args.big_mib} MiB file", run_import(processes, token, projects[1], big))
             leftovers = list((tmp / "data" / "imports").glob("*"))
             print(f"\nstored uploads left after the jobs: {len(leftovers)}")
     finally:

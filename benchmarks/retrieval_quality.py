@@ -21,13 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pipeline import retrieval  # noqa: E402
 
-DEFAULT = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "data"
-    / "factcheck-bench"
-    / "factcheck-GPT-benchmark.jsonl"
-)
+DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "factcheck-bench" / "factcheck-GPT-benchmark.jsonl"
 RELEVANT = {"completely-support", "partially-support", "refute"}
 K = 5
 
@@ -91,9 +85,7 @@ def main() -> None:
         started = time.perf_counter()
         vectors = retrieval.embed(passages)
         elapsed = time.perf_counter() - started
-        print(
-            f"embeddings: {len(passages)} passages in {elapsed:.1f} s ({len(passages) / elapsed:.1f} passages/s)"
-        )
+        print(f"embeddings: {len(passages)} passages in {elapsed:.1f} s ({len(passages) / elapsed:.1f} passages/s)")
         cache.parent.mkdir(exist_ok=True)
         np.save(cache, vectors)
 
@@ -107,9 +99,7 @@ def main() -> None:
         lexical_ranked = [i for i, _ in index.search(claim, k=len(passages))]
         totals["BM25 only"] += scores(lexical_ranked, relevant)
         claim_vector = retrieval.embed([claim])[0]
-        dense_ranked = [
-            i for i, _ in retrieval.dense_search(claim_vector, vectors, k=len(passages))
-        ]
+        dense_ranked = [i for i, _ in retrieval.dense_search(claim_vector, vectors, k=len(passages))]
         totals["embeddings only"] += scores(dense_ranked, relevant)
 
         started = time.perf_counter()
@@ -119,17 +109,13 @@ def main() -> None:
             for i, _ in index.search(query) + retrieval.dense_search(query_vector, vectors):
                 found.setdefault(i, query)
         candidates = [
-            retrieval.Candidate(
-                text=passages[i], url=urls[i], query=q, passage_id=i, vector=vectors[i]
-            )
+            retrieval.Candidate(text=passages[i], url=urls[i], query=q, passage_id=i, vector=vectors[i])
             for i, q in found.items()
         ]
         retrieval.rank_candidates(claim, candidates, claim_vector=claim_vector)
         timings.append(time.perf_counter() - started)
         # The whole pool in shipped order, for MRR beyond the five an annotator sees.
-        ranked = retrieval.rank_candidates(
-            claim, candidates, claim_vector=claim_vector, top_k=len(candidates)
-        )
+        ranked = retrieval.rank_candidates(claim, candidates, claim_vector=claim_vector, top_k=len(candidates))
         shipped = [r.passage_id for r in ranked]
         totals["shipped ranking"] += scores(shipped, relevant)
 

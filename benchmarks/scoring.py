@@ -31,9 +31,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     n = args.items * args.units
     gold, predicted = rng.choice(LABELS, n), rng.choice(LABELS, n)
-    units = [
-        Scored(i // args.units, str(g), str(p)) for i, (g, p) in enumerate(zip(gold, predicted))
-    ]
+    units = [Scored(i // args.units, str(g), str(p)) for i, (g, p) in enumerate(zip(gold, predicted))]
     result, wall, cpu = wall_and_cpu(lambda: score(units, resamples=args.resamples))
     f1 = result["macro"]["f1"] if "macro" in result else None
     print(

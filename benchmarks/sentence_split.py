@@ -40,10 +40,7 @@ def main() -> None:
         started = time.perf_counter()
         report = sentence_match_rate(items, split)
         elapsed = time.perf_counter() - started
-        print(
-            f"{name:<26} {report.matched}/{report.reference} = {report.rate:.1%}"
-            f"   ({elapsed * 1000:.0f} ms)"
-        )
+        print(f"{name:<26} {report.matched}/{report.reference} = {report.rate:.1%}   ({elapsed * 1000:.0f} ms)")
     print(
         f"{'ceiling (verbatim in text)':<26} {report.reachable}/{report.reference} = {report.ceiling:.1%}"
         f"   ours reaches {report.matched / report.reachable:.1%} of the reachable sentences"

@@ -75,17 +75,12 @@ def build_project(items: int):
     rng = random.Random(0)
     gold = [[rng.random() > 0.2 for _ in range(SEGMENTS)] for _ in range(items)]
     created = Item.objects.bulk_create(
-        [
-            Item(project=project, external_id=str(i), prompt="Q?", response="S. " * SEGMENTS)
-            for i in range(items)
-        ],
+        [Item(project=project, external_id=str(i), prompt="Q?", response="S. " * SEGMENTS) for i in range(items)],
         batch_size=2000,
     )
     stages = ItemStage.objects.bulk_create(
         [
-            ItemStage(
-                item=item, stage=1, status=StageStatus.DONE, content={"segments": ["S."] * SEGMENTS}
-            )
+            ItemStage(item=item, stage=1, status=StageStatus.DONE, content={"segments": ["S."] * SEGMENTS})
             for item in created
         ],
         batch_size=2000,
@@ -105,10 +100,7 @@ def build_project(items: int):
         }
 
     GoldRecord.objects.bulk_create(
-        [
-            GoldRecord(item_stage=stage, payload=payload(labels))
-            for stage, labels in zip(stages, gold)
-        ],
+        [GoldRecord(item_stage=stage, payload=payload(labels)) for stage, labels in zip(stages, gold)],
         batch_size=2000,
     )
     for user, flip in ((alice, 0.0), (bob, 0.1)):
@@ -147,9 +139,7 @@ def predictions_file(gold, error_rate: float, seed: int) -> io.BytesIO:
             json.dumps({"item": str(i), "segment": k, "label": "correct" if ok else "error"})
             for k, ok in enumerate(guessed)
         ]
-        lines.append(
-            json.dumps({"item": str(i), "response_label": "correct" if all(guessed) else "error"})
-        )
+        lines.append(json.dumps({"item": str(i), "response_label": "correct" if all(guessed) else "error"}))
     buffer = io.BytesIO(("\n".join(lines) + "\n").encode())
     buffer.name = f"system{seed}.jsonl"
     return buffer
@@ -165,9 +155,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--resamples", type=int, default=1000)
-    parser.add_argument(
-        "--keep", action="store_true", help="keep the database (dropped by default)"
-    )
+    parser.add_argument("--keep", action="store_true", help="keep the database (dropped by default)")
     args = parser.parse_args()
     import tempfile
 

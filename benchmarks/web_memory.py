@@ -89,9 +89,7 @@ def get(port: int, path: str, headers: dict, method: str = "GET", body: bytes | 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument(
-        "--threads", type=int, default=0, help="gthread workers with this many threads (0: sync)"
-    )
+    parser.add_argument("--threads", type=int, default=0, help="gthread workers with this many threads (0: sync)")
     parser.add_argument("--preload", action="store_true", help="gunicorn --preload")
     parser.add_argument("--db", default="workbench_bench_memory")
     parser.add_argument("--rounds", type=int, default=3)
@@ -166,9 +164,7 @@ def main() -> None:
         path.write_text("\n".join(lines) + "\n")
         with path.open("rb") as handle:
             import_jsonl(project, handle, fmt="felm")
-        assignment = Assignment.objects.filter(
-            user=alice, item_stage__item__project=project
-        ).first()
+        assignment = Assignment.objects.filter(user=alice, item_stage__item__project=project).first()
         token = Token.objects.create(user=alice).key
         session = SessionStore()
         session["_auth_user_id"] = str(admin.pk)
@@ -202,10 +198,7 @@ def main() -> None:
             if web.poll() is not None:
                 raise RuntimeError((tmp / "gunicorn.log").read_text()[-3000:])
             try:
-                if (
-                    get(port, "/accounts/login/", {}) == 200
-                    and len(children_of(web.pid)) == args.workers
-                ):
+                if get(port, "/accounts/login/", {}) == 200 and len(children_of(web.pid)) == args.workers:
                     break
             except OSError:
                 pass

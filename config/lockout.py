@@ -39,10 +39,7 @@ def cooloff_minutes() -> int:
 
 
 def lockout_message() -> str:
-    return (
-        f"Too many failed logins for this username from your address: "
-        f"try again in {cooloff_minutes()} minutes."
-    )
+    return f"Too many failed logins for this username from your address: try again in {cooloff_minutes()} minutes."
 
 
 def lockout_response(request, original_response=None, credentials=None):

@@ -48,11 +48,7 @@ def _key_from_file(path: Path) -> str:
                 temporary.unlink()
         key = path.read_text().strip()
     except OSError as exc:
-        raise ImproperlyConfigured(
-            f"DJANGO_SECRET_KEY_FILE={path}: cannot read or create it ({exc.strerror})"
-        ) from exc
+        raise ImproperlyConfigured(f"DJANGO_SECRET_KEY_FILE={path}: cannot read or create it ({exc.strerror})") from exc
     if not key:
-        raise ImproperlyConfigured(
-            f"DJANGO_SECRET_KEY_FILE={path} is empty: delete it to have a key generated"
-        )
+        raise ImproperlyConfigured(f"DJANGO_SECRET_KEY_FILE={path} is empty: delete it to have a key generated")
     return key

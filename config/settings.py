@@ -276,9 +276,7 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # Corpus vector indexes (annotation.evidence.vector_index): on disk, shared by the processes of a machine
 # (several machines: a shared volume, as DATA_DIR). Unset: DATA_DIR / "vector_index".
 VECTOR_INDEX_DIR = os.environ.get("VECTOR_INDEX_DIR") or None
-VECTOR_INDEX_EXACT_MAX = int(
-    os.environ.get("VECTOR_INDEX_EXACT_MAX", "20000")
-)  # up to this, exact search
+VECTOR_INDEX_EXACT_MAX = int(os.environ.get("VECTOR_INDEX_EXACT_MAX", "20000"))  # up to this, exact search
 VECTOR_INDEX_NPROBE = int(os.environ.get("VECTOR_INDEX_NPROBE", "16"))  # IVF lists searched a query
 # 1: gunicorn and Celery workers import faiss on a thread once up, not at their first search.
 VECTOR_INDEX_PREWARM = os.environ.get("VECTOR_INDEX_PREWARM", "0") == "1"

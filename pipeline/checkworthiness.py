@@ -64,9 +64,7 @@ _OPINION_MARKERS = re.compile(
     re.IGNORECASE,
 )
 # Lower case only: "Best Paper Award" is a name, "best-known" a fact about fame.
-_EVALUATIVE_WORDS = re.compile(
-    r"\b(?:best|worst|greatest|amazing|awesome|terrible|beautiful|wonderful)\b(?!-)"
-)
+_EVALUATIVE_WORDS = re.compile(r"\b(?:best|worst|greatest|amazing|awesome|terrible|beautiful|wonderful)\b(?!-)")
 
 
 def offline_category(text: str) -> str:

@@ -103,12 +103,8 @@ The sentence is: {sentence}
 """
 
 # Labels may come decorated as Markdown ("**Decontextualised sentence:** ...").
-_DECONTEXT_LINE = re.compile(
-    r"^[\s*_#-]*decontextuali[sz]ed sentence[*_]*\s*:[*_]*\s*(.+?)\s*$", re.I | re.M
-)
-_FACTS_LABEL = re.compile(
-    r"^[\s*_#-]*(?:atomic facts[^:\n]*|facts|claims)[*_]*\s*:[*_]*\s*", re.I | re.M
-)
+_DECONTEXT_LINE = re.compile(r"^[\s*_#-]*decontextuali[sz]ed sentence[*_]*\s*:[*_]*\s*(.+?)\s*$", re.I | re.M)
+_FACTS_LABEL = re.compile(r"^[\s*_#-]*(?:atomic facts[^:\n]*|facts|claims)[*_]*\s*:[*_]*\s*", re.I | re.M)
 _QUOTES = "\"'“”"
 
 
@@ -136,17 +132,13 @@ def parse_decomposition(answer: str | None) -> tuple[str | None, list[str]]:
     return decontext, parse_string_list(facts)
 
 
-def _from_llm_answer(
-    offline: SentenceDecomposition, result: ChatResult, model: str
-) -> SentenceDecomposition:
+def _from_llm_answer(offline: SentenceDecomposition, result: ChatResult, model: str) -> SentenceDecomposition:
     sentence = offline.sentence
     error = result.error
     if error is None:
         try:
             decontext, claims = parse_decomposition(result.text)
-            return SentenceDecomposition(
-                sentence, decontext or offline.decontext, claims, backend=LLM, model=model
-            )
+            return SentenceDecomposition(sentence, decontext or offline.decontext, claims, backend=LLM, model=model)
         except ParseError as exc:
             error = f"unparseable answer: {exc}"
     logger.warning("decomposition falls back to the sentence itself (%s): %.80s", error, sentence)
@@ -217,9 +209,7 @@ class _DiscourseFocus:
         key = first.lower()
         if not rest or key not in _PERSON_PRONOUNS | _THING_PRONOUNS:
             return sentence
-        if key in ("this", "these") and (
-            not starts_with_predicate(rest) or bare(rest.split()[0]) in _COPULAS
-        ):
+        if key in ("this", "these") and (not starts_with_predicate(rest) or bare(rest.split()[0]) in _COPULAS):
             return sentence  # a determiner ("This idea ..."), or "This is ..." about a statement
         if key == "it" and _EXPLETIVE_IT.match(capitalise(body)):
             return sentence

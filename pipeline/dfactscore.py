@@ -177,22 +177,16 @@ def parse_groups(answer: str | None, facts: Sequence[str]) -> list[list[int]]:
     for index, fact in enumerate(facts):
         unused.setdefault(_key(fact), []).append(index)
     groups: list[list[int]] = [[]]
-    for number, line in enumerate(
-        (text for text in strip_code_fence(answer).splitlines() if text.strip()), 1
-    ):
+    for number, line in enumerate((text for text in strip_code_fence(answer).splitlines() if text.strip()), 1):
         if _SEPARATOR.match(line):
             groups.append([])
             continue
         match = _FACT_LINE.match(line)
         if not match:
-            raise ParseError(
-                f"line {number} is neither '- fact' nor '- ===': {line.strip()[:60]!r}"
-            )
+            raise ParseError(f"line {number} is neither '- fact' nor '- ===': {line.strip()[:60]!r}")
         indices = unused.get(_key(match.group(1)))
         if not indices:
-            raise ParseError(
-                f"line {number} is not one of the facts (or repeats one): {match.group(1)[:60]!r}"
-            )
+            raise ParseError(f"line {number} is not one of the facts (or repeats one): {match.group(1)[:60]!r}")
         groups[-1].append(indices.pop(0))
     missing = sorted(i for indices in unused.values() for i in indices)
     if missing:
@@ -212,11 +206,7 @@ def sentence_spans(response: str, sentences: Sequence[str]) -> list[list[int] | 
     cursor = 0
     for sentence in sentences:
         words = sentence.split()
-        match = (
-            re.compile(r"\s+".join(map(re.escape, words))).search(response, cursor)
-            if words
-            else None
-        )
+        match = re.compile(r"\s+".join(map(re.escape, words))).search(response, cursor) if words else None
         if match:
             spans.append([match.start(), match.end()])
             cursor = match.end()
@@ -244,11 +234,7 @@ def fact_span(
     fact: str, response: str, sentences: Sequence[str], spans: Sequence[list[int] | None]
 ) -> list[int] | None:
     """The fact's own words when the response holds them, else the best-matching sentence."""
-    found = (
-        re.compile(r"\s+".join(map(re.escape, fact.split())), re.I).search(response)
-        if fact.split()
-        else None
-    )
+    found = re.compile(r"\s+".join(map(re.escape, fact.split())), re.I).search(response) if fact.split() else None
     if found:
         return [found.start(), found.end()]
     best, best_ratio = None, SPAN_MIN_RATIO
@@ -308,9 +294,7 @@ def _without_name(text: str, name: str) -> str:
     words = _WORD.findall(name)
     if not words:
         return text
-    names = [r"\s+".join(map(re.escape, words))] + [
-        re.escape(w) for w in words
-    ]  # the whole name first
+    names = [r"\s+".join(map(re.escape, words))] + [re.escape(w) for w in words]  # the whole name first
     return re.sub(r"\b(?:" + "|".join(names) + r")\b(?:['’]s)?", "the person", text, flags=re.I)
 
 
@@ -322,9 +306,7 @@ def _similarity(
         return np.zeros((len(facts), len(passages))), "lexical", None
     if embed is not None:
         try:
-            vectors = np.asarray(
-                embed([_without_name(t, name) for t in facts + passages]), dtype=np.float64
-            )
+            vectors = np.asarray(embed([_without_name(t, name) for t in facts + passages]), dtype=np.float64)
             cosine = np.clip(vectors[: len(facts)] @ vectors[len(facts) :].T, 0.0, 1.0)
             lexical = lexical_similarity(facts, passages, name)
             return (
@@ -333,9 +315,7 @@ def _similarity(
                 None,
             )
         except Exception as error:  # noqa: BLE001 - any failure of the model falls back to words
-            logger.warning(
-                "embeddings unavailable for D-FActScore support (%s); lexical similarity", error
-            )
+            logger.warning("embeddings unavailable for D-FActScore support (%s); lexical similarity", error)
             return (
                 lexical_similarity(facts, passages, name),
                 "lexical",
@@ -456,9 +436,7 @@ def _decompose(sentences: list[str], config: LLMConfig | None) -> _Facts:
             OFFLINE,
         )
     texts, origin, notes = [], [], []
-    for index, (result, fallback) in enumerate(
-        zip(run_chats(config, [facts_messages(s) for s in sentences]), offline)
-    ):
+    for index, (result, fallback) in enumerate(zip(run_chats(config, [facts_messages(s) for s in sentences]), offline)):
         error = result.error
         if error is None:
             try:
@@ -477,9 +455,7 @@ def _candidates(candidates: Sequence[dict]) -> list[dict]:
     pages = []
     for candidate in candidates:
         text = candidate.get("text") or ""
-        passages = [
-            p for p in (candidate.get("passages") or []) if isinstance(p, str) and p.strip()
-        ]
+        passages = [p for p in (candidate.get("passages") or []) if isinstance(p, str) and p.strip()]
         pages.append(
             {
                 "title": candidate.get("title") or "",
@@ -562,9 +538,7 @@ def preannotate(
         for f, c in pairs:
             columns = np.flatnonzero(owner == c)
             top = columns[np.argsort(-matrix[f, columns], kind="stable")[:TOP_PASSAGES]]
-            conversations.append(
-                support_messages(pages[c]["title"] or name, texts[f], [passages[i] for i in top])
-            )
+            conversations.append(support_messages(pages[c]["title"] or name, texts[f], [passages[i] for i in top]))
         grouping, *verdicts = run_chats(config, conversations)
         try:
             if grouping.error:
@@ -578,28 +552,20 @@ def preannotate(
             try:
                 if result.error:
                     raise ParseError(result.error)
-                support[f][c]["supported"] = (
-                    parse_label(result.text, ("true", "false"), " ") == "true"
-                )
+                support[f][c]["supported"] = parse_label(result.text, ("true", "false"), " ") == "true"
             except ParseError as exc:
                 failed += 1
                 if failed == 1:
                     notes.append(f"support: first unusable verdict ({exc})")
         if failed:
-            notes.append(
-                f"support: {failed} of {len(pairs)} verdicts offline (similarity ≥ {threshold})"
-            )
+            notes.append(f"support: {failed} of {len(pairs)} verdicts offline (similarity ≥ {threshold})")
         provenance["support"] = f"llm:{config.model}"
 
     links = link_groups(groups, support, len(pages), options["linking"])
     labels = fact_labels(texts, name, groups, links, support)
     fact_entries = []
     for text, origin in zip(texts, found.sentence):
-        span = (
-            spans[origin]
-            if origin is not None
-            else fact_span(text, response or "", sentences, spans)
-        )
+        span = spans[origin] if origin is not None else fact_span(text, response or "", sentences, spans)
         fact_entries.append({"text": text, "span": list(span) if span else None})
     provenance["notes"] = notes
     return {

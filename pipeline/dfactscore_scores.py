@@ -37,11 +37,7 @@ IRRELEVANT_MODES = ("exclude", "not_supported")
 def _judged(entries: list[dict] | None) -> list[bool]:
     """The ``is_supported`` values of a generation's entries; an entry without one (or null) was
     not judged and is left out, as a fact without a label is."""
-    return [
-        e["is_supported"]
-        for e in entries or []
-        if isinstance(e, dict) and isinstance(e.get("is_supported"), bool)
-    ]
+    return [e["is_supported"] for e in entries or [] if isinstance(e, dict) and isinstance(e.get("is_supported"), bool)]
 
 
 def _share(entries: list[dict] | None) -> float | None:
@@ -82,14 +78,8 @@ def released_lists(
     if released is not None:
         return released.get("decisions"), released.get("global_decisions")
     texts = [f.get("text", "") for f in content.get("facts") or []]
-    titles = {
-        c: candidate.get("title") or None
-        for c, candidate in enumerate(content.get("candidates") or [])
-    }
-    links = [
-        titles.get(g.get("link")) if type(g.get("link")) is int else None
-        for g in gold.get("groups") or []
-    ]
+    titles = {c: candidate.get("title") or None for c, candidate in enumerate(content.get("candidates") or [])}
+    links = [titles.get(g.get("link")) if type(g.get("link")) is int else None for g in gold.get("groups") or []]
     decisions, global_decisions = [], []
     for index, fact in enumerate(gold.get("facts") or []):
         label = fact.get("label")
@@ -110,9 +100,7 @@ def released_lists(
         if any_page is not None and label != "irrelevant":
             supported = any_page == "supported"
         entity = fact.get("entity")
-        topic = (titles.get(entity) if type(entity) is int else None) or (
-            linked if label == "supported" else None
-        )
+        topic = (titles.get(entity) if type(entity) is int else None) or (linked if label == "supported" else None)
         decisions.append(
             {
                 "atom": atom,
@@ -131,9 +119,7 @@ def paragraph_scores(content: dict, gold: dict, irrelevant: str = "exclude") -> 
     if entities:
         distinct = len(set(entities))
     else:
-        distinct = len(
-            {g.get("link") for g in gold.get("groups") or [] if g.get("link") not in (None, "none")}
-        )
+        distinct = len({g.get("link") for g in gold.get("groups") or [] if g.get("link") not in (None, "none")})
     return {
         "facts": len(decisions or []),
         "factscore": _share(decisions),
@@ -163,13 +149,9 @@ def model_scores(paragraphs: list[dict]) -> dict:
     grouped = [p for p in responding if p["dfactscore"] is not None]
     groups = [p["num_groups"] for p in responding if p.get("num_groups") is not None]
     return {
-        "score": _mean(
-            [length_penalty(len(_judged(p["decisions"]))) * p["factscore"] for p in plain]
-        ),
+        "score": _mean([length_penalty(len(_judged(p["decisions"]))) * p["factscore"] for p in plain]),
         "init_score": _mean([p["factscore"] for p in plain]),
-        "global_score": _mean(
-            [length_penalty(len(_judged(p["global_decisions"]))) * p["dfactscore"] for p in grouped]
-        ),
+        "global_score": _mean([length_penalty(len(_judged(p["global_decisions"]))) * p["dfactscore"] for p in grouped]),
         "init_global_score": _mean([p["dfactscore"] for p in grouped]),
         "respond_ratio": len(responding) / len(paragraphs) if paragraphs else None,
         "num_facts_per_response": _mean([len(p["decisions"] or []) for p in responding]),
@@ -181,18 +163,14 @@ def model_scores(paragraphs: list[dict]) -> dict:
     }
 
 
-def _assigned(
-    groups_a: Sequence[int | None], groups_b: Sequence[int | None]
-) -> tuple[list[int], list[int]]:
+def _assigned(groups_a: Sequence[int | None], groups_b: Sequence[int | None]) -> tuple[list[int], list[int]]:
     if len(groups_a) != len(groups_b):
         raise ValueError(f"the two assignments cover {len(groups_a)} and {len(groups_b)} facts")
     pairs = [(a, b) for a, b in zip(groups_a, groups_b) if a is not None and b is not None]
     return [a for a, _ in pairs], [b for _, b in pairs]
 
 
-def partition_agreement(
-    groups_a: Sequence[int | None], groups_b: Sequence[int | None]
-) -> float | None:
+def partition_agreement(groups_a: Sequence[int | None], groups_b: Sequence[int | None]) -> float | None:
     """Adjusted Rand index of two annotators' fact → group assignments (facts either left
     ungrouped are left out; None when no fact is grouped by both)."""
     from sklearn.metrics import (
@@ -230,9 +208,7 @@ def partition_agreements(
     def squares(keys: np.ndarray, per_row: int) -> np.ndarray:
         """Σ over a paragraph's cells of (cell count)²."""
         cells, sizes = np.unique(keys, return_counts=True)
-        return np.bincount(
-            cells // per_row, weights=sizes.astype(np.float64) ** 2, minlength=count
-        ).astype(np.int64)
+        return np.bincount(cells // per_row, weights=sizes.astype(np.float64) ** 2, minlength=count).astype(np.int64)
 
     n = np.bincount(row, minlength=count).astype(np.int64)
     cells = squares((row * width_a + a) * width_b + b, width_a * width_b)
@@ -250,9 +226,5 @@ def partition_agreements(
             results.append(1.0)
         else:
             t_p, t_n, f_p, f_n = int(tp[k]), int(tn[k]), int(fp[k]), int(fn[k])
-            results.append(
-                2.0
-                * (t_p * t_n - f_n * f_p)
-                / ((t_p + f_n) * (f_n + t_n) + (t_p + f_p) * (f_p + t_n))
-            )
+            results.append(2.0 * (t_p * t_n - f_n * f_p) / ((t_p + f_n) * (f_n + t_n) + (t_p + f_p) * (f_p + t_n)))
     return results

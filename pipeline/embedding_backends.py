@@ -92,9 +92,7 @@ def batch_size() -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise ValueError(
-            f"EMBEDDING_BATCH_SIZE={raw!r}: expected a whole number from 1 to 4096"
-        ) from None
+        raise ValueError(f"EMBEDDING_BATCH_SIZE={raw!r}: expected a whole number from 1 to 4096") from None
     if not 1 <= value <= 4096:
         raise ValueError(f"EMBEDDING_BATCH_SIZE={raw!r}: expected a whole number from 1 to 4096")
     return value
@@ -146,9 +144,7 @@ def load_torch_model(device: str = "cpu"):
         SentenceTransformer,  # torch: heavy, only for the torch backend
     )
 
-    return SentenceTransformer(
-        str(model_path()), device=torch_device(device) if device != "cpu" else "cpu"
-    )
+    return SentenceTransformer(str(model_path()), device=torch_device(device) if device != "cpu" else "cpu")
 
 
 def _model_fingerprint(path: Path) -> str:
@@ -301,13 +297,10 @@ class OnnxEncoder:
             options.intra_op_num_threads = threads
         providers = onnx_providers(device)
         self.session = onnxruntime.InferenceSession(str(self.path), options, providers=providers)
-        self.device = (
-            "cuda" if self.session.get_providers()[0] == "CUDAExecutionProvider" else "cpu"
-        )
+        self.device = "cuda" if self.session.get_providers()[0] == "CUDAExecutionProvider" else "cpu"
         if providers[0] == "CUDAExecutionProvider" and self.device != "cuda":
             logger.warning(
-                "ONNX Runtime's CUDA provider did not start (CUDA or cuDNN libraries missing?); "
-                "embedding on the CPU"
+                "ONNX Runtime's CUDA provider did not start (CUDA or cuDNN libraries missing?); embedding on the CPU"
             )
         elif self.device == "cuda" and backend == "onnx-int8":
             logger.warning(
@@ -327,9 +320,7 @@ class OnnxEncoder:
             ids[row, :n] = encoding.ids
             mask[row, :n] = encoding.attention_mask
             types[row, :n] = encoding.type_ids
-        feeds = {
-            name: value for name, value in zip(_INPUTS, (ids, mask, types)) if name in self._inputs
-        }
+        feeds = {name: value for name, value in zip(_INPUTS, (ids, mask, types)) if name in self._inputs}
         tokens = self.session.run(None, feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (tokens * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
@@ -372,6 +363,4 @@ def load(backend: str | None = None):
                 type(error).__name__,
                 error,
             )
-    return load_torch_model(
-        device
-    )  # its ``backend`` attribute is "torch", as OnnxEncoder's names its own
+    return load_torch_model(device)  # its ``backend`` attribute is "torch", as OnnxEncoder's names its own

@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 
 AUXILIARIES = frozenset(
-    "is are was were be been being am has have had do does did can could will would shall "
-    "should may might must".split()
+    "is are was were be been being am has have had do does did can could will would shall should may might must".split()
 )
 
 # Frequent lexical verbs in the forms that follow a subject (3rd person / past).
@@ -52,13 +51,9 @@ _INTRO_WORDS = PREPOSITIONS | frozenset(
 )
 
 _SUBJECT_PRONOUNS = frozenset("i you he she it we they".split())
-_DETERMINERS = frozenset(
-    "the a an this that these those his her its their our my your some".split()
-)
+_DETERMINERS = frozenset("the a an this that these those his her its their our my your some".split())
 _RELATIVES = frozenset("which who whom whose that where when what".split())
-_PRONOUN_CONTRACTIONS = re.compile(
-    r"^(?:it|he|she|they|we|you|there|that)['’](?:s|re|ve|ll|d)$", re.I
-)
+_PRONOUN_CONTRACTIONS = re.compile(r"^(?:it|he|she|they|we|you|there|that)['’](?:s|re|ve|ll|d)$", re.I)
 _ADVERB = re.compile(r"^(?:[a-z]+ly|also|still|then|now|later|once|never|not|often|always)$")
 _NAME_CONNECTORS = frozenset("of de da del van von bin al la le du".split())
 _INTRO_PHRASE = re.compile(r"^\s*([A-Za-z]+)\b[^,]{0,60},\s+")
@@ -80,9 +75,7 @@ def is_verb_like(tokens: list[str], index: int) -> bool:
     if tokens[index][:1].islower() and bare(previous) in _SUBJECT_PRONOUNS:
         return True  # "she studied", "they allow"
     following = bare(tokens[index + 1]) if index + 1 < len(tokens) else ""
-    if not tokens[index][:1].islower() or not (
-        following in _VERB_FOLLOWERS or following[:1].isdigit()
-    ):
+    if not tokens[index][:1].islower() or not (following in _VERB_FOLLOWERS or following[:1].isdigit()):
         return False
     if len(word) > 4 and word.endswith("ed"):
         return True
@@ -139,11 +132,7 @@ def starts_with_predicate(text: str) -> bool:
     tokens = text.split()
     if tokens and _ADVERB.match(bare(tokens[0])) and len(tokens) > 1:
         tokens = tokens[1:]
-    return (
-        bool(tokens)
-        and is_verb_like(tokens, 0)
-        and not _PRONOUN_CONTRACTIONS.match(bare(tokens[0]))
-    )
+    return bool(tokens) and is_verb_like(tokens, 0) and not _PRONOUN_CONTRACTIONS.match(bare(tokens[0]))
 
 
 def is_independent_clause(text: str, max_subject_words: int = 6) -> bool:
@@ -156,9 +145,7 @@ def is_proper_name(phrase: str) -> bool:
     words = phrase.split()
     if not words or not words[0][:1].isupper():
         return False
-    return words[-1] not in _NAME_CONNECTORS and all(
-        w[:1].isupper() or w in _NAME_CONNECTORS for w in words
-    )
+    return words[-1] not in _NAME_CONNECTORS and all(w[:1].isupper() or w in _NAME_CONNECTORS for w in words)
 
 
 def leading_name(text: str) -> str | None:

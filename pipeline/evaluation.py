@@ -36,9 +36,7 @@ class SplitMatchReport:
         return self.reachable / self.reference if self.reference else 0.0
 
 
-def sentence_match_rate(
-    items: Iterable[tuple[str, list[str]]], split: Callable[[str], list[str]]
-) -> SplitMatchReport:
+def sentence_match_rate(items: Iterable[tuple[str, list[str]]], split: Callable[[str], list[str]]) -> SplitMatchReport:
     """Compare ``split(response)`` with the reference sentences of each (response, sentences)."""
     report = SplitMatchReport()
     for index, (response, reference_sentences) in enumerate(items):

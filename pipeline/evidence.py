@@ -69,28 +69,19 @@ def claim_queries(claims: Sequence[str], config: LLMConfig | None = None) -> lis
     """Queries for each claim, in order (all claims' calls concurrently)."""
     if not usable(config) or not claims:
         return [ClaimQueries(offline_queries(claim), backend=OFFLINE) for claim in claims]
-    conversations = [
-        [{"role": "user", "content": QUESTION_PROMPT.format(n=MAX_QUESTIONS, claim=c)}]
-        for c in claims
-    ]
+    conversations = [[{"role": "user", "content": QUESTION_PROMPT.format(n=MAX_QUESTIONS, claim=c)}] for c in claims]
     answers = run_chats(config, conversations)
     out = []
     for claim, result in zip(claims, answers):
         error = result.error
         if error is None:
             try:
-                out.append(
-                    ClaimQueries(
-                        _questions_from_answer(claim, result.text), backend=LLM, model=config.model
-                    )
-                )
+                out.append(ClaimQueries(_questions_from_answer(claim, result.text), backend=LLM, model=config.model))
                 continue
             except ParseError as exc:
                 error = f"unparseable answer: {exc}"
         logger.warning("queries fall back to the offline backend (%s): %.80s", error, claim)
-        out.append(
-            ClaimQueries(offline_queries(claim), backend=OFFLINE, fallback=True, error=error)
-        )
+        out.append(ClaimQueries(offline_queries(claim), backend=OFFLINE, fallback=True, error=error))
     return out
 
 
@@ -122,9 +113,7 @@ class StanceRequest:
     max_evidence_chars: int = field(default=3000, repr=False)
 
 
-def stance_hints(
-    pairs: Sequence[StanceRequest], config: LLMConfig | None = None
-) -> list[Hint | None]:
+def stance_hints(pairs: Sequence[StanceRequest], config: LLMConfig | None = None) -> list[Hint | None]:
     """A stance hint per (claim, passage); ``None`` offline, or where the model's answer was
     unusable (no hint is better than a wrong one the annotator might trust)."""
     if not usable(config) or not pairs:

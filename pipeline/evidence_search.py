@@ -36,9 +36,7 @@ def search_passages(
         problems.extend(found.problems)
         candidates.extend(found.candidates)
     elif search is None:
-        problems.append(
-            "no evidence source is configured: the project has no corpus and no web search API"
-        )
+        problems.append("no evidence source is configured: the project has no corpus and no web search API")
     ranked = rank_candidates(query, candidates, claim_vector=vector, top_k=top_k)
     for passage in ranked:
         passage.query = query

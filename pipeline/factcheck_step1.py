@@ -88,9 +88,7 @@ def suggest_step1(
                 for claim, hint in zip(d.claims, hints)
             ],
         }
-        for d, hints, worthy, sentence_importance in zip(
-            decompositions, hints_per_sentence, checkworthy, importance
-        )
+        for d, hints, worthy, sentence_importance in zip(decompositions, hints_per_sentence, checkworthy, importance)
     ]
     category_hints = [h for hints in hints_per_sentence for h in hints]
     return {

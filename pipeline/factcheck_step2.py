@@ -44,9 +44,7 @@ class ClaimToCheck:
     text: str
 
 
-def _embed_all(
-    embed: EmbedFn | None, texts: list[str], known: dict | None = None
-) -> dict[str, np.ndarray]:
+def _embed_all(embed: EmbedFn | None, texts: list[str], known: dict | None = None) -> dict[str, np.ndarray]:
     """Embeddings of ``texts`` not in ``known``, in one batch."""
     if embed is None:
         return {}
@@ -79,9 +77,7 @@ def search_queries(
     if many is None:
         return [c for query in queries for c in search(query, vectors.get(query), k)]
     query_vectors = [vectors.get(query) for query in queries]
-    found = many(
-        list(queries), query_vectors if any(v is not None for v in query_vectors) else None, k
-    )
+    found = many(list(queries), query_vectors if any(v is not None for v in query_vectors) else None, k)
     return [c for candidates in found for c in candidates]
 
 
@@ -101,11 +97,7 @@ def suggest_step2(
     split = {k: v for k, v in (("size", passage_size), ("stride", passage_stride)) if v}
     results: list[dict | None] = [None] * len(claims)
     pending: list[tuple[dict, list[Future]]] = []
-    pool = (
-        ThreadPoolExecutor(max_workers=llm.concurrency, thread_name_prefix="step2-llm")
-        if usable(llm)
-        else None
-    )
+    pool = ThreadPoolExecutor(max_workers=llm.concurrency, thread_name_prefix="step2-llm") if usable(llm) else None
 
     def finish(number: int, queries: ClaimQueries, vectors: dict, found: list[Candidate]) -> None:
         """Rank one claim's evidence and ask for its stance hints (in the background)."""
@@ -117,9 +109,7 @@ def suggest_step2(
             candidates.extend(fetched.candidates)
         if search is None and not web_on:
             problems.append("no evidence source is configured: add a corpus or a web search API")
-        ranked = rank_candidates(
-            claim.text, candidates, claim_vector=vectors.get(claim.text), top_k=top_k
-        )
+        ranked = rank_candidates(claim.text, candidates, claim_vector=vectors.get(claim.text), top_k=top_k)
         if not ranked and not problems:
             problems.append("no passage matched any query")
         result = {
@@ -134,10 +124,7 @@ def suggest_step2(
             pending.append(
                 (
                     result,
-                    [
-                        pool.submit(stance_hints, [StanceRequest(claim.text, r.text)], llm)
-                        for r in ranked
-                    ],
+                    [pool.submit(stance_hints, [StanceRequest(claim.text, r.text)], llm) for r in ranked],
                 )
             )
 
@@ -145,16 +132,12 @@ def suggest_step2(
         if pool is None:
             # Offline queries are known at once: all of them embedded in one batch.
             query_sets = claim_queries([c.text for c in claims], None)
-            vectors = _embed_all(
-                embed, [c.text for c in claims] + [q for qs in query_sets for q in qs.queries]
-            )
+            vectors = _embed_all(embed, [c.text for c in claims] + [q for qs in query_sets for q in qs.queries])
             for number, queries in enumerate(query_sets):
                 finish(number, queries, vectors, search_queries(search, queries.queries, vectors))
         else:
             shared_client(llm)  # made once here, not by each of the first calls at the same time
-            asked = {
-                pool.submit(claim_queries, [c.text], llm): number for number, c in enumerate(claims)
-            }
+            asked = {pool.submit(claim_queries, [c.text], llm): number for number, c in enumerate(claims)}
             # While the model writes questions: the claims, every claim's first query (as the
             # query lists have it, spaces normalised).
             firsts = [" ".join(c.text.split()) for c in claims]
@@ -169,11 +152,7 @@ def suggest_step2(
                     number = min(arrived)
                     queries = arrived.pop(number)
                     searched = early.pop(number, None)
-                    rest = (
-                        queries.queries
-                        if searched is None
-                        else [q for q in queries.queries if q != firsts[number]]
-                    )
+                    rest = queries.queries if searched is None else [q for q in queries.queries if q != firsts[number]]
                     vectors.update(_embed_all(embed, rest, vectors))
                     finish(
                         number,
@@ -183,9 +162,7 @@ def suggest_step2(
                     )
                 elif unsearched := [n for n in asked.values() if n not in early]:
                     number = min(unsearched)
-                    early[number] = search_queries(
-                        search, [firsts[number]] if firsts[number] else [], vectors
-                    )
+                    early[number] = search_queries(search, [firsts[number]] if firsts[number] else [], vectors)
                 else:
                     wait(asked, return_when=FIRST_COMPLETED)
         for result, futures in pending:

@@ -146,9 +146,7 @@ class LLMClient:
             api_key=config.api_key or _PLACEHOLDER_API_KEY,
             timeout=config.timeout,
             max_retries=config.max_retries,
-            http_client=openai.DefaultHttpxClient(
-                transport=outbound.GuardedTransport(outbound.service_policy)
-            ),
+            http_client=openai.DefaultHttpxClient(transport=outbound.GuardedTransport(outbound.service_policy)),
         )
 
     def check_address(self) -> None:

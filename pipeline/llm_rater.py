@@ -110,15 +110,11 @@ _NUMBER_LIST = re.compile(r"^\s*\d+(?:\s*(?:,|;|and|\s)\s*\d+)*\s*\.?\s*$", re.I
 
 
 def felm_messages(question: str, segments: Sequence[str]) -> list[dict[str, str]]:
-    listed = "\n".join(
-        f"{number}. {' '.join(text.split())}" for number, text in enumerate(segments, start=1)
-    )
+    listed = "\n".join(f"{number}. {' '.join(text.split())}" for number, text in enumerate(segments, start=1))
     return [
         {
             "role": "user",
-            "content": FELM_PROMPT.format(
-                question=" ".join((question or "").split()), segments=listed
-            ),
+            "content": FELM_PROMPT.format(question=" ".join((question or "").split()), segments=listed),
         }
     ]
 
@@ -210,9 +206,7 @@ def rate_factcheck_step1(
             claims = []
             for number, (text, hint) in enumerate(zip(texts, theirs)):
                 if hint.fallback:
-                    rating.errors.append(
-                        f"sentence {index + 1}, gold claim {number + 1}: category: {hint.error}"
-                    )
+                    rating.errors.append(f"sentence {index + 1}, gold claim {number + 1}: category: {hint.error}")
                 else:
                     rating.answered += 1
                 claims.append(
@@ -236,14 +230,9 @@ def rate_factcheck_step1(
 def rate_factcheck_step2(claims: Sequence[dict], config: LLMConfig) -> Rating:
     """The stance of each passage of each step-2 claim (``{"text", "evidence": [{"text"}]}``):
     ``{"claims": [{"stances": [label or None per passage]}]}``."""
-    pairs = [
-        (c, p) for c, claim in enumerate(claims) for p, _ in enumerate(claim.get("evidence") or [])
-    ]
+    pairs = [(c, p) for c, claim in enumerate(claims) for p, _ in enumerate(claim.get("evidence") or [])]
     hints = stance_hints(
-        [
-            StanceRequest(claims[c]["text"], claims[c]["evidence"][p].get("text") or "")
-            for c, p in pairs
-        ],
+        [StanceRequest(claims[c]["text"], claims[c]["evidence"][p].get("text") or "") for c, p in pairs],
         config,
     )
     rating = Rating(
@@ -253,8 +242,7 @@ def rate_factcheck_step2(claims: Sequence[dict], config: LLMConfig) -> Rating:
     for (c, p), hint in zip(pairs, hints):
         if hint is None:
             rating.errors.append(
-                f"claim {c + 1}, passage {p + 1}: stance: the call failed or its answer was not one "
-                "of the four labels"
+                f"claim {c + 1}, passage {p + 1}: stance: the call failed or its answer was not one of the four labels"
             )
             continue
         rating.suggestion["claims"][c]["stances"][p] = hint.label
@@ -279,13 +267,9 @@ def rate_factcheck_step3(
             rating.errors.append(f"sentence {index + 1}: revision: {revision.error}")
         elif sentence.changed:
             rating.answered += 1
-        rating.suggestion["sentences"].append(
-            {"revised": None if revision.fallback else revision.text}
-        )
+        rating.suggestion["sentences"].append({"revised": None if revision.fallback else revision.text})
     texts = [s["revised"] for s in rating.suggestion["sentences"]]
-    rating.suggestion["response"] = (
-        None if None in texts else " ".join(" ".join(t.split()) for t in texts if t.strip())
-    )
+    rating.suggestion["response"] = None if None in texts else " ".join(" ".join(t.split()) for t in texts if t.strip())
     return rating
 
 
@@ -304,13 +288,9 @@ def rate_felm_items(items: Sequence[tuple[str, Sequence[str]]], config: LLMConfi
             labels = list(parse_felm_errors(result.text, len(segments)))
             rating.answered = 1
         except ParseError as exc:
-            rating.errors.append(
-                f"segments: {exc}" if result.error is None else f"segments: the call failed: {exc}"
-            )
+            rating.errors.append(f"segments: {exc}" if result.error is None else f"segments: the call failed: {exc}")
         rating.suggestion = {
-            "segments": [
-                {"label": label, "error_type": None, "comment": "", "refs": []} for label in labels
-            ]
+            "segments": [{"label": label, "error_type": None, "comment": "", "refs": []} for label in labels]
         }
         ratings.append(rating)
     return ratings
@@ -328,15 +308,11 @@ def rate_dfactscore(
     (``settings``: the project's pipeline settings, for embeddings and the D-FActScore options).
     Where its grouping or a support verdict fell back to the offline backend, the paragraph
     gets no answer (None): its labels would mix the model's and the heuristics' verdicts."""
-    result = preannotate(
-        name, response, list(facts), list(candidates), {**settings, "llm": asdict(config)}
-    )
+    result = preannotate(name, response, list(facts), list(candidates), {**settings, "llm": asdict(config)})
     provenance = (result["suggestion"] or {}).get("provenance") or {}
     pairs = sum(1 for c in result["content"]["candidates"] if c["passages"]) * len(facts)
     rating = Rating(result["suggestion"], calls=(1 + pairs) if facts else 0)
-    fallbacks = [
-        note for note in provenance.get("notes") or [] if note.startswith(("grouping:", "support:"))
-    ]
+    fallbacks = [note for note in provenance.get("notes") or [] if note.startswith(("grouping:", "support:"))]
     if fallbacks:
         rating.suggestion = None
         rating.errors.extend(fallbacks)
@@ -381,19 +357,11 @@ def plan_factcheck_step1(
         for s in sentences
     ]
     stand_in = (
-        own_claims
-        if own_claims is not None
-        else gold_claims
-        if gold_claims is not None
-        else [[s] for s in sentences]
+        own_claims if own_claims is not None else gold_claims if gold_claims is not None else [[s] for s in sentences]
     )
-    claims = [c for claims in stand_in for c in claims] + [
-        c for claims in (gold_claims or []) for c in claims
-    ]
+    claims = [c for claims in stand_in for c in claims] + [c for claims in (gold_claims or []) for c in claims]
     categories = [
-        PlannedCall(
-            CLAIM_CATEGORY, len(CATEGORY_PROMPT.format(claim=c)), COMPLETION_CHARS[CLAIM_CATEGORY]
-        )
+        PlannedCall(CLAIM_CATEGORY, len(CATEGORY_PROMPT.format(claim=c)), COMPLETION_CHARS[CLAIM_CATEGORY])
         for c in claims
     ]
     return [batch for batch in (decompositions, categories) if batch]
@@ -436,11 +404,7 @@ def plan_dfactscore(name: str, facts: Sequence[str], candidates: Sequence[dict])
     verifier sees depends on similarity; the page's first TOP_PASSAGES stand in for them."""
     if not facts:
         return []
-    calls = [
-        PlannedCall(
-            GROUPING, _chars(grouping_messages(name, facts)), sum(len(f) + 3 for f in facts) + 6
-        )
-    ]
+    calls = [PlannedCall(GROUPING, _chars(grouping_messages(name, facts)), sum(len(f) + 3 for f in facts) + 6)]
     for candidate in candidates:
         passages = [p for p in candidate.get("passages") or [] if isinstance(p, str) and p.strip()]
         passages = (passages or split_page(candidate.get("text") or ""))[:TOP_PASSAGES]

@@ -63,9 +63,7 @@ def _networks(raw: str, name: str) -> tuple[Network, ...]:
             try:
                 networks.append(ipaddress.ip_network(part, strict=False))
             except ValueError:
-                raise ValueError(
-                    f"{name}: {part!r} is not a network (write CIDRs such as 10.20.0.0/16)"
-                ) from None
+                raise ValueError(f"{name}: {part!r} is not a network (write CIDRs such as 10.20.0.0/16)") from None
     return tuple(networks)
 
 
@@ -89,18 +87,13 @@ class OutboundPolicy:
     """Loopback and private (not link-local) addresses pass, on any port: staff-set services only."""
 
     @classmethod
-    def from_env(
-        cls, environ: Mapping[str, str] | None = None, *, service: bool = False
-    ) -> OutboundPolicy:
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, service: bool = False) -> OutboundPolicy:
         """The policy for web pages, or with ``service`` for the LLM and web-search API URLs."""
         env = os.environ if environ is None else environ
         return cls(
-            allowed_networks=_networks(
-                env.get("OUTBOUND_ALLOWED_NETWORKS", ""), "OUTBOUND_ALLOWED_NETWORKS"
-            ),
+            allowed_networks=_networks(env.get("OUTBOUND_ALLOWED_NETWORKS", ""), "OUTBOUND_ALLOWED_NETWORKS"),
             allowed_ports=_ports(env.get("OUTBOUND_ALLOWED_PORTS", ""), "OUTBOUND_ALLOWED_PORTS"),
-            allow_private=service
-            and env.get("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "").strip().lower() in _TRUE,
+            allow_private=service and env.get("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "").strip().lower() in _TRUE,
         )
 
 
@@ -210,9 +203,7 @@ def check_url(url: str, policy: OutboundPolicy) -> Target:
         raise OutboundRefused(url, f"not a valid URL ({exc})") from None
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
-        raise OutboundRefused(
-            url, f"only http and https are fetched, not {scheme or 'a URL without scheme'}"
-        )
+        raise OutboundRefused(url, f"only http and https are fetched, not {scheme or 'a URL without scheme'}")
     host = (parts.hostname or "").rstrip(".")
     if not host:
         raise OutboundRefused(url, "the URL has no host")
@@ -226,14 +217,8 @@ def check_url(url: str, policy: OutboundPolicy) -> Target:
         if problem:
             named = how or (f"{host} resolves to {ip}: " if str(ip) != host else "")
             raise OutboundRefused(url, f"{named}{problem}")
-    if (
-        port != DEFAULT_PORTS[scheme]
-        and port not in policy.allowed_ports
-        and not policy.allow_private
-    ):
-        raise OutboundRefused(
-            url, f"port {port} is not allowed (only {DEFAULT_PORTS[scheme]} for {scheme})"
-        )
+    if port != DEFAULT_PORTS[scheme] and port not in policy.allowed_ports and not policy.allow_private:
+        raise OutboundRefused(url, f"port {port} is not allowed (only {DEFAULT_PORTS[scheme]} for {scheme})")
     return Target(scheme=scheme, host=host, port=port, ip=str(addresses[0]))
 
 
@@ -243,9 +228,7 @@ class GuardedTransport:
     Duck-typed (httpx needs only these methods), so importing this module loads no httpx:
     settings import it to check the OUTBOUND_* values at start-up."""
 
-    def __init__(
-        self, policy: Callable[[], OutboundPolicy], inner: httpx2.BaseTransport | None = None
-    ):
+    def __init__(self, policy: Callable[[], OutboundPolicy], inner: httpx2.BaseTransport | None = None):
         import httpx2
 
         self.policy = policy
@@ -267,9 +250,7 @@ class GuardedTransport:
         # redirects resolve against. Host keeps the name (set when the request was built), and
         # TLS sends and checks the name.
         extensions = (
-            {**request.extensions, "sni_hostname": target.host}
-            if target.scheme == "https"
-            else request.extensions
+            {**request.extensions, "sni_hostname": target.host} if target.scheme == "https" else request.extensions
         )
         pinned = httpx2.Request(
             request.method,
@@ -329,9 +310,7 @@ def get_following_redirects(
         response.close()
         next_url = urljoin(url, location)
         if urlsplit(next_url).hostname != urlsplit(url).hostname:
-            headers = {
-                k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")
-            }
+            headers = {k: v for k, v in headers.items() if k.lower() not in ("authorization", "cookie")}
         url = next_url
         request = client.build_request("GET", url, headers=headers)
     raise OutboundRefused(url, f"more than {max_redirects} redirects")

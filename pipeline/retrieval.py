@@ -41,9 +41,7 @@ NEAR_DUPLICATE_RATIO = 90
 EMBEDDING_DIMENSIONS = 384
 
 
-def split_passages(
-    text: str, *, size: int = PASSAGE_SENTENCES, stride: int = PASSAGE_STRIDE
-) -> list[str]:
+def split_passages(text: str, *, size: int = PASSAGE_SENTENCES, stride: int = PASSAGE_STRIDE) -> list[str]:
     """Windows of ``size`` sentences starting every ``stride`` sentences; the last window always
     reaches the end, so no sentence is left out."""
     if size < 1 or stride < 1:
@@ -93,9 +91,7 @@ class LexicalIndex:
         tokens = tokenize([query])
         if not tokens.ids or not tokens.ids[0]:
             return []
-        ids, scores = self._bm25.retrieve(
-            tokens, k=min(k, self.size), show_progress=False, n_threads=1
-        )
+        ids, scores = self._bm25.retrieve(tokens, k=min(k, self.size), show_progress=False, n_threads=1)
         return [(int(i), float(s)) for i, s in zip(ids[0], scores[0]) if s > 0]
 
 
@@ -309,9 +305,7 @@ def rank_candidates(
         dense = None
         if claim_vector is not None and candidate.vector is not None:
             dense = float(np.dot(candidate.vector, claim_vector))
-        fused = (
-            lex if dense is None else lexical_weight * lex + (1 - lexical_weight) * max(dense, 0.0)
-        )
+        fused = lex if dense is None else lexical_weight * lex + (1 - lexical_weight) * max(dense, 0.0)
         scored.append((fused, lex, dense, candidate))
     scored.sort(key=lambda row: -row[0])
 
@@ -322,10 +316,7 @@ def rank_candidates(
         source_key = candidate.url or candidate.title
         if source_key and per_source.get(source_key, 0) >= max_per_source:
             continue
-        if any(
-            fuzz.token_set_ratio(candidate.text, other[3].text) >= NEAR_DUPLICATE_RATIO
-            for other in kept
-        ):
+        if any(fuzz.token_set_ratio(candidate.text, other[3].text) >= NEAR_DUPLICATE_RATIO for other in kept):
             continue
         kept.append(row)
         if source_key:
@@ -374,8 +365,6 @@ def dedupe_queries(queries: Iterable[str], ratio: int = NEAR_DUPLICATE_RATIO) ->
     kept: list[str] = []
     for query in queries:
         query = " ".join((query or "").split())
-        if query and not any(
-            fuzz.token_sort_ratio(query.lower(), k.lower()) >= ratio for k in kept
-        ):
+        if query and not any(fuzz.token_sort_ratio(query.lower(), k.lower()) >= ratio for k in kept):
             kept.append(query)
     return kept

@@ -64,9 +64,7 @@ def score(
         stacked = {key: np.concatenate([d[key] for d in draws]) for key in point}
         tail = (1 - CONFIDENCE) / 2 * 100
         low = {key: np.nanpercentile(values, tail, axis=0) for key, values in stacked.items()}
-        high = {
-            key: np.nanpercentile(values, 100 - tail, axis=0) for key, values in stacked.items()
-        }
+        high = {key: np.nanpercentile(values, 100 - tail, axis=0) for key, values in stacked.items()}
 
     def estimate(key: str, column: int | None = None) -> dict:
         pick = (lambda a: a[0]) if column is None else (lambda a: a[0][column])
@@ -105,9 +103,7 @@ def _confusions(
     """The scored labels and per-item confusion counts, flattened (true × predicted), with the
     scored labels first and any other label present after them (in ``units`` or in ``also``: a
     paired comparison needs both systems' matrices over the same labels)."""
-    present = sorted(
-        {u.gold for u in units} | {u.predicted for u in units} | {u.predicted for u in also}
-    )
+    present = sorted({u.gold for u in units} | {u.predicted for u in units} | {u.predicted for u in also})
     if labels is None:
         labels = present
     else:
@@ -117,9 +113,7 @@ def _confusions(
     every = labels + [label for label in present if label not in labels]
     index = {label: i for i, label in enumerate(every)}
     items: dict = {}
-    item_of = np.fromiter(
-        (items.setdefault(u.item, len(items)) for u in units), dtype=np.int64, count=len(units)
-    )
+    item_of = np.fromiter((items.setdefault(u.item, len(items)) for u in units), dtype=np.int64, count=len(units))
     gold = np.fromiter((index[u.gold] for u in units), dtype=np.int64, count=len(units))
     predicted = np.fromiter((index[u.predicted] for u in units), dtype=np.int64, count=len(units))
     size = len(every)
@@ -151,16 +145,12 @@ def difference(
     items and gold, in the same order). ``labels`` scores ``first`` and ``second_labels``
     (default: ``labels``) ``second``, so that each side's macro figures are those its own
     ``score`` shows; with neither, both use the union of both systems' labels."""
-    if len(first) != len(second) or any(
-        a.item != b.item or a.gold != b.gold for a, b in zip(first, second)
-    ):
+    if len(first) != len(second) or any(a.item != b.item or a.gold != b.gold for a, b in zip(first, second)):
         raise ValueError("the two systems must be scored on the same units in the same order")
     if not first:
         raise ValueError("no units to score")
     if labels is None:
-        labels = sorted(
-            {u.gold for u in first} | {u.predicted for u in first} | {u.predicted for u in second}
-        )
+        labels = sorted({u.gold for u in first} | {u.predicted for u in first} | {u.predicted for u in second})
     if second_labels is None:
         second_labels = labels
     labels, per_item_first, size = _confusions(first, labels, also=second)
@@ -199,9 +189,7 @@ def difference(
     }
 
 
-def resample_weights(
-    n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK
-) -> Iterable[np.ndarray]:
+def resample_weights(n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK) -> Iterable[np.ndarray]:
     """How often each item is drawn in each resample, ``chunk`` resamples at a time
     (arrays of shape (≤ chunk, n_items)). The draws are those of ``bootstrap_indices``."""
     rng = np.random.default_rng(seed)
@@ -210,11 +198,7 @@ def resample_weights(
         count = min(chunk, resamples - done)
         drawn = rng.integers(0, n_items, size=(count, n_items))
         offsets = np.arange(count)[:, None] * n_items
-        yield (
-            np.bincount((drawn + offsets).ravel(), minlength=count * n_items)
-            .reshape(count, n_items)
-            .astype(float)
-        )
+        yield (np.bincount((drawn + offsets).ravel(), minlength=count * n_items).reshape(count, n_items).astype(float))
         done += count
 
 
@@ -251,22 +235,14 @@ def means_with_ci(
         if len(items) != len(data):
             raise ValueError(f"{len(items)} items for {len(data)} values")
         index: dict = {}
-        item_of = np.fromiter(
-            (index.setdefault(item, len(index)) for item in items), dtype=np.int64, count=len(items)
-        )
+        item_of = np.fromiter((index.setdefault(item, len(index)) for item in items), dtype=np.int64, count=len(items))
         sums = np.zeros((len(index), len(names)))
         np.add.at(sums, item_of, data)
         counts = np.bincount(item_of, minlength=len(index)).astype(float)
-    result = {
-        name: {"value": float(value), "low": None, "high": None}
-        for name, value in zip(names, data.mean(axis=0))
-    }
+    result = {name: {"value": float(value), "low": None, "high": None} for name, value in zip(names, data.mean(axis=0))}
     if resamples:
         draws = np.concatenate(
-            [
-                (weights @ sums) / (weights @ counts)[:, None]
-                for weights in resample_weights(len(sums), resamples, seed)
-            ]
+            [(weights @ sums) / (weights @ counts)[:, None] for weights in resample_weights(len(sums), resamples, seed)]
         )
         tail = (1 - CONFIDENCE) / 2 * 100
         low, high = np.percentile(draws, [tail, 100 - tail], axis=0)
@@ -275,9 +251,7 @@ def means_with_ci(
     return result
 
 
-def bootstrap_indices(
-    n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK
-) -> list[np.ndarray]:
+def bootstrap_indices(n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK) -> list[np.ndarray]:
     """The items each resample draws (the same draws as ``resample_weights``): for tests and
     for statistics that need the resampled data itself."""
     rng = np.random.default_rng(seed)

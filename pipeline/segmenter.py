@@ -270,9 +270,7 @@ _MARKER_ONLY = re.compile(r"^\d{1,3}\.$")
 # colon of an introduction ("albums: 1.", only "1." so "The total was: 4." stays).
 # A decimal number ("version 3.5.") is not a marker, nor a number after an abbreviation of one
 # letter ("died c. 930.").
-_TRAILING_MARKER = re.compile(
-    r"(?:(?<=[.!?][\"'”’)\]])\s*|(?<=\D[.!?])|(?<=\w\w[.!?])\s+)(\d{1,3}\.)$|(?<=:)\s+(1\.)$"
-)
+_TRAILING_MARKER = re.compile(r"(?:(?<=[.!?][\"'”’)\]])\s*|(?<=\D[.!?])|(?<=\w\w[.!?])\s+)(\d{1,3}\.)$|(?<=:)\s+(1\.)$")
 # "Here are some of them: Best Paper Award ..." -> the lead-in is a (non-claim) sentence.
 _LEAD_IN = re.compile(r"^(?:Here(?:'s| is| are)|Below (?:is|are))\b[^:]{0,150}:(?=\s+\S)")
 
@@ -283,9 +281,7 @@ _LEAD_IN = re.compile(r"^(?:Here(?:'s| is| are)|Below (?:is|are))\b[^:]{0,150}:(
 MAX_PUNKT_CHARS = 20_000
 
 
-def _punkt(
-    tokenizer: PunktSentenceTokenizer, block: str, limit: int = MAX_PUNKT_CHARS
-) -> list[str]:
+def _punkt(tokenizer: PunktSentenceTokenizer, block: str, limit: int = MAX_PUNKT_CHARS) -> list[str]:
     """Punkt's sentences of ``block``, read ``limit`` characters at a time: the window's last
     sentence may be cut off, so the next window starts where it starts."""
     sentences: list[str] = []
@@ -398,9 +394,7 @@ def segment_response(text: str, method: str = "auto") -> list[str]:
     ``auto`` uses the separator when the text contains it (FELM-style input), else sentences.
     """
     if method not in SEGMENT_METHODS:
-        raise ValueError(
-            f"unknown segmentation method {method!r}; expected one of {SEGMENT_METHODS}"
-        )
+        raise ValueError(f"unknown segmentation method {method!r}; expected one of {SEGMENT_METHODS}")
     if not text or not text.strip():
         return []
     if method == "separator" or (method == "auto" and SEGMENT_SEPARATOR in text):

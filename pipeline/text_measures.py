@@ -19,9 +19,7 @@ from rapidfuzz.distance import Levenshtein
 
 def word_overlap(a: str, b: str) -> float:
     tokens_a, tokens_b = (a or "").split(), (b or "").split()
-    longer, shorter = (
-        (tokens_a, tokens_b) if len(tokens_a) >= len(tokens_b) else (tokens_b, tokens_a)
-    )
+    longer, shorter = (tokens_a, tokens_b) if len(tokens_a) >= len(tokens_b) else (tokens_b, tokens_a)
     if not longer:
         return 1.0
     present = set(shorter)

@@ -60,9 +60,7 @@ class WebSearchConfig:
         return bool(self.base_url)
 
     @classmethod
-    def from_env(
-        cls, overrides: Mapping | None = None, environ: Mapping[str, str] | None = None
-    ) -> WebSearchConfig:
+    def from_env(cls, overrides: Mapping | None = None, environ: Mapping[str, str] | None = None) -> WebSearchConfig:
         """``WEB_SEARCH_URL`` and ``WEB_SEARCH_API_KEY``, then ``overrides`` (a project's settings).
 
         As with the LLM: the server's key belongs to the server's URL, so overrides that point
@@ -124,9 +122,7 @@ def search(config: WebSearchConfig, query: str) -> list[SearchHit]:
             for chunk in response.iter_bytes(64 * 1024):
                 body.extend(chunk)
                 if len(body) > config.max_page_bytes:
-                    raise WebSearchError(
-                        f"the search API's answer is larger than {config.max_page_bytes} bytes"
-                    )
+                    raise WebSearchError(f"the search API's answer is larger than {config.max_page_bytes} bytes")
     except outbound.OutboundRefused as exc:
         raise WebSearchError(f"the search API's address is refused: {exc.reason}") from None
     except httpx2.TimeoutException:
@@ -175,9 +171,7 @@ def fetch_text(config: WebSearchConfig, url: str) -> str:
                 raise WebSearchError(f"{url} answered {response.status_code}")
             content_type = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if content_type not in TEXT_TYPES:
-                raise WebSearchError(
-                    f"{url} is {content_type or 'of no stated type'}, not a web page"
-                )
+                raise WebSearchError(f"{url} is {content_type or 'of no stated type'}, not a web page")
             body = bytearray()
             for chunk in response.iter_bytes(64 * 1024):
                 body.extend(chunk)
@@ -200,12 +194,7 @@ def fetch_text(config: WebSearchConfig, url: str) -> str:
     else:
         import trafilatura  # trafilatura: heavy, only where web pages are cleaned
 
-        text = (
-            trafilatura.extract(
-                raw, include_comments=False, include_tables=True, favor_precision=True
-            )
-            or ""
-        )
+        text = trafilatura.extract(raw, include_comments=False, include_tables=True, favor_precision=True) or ""
     if not text.strip():
         raise WebSearchError(f"{url} has no readable text")
     return text
@@ -248,9 +237,5 @@ def web_candidates(
                 problems.append(problem)
                 continue
             for passage in split_passages(text, size=size, stride=stride):
-                candidates.append(
-                    Candidate(
-                        text=passage, url=hit.url, title=hit.title, source=WEB, query=hit.query
-                    )
-                )
+                candidates.append(Candidate(text=passage, url=hit.url, title=hit.title, source=WEB, query=hit.query))
     return WebResult(candidates=candidates, problems=problems)

@@ -76,9 +76,7 @@ def fast_password_hashing(settings):
 @pytest.fixture
 def make_user(db):
     def make(username, *, staff=False):
-        return get_user_model().objects.create_user(
-            username=username, password=PASSWORD, is_staff=staff
-        )
+        return get_user_model().objects.create_user(username=username, password=PASSWORD, is_staff=staff)
 
     return make
 
@@ -226,6 +224,4 @@ def worker(start_worker):
 
 def pytest_configure(config):
     if EMBEDDED_RUN and (os.environ.get("DATABASE_URL") or os.environ.get("CELERY_BROKER_URL")):
-        raise pytest.UsageError(
-            "TEST_STACK=embedded is the run without DATABASE_URL and CELERY_BROKER_URL: unset them"
-        )
+        raise pytest.UsageError("TEST_STACK=embedded is the run without DATABASE_URL and CELERY_BROKER_URL: unset them")

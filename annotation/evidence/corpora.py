@@ -49,16 +49,10 @@ _TEXT_LIMITS = {
 
 def check_passage_settings(sentences: int, stride: int) -> None:
     for name, value in (("passage_sentences", sentences), ("passage_stride", stride)):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int)
-            or not 1 <= value <= MAX_PASSAGE_SENTENCES
-        ):
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_PASSAGE_SENTENCES:
             raise DomainError(f"{name} must be a whole number from 1 to {MAX_PASSAGE_SENTENCES}")
     if stride > sentences:
-        raise DomainError(
-            "passage_stride must not exceed passage_sentences, or sentences between windows are lost"
-        )
+        raise DomainError("passage_stride must not exceed passage_sentences, or sentences between windows are lost")
 
 
 def upload_path(corpus: Corpus) -> Path:
@@ -213,9 +207,7 @@ def _fill_search_vectors(corpus_id: int) -> None:
                 ),
             ],
         )
-        Corpus.objects.filter(pk=corpus_id).update(
-            frequent_terms=[word for (word,) in cursor.fetchall()]
-        )
+        Corpus.objects.filter(pk=corpus_id).update(frequent_terms=[word for (word,) in cursor.fetchall()])
 
 
 CANCELLED_MESSAGE = "the import was cancelled"
@@ -315,9 +307,7 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
         with transaction.atomic():
             Passage.objects.bulk_create(batch)
             batch.clear()
-            return jobs.progress(
-                Corpus, corpus_id, lines_read=number, documents=documents, passages=passages
-            )
+            return jobs.progress(Corpus, corpus_id, lines_read=number, documents=documents, passages=passages)
 
     number = resume_after
     try:
@@ -325,9 +315,7 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
             if number <= resume_after:
                 continue
             documents += 1
-            windows = split_passages(
-                document["text"], size=corpus.passage_sentences, stride=corpus.passage_stride
-            )
+            windows = split_passages(document["text"], size=corpus.passage_sentences, stride=corpus.passage_stride)
             for position, text in enumerate(windows):
                 batch.append(
                     Passage(
@@ -349,9 +337,7 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
             return Corpus.objects.get(pk=corpus_id)
         raise
     _fill_search_vectors(corpus_id)
-    if not jobs.finish(
-        Corpus, corpus_id, only_from=(CorpusState.IMPORTING,), imported_at=timezone.now()
-    ):
+    if not jobs.finish(Corpus, corpus_id, only_from=(CorpusState.IMPORTING,), imported_at=timezone.now()):
         _cancelled(corpus_id, path)  # cancelled while the search vectors were made
         return Corpus.objects.get(pk=corpus_id)
     if not dispatch.runs_in_process():
@@ -370,9 +356,7 @@ def embedded_by_worker() -> bool:
 def fail_corpus(corpus_id: int, message: str) -> None:
     """End an import that cannot go on (an unexpected error, a database that stayed
     unreachable): failed with the reason, without the passages written so far, upload dropped."""
-    if jobs.fail(
-        Corpus, corpus_id, [{"line": 0, "field": "(server)", "message": message[:500]}], passages=0
-    ):
+    if jobs.fail(Corpus, corpus_id, [{"line": 0, "field": "(server)", "message": message[:500]}], passages=0):
         Passage.objects.filter(corpus_id=corpus_id).delete()
 
 
@@ -416,27 +400,16 @@ def embed_next_batch(corpus_id: int, size: int | None = None) -> int:
     if rows:
         vectors = embed([text for _, text in rows])
         Passage.objects.bulk_update(
-            [
-                Passage(id=passage_id, embedding=vector.tobytes())
-                for (passage_id, _), vector in zip(rows, vectors)
-            ],
+            [Passage(id=passage_id, embedding=vector.tobytes()) for (passage_id, _), vector in zip(rows, vectors)],
             ["embedding"],
         )
     embedded = Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=False).count()
     left = (
-        Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=True)
-        .order_by("id")
-        .values_list("id", flat=True)
+        Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=True).order_by("id").values_list("id", flat=True)
     )
     next_missing = left.first()
     if next_missing is None:
-        through = (
-            Passage.objects.filter(corpus_id=corpus_id)
-            .order_by("-id")
-            .values_list("id", flat=True)
-            .first()
-            or 0
-        )
+        through = Passage.objects.filter(corpus_id=corpus_id).order_by("-id").values_list("id", flat=True).first() or 0
     else:
         through = next_missing - 1
     changes = {"embedded": embedded, "embedded_through": through, "progress_at": timezone.now()}

@@ -52,9 +52,7 @@ def _readers(corpora: list[Corpus]) -> list[vector_index.Reader]:
 
 
 def _tsquery_literal(lexemes: list[str], operator: str) -> str:
-    return f" {operator} ".join(
-        "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes
-    )
+    return f" {operator} ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
 
 
 # A query of frequent words only (all of them AND-ed) can match most of a corpus: "ashash &
@@ -136,11 +134,7 @@ def _lexical_in_memory(corpus: Corpus, query: str, k: int) -> list[tuple[int, fl
     with _lock:
         cached = _lexical.get(corpus.id)
         if cached is None or cached.passages != corpus.passages:
-            rows = list(
-                Passage.objects.filter(corpus=corpus)
-                .order_by("id")
-                .values_list("id", "title", "text")
-            )
+            rows = list(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", "title", "text"))
             cached = _Lexical(
                 corpus.passages,
                 [r[0] for r in rows],
@@ -150,9 +144,7 @@ def _lexical_in_memory(corpus: Corpus, query: str, k: int) -> list[tuple[int, fl
     return [(cached.ids[number], score) for number, score in cached.index.search(query, k)]
 
 
-def lexical_hits_many(
-    corpora: list[Corpus], queries: list[str], k: int
-) -> list[list[tuple[int, float]]]:
+def lexical_hits_many(corpora: list[Corpus], queries: list[str], k: int) -> list[list[tuple[int, float]]]:
     """(passage id, score) of the best ``k`` lexical matches of each query, best first."""
     searched = [q for q in queries if q.strip()]
     if not corpora or not searched:
@@ -171,9 +163,7 @@ def lexical_hits(corpora: list[Corpus], query: str, k: int) -> list[tuple[int, f
     return lexical_hits_many(corpora, [query], k)[0]
 
 
-def _dense_scan(
-    readers: list[vector_index.Reader], query_vectors: np.ndarray, k: int
-) -> list[list[tuple[int, float]]]:
+def _dense_scan(readers: list[vector_index.Reader], query_vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
     hits: list[list[tuple[int, float]]] = [[] for _ in range(len(query_vectors))]
     for reader in readers:
         for number, found in enumerate(reader.search(query_vectors, k)):
@@ -183,9 +173,7 @@ def _dense_scan(
     return hits
 
 
-def dense_hits_many(
-    corpora: list[Corpus], query_vectors: np.ndarray, k: int
-) -> list[list[tuple[int, float]]]:
+def dense_hits_many(corpora: list[Corpus], query_vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
     """(passage id, cosine) of the ``k`` nearest passages to each row of ``query_vectors``."""
     return _dense_scan(_readers(corpora), np.asarray(query_vectors, dtype=np.float32), k)
 
@@ -193,9 +181,7 @@ def dense_hits_many(
 _scanner: ThreadPoolExecutor | None = None
 
 
-def _scan_in_background(
-    readers: list[vector_index.Reader], query_vectors: np.ndarray, k: int
-) -> Future:
+def _scan_in_background(readers: list[vector_index.Reader], query_vectors: np.ndarray, k: int) -> Future:
     """The dense scan on a thread of its own (numpy lets go of the GIL), so that it runs while
     PostgreSQL runs the full-text search: on two cores they overlap instead of adding up."""
     global _scanner
@@ -252,9 +238,7 @@ def corpus_search(project: Project, *, embed_missing: bool = True):
         if connection.vendor == "postgresql" and searched:
             # With the text of its hits: only the columns shown (the vectors of embedded passages
             # are in this process already).
-            found, rows = _search_postgresql(
-                corpora, [queries[n] for n in searched], k, with_text=True
-            )
+            found, rows = _search_postgresql(corpora, [queries[n] for n in searched], k, with_text=True)
             for number, hits_of_query in zip(searched, found):
                 lexical[number] = hits_of_query
         elif searched:
@@ -267,17 +251,12 @@ def corpus_search(project: Project, *, embed_missing: bool = True):
         if wanted:
             rows.update(
                 (row[0], row[1:])
-                for row in Passage.objects.filter(id__in=set(wanted))
-                .order_by()
-                .values_list(*_ROW_FIELDS)
+                for row in Passage.objects.filter(id__in=set(wanted)).order_by().values_list(*_ROW_FIELDS)
             )
         # In the passages' own order (Passage.Meta: corpus, newest first, document, position),
         # which is the order candidates are ranked from on ties.
         rows = {
-            pid: row[3:]
-            for pid, row in sorted(
-                rows.items(), key=lambda item: (-item[1][0], item[1][1], item[1][2])
-            )
+            pid: row[3:] for pid, row in sorted(rows.items(), key=lambda item: (-item[1][0], item[1][1], item[1][2]))
         }
         hits = [dict(found) for found in lexical]
         for number, found in enumerate(dense):
@@ -287,9 +266,9 @@ def corpus_search(project: Project, *, embed_missing: bool = True):
         vector_of = {pid: indexed.get(pid) for pid in rows}
         uncached = [pid for pid, vector in vector_of.items() if vector is None]
         if uncached:  # embedded past embedded_through (by retrieval), or not embedded yet
-            for pid, stored in Passage.objects.filter(
-                id__in=uncached, embedding__isnull=False
-            ).values_list("id", "embedding"):
+            for pid, stored in Passage.objects.filter(id__in=uncached, embedding__isnull=False).values_list(
+                "id", "embedding"
+            ):
                 vector_of[pid] = np.frombuffer(bytes(stored), dtype=np.float32)
         missing = [pid for pid in rows if vector_of[pid] is None]
         if missing and with_vector and embed_missing:

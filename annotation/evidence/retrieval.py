@@ -32,14 +32,10 @@ def _check(stage: ItemStage, index: int) -> None:
     units = (stage.content or {}).get("claims") or []
     if not 0 <= index < len(units):
         raise DomainError(
-            f"claim: must be a claim number from 0 to {len(units) - 1}"
-            if units
-            else "this item has no claims"
+            f"claim: must be a claim number from 0 to {len(units) - 1}" if units else "this item has no claims"
         )
     if Annotation.objects.filter(assignment__item_stage=stage, submitted=True).exists():
-        raise DomainError(
-            "an annotator has submitted this item: their stances are about the current passages"
-        )
+        raise DomainError("an annotator has submitted this item: their stances are about the current passages")
 
 
 def request_retrieval(*, stage: ItemStage, index: int) -> None:
@@ -94,9 +90,7 @@ def retrieve_again(stage_id: int, index: int) -> bool:
         stage.content = content
         stage.save(update_fields=["content", "updated_at"])
         for annotation in Annotation.objects.filter(assignment__item_stage=stage):
-            annotation.payload = kind.clear_unit_answer(
-                stage.stage, content, annotation.payload, index
-            )
+            annotation.payload = kind.clear_unit_answer(stage.stage, content, annotation.payload, index)
             annotation.version += 1
             annotation.save(update_fields=["payload", "version", "updated_at"])
     return True

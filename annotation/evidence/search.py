@@ -23,9 +23,7 @@ def start_search(*, project: Project, user, query: str, claim: str = "") -> Evid
         raise DomainError("query: type what to search for")
     if len(query) > MAX_QUERY_CHARS:
         raise DomainError(f"query: at most {MAX_QUERY_CHARS} characters, not {len(query)}")
-    search = EvidenceSearch.objects.create(
-        project=project, user=user, query=query, claim=(claim or "")[:5000]
-    )
+    search = EvidenceSearch.objects.create(project=project, user=user, query=query, claim=(claim or "")[:5000])
     dispatch.queue("run_evidence_search", search.id)
     return search
 
@@ -58,9 +56,7 @@ def run_search(search_id: int) -> EvidenceSearch | None:
         logger.exception("evidence search %s failed", search_id)
         fail_search(search_id, f"{type(exc).__name__}: {exc}")
     else:
-        jobs.finish(
-            EvidenceSearch, search_id, results=found["evidence"], problems=found["problems"]
-        )
+        jobs.finish(EvidenceSearch, search_id, results=found["evidence"], problems=found["problems"])
     return EvidenceSearch.objects.get(pk=search_id)
 
 

@@ -154,11 +154,7 @@ def _build_ann(vectors: np.ndarray, path: Path) -> None:
         quantizer, DIMENSIONS, nlist, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
     )
     sample = min(rows, max(50 * nlist, 50_000))
-    chosen = (
-        np.sort(np.random.default_rng(0).choice(rows, sample, replace=False))
-        if sample < rows
-        else slice(None)
-    )
+    chosen = np.sort(np.random.default_rng(0).choice(rows, sample, replace=False)) if sample < rows else slice(None)
     index.train(np.ascontiguousarray(vectors[chosen]))
     for start in range(0, rows, 100_000):
         block = np.ascontiguousarray(vectors[start : start + 100_000])
@@ -187,22 +183,16 @@ def _stored_vectors(corpus_id: int, after: int, through: int):
 
     while True:
         rows = list(
-            Passage.objects.filter(
-                corpus_id=corpus_id, embedding__isnull=False, id__gt=after, id__lte=through
-            )
+            Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=False, id__gt=after, id__lte=through)
             .order_by("id")
             .values_list("id", "embedding")[:READ_BATCH]
         )
         if not rows:
             return
         ids = np.fromiter((pid for pid, _ in rows), dtype=np.int64, count=len(rows))
-        vectors = np.frombuffer(b"".join(bytes(v) for _, v in rows), dtype=np.float32).reshape(
-            len(rows), -1
-        )
+        vectors = np.frombuffer(b"".join(bytes(v) for _, v in rows), dtype=np.float32).reshape(len(rows), -1)
         if vectors.shape[1] != DIMENSIONS:
-            raise ValueError(
-                f"corpus {corpus_id}: stored vectors have {vectors.shape[1]} dimensions"
-            )
+            raise ValueError(f"corpus {corpus_id}: stored vectors have {vectors.shape[1]} dimensions")
         yield ids, vectors
         after = int(ids[-1])
 
@@ -214,9 +204,7 @@ def sync(corpus_id: int, through: int | None = None, *, rebuild: bool = False) -
     is there, which a reader could not open). Returns the meta."""
     from annotation.models import Corpus
 
-    row = Corpus.objects.filter(pk=corpus_id).values_list(
-        "embedded_through", "imported_at"
-    ).first() or (0, None)
+    row = Corpus.objects.filter(pk=corpus_id).values_list("embedded_through", "imported_at").first() or (0, None)
     through = row[0] if through is None else through
     owner = _owner(row[1])
     model = model_key()
@@ -229,9 +217,7 @@ def sync(corpus_id: int, through: int | None = None, *, rebuild: bool = False) -
             if meta.get("corpus") != owner:
                 raise IndexUnusable("it is another corpus's (a database reset reused the id)")
             if meta["through"] > through:  # re-embedded since (clear_embeddings reset the progress)
-                raise IndexUnusable(
-                    f"covers passages through {meta['through']}, the corpus only through {through}"
-                )
+                raise IndexUnusable(f"covers passages through {meta['through']}, the corpus only through {through}")
             if (ann := _ann_name(meta)) and not (directory / ann).exists():
                 raise IndexUnusable(f"{ann} missing")
             _check_first_row(corpus_id, directory, meta)
@@ -255,12 +241,8 @@ def _check_first_row(corpus_id: int, directory: Path, meta: dict) -> None:
     if not meta["rows"]:
         return
     generation = meta["generation"]
-    first_id = int(
-        np.memmap(directory / f"ids-{generation}.i64", dtype=np.int64, mode="r", shape=(1,))[0]
-    )
-    first = np.memmap(
-        directory / f"vectors-{generation}.f32", dtype=np.float32, mode="r", shape=(1, DIMENSIONS)
-    )[0]
+    first_id = int(np.memmap(directory / f"ids-{generation}.i64", dtype=np.int64, mode="r", shape=(1,))[0])
+    first = np.memmap(directory / f"vectors-{generation}.f32", dtype=np.float32, mode="r", shape=(1, DIMENSIONS))[0]
     stored = Passage.objects.filter(id=first_id).values_list("embedding", flat=True).first()
     if stored is None or bytes(stored) != first.tobytes():
         raise IndexUnusable("its vectors are no longer the stored ones (re-embedded)")
@@ -312,9 +294,7 @@ def _append(corpus_id: int, directory: Path, meta: dict, through: int, source=No
         ids_file.truncate(rows * 8)
         vectors_file.seek(0, os.SEEK_END)
         ids_file.seek(0, os.SEEK_END)
-        for ids, vectors in (
-            source if source is not None else _stored_vectors(corpus_id, last, through)
-        ):
+        for ids, vectors in source if source is not None else _stored_vectors(corpus_id, last, through):
             vectors_file.write(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
             ids_file.write(ids.tobytes())
             rows += len(ids)
@@ -325,9 +305,7 @@ def _append(corpus_id: int, directory: Path, meta: dict, through: int, source=No
     meta = dict(meta, rows=rows, through=max(through, meta["through"]))
     exact_max = int(setting("VECTOR_INDEX_EXACT_MAX", EXACT_MAX))
     tail = rows - meta["ann_rows"]
-    if rows > exact_max and (
-        not meta["ann"] or tail > int(setting("VECTOR_INDEX_TAIL_MAX", TAIL_MAX))
-    ):
+    if rows > exact_max and (not meta["ann"] or tail > int(setting("VECTOR_INDEX_TAIL_MAX", TAIL_MAX))):
         vectors = np.memmap(vectors_path, dtype=np.float32, mode="r", shape=(rows, DIMENSIONS))
         name = f"ann-{generation}-{rows}.faiss"
         if not meta["ann"] or rows > RETRAIN_GROWTH * meta["trained_rows"]:
@@ -376,9 +354,7 @@ class Reader:
         candidates = [np.empty(0, dtype=np.int64) for _ in queries]
         if ann_rows:
             faiss = _faiss()
-            faiss.omp_set_num_threads(
-                1
-            )  # one query batch is a millisecond: threads only wait on a busy machine
+            faiss.omp_set_num_threads(1)  # one query batch is a millisecond: threads only wait on a busy machine
             self.ann.nprobe = int(setting("VECTOR_INDEX_NPROBE", NPROBE))
             _, found = self.ann.search(queries, min(ann_rows, 2 * k))
             candidates = [row[row >= 0] for row in found]
@@ -419,9 +395,7 @@ def _open(corpus_id: int, directory: Path, model: str, stamp: tuple) -> Reader:
     meta = _read_meta(directory, model)
     rows, generation = meta["rows"], meta["generation"]
     if rows:
-        ids = np.memmap(
-            directory / f"ids-{generation}.i64", dtype=np.int64, mode="r", shape=(rows,)
-        )
+        ids = np.memmap(directory / f"ids-{generation}.i64", dtype=np.int64, mode="r", shape=(rows,))
         vectors = np.memmap(
             directory / f"vectors-{generation}.f32",
             dtype=np.float32,
@@ -435,15 +409,11 @@ def _open(corpus_id: int, directory: Path, model: str, stamp: tuple) -> Reader:
     if name := _ann_name(meta):
         faiss = _faiss()
         try:
-            ann = faiss.read_index(
-                str(directory / name), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY
-            )
+            ann = faiss.read_index(str(directory / name), faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY)
         except RuntimeError as exc:
             raise IndexUnusable(f"{name} unreadable: {str(exc).splitlines()[0][:200]}") from exc
         if ann.ntotal != meta["ann_rows"] or ann.d != DIMENSIONS:
-            raise IndexUnusable(
-                f"{name} holds {ann.ntotal} rows, meta.json says {meta['ann_rows']}"
-            )
+            raise IndexUnusable(f"{name} holds {ann.ntotal} rows, meta.json says {meta['ann_rows']}")
     return Reader(corpus_id, meta, stamp, ids, vectors, ann)
 
 
@@ -500,12 +470,8 @@ def reader(corpus) -> Reader | None:
         stamp = _stamp(directory)
         try:
             opened = _open(corpus.id, directory, model, stamp)
-        except (
-            IndexUnusable
-        ) as again:  # written by another process meanwhile, or the disk is failing
-            logger.error(
-                "vector index of corpus %s still unusable after a rebuild: %s", corpus.id, again
-            )
+        except IndexUnusable as again:  # written by another process meanwhile, or the disk is failing
+            logger.error("vector index of corpus %s still unusable after a rebuild: %s", corpus.id, again)
             return None
     with _lock:
         _readers[corpus.id] = opened

@@ -39,9 +39,7 @@ def project_corpus_upload(request, project_id):
         return redirect("annotation:project", project_id=project.id)
     corpus.refresh_from_db()  # without a broker the import has already run
     if corpus.state == CorpusState.FAILED:
-        messages.error(
-            request, f"Corpus {corpus.name} not imported: {import_errors_text(corpus.errors)}"
-        )
+        messages.error(request, f"Corpus {corpus.name} not imported: {import_errors_text(corpus.errors)}")
     else:
         messages.success(
             request,

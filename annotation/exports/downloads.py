@@ -12,10 +12,7 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 def file_stem(project) -> str:
     """The project's name with only letters, digits, "-" and "_" (a file name every system takes)."""
-    return (
-        "".join(c if c.isalnum() or c in "-_" else "-" for c in project.name).strip("-")
-        or "project"
-    )
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in project.name).strip("-") or "project"
 
 
 def attachment(response, filename: str):

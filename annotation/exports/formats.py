@@ -52,9 +52,7 @@ def agreement_unit_lines(project: Project) -> Iterator[dict]:
                 "annotators": {name: values.get(name) for name in annotators},
                 "third_rater": row["third_rater"],
                 "gold": values.get(GOLD_RATER),
-                "agreed": all(answer == answers[0] for answer in answers)
-                if len(answers) >= 2
-                else None,
+                "agreed": all(answer == answers[0] for answer in answers) if len(answers) >= 2 else None,
             }
 
 
@@ -73,9 +71,7 @@ def export_jsonl(project: Project, fmt: str) -> Iterator[str]:
     else:
         records = kind.export_lines(
             fmt,
-            selectors.gold_rows(
-                project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata
-            ),
+            selectors.gold_rows(project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata),
             **kind.export_options(project.pipeline_settings),
         )
     for record in records:
@@ -86,9 +82,7 @@ def _stored_lines(project: Project, fmt: str) -> Iterator[str]:
     """The stored lines of the export, and the missing or stale ones rendered now (and stored
     afterwards by a task, so the next export finds them)."""
     rendered = 0
-    for chunk in selectors.stored_export_lines(
-        project, fmt, get_kind(project.kind).export_renderer_version()
-    ):
+    for chunk in selectors.stored_export_lines(project, fmt, get_kind(project.kind).export_renderer_version()):
         missing = [item_id for item_id, line in chunk if line is None]
         fresh = export_lines.render_lines(project, fmt, missing) if missing else {}
         rendered += len(missing)
@@ -115,18 +109,14 @@ class Export:
 def download(project: Project, fmt: str) -> StreamingHttpResponse:
     """The export as a streamed file download (pages and API)."""
     stream = export(project, fmt)
-    return attachment(
-        StreamingHttpResponse(stream.chunks, content_type=stream.content_type), stream.filename
-    )
+    return attachment(StreamingHttpResponse(stream.chunks, content_type=stream.content_type), stream.filename)
 
 
 def export(project: Project, fmt: str) -> Export:
     """The export of format ``fmt`` as a stream, with its content type and file name."""
     kind = get_kind(project.kind)
     if fmt in kind.archive_formats:
-        rows = selectors.gold_rows(
-            project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata
-        )
+        rows = selectors.gold_rows(project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata)
         return Export(
             archive_stream(kind.archive_files(fmt), kind.export_archive(fmt, rows)),
             "application/zip",

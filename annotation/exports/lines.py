@@ -30,10 +30,7 @@ def render_lines(project: Project, fmt: str, item_ids: Iterable[int]) -> dict[in
         )
     )
     records = kind.export_lines(fmt, rows)
-    return {
-        row["item_id"]: json.dumps(record, ensure_ascii=False) + "\n"
-        for row, record in zip(rows, records)
-    }
+    return {row["item_id"]: json.dumps(record, ensure_ascii=False) + "\n" for row, record in zip(rows, records)}
 
 
 def store_export_lines(project: Project, item_ids: Iterable[int] | None = None) -> int:
@@ -70,9 +67,7 @@ def store_export_lines(project: Project, item_ids: Iterable[int] | None = None) 
                 if before.get(i) is not None and before[i] == after.get(i)
             ]
             with transaction.atomic():
-                if not project_still_there(
-                    project.pk
-                ):  # deleted meanwhile: its items' lines with it
+                if not project_still_there(project.pk):  # deleted meanwhile: its items' lines with it
                     return stored
                 _upsert(fresh)
             stored += len(fresh)
@@ -91,9 +86,7 @@ def _upsert(lines: list[ExportLine]) -> None:
             "CREATE TEMPORARY TABLE export_line_batch (item_id bigint, format text, stamp text, line text) "
             "ON COMMIT DROP"
         )
-        with cursor.cursor.copy(
-            "COPY export_line_batch (item_id, format, stamp, line) FROM STDIN"
-        ) as copy:
+        with cursor.cursor.copy("COPY export_line_batch (item_id, format, stamp, line) FROM STDIN") as copy:
             for line in lines:
                 copy.write_row((line.item_id, line.format, line.stamp, line.line))
         cursor.execute(
@@ -101,6 +94,4 @@ def _upsert(lines: list[ExportLine]) -> None:
             "SELECT item_id, format, stamp, line FROM export_line_batch "
             "ON CONFLICT (item_id, format) DO UPDATE SET stamp = EXCLUDED.stamp, line = EXCLUDED.line"
         )
-        cursor.execute(
-            "DROP TABLE export_line_batch"
-        )  # an outer transaction may store another chunk
+        cursor.execute("DROP TABLE export_line_batch")  # an outer transaction may store another chunk

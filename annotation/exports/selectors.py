@@ -161,9 +161,7 @@ def export_stamps(item_ids: list[int], version: str) -> dict[int, str]:
     if not item_ids:
         return {}
     with connection.cursor() as cursor:
-        cursor.execute(
-            _stamps_sql("i.id = ANY(%(ids)s)"), {"version": version, "ids": list(item_ids)}
-        )
+        cursor.execute(_stamps_sql("i.id = ANY(%(ids)s)"), {"version": version, "ids": list(item_ids)})
         return dict(cursor.fetchall())
 
 
@@ -202,9 +200,7 @@ def annotation_rows(project: Project) -> Iterator[dict]:
     """Every annotator's submitted annotation, for agreement studies outside the app."""
     queryset = (
         Annotation.objects.filter(submitted=True, assignment__item_stage__item__project=project)
-        .order_by(
-            "assignment__item_stage__item_id", "assignment__item_stage__stage", "assignment_id"
-        )
+        .order_by("assignment__item_stage__item_id", "assignment__item_stage__stage", "assignment_id")
         .values(
             "payload",
             "version",
@@ -257,17 +253,11 @@ def agreement_unit_rows(project: Project, stage: int | None = None) -> Iterator[
             assignment__item_stage__item__project=project,
             **({"assignment__item_stage__stage": stage} if stage is not None else {}),
         )
-        .order_by(
-            "assignment__item_stage__item_id", "assignment__item_stage__stage", "assignment_id"
-        )
-        .values_list(
-            "assignment__item_stage_id", "assignment__user__username", "assignment__role", "payload"
-        )
+        .order_by("assignment__item_stage__item_id", "assignment__item_stage__stage", "assignment_id")
+        .values_list("assignment__item_stage_id", "assignment__user__username", "assignment__role", "payload")
         .iterator(chunk_size=2000)
     )
-    groups = (
-        (stage_id, list(rows)) for stage_id, rows in groupby(annotations, key=lambda row: row[0])
-    )
+    groups = ((stage_id, list(rows)) for stage_id, rows in groupby(annotations, key=lambda row: row[0]))
     while chunk := list(islice(groups, UNIT_ROWS_CHUNK)):
         ids = [stage_id for stage_id, _ in chunk]
         stages = {
@@ -277,9 +267,9 @@ def agreement_unit_rows(project: Project, stage: int | None = None) -> Iterator[
             )
         }
         gold = dict(
-            GoldRecord.objects.filter(
-                item_stage_id__in=ids, item_stage__status=StageStatus.DONE
-            ).values_list("item_stage_id", "payload")
+            GoldRecord.objects.filter(item_stage_id__in=ids, item_stage__status=StageStatus.DONE).values_list(
+                "item_stage_id", "payload"
+            )
         )
         for stage_id, rows in chunk:
             stage, content, item_id, external_id = stages[stage_id]
@@ -290,11 +280,7 @@ def agreement_unit_rows(project: Project, stage: int | None = None) -> Iterator[
                 "content": content,
                 "payloads": {username: payload for _, username, _, payload in rows},
                 "third_rater": next(
-                    (
-                        username
-                        for _, username, role, _ in rows
-                        if role == AssignmentRole.THIRD_RATER
-                    ),
+                    (username for _, username, role, _ in rows if role == AssignmentRole.THIRD_RATER),
                     None,
                 ),
                 "gold": gold.get(stage_id),

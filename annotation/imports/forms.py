@@ -38,8 +38,7 @@ class ImportForm(forms.Form):
         required=False,
         max_length=50,
         strip=False,
-        help_text="fills the domain of items whose line has none (free text, e.g. the topic "
-        "of the file)",
+        help_text="fills the domain of items whose line has none (free text, e.g. the topic of the file)",
     )
 
     def clean_on_error(self):
@@ -55,6 +54,4 @@ class ImportForm(forms.Form):
             )
         self.fields[
             "file"
-        ].help_text = (
-            f"JSONL, one item a line; at most {readable_size(settings.IMPORT_MAX_UPLOAD_BYTES)}"
-        )
+        ].help_text = f"JSONL, one item a line; at most {readable_size(settings.IMPORT_MAX_UPLOAD_BYTES)}"

@@ -89,9 +89,7 @@ def _too_long(item: ParsedItem, fmt: str, data: dict) -> dict | None:
         value = getattr(item, column)
         if len(value) > limit:
             name = _external_id_field(fmt, data) if column == "external_id" else column
-            return line_error(
-                item.line, name, f"is {len(value)} characters long; at most {limit} fit"
-            )
+            return line_error(item.line, name, f"is {len(value)} characters long; at most {limit} fit")
     return None
 
 
@@ -109,28 +107,18 @@ def _nul_in_stored_fields(item: ParsedItem) -> str | None:
         "domain": item.domain,
         **item.metadata,
     }
-    return (
-        nul_path(top_level)
-        or nul_path(item.content, "content")
-        or nul_path(item.suggestions, "suggestions")
-    )
+    return nul_path(top_level) or nul_path(item.content, "content") or nul_path(item.suggestions, "suggestions")
 
 
 def _label_error(kind: KindSpec, item: ParsedItem, stage: int, labels_as: str) -> dict | None:
     if labels_as == "ignore":
         return None
     if stage not in item.labels:
-        return (
-            line_error(item.line, "labels", "is missing, but labels_as=gold")
-            if labels_as == "gold"
-            else None
-        )
+        return line_error(item.line, "labels", "is missing, but labels_as=gold") if labels_as == "gold" else None
     if where := nul_path(item.labels[stage], "labels"):
         return line_error(item.line, where, NUL_MESSAGE)
     try:
-        kind.validate_payload(
-            stage, item.content.get(stage, {}), item.labels[stage], complete=False
-        )
+        kind.validate_payload(stage, item.content.get(stage, {}), item.labels[stage], complete=False)
     except PayloadError as exc:  # the labels must at least fit the annotation schema
         first = exc.errors[0]
         return line_error(item.line, f"labels: {first['field']}", first["message"])
@@ -143,15 +131,11 @@ def _identity(external_id: str, prompt: str, response: str) -> bytes:
     return hashlib.blake2b(text, digest_size=16).digest()
 
 
-def check_options(
-    project: Project, fmt: str, labels_as: str, on_error: str = "refuse", domain: str = ""
-) -> None:
+def check_options(project: Project, fmt: str, labels_as: str, on_error: str = "refuse", domain: str = "") -> None:
     """Refuse an unknown format, labels_as or on_error, or a bad domain, before any line is read."""
     kind = get_kind(project.kind)
     if fmt not in kind.import_formats:
-        raise ImportFailed(
-            [line_error(0, "format", f"must be one of {', '.join(kind.import_formats)}")]
-        )
+        raise ImportFailed([line_error(0, "format", f"must be one of {', '.join(kind.import_formats)}")])
     if labels_as not in LABELS_AS:
         raise ImportFailed([line_error(0, "labels_as", f"must be one of {', '.join(LABELS_AS)}")])
     if on_error not in ON_ERROR:
@@ -184,11 +168,7 @@ def parse_import_file(
     more per bad line). ``domain`` fills the domain of items whose line has none."""
     kind = get_kind(project.kind)
     reading = reading or Reading()
-    records = (
-        document_records(lines, reading)
-        if fmt in kind.document_formats
-        else jsonl_records(lines, reading)
-    )
+    records = document_records(lines, reading) if fmt in kind.document_formats else jsonl_records(lines, reading)
     for number, data, error in records:
         if error is None and not isinstance(data, dict):
             error = line_error(number, "(line)", "must be a JSON object")
@@ -308,9 +288,7 @@ class _Writer:
 
     def write(self, batch: list[ParsedItem]) -> None:
         if stored := self._already_stored(batch):
-            kept = [
-                p for p in batch if _identity(p.external_id, p.prompt, p.response) not in stored
-            ]
+            kept = [p for p in batch if _identity(p.external_id, p.prompt, p.response) not in stored]
             self.result.duplicates_skipped += len(batch) - len(kept)
             batch = kept
         if not batch:
@@ -335,20 +313,14 @@ class _Writer:
         if self.labels_as == "gold":
             gold = _bulk_insert(
                 [
-                    GoldRecord(
-                        item_stage=stage, payload=p.labels[self.stage], source=GoldSource.IMPORT
-                    )
+                    GoldRecord(item_stage=stage, payload=p.labels[self.stage], source=GoldSource.IMPORT)
                     for stage, p in zip(stages, batch)
                 ],
             )
             self.result.gold_records += len(gold)
-            open_next_stages(
-                self.project, [stage.id for stage in stages] + self._write_later_gold(items, batch)
-            )
+            open_next_stages(self.project, [stage.id for stage in stages] + self._write_later_gold(items, batch))
         self.result.items += len(items)
-        self.result.precomputing += sum(
-            stage.status == StageStatus.PRECOMPUTING for stage in stages
-        )
+        self.result.precomputing += sum(stage.status == StageStatus.PRECOMPUTING for stage in stages)
         self.result.assignments += assign_new_stages(
             self.project,
             [s.id for s in stages if s.status == StageStatus.ANNOTATING],
@@ -362,9 +334,7 @@ class _Writer:
         ids: list[int] = []
         carried = list(zip(items, batch))
         for number in self.kind.stages[1:]:
-            carried = [
-                (item, p) for item, p in carried if number in p.content and number in p.labels
-            ]
+            carried = [(item, p) for item, p in carried if number in p.content and number in p.labels]
             if not carried:
                 break
             stages = _bulk_insert(
@@ -432,14 +402,10 @@ def _bulk_insert(objs: list) -> list:
             [meta.db_table, meta.pk.column, len(objs)],
         )
         ids = [row[0] for row in cursor.fetchall()]
-        with cursor.cursor.copy(
-            f"COPY {wrapper.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN"
-        ) as copy:
+        with cursor.cursor.copy(f"COPY {wrapper.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN") as copy:
             write_row = copy.write_row
             for obj, pk in zip(objs, ids):
-                write_row(
-                    (pk, *[f.get_db_prep_save(f.pre_save(obj, True), wrapper) for f in fields])
-                )
+                write_row((pk, *[f.get_db_prep_save(f.pre_save(obj, True), wrapper) for f in fields]))
     for obj, pk in zip(objs, ids):
         obj.pk = pk
         obj._state.adding, obj._state.db = False, wrapper.alias
@@ -465,12 +431,7 @@ def _import(
     seen: set[bytes] = set()
     next_report = time.monotonic() + PROGRESS_INTERVAL_SECONDS
     with transaction.atomic():
-        last_id = (
-            Item.objects.filter(project=project)
-            .order_by("-id")
-            .values_list("id", flat=True)
-            .first()
-        )
+        last_id = Item.objects.filter(project=project).order_by("-id").values_list("id", flat=True).first()
         writer = _Writer(project, kind, labels_as, annotators, last_id)
         batch: list[ParsedItem] = []
         for entry in parse_import_file(project, file, fmt, labels_as, reading, domain):
@@ -507,9 +468,7 @@ def _import(
             raise ImportFailed(skipped.reported or [line_error(0, "(file)", "contains no items")])
         result.warnings = _warnings(project, kind, writer, annotators)
         if result.precomputing:
-            transaction.on_commit(
-                _enqueue_precompute_of(project, writer.stage, writer.first_item_id)
-            )
+            transaction.on_commit(_enqueue_precompute_of(project, writer.stage, writer.first_item_id))
         if result.gold_records:
             enqueue_store_export_lines(project.id)
         if before_commit is not None:
@@ -535,9 +494,7 @@ class _Skipped:
             self.reported.append(error)
 
 
-def _warnings(
-    project: Project, kind: KindSpec, writer: "_Writer", annotators: list[int]
-) -> list[str]:
+def _warnings(project: Project, kind: KindSpec, writer: "_Writer", annotators: list[int]) -> list[str]:
     """What the admin must do for the imported items to move on (said with the result)."""
     waiting = writer.result.items - writer.result.gold_records
     if waiting <= 0 or kind.stages[0] not in kind.annotatable_stages:
@@ -581,14 +538,10 @@ def _enqueue_precompute_of(project: Project, stage: int, first_item_id: int):
 def retry_failed_precompute(project: Project) -> int:
     """Send items whose pre-annotation failed back to the pipeline."""
     stage_ids = list(
-        ItemStage.objects.filter(item__project=project, status=StageStatus.FAILED).values_list(
-            "id", flat=True
-        )
+        ItemStage.objects.filter(item__project=project, status=StageStatus.FAILED).values_list("id", flat=True)
     )
     if stage_ids:
-        ItemStage.objects.filter(id__in=stage_ids).update(
-            status=StageStatus.PRECOMPUTING, precompute_error=""
-        )
+        ItemStage.objects.filter(id__in=stage_ids).update(status=StageStatus.PRECOMPUTING, precompute_error="")
         transaction.on_commit(lambda: enqueue_precompute(stage_ids))
     return len(stage_ids)
 

@@ -79,11 +79,7 @@ class _ProgressWriter:
 
     def __init__(self, job_id: int):
         self.job_id = job_id
-        self.connection = (
-            connections.create_connection(DEFAULT_DB_ALIAS)
-            if connection.vendor == "postgresql"
-            else None
-        )
+        self.connection = connections.create_connection(DEFAULT_DB_ALIAS) if connection.vendor == "postgresql" else None
         table = connection.ops.quote_name(ImportJob._meta.db_table)
         self.sql = f"UPDATE {table} SET lines_read = %s, bytes_read = %s, progress_at = %s WHERE id = %s AND state = %s"
 
@@ -92,13 +88,9 @@ class _ProgressWriter:
             return
         try:
             with self.connection.cursor() as cursor:
-                cursor.execute(
-                    self.sql, [lines, size, timezone.now(), self.job_id, ImportJobState.RUNNING]
-                )
+                cursor.execute(self.sql, [lines, size, timezone.now(), self.job_id, ImportJobState.RUNNING])
         except Exception:  # progress is a courtesy: it must never fail the import
-            logger.warning(
-                "could not record the progress of import job %s", self.job_id, exc_info=True
-            )
+            logger.warning("could not record the progress of import job %s", self.job_id, exc_info=True)
 
     def close(self) -> None:
         if self.connection is not None:
@@ -186,8 +178,7 @@ def run_import_job(job_id: int) -> ImportJob | None:
                 line_error(
                     0,
                     "(file)",
-                    "the uploaded file is gone from the server "
-                    "(web and worker must share DATA_DIR)",
+                    "the uploaded file is gone from the server (web and worker must share DATA_DIR)",
                 )
             ],
         )

@@ -66,11 +66,7 @@ def _refuse_huge_int(digits: str) -> int:
 
 
 def _bounded_int(digits: str) -> int:
-    return (
-        int(digits)
-        if len(digits.lstrip("-")) <= MAX_INT_DIGITS
-        else _HugeNumber(len(digits.lstrip("-")))
-    )
+    return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else _HugeNumber(len(digits.lstrip("-")))
 
 
 def _huge_number(value, path: str = "") -> tuple[str, int] | None:
@@ -101,9 +97,7 @@ def _huge_number_column(text: str) -> int:
 _STRICT_JSON = json.JSONDecoder(
     parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_refuse_huge_int
 )
-_COUNTING_JSON = json.JSONDecoder(
-    parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_bounded_int
-)
+_COUNTING_JSON = json.JSONDecoder(parse_constant=_refuse_non_finite, parse_float=_finite_float, parse_int=_bounded_int)
 
 
 MULTILINE_DOCUMENT = (
@@ -164,9 +158,7 @@ def placed_error(line: int, field_name: str, message: str, column: int, line_tex
     """An error at a place of a line: its column (1-based) in the dict and, with a short excerpt
     around it, in the message."""
     return {
-        **line_error(
-            line, field_name, f"{message} at column {column}, near {excerpt(line_text, column)}"
-        ),
+        **line_error(line, field_name, f"{message} at column {column}, near {excerpt(line_text, column)}"),
         "column": column,
     }
 
@@ -177,9 +169,7 @@ def _syntax_error(exc: json.JSONDecodeError, number: int) -> dict:
     if number == 0:
         lines = exc.doc.splitlines() or [""]
         line_text = lines[min(exc.lineno, len(lines)) - 1]
-        return placed_error(
-            exc.lineno, "(json)", f"is not valid JSON: {exc.msg}", exc.colno, line_text
-        )
+        return placed_error(exc.lineno, "(json)", f"is not valid JSON: {exc.msg}", exc.colno, line_text)
     # one line: an error at its end (past the newline, for json) is placed after its last character
     line_text = exc.doc.rstrip("\r\n")
     return placed_error(
@@ -203,9 +193,7 @@ def decode_line(raw: bytes | str, number: int) -> tuple[str | None, dict | None]
     except UnicodeDecodeError as exc:
         before = raw[: exc.start].decode("utf-8", "replace")
         shown = before + raw[exc.start :].decode("utf-8", "backslashreplace")
-        return None, placed_error(
-            number, "(line)", f"is not UTF-8: {exc.reason}", len(before) + 1, shown
-        )
+        return None, placed_error(number, "(line)", f"is not UTF-8: {exc.reason}", len(before) + 1, shown)
 
 
 def read_json_line(raw: bytes | str, number: int) -> tuple[Any, dict | None, str]:
@@ -265,9 +253,7 @@ def _hostile_value(data: Any, number: int) -> dict | None:
     return None
 
 
-def jsonl_records(
-    lines: Iterable[bytes | str], reading: Reading
-) -> Iterator[tuple[int, Any, dict | None]]:
+def jsonl_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tuple[int, Any, dict | None]]:
     """(line number, parsed JSON, error) for every non-blank line."""
     first_line, held = 0, None  # the first line, when it might open a multi-line JSON document
     for number, line in enumerate(lines, start=1):
@@ -292,11 +278,7 @@ def jsonl_records(
             if error is not None and stripped[:1] in "[{" and stripped[-1:] not in "]}":
                 held = (number, None, error)
                 continue
-            if (
-                error is None
-                and isinstance(data, list)
-                and any(isinstance(entry, dict) for entry in data)
-            ):
+            if error is None and isinstance(data, list) and any(isinstance(entry, dict) for entry in data):
                 error, data = (
                     line_error(
                         number,
@@ -310,18 +292,14 @@ def jsonl_records(
         yield held
 
 
-def document_records(
-    lines: Iterable[bytes | str], reading: Reading
-) -> Iterator[tuple[int, Any, dict | None]]:
+def document_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tuple[int, Any, dict | None]]:
     """The items of one JSON document (an object or a list of objects), numbered from 1.
 
     A file that is JSONL after all (one object a line) is read as JSONL. The document is read
     whole: these are small files (the original tool's screens); the upload limit bounds them.
     """
     chunks = list(lines)
-    raw = b"".join(
-        c if isinstance(c, bytes) else c.encode("utf-8", "surrogatepass") for c in chunks
-    )
+    raw = b"".join(c if isinstance(c, bytes) else c.encode("utf-8", "surrogatepass") for c in chunks)
     del chunks
     reading.bytes, reading.lines = len(raw), raw.count(b"\n") + 1
     raw = raw.removeprefix(_BOM)

@@ -35,11 +35,7 @@ def store_upload(upload, folder: str) -> tuple[str, int]:
     relative = f"{folder}/{uuid.uuid4().hex}.upload"
     size = 0
     with open(stored_path(relative), "wb") as target:
-        for chunk in (
-            upload.chunks()
-            if hasattr(upload, "chunks")
-            else iter(lambda: upload.read(1 << 20), b"")
-        ):
+        for chunk in upload.chunks() if hasattr(upload, "chunks") else iter(lambda: upload.read(1 << 20), b""):
             size += len(chunk)
             target.write(chunk)
     return relative, size
@@ -98,7 +94,5 @@ class UploadCleanupMiddleware:
 
     def process_exception(self, request, exception):
         if isinstance(exception, UnreadablePostError):
-            return JsonResponse(
-                {"detail": "the request body broke off before its end: send it again"}, status=400
-            )
+            return JsonResponse({"detail": "the request body broke off before its end: send it again"}, status=400)
         return None

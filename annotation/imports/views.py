@@ -54,9 +54,7 @@ def project_import(request, project_id):
     if job.state == ImportJobState.DONE:
         messages.success(request, import_summary(job.result))
     elif job.state == ImportJobState.FAILED:
-        messages.error(
-            request, f"Import refused, nothing was imported: {import_errors_text(job.errors)}"
-        )
+        messages.error(request, f"Import refused, nothing was imported: {import_errors_text(job.errors)}")
     else:
         messages.info(
             request,
@@ -68,17 +66,13 @@ def project_import(request, project_id):
 def import_summary(result: dict, with_warnings: bool = True) -> str:
     parts = [f"{result['gold_records']} gold records"] if result["gold_records"] else []
     if result["precomputing"]:
-        parts.append(
-            f"{result['precomputing']} being pre-annotated; their assignments follow when that is done"
-        )
+        parts.append(f"{result['precomputing']} being pre-annotated; their assignments follow when that is done")
     if result["assignments"] or not result["precomputing"]:
         parts.append(f"{result['assignments']} assignments")
     if result.get("duplicates_skipped"):
         parts.append(f"{result['duplicates_skipped']} exact duplicates skipped")
     if result.get("skipped_lines"):
-        parts.append(
-            f"{result['skipped_lines']} bad {'line' if result['skipped_lines'] == 1 else 'lines'} skipped"
-        )
+        parts.append(f"{result['skipped_lines']} bad {'line' if result['skipped_lines'] == 1 else 'lines'} skipped")
     noun = "item" if result["items"] == 1 else "items"
     return " ".join(
         [
@@ -98,12 +92,8 @@ def recent_imports(project: Project) -> list[dict]:
             if job.state == ImportJobState.DONE and job.result
             else "",
             "errors": import_errors_text(job.errors) if job.state == ImportJobState.FAILED else "",
-            "warnings": (job.result or {}).get("warnings", [])
-            if job.state == ImportJobState.DONE
-            else [],
-            "skipped": (job.result or {}).get("skipped", [])
-            if job.state == ImportJobState.DONE
-            else [],
+            "warnings": (job.result or {}).get("warnings", []) if job.state == ImportJobState.DONE else [],
+            "skipped": (job.result or {}).get("skipped", []) if job.state == ImportJobState.DONE else [],
         }
         for job in selectors.import_jobs(project)[:RECENT_IMPORTS]
     ]

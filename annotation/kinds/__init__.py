@@ -8,9 +8,7 @@ from .dfactscore import DfactscoreKind
 from .factcheck import FactcheckKind
 from .felm import FelmKind
 
-KINDS: dict[str, KindSpec] = {
-    spec.key: spec for spec in (FelmKind(), FactcheckKind(), DfactscoreKind())
-}
+KINDS: dict[str, KindSpec] = {spec.key: spec for spec in (FelmKind(), FactcheckKind(), DfactscoreKind())}
 
 
 def get_kind(key: str) -> KindSpec:

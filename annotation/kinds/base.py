@@ -26,9 +26,7 @@ class PayloadError(Exception):
 class ImportLineError(Exception):
     """A line of an import file that cannot be read; names the line and the field."""
 
-    def __init__(
-        self, line: int, field: str, message: str, *, more: tuple[tuple[str, str], ...] = ()
-    ):
+    def __init__(self, line: int, field: str, message: str, *, more: tuple[tuple[str, str], ...] = ()):
         self.line, self.field, self.message = line, field, message
         self.more = more  # further (field, message) pairs wrong on the same line
         super().__init__(f"line {line}, field {field!r}: {message}")
@@ -113,9 +111,7 @@ class KindSpec:
     # whether the project page shows scores of the consolidated items (consolidated_scores)
     has_paragraph_scores: bool = False
 
-    def consolidated_scores(
-        self, rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500
-    ) -> dict:
+    def consolidated_scores(self, rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500) -> dict:
         """Scores of the consolidated step-1 items; ``rows``: (item id, external id, source, content,
         suggestion, gold payload), in item order (selectors.consolidated_scores reads them)."""
         raise NotImplementedError
@@ -129,9 +125,7 @@ class KindSpec:
         """The kind's scoring tasks (name → annotation.kinds.research.Task), without gold units."""
         return {}
 
-    def gold_units(
-        self, tasks: dict, rows_of: Callable[..., Iterable[dict]], settings: dict
-    ) -> None:
+    def gold_units(self, tasks: dict, rows_of: Callable[..., Iterable[dict]], settings: dict) -> None:
         """Fill ``tasks`` (fresh from scoring_tasks) with the gold units of the consolidated items.
         ``rows_of(**options)`` reads them (selectors.gold_rows of the project); ``settings``: the
         project's pipeline settings."""
@@ -171,9 +165,7 @@ class KindSpec:
         """A line of guidance the stage's page shows above the editor (none by default)."""
         return ""
 
-    def retrieve_unit(
-        self, stage: int, content: dict, index: int, settings: dict, evidence_search: Callable
-    ) -> dict:
+    def retrieve_unit(self, stage: int, content: dict, index: int, settings: dict, evidence_search: Callable) -> dict:
         """The unit ``index`` of ``content`` with its evidence retrieved again (plain data)."""
         raise NotImplementedError
 
@@ -206,9 +198,7 @@ class KindSpec:
         interface, the rows it is given): a stored line rendered by other code is never served."""
         return _renderer_version(type(self).__module__)
 
-    def item_warnings(
-        self, stage: int, content: dict, metadata: dict, gold: dict | None
-    ) -> list[str]:
+    def item_warnings(self, stage: int, content: dict, metadata: dict, gold: dict | None) -> list[str]:
         """Contradictions in what an import brought, kept as given and shown on the item page and
         to the consolidator (plain text; pages escape it)."""
         return []
@@ -291,9 +281,7 @@ class KindSpec:
     # and hands agreement_units the dict of them (name → array) in place of each payload.
     agreement_paths: dict[str, str] = {}
 
-    def agreement_units(
-        self, stage: int, payloads: dict[Hashable, dict]
-    ) -> dict[str, dict[Any, dict]]:
+    def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
         """field → {unit → {rater → value}} for one item-stage.
 
         ``payloads`` maps each rater (annotator, or the gold record) to its payload; the first
@@ -350,9 +338,7 @@ def field_error(path: str, message: str) -> dict[str, str]:
     return {"field": path, "message": message}
 
 
-def require_str(
-    data: dict, key: str, line: int, *, allow_empty: bool = False, path: str = ""
-) -> str:
+def require_str(data: dict, key: str, line: int, *, allow_empty: bool = False, path: str = "") -> str:
     """``data[key]`` as a string, or an error naming the field (``path`` when it is nested)."""
     value = data.get(key)
     field = path or key

@@ -46,9 +46,7 @@ def align(
         if i not in pair_of_pivot and j not in paired_other:
             pair_of_pivot[i] = j
             paired_other.add(j)
-    rows: list[tuple[int | None, int | None]] = [
-        (i, pair_of_pivot.get(i)) for i in range(len(pivot))
-    ]
+    rows: list[tuple[int | None, int | None]] = [(i, pair_of_pivot.get(i)) for i in range(len(pivot))]
     for j in range(len(other)):
         if j in paired_other:
             continue

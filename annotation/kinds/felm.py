@@ -85,9 +85,7 @@ class FelmKind(KindSpec):
             ),
         }
 
-    def gold_units(
-        self, tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]], settings: dict
-    ) -> None:
+    def gold_units(self, tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]], settings: dict) -> None:
         segment, response = tasks["segment"], tasks["response"]
         for row in rows_of(metadata=False):
             item = item_key(row)
@@ -127,9 +125,7 @@ class FelmKind(KindSpec):
             rate_felm_items,  # loads NLTK and scikit-learn: kept out of web start-up
         )
 
-        return rate_felm_items(
-            [(i["prompt"], i["content"].get("segments") or []) for i in items], config
-        )
+        return rate_felm_items([(i["prompt"], i["content"].get("segments") or []) for i in items], config)
 
     # -- import -----------------------------------------------------------------------------
 
@@ -154,16 +150,12 @@ class FelmKind(KindSpec):
                 raise ImportLineError(line, f"segmented_response[{index}]", "must be a string")
         domain = optional_str(data, "domain", line)
         if domain and domain not in DOMAINS:
-            raise ImportLineError(
-                line, "domain", f"must be one of {', '.join(DOMAINS)}, not {domain!r}"
-            )
+            raise ImportLineError(line, "domain", f"must be one of {', '.join(DOMAINS)}, not {domain!r}")
         refs = data.get("ref") or []
         if not isinstance(refs, list) or not all(isinstance(ref, str) for ref in refs):
             raise ImportLineError(line, "ref", "must be a list of strings")
         metadata = {"ref": refs, **{k: v for k, v in data.items() if k not in FELM_FIELDS}}
-        metadata.update(
-            {k: data[k] for k in SCALAR_FIELDS if k in data and not isinstance(data[k], str)}
-        )
+        metadata.update({k: data[k] for k in SCALAR_FIELDS if k in data and not isinstance(data[k], str)})
         if data.get("domain") == "":
             metadata["domain"] = ""
         parsed = ParsedItem(
@@ -180,9 +172,7 @@ class FelmKind(KindSpec):
             parsed.labels[1] = self._parse_felm_labels(data, len(segments), line)
             gold = parsed.labels[1]["segments"]
             for key, derived in (("comment", _comments(gold)), ("type", _types(gold))):
-                if (
-                    key in data and data[key] != derived
-                ):  # a spelling of "none" the export must give back
+                if key in data and data[key] != derived:  # a spelling of "none" the export must give back
                     metadata[key] = data[key]
             if typed_correct_segments(data.get("labels"), data.get("type")):
                 # the release contradicts itself: kept as given (export) and shown (item_warnings)
@@ -200,9 +190,7 @@ class FelmKind(KindSpec):
             for key, values in (("labels", labels), ("comment", comments), ("type", types))
             if not isinstance(values, list) or len(values) != count
         ]
-        if (
-            wrong
-        ):  # every list that does not fit is named (the release has lines where all three are off)
+        if wrong:  # every list that does not fit is named (the release has lines where all three are off)
             messages = [
                 (
                     key,
@@ -234,16 +222,12 @@ class FelmKind(KindSpec):
             )
         return {"segments": segments}
 
-    def item_warnings(
-        self, stage: int, content: dict, metadata: dict, gold: dict | None
-    ) -> list[str]:
+    def item_warnings(self, stage: int, content: dict, metadata: dict, gold: dict | None) -> list[str]:
         """Contradictions of the imported file, kept as given: a segment labelled correct with an
         error type (the export gives the type back while the gold says correct)."""
         gold_segments = (gold or {}).get("segments") or []
         warnings = []
-        for index, error_type in typed_correct_segments(
-            metadata.get("labels"), metadata.get("type")
-        ):
+        for index, error_type in typed_correct_segments(metadata.get("labels"), metadata.get("type")):
             if index < len(gold_segments) and gold_segments[index].get("label") is not True:
                 continue  # the gold record no longer says correct: nothing contradicts
             warnings.append(
@@ -301,9 +285,7 @@ class FelmKind(KindSpec):
     def validate_payload(self, stage: int, content: dict, payload: Any, *, complete: bool) -> dict:
         expected = len(content.get("segments", []))
         if not isinstance(payload, dict) or not isinstance(payload.get("segments"), list):
-            raise PayloadError(
-                [field_error("segments", "must be a list with one object per segment")]
-            )
+            raise PayloadError([field_error("segments", "must be a list with one object per segment")])
         if len(payload["segments"]) != expected:
             raise PayloadError(
                 [
@@ -316,9 +298,7 @@ class FelmKind(KindSpec):
         errors: list[dict] = []
         texts = content.get("segments", [])
         normalised = [
-            self._validate_segment(
-                index, raw, complete and not is_empty_segment(texts[index]), errors
-            )
+            self._validate_segment(index, raw, complete and not is_empty_segment(texts[index]), errors)
             for index, raw in enumerate(payload["segments"])
         ]
         if errors:
@@ -336,19 +316,11 @@ class FelmKind(KindSpec):
         comment = raw.get("comment") or ""
         refs = raw.get("refs") or []
         if label is not None and not isinstance(label, bool):
-            errors.append(
-                field_error(
-                    f"{path}.label", "must be true (correct), false (contains an error) or null"
-                )
-            )
+            errors.append(field_error(f"{path}.label", "must be true (correct), false (contains an error) or null"))
         elif label is None and complete:
-            errors.append(
-                field_error(f"{path}.label", "is required: mark the segment correct or wrong")
-            )
+            errors.append(field_error(f"{path}.label", "is required: mark the segment correct or wrong"))
         if error_type is not None and error_type not in ERROR_TYPES:
-            errors.append(
-                field_error(f"{path}.error_type", f"must be one of {', '.join(ERROR_TYPES)}")
-            )
+            errors.append(field_error(f"{path}.error_type", f"must be one of {', '.join(ERROR_TYPES)}"))
         if label is True:
             error_type = None
         if not isinstance(comment, str):
@@ -356,25 +328,15 @@ class FelmKind(KindSpec):
             comment = ""
         if label is False and complete:
             if error_type is None:
-                errors.append(
-                    field_error(
-                        f"{path}.error_type", "is required when the segment contains an error"
-                    )
-                )
+                errors.append(field_error(f"{path}.error_type", "is required when the segment contains an error"))
             if not comment.strip():
-                errors.append(
-                    field_error(
-                        f"{path}.comment", "a reason is required when the segment contains an error"
-                    )
-                )
+                errors.append(field_error(f"{path}.comment", "a reason is required when the segment contains an error"))
         if not isinstance(refs, list):
             errors.append(field_error(f"{path}.refs", "must be a list of links"))
             refs = []
         for ref_index, ref in enumerate(refs):
             if not is_valid_url(ref):
-                errors.append(
-                    field_error(f"{path}.refs[{ref_index}]", f"{ref!r} is not a valid http(s) URL")
-                )
+                errors.append(field_error(f"{path}.refs[{ref_index}]", f"{ref!r} is not a valid http(s) URL"))
         return {"label": label, "error_type": error_type, "comment": comment, "refs": list(refs)}
 
     # -- consolidation ----------------------------------------------------------------------
@@ -397,9 +359,7 @@ class FelmKind(KindSpec):
 
     agreement_paths = {"labels": "$.segments[*].label", "error_types": "$.segments[*].error_type"}
 
-    def agreement_units(
-        self, stage: int, payloads: dict[Hashable, dict]
-    ) -> dict[str, dict[Any, dict]]:
+    def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
         labels: dict[int, dict] = {}
         error_types: dict[int, dict] = {}
         for rater, payload in payloads.items():
@@ -408,9 +368,7 @@ class FelmKind(KindSpec):
                     "labels": [s.get("label") for s in payload["segments"]],
                     "error_types": [s.get("error_type") for s in payload["segments"]],
                 }
-            for index, (label, error_type) in enumerate(
-                zip(payload["labels"], payload["error_types"])
-            ):
+            for index, (label, error_type) in enumerate(zip(payload["labels"], payload["error_types"])):
                 if label is None:
                     continue
                 labels.setdefault(index, {})[rater] = "correct" if label else "error"
@@ -436,11 +394,7 @@ class FelmKind(KindSpec):
         suggested = (suggestion or {}).get("segments") or []
         labels = []
         for index in range(len(content.get("segments", []))):
-            hint = (
-                suggested[index]
-                if index < len(suggested) and isinstance(suggested[index], dict)
-                else {}
-            )
+            hint = suggested[index] if index < len(suggested) and isinstance(suggested[index], dict) else {}
             label = segment_label(hint.get("label"))
             labels.append(label)
             if label is not None:
@@ -452,9 +406,7 @@ class FelmKind(KindSpec):
 
     def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:
         if fmt != "felm":
-            raise ValueError(
-                f"export format {fmt!r} is not one of {', '.join(self.export_formats)}"
-            )
+            raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.export_formats)}")
         for row in rows:
             yield felm_record(row)
 
@@ -515,11 +467,7 @@ def felm_record(row: dict) -> dict:
             record[key] = metadata[key]
     # a type the file gave on a segment it labelled correct comes back while the gold says correct
     for index, error_type in typed_correct_segments(metadata.get("labels"), metadata.get("type")):
-        if (
-            isinstance(record["type"], list)
-            and index < len(segments)
-            and segments[index].get("label") is True
-        ):
+        if isinstance(record["type"], list) and index < len(segments) and segments[index].get("label") is True:
             record["type"][index] = error_type
     if record["domain"] == "" and "domain" not in metadata:
         del record["domain"]

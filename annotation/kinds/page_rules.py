@@ -47,9 +47,7 @@ RULES: dict[tuple[str, int], dict] = {
             "importance": labelled(SENTENCE_IMPORTANCE, ("Yes", "Intermediate", "No")),
             "checkworthy": labelled(SENTENCE_CHECKWORTHY[:2], ("Yes", "No")),
             # the released data uses the claim categories for sentences that are not checkworthy
-            "checkworthy_more": labelled(
-                SENTENCE_CHECKWORTHY[2:], ("Opinion", "Not a claim", "Other")
-            ),
+            "checkworthy_more": labelled(SENTENCE_CHECKWORTHY[2:], ("Opinion", "Not a claim", "Other")),
             "category": labelled(CLAIM_CATEGORIES, ("Factual", "Opinion", "Not a claim", "Other")),
             "claim_importance": labelled(CLAIM_IMPORTANCE, ("Yes", "Intermediate", "No")),
         },
@@ -65,9 +63,7 @@ RULES: dict[tuple[str, int], dict] = {
     },
     ("factcheck", 2): {
         "choices": {
-            "stance": labelled(
-                STANCES, ("Completely supports", "Partially supports", "Refutes", "Irrelevant")
-            ),
+            "stance": labelled(STANCES, ("Completely supports", "Partially supports", "Refutes", "Irrelevant")),
             "reliable": labelled((True, False), ("Reliable source", "Not reliable")),
             "decided": labelled(DECIDED, ("Yes", "No")),
             "factuality": labelled(FACTUALITY, ("True", "False", "Unknown")),

@@ -73,11 +73,7 @@ REVISION_FIGURES = (
 def dfactscore_figures(score: str) -> tuple[Figure, ...]:
     """D-FActScore (Chiang & Lee) reports FActScore and D-FActScore per source model: a system is
     as good as its per-model score is close to the human one (``paragraph_comparison``)."""
-    return (
-        Figure(
-            "paragraph_scores.mean_difference", f"Mean |system − human| {score} over models", False
-        ),
-    )
+    return (Figure("paragraph_scores.mean_difference", f"Mean |system − human| {score} over models", False),)
 
 
 @dataclass

@@ -96,9 +96,7 @@ def _alpha_ordinal_from_counts(counts: np.ndarray) -> float | None:
     delta = np.zeros((size, size))
     for c in range(size):
         for k in range(c, size):
-            delta[c, k] = delta[k, c] = (
-                cumulative[k + 1] - cumulative[c] - (n_c[c] + n_c[k]) / 2
-            ) ** 2
+            delta[c, k] = delta[k, c] = (cumulative[k + 1] - cumulative[c] - (n_c[c] + n_c[k]) / 2) ** 2
     expected = (np.outer(n_c, n_c) * delta).sum()
     if expected == 0:
         return None
@@ -188,11 +186,7 @@ def field_agreement(
         "cohen_kappa": _kappa_from_confusion(matrix),
         "fleiss_kappa": _fleiss_from_counts(counts),
         "krippendorff_alpha": _alpha_from_counts(counts),
-        **(
-            {"krippendorff_alpha_ordinal": _alpha_ordinal_from_counts(counts)}
-            if ordinal and labels
-            else {}
-        ),
+        **({"krippendorff_alpha_ordinal": _alpha_ordinal_from_counts(counts)} if ordinal and labels else {}),
         "confusion_matrix": {
             "labels": categories,
             "rows_annotator_a_columns_annotator_b": matrix.tolist(),
@@ -317,18 +311,12 @@ def bootstrap_intervals(
     from scipy import sparse  # scipy: heavy, only where this is computed
 
     codes: dict[Hashable, int] = {}
-    item_index = np.fromiter(
-        (codes.setdefault(item, len(codes)) for item in items), dtype=np.int64, count=len(items)
-    )
+    item_index = np.fromiter((codes.setdefault(item, len(codes)) for item in items), dtype=np.int64, count=len(items))
     n_items, n_units, size = len(codes), len(items), counts.shape[1]
     if n_items == 0:
         names = ("observed_agreement", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha")
-        return {
-            name: None for name in (*names, *(("krippendorff_alpha_ordinal",) if ordinal else ()))
-        }
-    to_items = sparse.csr_matrix(
-        (np.ones(n_units), (item_index, np.arange(n_units))), shape=(n_items, n_units)
-    )
+        return {name: None for name in (*names, *(("krippendorff_alpha_ordinal",) if ordinal else ()))}
+    to_items = sparse.csr_matrix((np.ones(n_units), (item_index, np.arange(n_units))), shape=(n_items, n_units))
 
     m = counts.sum(axis=1)
     same = (counts * (counts - 1)).sum(axis=1)
@@ -337,10 +325,9 @@ def bootstrap_intervals(
     per_unit = counts / (m - 1)[:, None]
     # coincidences o_ck of each unit, flattened (ordinal α only)
     coincidence = (
-        (
-            np.einsum("uc,uk->uck", per_unit, counts)
-            - np.einsum("uc,ck->uck", per_unit, np.eye(size))
-        ).reshape(n_units, -1)
+        (np.einsum("uc,uk->uck", per_unit, counts) - np.einsum("uc,ck->uck", per_unit, np.eye(size))).reshape(
+            n_units, -1
+        )
         if ordinal
         else np.zeros((n_units, 0))
     )
@@ -356,15 +343,11 @@ def bootstrap_intervals(
         )
         for r in sizes
     ]
-    features = np.column_stack(
-        [m, m * (m - 1), same, same / (m - 1), counts, confusion, coincidence, *by_size]
-    )
+    features = np.column_stack([m, m * (m - 1), same, same / (m - 1), counts, confusion, coincidence, *by_size])
     per_item = np.asarray(to_items @ features)
 
     collected: dict[str, list[np.ndarray]] = defaultdict(list)
-    pair_features, pair_columns = (
-        _pair_item_sums(units, item_index, n_items, pairs) if pairs else (None, [])
-    )
+    pair_features, pair_columns = _pair_item_sums(units, item_index, n_items, pairs) if pairs else (None, [])
     for draws in bootstrap_draws(n_items, resamples, seed):
         weights = _weights(draws, n_items)
         sums = weights @ per_item
@@ -401,9 +384,7 @@ def bootstrap_intervals(
             expected = (marginals[:, :, None] * marginals[:, None, :] * delta).sum(axis=(1, 2))
             total = marginals.sum(axis=1)
             disagreement = (total - 1) * (matrix * delta).sum(axis=(1, 2))
-            collected["krippendorff_alpha_ordinal"].append(
-                1 - _ratio(disagreement, expected, expected == 0)
-            )
+            collected["krippendorff_alpha_ordinal"].append(1 - _ratio(disagreement, expected, expected == 0))
         fleiss = [next(column) for _ in sizes]
         unit_counts = np.column_stack([f[:, 0] for f in fleiss])
         # the most common rater count, the smallest on a tie (as _fleiss_from_counts)
@@ -421,14 +402,10 @@ def bootstrap_intervals(
             agree_sum, total_sum = pair_sums[:, offset], pair_sums[:, offset + 1]
             collected[f"pair_observed_{index}"].append(_ratio(agree_sum, total_sum, total_sum == 0))
             confusion_sums = pair_sums[:, offset + 2 : offset + 2 + n_labels * n_labels]
-            collected[f"pair_kappa_{index}"].append(
-                _kappa_batch(confusion_sums.reshape(-1, n_labels, n_labels))
-            )
+            collected[f"pair_kappa_{index}"].append(_kappa_batch(confusion_sums.reshape(-1, n_labels, n_labels)))
 
     result = {
-        name: _interval(np.concatenate(values))
-        for name, values in collected.items()
-        if not name.startswith("pair_")
+        name: _interval(np.concatenate(values)) for name, values in collected.items() if not name.startswith("pair_")
     }
     for index, pair in enumerate(pairs):
         pair["ci"] = {
@@ -438,9 +415,7 @@ def bootstrap_intervals(
     return result
 
 
-def _pair_item_sums(
-    units: list[dict], item_index: np.ndarray, n_items: int, pairs: list[dict]
-) -> tuple:
+def _pair_item_sums(units: list[dict], item_index: np.ndarray, n_items: int, pairs: list[dict]) -> tuple:
     """Per item, for each rater pair (as ``pair_agreement`` orders them): its agreeing shared
     units, its shared units and its confusion matrix (flattened), as one sparse items × columns
     matrix (a pair has entries only in the items it shared), and each pair's (first column,
@@ -453,9 +428,7 @@ def _pair_item_sums(
         for (rater_a, value_a), (rater_b, value_b) in combinations(values.items(), 2):
             if str(rater_b) < str(rater_a):
                 rater_a, rater_b, value_a, value_b = rater_b, rater_a, value_b, value_a
-            entries[position[(rater_a, rater_b)]].append(
-                (item_index[unit], str(value_a), str(value_b))
-            )
+            entries[position[(rater_a, rater_b)]].append((item_index[unit], str(value_a), str(value_b)))
     rows: list[np.ndarray] = []
     columns: list[np.ndarray] = []
     data: list[np.ndarray] = []
@@ -568,12 +541,8 @@ def agreement_with_reference(
     """Observed agreement and Cohen's κ of one rater's values against reference values (the gold
     record) on the same units, ``pairs`` mapping a unit to (value, reference); intervals resample
     items as ``field_agreement`` does. The confusion matrix has the rater's values as rows."""
-    ratings = {
-        unit: {"rater": value, "reference": reference} for unit, (value, reference) in pairs.items()
-    }
-    result = field_agreement(
-        ratings, labels=labels, resamples=resamples, seed=seed, item_of=item_of, per_pair=False
-    )
+    ratings = {unit: {"rater": value, "reference": reference} for unit, (value, reference) in pairs.items()}
+    result = field_agreement(ratings, labels=labels, resamples=resamples, seed=seed, item_of=item_of, per_pair=False)
     ci = result["ci"]
     return {
         "units": result["units"],
@@ -581,13 +550,9 @@ def agreement_with_reference(
         "cohen_kappa": result["cohen_kappa"],
         "confusion_matrix": {
             "labels": result["confusion_matrix"]["labels"],
-            "rows_rater_columns_reference": result["confusion_matrix"][
-                "rows_annotator_a_columns_annotator_b"
-            ],
+            "rows_rater_columns_reference": result["confusion_matrix"]["rows_annotator_a_columns_annotator_b"],
         },
-        "ci": {"observed_agreement": ci["observed_agreement"], "cohen_kappa": ci["cohen_kappa"]}
-        if ci
-        else None,
+        "ci": {"observed_agreement": ci["observed_agreement"], "cohen_kappa": ci["cohen_kappa"]} if ci else None,
     }
 
 
@@ -619,11 +584,7 @@ def _numbers_with_ci(row: dict, names: Iterable[str]) -> list:
 
 
 def _compared(extra: dict, numbers: Callable[[dict], list]) -> list[list]:
-    rows = (
-        [["annotator A vs B", *numbers(extra["between_annotators"])]]
-        if extra.get("between_annotators")
-        else []
-    )
+    rows = [["annotator A vs B", *numbers(extra["between_annotators"])]] if extra.get("between_annotators") else []
     return rows + [
         [f"{name} vs machine suggestion", *numbers(values)]
         for name, values in (extra.get("annotator_vs_machine") or {}).items()
@@ -657,8 +618,7 @@ def agreement_tables(result: dict, rater: dict | None = None) -> dict[str, dict]
             "per_field": True,
             "columns": ["field", "label", "units", *_with_ci(_FIELD_NUMBERS)],
             "rows": [
-                [name, f["label"], f["units"], *_numbers_with_ci(f, _FIELD_NUMBERS)]
-                for name, f in fields.items()
+                [name, f["label"], f["units"], *_numbers_with_ci(f, _FIELD_NUMBERS)] for name, f in fields.items()
             ],
         },
         "matrix": {
@@ -712,9 +672,7 @@ def agreement_tables(result: dict, rater: dict | None = None) -> dict[str, dict]
                     week["week"],
                     week["items"],
                     week["units"],
-                    *_numbers_with_ci(
-                        week, ("observed_agreement", "cohen_kappa", "krippendorff_alpha")
-                    ),
+                    *_numbers_with_ci(week, ("observed_agreement", "cohen_kappa", "krippendorff_alpha")),
                 ]
                 for name, f in fields.items()
                 for week in f.get("over_time", ())
@@ -746,21 +704,13 @@ def agreement_tables(result: dict, rater: dict | None = None) -> dict[str, dict]
             "columns": [
                 "annotator",
                 "items_submitted",
-                *(
-                    f"{column}_{name}"
-                    for name in fields
-                    for column in ("agreement_with_gold", "units_with_gold")
-                ),
+                *(f"{column}_{name}" for name in fields for column in ("agreement_with_gold", "units_with_gold")),
             ],
             "rows": [
                 [
                     a["username"],
                     a["items_submitted"],
-                    *(
-                        value
-                        for name in fields
-                        for value in _gold_cells(a["agreement_with_gold"].get(name))
-                    ),
+                    *(value for name in fields for value in _gold_cells(a["agreement_with_gold"].get(name))),
                 ]
                 for a in result.get("annotators", ())
             ],

@@ -103,9 +103,9 @@ def data_stamp(project: Project, stage: int) -> str:
         versions=Sum("version"),
         last_submission=Max("assignment__submitted_at"),
     )
-    gold = GoldRecord.objects.filter(
-        item_stage__item__project=project, item_stage__stage=stage
-    ).aggregate(rows=Count("id"), last_id=Max("id"), changed=Max("updated_at"))
+    gold = GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage).aggregate(
+        rows=Count("id"), last_id=Max("id"), changed=Max("updated_at")
+    )
     stages = ItemStage.objects.filter(item__project=project, stage=stage).aggregate(
         rows=Count("id"), last_id=Max("id"), changed=Max("updated_at")
     )
@@ -153,9 +153,7 @@ def lookup(project: Project, stage: int, resamples: int, seed: int, poll: bool =
     if poll:
         progress = cache.get(_lock_key(base))
         if progress is not None:
-            return Lookup(
-                progress["state"], progress=progress, points_stored=progress.get("points", False)
-            )
+            return Lookup(progress["state"], progress=progress, points_stored=progress.get("points", False))
     stamp = data_stamp(project, stage)
     result = cache.get(_result_key(base, stamp))
     if result is not None:
@@ -195,9 +193,7 @@ def lookup(project: Project, stage: int, resamples: int, seed: int, poll: bool =
     return Lookup(progress["state"], points=points, progress=progress)
 
 
-def _enqueue(
-    project: Project, stage: int, resamples: int, seed: int, token: str, base: str
-) -> None:
+def _enqueue(project: Project, stage: int, resamples: int, seed: int, token: str, base: str) -> None:
     try:
         dispatch.send("compute_agreement", project.id, stage, resamples, seed, token)
     except Exception:
@@ -242,9 +238,7 @@ class _Progress:
 def compute(project: Project, stage: int, resamples: int, seed: int, progress=None) -> dict:
     """Everything the agreement page and API show for one step (the expensive part)."""
     started = time.perf_counter()
-    agreement = selectors.project_agreement(
-        project, stage, resamples=resamples, seed=seed, progress=progress
-    )
+    agreement = selectors.project_agreement(project, stage, resamples=resamples, seed=seed, progress=progress)
     if progress is not None:
         progress(len(agreement["fields"]), len(agreement["fields"]), "LLM rater")
     rater = rater_agreement(project, stage, resamples, seed)

@@ -47,12 +47,7 @@ DIFFERENCES = {
 
 def system_runs(project: Project) -> QuerySet[SystemRun]:
     """The project's runs, newest first, without their (large) predictions."""
-    return (
-        SystemRun.objects.filter(project=project)
-        .defer("predictions")
-        .select_related("created_by")
-        .order_by("-id")
-    )
+    return SystemRun.objects.filter(project=project).defer("predictions").select_related("created_by").order_by("-id")
 
 
 NO_VALUE = {"value": None, "low": None, "high": None}
@@ -71,24 +66,16 @@ def metric(scores: dict, name: str) -> dict:
     return scores if isinstance(scores, dict) and "value" in scores else dict(NO_VALUE)
 
 
-def task_figures(
-    kind: str, task: str, measure: str
-) -> tuple[list[scoring.Figure], list[scoring.Figure]]:
+def task_figures(kind: str, task: str, measure: str) -> tuple[list[scoring.Figure], list[scoring.Figure]]:
     """(headline, others) of a task's table: the figures the task defines (its paper's), then
     the rest of its measure's."""
     definition = scoring.task_definitions(kind).get(task)
-    headline = (
-        list(definition.figures) if definition is not None and definition.measure == measure else []
-    )
+    headline = list(definition.figures) if definition is not None and definition.measure == measure else []
     if not headline:
         headline = [scoring.Figure(name, title) for name, title in METRICS[measure][:1]]
     shown = {figure.name for figure in headline}
     lower = {figure.name for figure in scoring.REVISION_FIGURES if not figure.higher_is_better}
-    others = [
-        scoring.Figure(name, title, name not in lower)
-        for name, title in METRICS[measure]
-        if name not in shown
-    ]
+    others = [scoring.Figure(name, title, name not in lower) for name, title in METRICS[measure] if name not in shown]
     return headline, others
 
 
@@ -124,9 +111,7 @@ def _part(entry, subset: str) -> dict | None:
     return entry if subset == "all" else entry.get("agreed")
 
 
-def _difference(
-    first_id: int, first: dict | None, second_id: int, second: dict | None
-) -> dict | None:
+def _difference(first_id: int, first: dict | None, second_id: int, second: dict | None) -> dict | None:
     if first is None or second is None or first.get("fingerprint") != second.get("fingerprint"):
         return None
     if found := first.get("differences", {}).get(f"run:{second_id}"):
@@ -169,9 +154,7 @@ def scored_tasks(project: Project) -> list[dict]:
     return found
 
 
-def leaderboard(
-    project: Project, task: str | None = None, reference: int | None = None, agreed: bool = False
-) -> dict:
+def leaderboard(project: Project, task: str | None = None, reference: int | None = None, agreed: bool = False) -> dict:
     """The scored systems of one task (every version its own row) and the baselines, each with
     its scores and, but for the reference system, its paired difference to it.
 
@@ -241,10 +224,7 @@ def leaderboard(
     figures = headline + others
 
     def listed(found: list[scoring.Figure]) -> list[dict]:
-        return [
-            {"name": f.name, "title": f.title, "higher_is_better": f.higher_is_better}
-            for f in found
-        ]
+        return [{"name": f.name, "title": f.title, "higher_is_better": f.higher_is_better} for f in found]
 
     board.update(
         measure=measure,
@@ -267,15 +247,11 @@ def leaderboard(
         ref = by_id[reference]
     else:
         fresh = [run for run in scored if run["part"]["fingerprint"] == current]
-        ref = max(
-            fresh, key=lambda run: (_rank_value(run["part"], primary), run["created_at"], run["id"])
-        )
+        ref = max(fresh, key=lambda run: (_rank_value(run["part"], primary), run["created_at"], run["id"]))
     board["reference"] = ref["id"]
 
     def picked(diff: dict | None) -> dict | None:
-        return (
-            {name: diff[name] for name, _ in DIFFERENCES[measure] if name in diff} if diff else None
-        )
+        return {name: diff[name] for name, _ in DIFFERENCES[measure] if name in diff} if diff else None
 
     latest_of: dict[str, float] = {}
     for run in scored:  # newest first: the first seen is a system's latest version
@@ -310,9 +286,7 @@ def leaderboard(
                 seed=part.get("seed"),
                 reference=is_reference,
                 stale=part["fingerprint"] != current,
-                difference=None
-                if is_reference
-                else picked(_difference(run["id"], part, ref["id"], ref["part"])),
+                difference=None if is_reference else picked(_difference(run["id"], part, ref["id"], ref["part"])),
             )
         )
     baselines = ref["part"].get("baselines", {})

@@ -143,11 +143,7 @@ def _steps(project: Project, raw, errors: dict) -> tuple[int, ...]:
         step = (
             value
             if isinstance(value, int) and not isinstance(value, bool)
-            else (
-                int(value)
-                if isinstance(value, str) and value.strip().isdigit() and value.isascii()
-                else None
-            )
+            else (int(value) if isinstance(value, str) and value.strip().isdigit() and value.isascii() else None)
         )
         if step not in rated:
             errors["steps"] = (
@@ -187,9 +183,7 @@ def parse_options(project: Project, user, data: Mapping) -> RaterOptions:
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             errors["base_url"] = "must be an http(s) URL such as https://llm.example.org/v1"
         elif parts.username or parts.password:
-            errors["base_url"] = (
-                "must not hold a user or key: keys go in the project's LLM settings (staff)"
-            )
+            errors["base_url"] = "must not hold a user or key: keys go in the project's LLM settings (staff)"
     options = RaterOptions(
         steps=steps,
         model=text.get("model", ""),
@@ -203,9 +197,7 @@ def parse_options(project: Project, user, data: Mapping) -> RaterOptions:
             default=2.0,
         ),
         prompt_price_per_1k=_number(data, "prompt_price_per_1k", errors, minimum=0, maximum=1e6),
-        completion_price_per_1k=_number(
-            data, "completion_price_per_1k", errors, minimum=0, maximum=1e6
-        ),
+        completion_price_per_1k=_number(data, "completion_price_per_1k", errors, minimum=0, maximum=1e6),
         resamples=_number(
             data,
             "resamples",
@@ -269,11 +261,7 @@ def _with_inputs(queryset, project: Project):
     """The rows the rater reads: an item's metadata (e.g. the released evidence, tens of KB)
     only where the kind reads it (D-FActScore may take the paragraph's name from it)."""
     queryset = queryset.select_related("item", "gold")
-    return (
-        queryset
-        if get_kind(project.kind).rater_reads_metadata
-        else queryset.defer("item__metadata")
-    )
+    return queryset if get_kind(project.kind).rater_reads_metadata else queryset.defer("item__metadata")
 
 
 def _item_key(stage: ItemStage) -> str:
@@ -288,9 +276,7 @@ def _inputs(project: Project, stage: ItemStage) -> dict:
         "content": stage.content,
         "suggestion": stage.suggestion,
         "gold": stage.gold.payload,
-        "metadata": (stage.item.metadata or {})
-        if get_kind(project.kind).rater_reads_metadata
-        else {},
+        "metadata": (stage.item.metadata or {}) if get_kind(project.kind).rater_reads_metadata else {},
     }
 
 
@@ -368,9 +354,7 @@ def start_run(*, project: Project, user, options: RaterOptions, confirmed: bool)
     endpoint, with nothing to rate, or while another rater run of the project is under way (two
     at once would pay for the same calls twice)."""
     if not confirmed:
-        raise RaterOptionsError(
-            {"confirm": "look at the estimate first, then confirm to start the run"}
-        )
+        raise RaterOptionsError({"confirm": "look at the estimate first, then confirm to start the run"})
     summary = estimate(project, options)
     if not summary["configured"]:
         raise DomainError(
@@ -379,16 +363,13 @@ def start_run(*, project: Project, user, options: RaterOptions, confirmed: bool)
         )
     if not summary["item_steps_total"]:
         steps = ", ".join(map(str, options.steps))
-        raise DomainError(
-            f"nothing to rate: no item has a consolidated gold record in step {steps}"
-        )
+        raise DomainError(f"nothing to rate: no item has a consolidated gold record in step {steps}")
     with transaction.atomic():
         lock_project_for_change(project.pk)  # one start at a time per project
         running = active_run(project)
         if running is not None:
             raise DomainError(
-                f"rater run {running.id} ({running.get_state_display().lower()}) is under way: "
-                "wait for it to end"
+                f"rater run {running.id} ({running.get_state_display().lower()}) is under way: wait for it to end"
             )
         run = _create(project, user, summary, options)
         dispatch.queue("run_llm_rater", run.id)
@@ -445,9 +426,7 @@ class _Run:
         self.answered += rating.answered
         for message in rating.errors:
             if len(self.errors) < MAX_ERRORS:
-                self.errors.append(
-                    line_error(0, f"item {_item_key(stage)}, step {stage.stage}", message)
-                )
+                self.errors.append(line_error(0, f"item {_item_key(stage)}, step {stage.stage}", message))
             else:
                 self.more_errors += 1
         if rating.calls and not rating.answered:
@@ -474,9 +453,7 @@ class _Run:
 
     def all_errors(self) -> list[dict]:
         more = (
-            [line_error(0, "(run)", f"and {self.more_errors} more units without an answer")]
-            if self.more_errors
-            else []
+            [line_error(0, "(run)", f"and {self.more_errors} more units without an answer")] if self.more_errors else []
         )
         return self.errors + more
 
@@ -490,9 +467,7 @@ def _claim(run_id: int) -> bool:
     if jobs.claim(SystemRun, run_id, take_running="none", units_done=0):
         return True
     now = timezone.now()
-    run = SystemRun.objects.filter(
-        pk=run_id, state=SystemRunState.RUNNING, source=SystemRunSource.LLM_RATER
-    ).first()
+    run = SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING, source=SystemRunSource.LLM_RATER).first()
     if run is None:
         return False
     beat = (run.options or {}).get("heartbeat")
@@ -500,9 +475,9 @@ def _claim(run_id: int) -> bool:
     if last is not None and now - last < STALE_AFTER:
         return False
     return bool(
-        SystemRun.objects.filter(
-            Q(started_at=run.started_at), pk=run_id, state=SystemRunState.RUNNING
-        ).update(started_at=now, units_done=0, progress_at=now)
+        SystemRun.objects.filter(Q(started_at=run.started_at), pk=run_id, state=SystemRunState.RUNNING).update(
+            started_at=now, units_done=0, progress_at=now
+        )
     )
 
 
@@ -548,8 +523,7 @@ def execute(run_id: int) -> SystemRun | None:
                 line_error(
                     0,
                     "(endpoint)",
-                    f"{where} stopped answering after {state.done} item-steps: {exc}; "
-                    "nothing was stored",
+                    f"{where} stopped answering after {state.done} item-steps: {exc}; nothing was stored",
                 ),
                 *state.all_errors(),
             ],
@@ -564,8 +538,7 @@ def execute(run_id: int) -> SystemRun | None:
                 line_error(
                     0,
                     "(server)",
-                    f"the run stopped on an internal error ({type(exc).__name__}); "
-                    "nothing was stored",
+                    f"the run stopped on an internal error ({type(exc).__name__}); nothing was stored",
                 )
             ],
         )
@@ -578,9 +551,7 @@ def _rate(project: Project, options: RaterOptions, config, state: _Run) -> None:
     settings = project.pipeline_settings or {}
     for step in options.steps:
         batch: list[ItemStage] = []
-        for stage in _with_inputs(stages_to_rate(project, [step]), project).iterator(
-            chunk_size=max(size, 50)
-        ):
+        for stage in _with_inputs(stages_to_rate(project, [step]), project).iterator(chunk_size=max(size, 50)):
             batch.append(stage)
             if len(batch) == size:
                 _rate_batch(kind, step, batch, project, settings, config, state)
@@ -599,9 +570,7 @@ def _rate_batch(
 
 
 def _finish(run_id: int, project: Project, state: _Run) -> SystemRun:
-    predicted = scoring.machine_predictions(
-        project, suggestion_of=lambda stage: state.outputs.get(stage.id)
-    )
+    predicted = scoring.machine_predictions(project, suggestion_of=lambda stage: state.outputs.get(stage.id))
     rated = {"item_steps": state.done, "calls": state.calls, "answered": state.answered}
     options = {**state.options, "rated": rated}
     errors = state.all_errors()
@@ -638,9 +607,7 @@ def _finish(run_id: int, project: Project, state: _Run) -> SystemRun:
 
 def rater_runs(project: Project):
     return (
-        SystemRun.objects.filter(project=project, source=SystemRunSource.LLM_RATER)
-        .defer("predictions")
-        .order_by("-id")
+        SystemRun.objects.filter(project=project, source=SystemRunSource.LLM_RATER).defer("predictions").order_by("-id")
     )
 
 

@@ -69,9 +69,7 @@ def _interval_text(value, low, high) -> str:
     return text
 
 
-def bar_chart(
-    bars: list[dict], *, domain: tuple[float, float] = (0.0, 1.0), title: str = "", unit: str = ""
-) -> dict:
+def bar_chart(bars: list[dict], *, domain: tuple[float, float] = (0.0, 1.0), title: str = "", unit: str = "") -> dict:
     """Horizontal bars with confidence-interval whiskers.
 
     ``bars``: [{"label": str, "value": float | None, "low": float | None, "high": float | None}]
@@ -111,9 +109,7 @@ def bar_chart(
             "bar_y": y + FONT + 5,
             "bar_height": bar_height,
             "missing": value is None,
-            "clipped": any(
-                v is not None and not low_end <= v <= high_end for v in (value, low, high)
-            ),
+            "clipped": any(v is not None and not low_end <= v <= high_end for v in (value, low, high)),
             "whisker": None,
         }
         if value is not None:
@@ -187,9 +183,7 @@ def heatmap(
     row_labels = [str(label) for label in row_labels]
     column_labels = [str(label) for label in column_labels]
     if len(matrix) != len(row_labels) or any(len(row) != len(column_labels) for row in matrix):
-        raise ValueError(
-            f"matrix must be {len(row_labels)} rows × {len(column_labels)} columns like its labels"
-        )
+        raise ValueError(f"matrix must be {len(row_labels)} rows × {len(column_labels)} columns like its labels")
     n_rows, n_columns = len(row_labels), len(column_labels)
     label_room = min(max((len(label) for label in row_labels), default=1) * CHAR + PAD, 150)
     left = PAD + label_room + (FONT + 4 if row_title else 0)
@@ -262,8 +256,7 @@ def heatmap(
         },
         "empty": not cells,
         "description": (
-            f"{row_title or 'rows'} × {column_title or 'columns'}: "
-            + "; ".join(cell["title"] for cell in cells)
+            f"{row_title or 'rows'} × {column_title or 'columns'}: " + "; ".join(cell["title"] for cell in cells)
         )
         if cells
         else "no data",
@@ -314,8 +307,7 @@ def line_chart(
     shown = [i % every == 0 for i in range(len(x_labels))]
     texts = _short_labels([x for x, show in zip(x_labels, shown) if show])[::-1]
     x_ticks = [
-        {"x": x_of[x], "text": texts.pop() if show else x, "full": x, "shown": show}
-        for x, show in zip(x_labels, shown)
+        {"x": x_of[x], "text": texts.pop() if show else x, "full": x, "shown": show} for x, show in zip(x_labels, shown)
     ]
     drawn, legend, descriptions = [], [], []
     for number, one in enumerate(series):
@@ -332,9 +324,7 @@ def line_chart(
                 continue
             low, high = _number(point.get("low")), _number(point.get("high"))
             # series side by side around the category, so their whiskers do not hide each other
-            x_at = round(
-                x_of[x] + (number - (len(series) - 1) / 2) * min(5, step / (2 * len(series))), 2
-            )
+            x_at = round(x_of[x] + (number - (len(series) - 1) / 2) * min(5, step / (2 * len(series))), 2)
             current.append(f"{x_at},{y_of(value)}")
             text = _interval_text(value, low, high)
             markers.append(
@@ -342,9 +332,7 @@ def line_chart(
                     "x": x_at,
                     "y": y_of(value),
                     "title": f"{name}, {x}: {text}",
-                    "whisker": {"y1": y_of(low), "y2": y_of(high)}
-                    if low is not None and high is not None
-                    else None,
+                    "whisker": {"y1": y_of(low), "y2": y_of(high)} if low is not None and high is not None else None,
                 }
             )
             descriptions.append(f"{name}, {x}: {text}")
@@ -451,10 +439,7 @@ def agreement_figures(field: dict, value_name=str) -> dict:
             }
             for row in rows
         ]
-        kappa = [
-            {"label": label_of(row), "value": row["cohen_kappa"], **_bounds(row, "cohen_kappa")}
-            for row in rows
-        ]
+        kappa = [{"label": label_of(row), "value": row["cohen_kappa"], **_bounds(row, "cohen_kappa")} for row in rows]
         kappa_domain = domain_for(v for bar in kappa for v in (bar["value"], bar["low"]))
         return {
             "observed": bar_chart(observed, title="Observed agreement"),
@@ -468,18 +453,14 @@ def agreement_figures(field: dict, value_name=str) -> dict:
         series = [
             {
                 "name": name,
-                "points": [
-                    {"x": week["week"], "value": week[key], **_bounds(week, key)} for week in weeks
-                ],
+                "points": [{"x": week["week"], "value": week[key], **_bounds(week, key)} for week in weeks],
             }
             for key, name in (
                 ("observed_agreement", "Observed agreement"),
                 ("cohen_kappa", "Cohen's κ"),
             )
         ]
-        values = (
-            v for one in series for point in one["points"] for v in (point["value"], point["low"])
-        )
+        values = (v for one in series for point in one["points"] for v in (point["value"], point["low"]))
         figures["over_time"] = line_chart(
             series,
             domain=domain_for(values),

@@ -36,8 +36,7 @@ class Predictions:
 
 def _key_text(key_fields: Iterable[str], values: Iterable) -> str:
     return " ".join(
-        f"{name} {value!r}" if isinstance(value, str) else f"{name} {value}"
-        for name, value in zip(key_fields, values)
+        f"{name} {value!r}" if isinstance(value, str) else f"{name} {value}" for name, value in zip(key_fields, values)
     )
 
 
@@ -66,8 +65,7 @@ class _Reader:
         for task in tasks.values():
             self.by_keys[frozenset(task.key_fields)].append(task)
         self.fields_of_keys = {
-            keys: list(dict.fromkeys(t.field for t in group))
-            for keys, group in self.by_keys.items()
+            keys: list(dict.fromkeys(t.field for t in group)) for keys, group in self.by_keys.items()
         }
         self.keys_of_field: dict[str, list[tuple]] = defaultdict(list)
         for group in self.by_keys.values():
@@ -102,9 +100,7 @@ class _Reader:
         """Why a line's key fields fit no task: the one its label fields point to, if any."""
         if not self.by_keys:
             return line_error(number, "(line)", "this project's kind has no scoring tasks")
-        meant = [
-            keys for keys, fields in self.fields_of_keys.items() if any(f in data for f in fields)
-        ]
+        meant = [keys for keys, fields in self.fields_of_keys.items() if any(f in data for f in fields)]
         if len(meant) == 1:
             order = self.by_keys[meant[0]][0].key_fields
             missing = [name for name in order if name not in present]
@@ -130,12 +126,7 @@ class _Reader:
 
     def _key_value(self, number: int, name: str, value) -> tuple[object, dict | None]:
         wanted = self.value_types.get(name, str)
-        if (
-            wanted is str
-            and isinstance(value, int)
-            and not isinstance(value, bool)
-            and name == "item"
-        ):
+        if wanted is str and isinstance(value, int) and not isinstance(value, bool) and name == "item":
             return str(value), None  # FELM's released ids are numbers; the exports write strings
         if wanted is int and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             return None, line_error(
@@ -203,8 +194,7 @@ class _Reader:
                 line_error(
                     number,
                     "(line)",
-                    f"has no prediction: lines keyed ({', '.join(order)}) carry "
-                    f"{', '.join(fields)}",
+                    f"has no prediction: lines keyed ({', '.join(order)}) carry {', '.join(fields)}",
                 )
             )
         for name, value in labels.items():
@@ -212,17 +202,10 @@ class _Reader:
             if not any(task.accepts(value) for task in taking):
                 errors.append(line_error(number, name, _refused_label(taking, name, value)))
             elif isinstance(value, str) and "\x00" in value:  # PostgreSQL cannot store it
-                errors.append(
-                    line_error(
-                        number, name, "contains the NUL character (U+0000), which cannot be stored"
-                    )
-                )
+                errors.append(line_error(number, name, "contains the NUL character (U+0000), which cannot be stored"))
         if errors:
             return [], errors
-        keys = {
-            task.name: tuple(values[order.index(name)] for name in task.key_fields)
-            for task in group
-        }
+        keys = {task.name: tuple(values[order.index(name)] for name in task.key_fields) for task in group}
         if not any(keys[task.name] in self.known for task in group):
             return [], [self._unknown_key(number, order, values)]
         found = []
@@ -235,8 +218,7 @@ class _Reader:
                     line_error(
                         number,
                         name,
-                        f"predicts {name} of the same {noun} as line {seen_at}: "
-                        f"{_key_text(order, values)}",
+                        f"predicts {name} of the same {noun} as line {seen_at}: {_key_text(order, values)}",
                     )
                 )
                 continue
@@ -254,8 +236,7 @@ class _Reader:
         return line_error(
             number,
             level,
-            f"{_key_text(order[:depth], values[:depth])} matches no "
-            f"{UNIT_NOUNS.get(level, level)} of the project",
+            f"{_key_text(order[:depth], values[:depth])} matches no {UNIT_NOUNS.get(level, level)} of the project",
         )
 
 
@@ -283,9 +264,7 @@ def read_predictions(
         result.errors += errors
         if len(result.errors) >= MAX_REPORTED_ERRORS:
             result.errors = result.errors[:MAX_REPORTED_ERRORS]
-            result.errors.append(
-                line_error(0, "(file)", f"reading stopped after {MAX_REPORTED_ERRORS} errors")
-            )
+            result.errors.append(line_error(0, "(file)", f"reading stopped after {MAX_REPORTED_ERRORS} errors"))
             break
         for task_name, key, label in found:
             if key in reader.units[task_name]:
@@ -298,9 +277,7 @@ def read_predictions(
             line_error(
                 0,
                 "(file)",
-                "contains no predictions for a unit with a gold label"
-                if records
-                else "contains no predictions",
+                "contains no predictions for a unit with a gold label" if records else "contains no predictions",
             )
         )
     return result

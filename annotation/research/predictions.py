@@ -83,37 +83,21 @@ def _one_line(value, name: str, limit: int, required: bool) -> str:
         raise ImportFailed([line_error(0, name, "must be a string")])
     value = value.strip()
     if required and not value:
-        raise ImportFailed(
-            [line_error(0, name, "is required: name the system whose predictions these are")]
-        )
+        raise ImportFailed([line_error(0, name, "is required: name the system whose predictions these are")])
     if len(value) > limit:
-        raise ImportFailed(
-            [line_error(0, name, f"is {len(value)} characters long; at most {limit} fit")]
-        )
+        raise ImportFailed([line_error(0, name, f"is {len(value)} characters long; at most {limit} fit")])
     if any(not ch.isprintable() for ch in value):
         raise ImportFailed([line_error(0, name, "must be one line of printable text")])
     return value
 
 
-def check_run_options(
-    system, version="", resamples: int = DEFAULT_RESAMPLES, seed: int = 0
-) -> tuple[str, str]:
+def check_run_options(system, version="", resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> tuple[str, str]:
     """The system name and version, stripped; refused (ImportFailed naming the field) when empty
     or not storable, or when resamples or seed are out of range."""
-    system = _one_line(
-        system, "system", SystemRun._meta.get_field("system").max_length, required=True
-    )
-    version = _one_line(
-        version, "version", SystemRun._meta.get_field("version").max_length, required=False
-    )
-    if (
-        isinstance(resamples, bool)
-        or not isinstance(resamples, int)
-        or not 0 <= resamples <= MAX_RESAMPLES
-    ):
-        raise ImportFailed(
-            [line_error(0, "resamples", f"must be a whole number from 0 to {MAX_RESAMPLES:,}")]
-        )
+    system = _one_line(system, "system", SystemRun._meta.get_field("system").max_length, required=True)
+    version = _one_line(version, "version", SystemRun._meta.get_field("version").max_length, required=False)
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or not 0 <= resamples <= MAX_RESAMPLES:
+        raise ImportFailed([line_error(0, "resamples", f"must be a whole number from 0 to {MAX_RESAMPLES:,}")])
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
         raise ImportFailed([line_error(0, "seed", "must be a whole number from 0 to 4294967295")])
     return system, version
@@ -157,9 +141,7 @@ def create_system_run(
                 .first()
             )
             if earlier is not None:
-                if not replace and not (
-                    earlier.state == SystemRunState.FAILED and earlier.scores is None
-                ):
+                if not replace and not (earlier.state == SystemRunState.FAILED and earlier.scores is None):
                     raise _exists(system, version, earlier)
                 _delete_run(earlier)
             try:
@@ -185,16 +167,13 @@ def create_system_run(
 
 
 def _exists(system: str, version: str, earlier: SystemRun | None) -> SystemRunExists:
-    which = (
-        f" (run {earlier.id}, {earlier.get_state_display().lower()})" if earlier is not None else ""
-    )
+    which = f" (run {earlier.id}, {earlier.get_state_display().lower()})" if earlier is not None else ""
     return SystemRunExists(
         [
             line_error(
                 0,
                 "version",
-                f"system {run_label(system, version)} was uploaded already{which}: "
-                "give another version, or replace it",
+                f"system {run_label(system, version)} was uploaded already{which}: give another version, or replace it",
             )
         ]
     )
@@ -228,9 +207,7 @@ def rescore_system_runs(project: Project, run_ids: Iterable[int] | None = None) 
     with transaction.atomic():
         ids = list(runs.select_for_update(skip_locked=True).values_list("id", flat=True))
         if ids:
-            SystemRun.objects.filter(pk__in=ids).update(
-                state=SystemRunState.QUEUED, units_done=0, finished_at=None
-            )
+            SystemRun.objects.filter(pk__in=ids).update(state=SystemRunState.QUEUED, units_done=0, finished_at=None)
             for run_id in ids:
                 _queue_scoring(run_id)
     return len(ids)
@@ -249,9 +226,7 @@ def stored_form(by_task: Mapping[str, Mapping[tuple, object]]) -> dict[str, list
 
 
 def from_stored(stored: Mapping[str, list[list]]) -> dict[str, dict[tuple, object]]:
-    return {
-        name: {tuple(row[:-1]): row[-1] for row in rows} for name, rows in (stored or {}).items()
-    }
+    return {name: {tuple(row[:-1]): row[-1] for row in rows} for name, rows in (stored or {}).items()}
 
 
 # -- scoring ------------------------------------------------------------------------------------------
@@ -262,9 +237,7 @@ def fingerprint(units: Iterable[scoring.GoldUnit]) -> str:
     digest = hashlib.blake2b(digest_size=12)
     for unit in units:
         digest.update(
-            json.dumps(
-                [list(unit.key), unit.gold, getattr(unit, "original", None)], ensure_ascii=False
-            ).encode()
+            json.dumps([list(unit.key), unit.gold, getattr(unit, "original", None)], ensure_ascii=False).encode()
         )
         digest.update(b"\n")
     return digest.hexdigest()
@@ -278,10 +251,7 @@ def predicted_labels(
     task: scoring.Task, units: list[scoring.GoldUnit], predictions: Mapping[tuple, object]
 ) -> list[str]:
     """Each unit's prediction as score_task reads it (normalised; MISSING where none)."""
-    return [
-        task.normalise(predictions[u.key]) if u.key in predictions else scoring.MISSING
-        for u in units
-    ]
+    return [task.normalise(predictions[u.key]) if u.key in predictions else scoring.MISSING for u in units]
 
 
 def task_difference(
@@ -301,14 +271,10 @@ def task_difference(
 
         def text(predictions, unit):
             value = predictions.get(unit.key)
-            return (
-                value if isinstance(value, str) else ""
-            )  # a missing revision: an empty text, as score_task
+            return value if isinstance(value, str) else ""  # a missing revision: an empty text, as score_task
 
         columns = {
-            measure: [
-                compare(text(first, u), u.gold) - compare(text(second, u), u.gold) for u in units
-            ]
+            measure: [compare(text(first, u), u.gold) - compare(text(second, u), u.gold) for u in units]
             for measure, compare in scoring.REVISION_MEASURES.items()
         }
         return {
@@ -323,9 +289,7 @@ def task_difference(
         # each side over the labels its own score_task takes: the Δ is the difference of the shown values
         if task.labels is not None:
             return task.labels
-        return sorted(
-            {u.gold for u in units} | {p for p, u in zip(predicted, units) if u.key in predictions}
-        )
+        return sorted({u.gold for u in units} | {p for p, u in zip(predicted, units) if u.key in predictions})
 
     return difference(
         [Scored(u.item, u.gold, p) for u, p in zip(units, mine)],
@@ -357,8 +321,7 @@ def agreed_units(project: Project, tasks: Mapping[str, scoring.Task]) -> dict[st
     if not overlap:
         return None
     return {
-        name: {u.key for u in task.units if verdicts[field_of[name]].get(u.key) is True}
-        for name, task in tasks.items()
+        name: {u.key for u in task.units if verdicts[field_of[name]].get(u.key) is True} for name, task in tasks.items()
     }
 
 
@@ -391,19 +354,13 @@ def _subset_scores(
     for name, (title, predicted) in baselines.items():
         result["baselines"][name] = {
             "title": title,
-            "scores": scoring.score_task(
-                task, predicted, resamples=resamples, seed=seed, only=only
-            ),
+            "scores": scoring.score_task(task, predicted, resamples=resamples, seed=seed, only=only),
         }
-        result["differences"][f"baseline:{name}"] = task_difference(
-            task, predictions, predicted, only, resamples, seed
-        )
+        result["differences"][f"baseline:{name}"] = task_difference(task, predictions, predicted, only, resamples, seed)
         step()
     for other in others:
         if theirs := other.predictions.get(task.name):
-            result["differences"][f"run:{other.id}"] = task_difference(
-                task, predictions, theirs, only, resamples, seed
-            )
+            result["differences"][f"run:{other.id}"] = task_difference(task, predictions, theirs, only, resamples, seed)
             step()
     return result
 
@@ -452,9 +409,7 @@ def score_predictions(
         entry = _subset_scores(task, mine, None, baselines, list(others), resamples, seed, step)
         only = agreed.get(name) if agreed is not None else None
         entry["agreed"] = (
-            _subset_scores(task, mine, only, baselines, list(others), resamples, seed, step)
-            if only
-            else None
+            _subset_scores(task, mine, only, baselines, list(others), resamples, seed, step) if only else None
         )
         entry.update(
             title=task.title,
@@ -525,8 +480,7 @@ def run_system_run(run_id: int) -> SystemRun | None:
                 line_error(
                     0,
                     "(file)",
-                    "the uploaded file is gone from the server "
-                    "(web and worker must share DATA_DIR)",
+                    "the uploaded file is gone from the server (web and worker must share DATA_DIR)",
                 )
             ],
         )
@@ -570,9 +524,7 @@ def _score_run(run: SystemRun, progress: _Progress) -> None:
             )
             return
         with open(path, "rb") as handle:
-            read = read_predictions(
-                tasks, handle, on_line=lambda number: progress.set(done=number), known=known
-            )
+            read = read_predictions(tasks, handle, on_line=lambda number: progress.set(done=number), known=known)
         if read.errors:
             _end(
                 run.id,
@@ -587,15 +539,9 @@ def _score_run(run: SystemRun, progress: _Progress) -> None:
         predictions, ignored = read.by_task, dict(read.ignored)
         lines = read.lines
     else:
-        predictions = from_stored(
-            SystemRun.objects.values_list("predictions", flat=True).get(pk=run.id)
-        )
+        predictions = from_stored(SystemRun.objects.values_list("predictions", flat=True).get(pk=run.id))
         previous = SystemRun.objects.values_list("scores", flat=True).get(pk=run.id) or {}
-        ignored = {
-            name: entry.get("ignored", 0)
-            for name, entry in previous.items()
-            if isinstance(entry, dict)
-        }
+        ignored = {name: entry.get("ignored", 0) for name, entry in previous.items() if isinstance(entry, dict)}
         lines = 0
     others = [
         _Other(other_id, from_stored(stored))

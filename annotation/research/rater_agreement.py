@@ -36,35 +36,25 @@ def latest_runs(project: Project, limit: int = MAX_RUNS) -> list[SystemRun]:
     return runs
 
 
-def human_values(
-    project: Project, stage: int, wanted: set[str]
-) -> dict[str, dict[tuple, dict[str, object]]]:
+def human_values(project: Project, stage: int, wanted: set[str]) -> dict[str, dict[tuple, dict[str, object]]]:
     """field → unit key → {annotator: value} of one step (units keyed (item, *ids), as the
     per-unit agreement export names them; step-1 claims only where the gold record has them)."""
     kind = get_kind(project.kind)
     values: dict[str, dict[tuple, dict]] = defaultdict(dict)
     for row in selectors.agreement_unit_rows(project, stage=stage):
         item = row["external_id"] or str(row["item_id"])
-        raters = (
-            row["payloads"] if row["gold"] is None else {GOLD_RATER: row["gold"], **row["payloads"]}
-        )
+        raters = row["payloads"] if row["gold"] is None else {GOLD_RATER: row["gold"], **row["payloads"]}
         for ids, field, by_rater in kind.agreement_unit_values(stage, row["content"], raters):
             if field not in wanted or None in ids.values():
                 continue
-            answers = {
-                name: value
-                for name, value in by_rater.items()
-                if name is not GOLD_RATER and value is not None
-            }
+            answers = {name: value for name, value in by_rater.items() if name is not GOLD_RATER and value is not None}
             if answers:
                 values[field][(item, *ids.values())] = answers
     return values
 
 
 def _compare(pairs: dict[tuple, tuple], resamples: int, seed: int) -> dict:
-    result = agreement.agreement_with_reference(
-        pairs, resamples=resamples, seed=seed, item_of=lambda key: key[0]
-    )
+    result = agreement.agreement_with_reference(pairs, resamples=resamples, seed=seed, item_of=lambda key: key[0])
     return {key: result[key] for key in ("units", "observed_agreement", "cohen_kappa", "ci")}
 
 
@@ -92,10 +82,7 @@ def rater_agreement(project: Project, stage: int, resamples: int = 0, seed: int 
         annotators = sorted({who for answers in units.values() for who in answers})
         rows = []
         for run in runs:
-            predicted = {
-                tuple(row[:-1]): normalise(row[-1])
-                for row in (run.predictions or {}).get(task_name, [])
-            }
+            predicted = {tuple(row[:-1]): normalise(row[-1]) for row in (run.predictions or {}).get(task_name, [])}
             for who in annotators:
                 pairs = {
                     key: (answers[who], predicted[key])

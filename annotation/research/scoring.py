@@ -93,9 +93,7 @@ def project_tasks(project: Project) -> dict[str, Task]:
     """The scoring tasks of a project's kind, from its consolidated gold (KindSpec.gold_units)."""
     kind = get_kind(project.kind)
     tasks = kind.scoring_tasks()
-    kind.gold_units(
-        tasks, functools.partial(selectors.gold_rows, project), project.pipeline_settings
-    )
+    kind.gold_units(tasks, functools.partial(selectors.gold_rows, project), project.pipeline_settings)
     return tasks
 
 
@@ -113,9 +111,7 @@ def response_predictions(segment_predictions: Mapping[tuple, str]) -> dict[tuple
     """FELM response-level predictions from segment-level ones: wrong when any segment is."""
     result: dict[tuple, str] = {}
     for (item, _), label in segment_predictions.items():
-        result[(item,)] = (
-            "error" if label == "error" or result.get((item,)) == "error" else "correct"
-        )
+        result[(item,)] = "error" if label == "error" or result.get((item,)) == "error" else "correct"
     return result
 
 
@@ -154,14 +150,10 @@ def score_task(
             "missing": sum(not isinstance(text, str) for text in revised),
         }
     missing = sum(u.key not in predictions for u in units)
-    predicted = [
-        task.normalise(predictions[u.key]) if u.key in predictions else MISSING for u in units
-    ]
+    predicted = [task.normalise(predictions[u.key]) if u.key in predictions else MISSING for u in units]
     labels = task.labels
     if labels is None:
-        labels = sorted(
-            {u.gold for u in units} | {p for p, u in zip(predicted, units) if u.key in predictions}
-        )
+        labels = sorted({u.gold for u in units} | {p for p, u in zip(predicted, units) if u.key in predictions})
     result = score(
         [Scored(u.item, u.gold, p) for u, p in zip(units, predicted)],
         labels=labels,
@@ -195,9 +187,7 @@ def score_revisions(
         "against_gold": [u.gold for u in units],
     }
     columns = {
-        (side, measure): [
-            compare(text, reference) for text, reference in zip(texts, references[side])
-        ]
+        (side, measure): [compare(text, reference) for text, reference in zip(texts, references[side])]
         for side in references
         for measure, compare in REVISION_MEASURES.items()
     }
@@ -208,10 +198,7 @@ def score_revisions(
         "items": len(set(items)),
         "resamples": resamples,
         "seed": seed,
-        **{
-            side: {measure: estimates[(side, measure)] for measure in REVISION_MEASURES}
-            for side in references
-        },
+        **{side: {measure: estimates[(side, measure)] for measure in REVISION_MEASURES} for side in references},
     }
 
 
@@ -249,9 +236,7 @@ def paragraph_comparison(task: Task, units: list[GoldUnit], predicted: list[str]
             }
         )
     init, penalised = (
-        ("init_score", "score")
-        if task.paragraph_score == "factscore"
-        else ("init_global_score", "global_score")
+        ("init_score", "score") if task.paragraph_score == "factscore" else ("init_global_score", "global_score")
     )
     models = []
     for model, scored in human.items():
@@ -290,9 +275,7 @@ def paragraph_comparison(task: Task, units: list[GoldUnit], predicted: list[str]
 
 def _paragraph(supported: list[bool]) -> dict:
     """One paragraph's decisions in the shape model_scores takes."""
-    entries = [
-        {"atom": "", "is_supported": flag, "supporting_topic": None} for flag in supported
-    ] or None
+    entries = [{"atom": "", "is_supported": flag, "supporting_topic": None} for flag in supported] or None
     share = sum(supported) / len(supported) if supported else None
     return {
         "decisions": entries,
@@ -345,9 +328,7 @@ def machine_predictions(
         elif (suggestion := suggestion_of(stage)) is None:
             continue
         item = stage.item.external_id or str(stage.item_id)
-        for name, key, label in kind.suggestion_predictions(
-            stage.stage, stage.content, suggestion, stage.gold.payload
-        ):
+        for name, key, label in kind.suggestion_predictions(stage.stage, stage.content, suggestion, stage.gold.payload):
             task = tasks.get(name)
             if task is not None and task.accepts(label):
                 result.setdefault(name, {})[(item, *key)] = label

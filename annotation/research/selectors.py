@@ -40,10 +40,7 @@ def _payloads_for_agreement(queryset: QuerySet, kind, *keys: str) -> Iterator[tu
         return
     names = list(kind.agreement_paths)
     parts = Func(
-        *(
-            Func(F("payload"), Value(kind.agreement_paths[name]), function="jsonb_path_query_array")
-            for name in names
-        ),
+        *(Func(F("payload"), Value(kind.agreement_paths[name]), function="jsonb_path_query_array") for name in names),
         function="jsonb_build_array",
         output_field=JSONField(),
     )
@@ -71,11 +68,7 @@ def bootstrap_options(raw_resamples: str | None, raw_seed: str | None) -> tuple[
     of the agreement page and API; ValueError({parameter: message}) for anything else."""
     resamples = DEFAULT_RESAMPLES if raw_resamples in (None, "") else parse_natural(raw_resamples)
     if resamples is None or resamples > MAX_RESAMPLES:
-        raise ValueError(
-            {
-                "resamples": f"must be a whole number from 0 to {MAX_RESAMPLES:,}, not {raw_resamples!r}"
-            }
-        )
+        raise ValueError({"resamples": f"must be a whole number from 0 to {MAX_RESAMPLES:,}, not {raw_resamples!r}"})
     seed = 0 if raw_seed in (None, "") else parse_natural(raw_seed)
     if seed is None:
         raise ValueError({"seed": f"must be a whole number of at most 18 digits, not {raw_seed!r}"})
@@ -123,9 +116,9 @@ def project_agreement(
     # A gold record taken from an item's one submission would agree with its annotator by construction.
     gold_by_stage = dict(
         _payloads_for_agreement(
-            GoldRecord.objects.filter(
-                item_stage__item__project=project, item_stage__stage=stage
-            ).exclude(source=GoldSource.SINGLE),
+            GoldRecord.objects.filter(item_stage__item__project=project, item_stage__stage=stage).exclude(
+                source=GoldSource.SINGLE
+            ),
             kind,
             "item_stage_id",
         )
@@ -138,9 +131,7 @@ def project_agreement(
     for stage_id, payloads in payloads_by_stage.items():
         gold = gold_by_stage.get(stage_id)
         together = gold is not None and not kind.agreement_aligns_units
-        units_by_field = kind.agreement_units(
-            stage, {**payloads, GOLD: gold} if together else payloads
-        )
+        units_by_field = kind.agreement_units(stage, {**payloads, GOLD: gold} if together else payloads)
         for name, units in units_by_field.items():
             target, tally = per_field[name], with_gold[name]
             for unit, values in units.items():
@@ -181,9 +172,7 @@ def project_agreement(
             usernames.get(rater, str(rater)): {
                 "units": len(pairs),
                 "agreement": (
-                    sum(value == reference for value, reference in pairs.values()) / len(pairs)
-                    if pairs
-                    else None
+                    sum(value == reference for value, reference in pairs.values()) / len(pairs) if pairs else None
                 ),
             }
             for rater, pairs in with_gold[name].items()
@@ -218,16 +207,14 @@ def project_agreement(
     suggestions = {}
     if kind.agreement_uses_suggestion:
         suggestions = dict(
-            ItemStage.objects.filter(
-                id__in=annotations.values("assignment__item_stage_id")
-            ).values_list("id", "suggestion")
+            ItemStage.objects.filter(id__in=annotations.values("assignment__item_stage_id")).values_list(
+                "id", "suggestion"
+            )
         )
     extra = kind.extra_agreement(
         stage,
         (
-            AgreementItem(
-                {usernames.get(u, str(u)): p for u, p in payloads.items()}, suggestions.get(s)
-            )
+            AgreementItem({usernames.get(u, str(u)): p for u, p in payloads.items()}, suggestions.get(s))
             for s, payloads in payloads_by_stage.items()
         ),
     )
@@ -246,15 +233,11 @@ def project_agreement(
                 "username": usernames.get(user_id, str(user_id)),
                 "items_submitted": count,
                 "agreement_with_gold": {
-                    name: fields[name]["agreement_with_gold"].get(
-                        usernames.get(user_id, str(user_id))
-                    )
+                    name: fields[name]["agreement_with_gold"].get(usernames.get(user_id, str(user_id)))
                     for name in fields
                 },
             }
-            for user_id, count in sorted(
-                items_by_user.items(), key=lambda kv: usernames.get(kv[0], "")
-            )
+            for user_id, count in sorted(items_by_user.items(), key=lambda kv: usernames.get(kv[0], ""))
         ],
     }
 
@@ -269,14 +252,8 @@ def consolidated_scores(project: Project, paragraph_limit: int = 500) -> dict | 
     if not kind.has_paragraph_scores:
         return None
     rows = (
-        ItemStage.objects.filter(
-            item__project=project, stage=1, status=StageStatus.DONE, gold__isnull=False
-        )
+        ItemStage.objects.filter(item__project=project, stage=1, status=StageStatus.DONE, gold__isnull=False)
         .order_by("item_id")
-        .values_list(
-            "item_id", "item__external_id", "item__source", "content", "suggestion", "gold__payload"
-        )
+        .values_list("item_id", "item__external_id", "item__source", "content", "suggestion", "gold__payload")
     )
-    return kind.consolidated_scores(
-        rows.iterator(chunk_size=500), project.pipeline_settings, paragraph_limit
-    )
+    return kind.consolidated_scores(rows.iterator(chunk_size=500), project.pipeline_settings, paragraph_limit)

@@ -93,9 +93,7 @@ def leaderboard_page(request, project_id):
     for row in board["rows"]:
         row["cells"] = [_estimate(row["metrics"][m["name"]]) for m in board["metrics"]]
         row["other_cells"] = [_estimate(row["metrics"][m["name"]]) for m in board["other_metrics"]]
-        row["difference_cells"] = [
-            _estimate((row["difference"] or {}).get(d["name"])) for d in board["differences"]
-        ]
+        row["difference_cells"] = [_estimate((row["difference"] or {}).get(d["name"])) for d in board["differences"]]
         row["model_cells"] = [
             {
                 "model": m["model"],
@@ -166,14 +164,10 @@ def line_shapes(kind: str) -> list[dict]:
 def _download(project, board: dict, fmt: str):
     filename = f"{file_stem(project)}-leaderboard-{board['task'] or 'none'}{'-agreed' if board['agreed'] else ''}.{fmt}"
     if fmt == "csv":
-        response = StreamingHttpResponse(
-            boards.leaderboard_csv(board), content_type="text/csv; charset=utf-8"
-        )
+        response = StreamingHttpResponse(boards.leaderboard_csv(board), content_type="text/csv; charset=utf-8")
     else:
         body = {"project": project.name, **board}
-        response = HttpResponse(
-            json.dumps(body, ensure_ascii=False, indent=1), content_type="application/json"
-        )
+        response = HttpResponse(json.dumps(body, ensure_ascii=False, indent=1), content_type="application/json")
     return attachment(response, filename)
 
 
@@ -201,9 +195,7 @@ def system_run_upload(request, project_id):
         messages.error(
             request,
             "Predictions refused: "
-            + "; ".join(
-                f"{field}: {message}" for field, errors in form.errors.items() for message in errors
-            ),
+            + "; ".join(f"{field}: {message}" for field, errors in form.errors.items() for message in errors),
         )
         return back
     data = form.cleaned_data
@@ -220,22 +212,16 @@ def system_run_upload(request, project_id):
         )
     except (ImportFailed, UploadTooLarge) as exc:
         errors = getattr(exc, "errors", None)
-        messages.error(
-            request, f"Predictions refused: {import_errors_text(errors) if errors else exc}"
-        )
+        messages.error(request, f"Predictions refused: {import_errors_text(errors) if errors else exc}")
         return back
     run.refresh_from_db()  # without a broker the task has already run
     name = f"{run.system} {run.version}".strip()
     if run.state == SystemRunState.DONE:
         messages.success(request, f"{name} is scored.")
     elif run.state == SystemRunState.FAILED:
-        messages.error(
-            request, f"{name} was not scored, nothing was stored: {import_errors_text(run.errors)}"
-        )
+        messages.error(request, f"{name} was not scored, nothing was stored: {import_errors_text(run.errors)}")
     else:
-        messages.info(
-            request, f"{name} is being checked and scored: its progress is shown under Uploads."
-        )
+        messages.info(request, f"{name} is being checked and scored: its progress is shown under Uploads.")
     return back
 
 
@@ -245,9 +231,7 @@ def system_run_delete(request, project_id, run_id):
     project, _ = project_for(request, project_id, RESEARCHERS)
     run = get_object_or_404(SystemRun.objects.defer("predictions"), pk=run_id, project=project)
     prediction_services.delete_system_run(run)
-    messages.success(
-        request, f"{f'{run.system} {run.version}'.strip()} and its scores are deleted."
-    )
+    messages.success(request, f"{f'{run.system} {run.version}'.strip()} and its scores are deleted.")
     return redirect("annotation:leaderboard", project_id=project.id)
 
 
@@ -286,8 +270,7 @@ def llm_rater_page(request, project_id):
             run.refresh_from_db()  # without a broker the task has already run
             messages.success(
                 request,
-                f"{run.system} {run.version}: "
-                f"{'done' if run.ended else 'started, its progress is shown below'}.",
+                f"{run.system} {run.version}: {'done' if run.ended else 'started, its progress is shown below'}.",
             )
         return redirect("annotation:llm-rater", project_id=project.id)
     data = _rater_data(request.GET)
@@ -344,9 +327,7 @@ def llm_rater_page(request, project_id):
         ]
         context["duration"] = _duration(estimate["seconds"])
         context["hidden_options"] = [("steps", step) for step in shown.steps] + [
-            (name, value)
-            for name, value in data.items()
-            if name != "steps" and value not in (None, "")
+            (name, value) for name, value in data.items() if name != "steps" and value not in (None, "")
         ]
     return render(request, "annotation/llm_rater.html", context)
 
@@ -387,9 +368,7 @@ def agreement_page(request, project_id):
             return _bad_download(problem)
         raise BadRequest(problem)
     if download is not None and download not in AGREEMENT_DOWNLOADS:
-        return _bad_download(
-            f"download: must be one of {', '.join(AGREEMENT_DOWNLOADS)}, not {download[:40]!r}"
-        )
+        return _bad_download(f"download: must be one of {', '.join(AGREEMENT_DOWNLOADS)}, not {download[:40]!r}")
     found = agreement_cache.lookup(project, stage, resamples, seed)
     if download is not None:
         if not found.ready:
@@ -426,19 +405,11 @@ def agreement_page(request, project_id):
         field["matrix_columns"] = [kind.value_name(label) for label in matrix["labels"]]
         field["matrix_rows"] = [
             {"label": label, "cells": [{"value": v, "shade": round(v / peak, 2)} for v in row]}
-            for label, row in zip(
-                field["matrix_columns"], matrix["rows_annotator_a_columns_annotator_b"]
-            )
+            for label, row in zip(field["matrix_columns"], matrix["rows_annotator_a_columns_annotator_b"])
         ]
         field["plots"] = plots.agreement_figures(field, kind.value_name)
-        field["downloads"] = {
-            table: links(table, name) for table in ("matrix", "pairs", "over_time", "versus_gold")
-        }
-    downloads = (
-        {table: links(table) for table in agreement.agreement_tables(result, rater)}
-        if found.ready
-        else {}
-    )
+        field["downloads"] = {table: links(table, name) for table in ("matrix", "pairs", "over_time", "versus_gold")}
+    downloads = {table: links(table) for table in agreement.agreement_tables(result, rater)} if found.ready else {}
     status_query = keep.copy()
     status_query.setlist("stage", [str(stage)])
     # one link per step, keeping the bootstrap options
@@ -446,9 +417,7 @@ def agreement_page(request, project_id):
     for number in kind.annotatable_stages:
         step_query = keep.copy()
         step_query.setlist("stage", [str(number)])
-        steps.append(
-            {"number": number, "url": f"?{step_query.urlencode()}", "current": number == stage}
-        )
+        steps.append({"number": number, "url": f"?{step_query.urlencode()}", "current": number == stage})
     return render(
         request,
         "annotation/agreement.html",
@@ -495,9 +464,7 @@ def _agreement_request(request, project_id):
             f"{', '.join(map(str, annotatable))} only, not {request.GET['stage']!r}"
         )
     try:
-        resamples, seed = research_selectors.bootstrap_options(
-            request.GET.get("resamples"), request.GET.get("seed")
-        )
+        resamples, seed = research_selectors.bootstrap_options(request.GET.get("resamples"), request.GET.get("seed"))
     except ValueError as error:
         return (
             project,
@@ -516,9 +483,7 @@ def _agreement_not_ready(found, resamples: int) -> HttpResponse:
         message = f"The agreement could not be computed: {found.error}. Try again in a few minutes."
     else:
         what = f"with {resamples:,}-resample bootstrap intervals " if resamples else ""
-        progress = (
-            f" ({found.progress['step']})" if found.progress and found.progress.get("step") else ""
-        )
+        progress = f" ({found.progress['step']})" if found.progress and found.progress.get("step") else ""
         message = (
             f"The agreement numbers {what}are being computed{progress}. "
             "Download again in a few seconds; the agreement page shows when they are ready."
@@ -533,14 +498,10 @@ AGREEMENT_DOWNLOADS = ("csv", "json")
 
 def _bad_download(message: str) -> HttpResponse:
     """A 400 that says what is wrong (Django's 400 page cannot: it never sees the exception)."""
-    return HttpResponse(
-        f"Bad request: {message}\n", status=400, content_type="text/plain; charset=utf-8"
-    )
+    return HttpResponse(f"Bad request: {message}\n", status=400, content_type="text/plain; charset=utf-8")
 
 
-def _agreement_download(
-    request, project, result: dict, fmt: str, rater: dict | None
-) -> HttpResponse:
+def _agreement_download(request, project, result: dict, fmt: str, rater: dict | None) -> HttpResponse:
     """One table of the agreement page (``?table=``, optionally one field's rows: ``?field=``) as
     a CSV or JSON file named after the project, step and table."""
     tables = agreement.agreement_tables(result, rater)
@@ -557,9 +518,7 @@ def _agreement_download(
         rows = [row for row in rows if row[0] == field]
     filename = f"{file_stem(project)}-step{result['stage']}-agreement-{name}{f'-{field}' if field else ''}.{fmt}"
     if fmt == "csv":
-        response = HttpResponse(
-            table_csv(table["columns"], rows), content_type="text/csv; charset=utf-8"
-        )
+        response = HttpResponse(table_csv(table["columns"], rows), content_type="text/csv; charset=utf-8")
     else:
         response = JsonResponse(
             {

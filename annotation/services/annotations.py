@@ -71,14 +71,10 @@ def save_annotation(
         # A draft is saved again within seconds; not waiting for its WAL flush halves the
         # save's time, and a database crash can lose at most the last moment of a draft.
         # Submissions keep the full durability guarantee.
-        assignment, annotation = _lock_assignment(
-            assignment, user, relaxed_commit=not submit and on_postgresql
-        )
+        assignment, annotation = _lock_assignment(assignment, user, relaxed_commit=not submit and on_postgresql)
         stage = assignment.item_stage
         if stage.status != StageStatus.ANNOTATING:
-            raise DomainError(
-                f"this item is {stage.get_status_display().lower()}; annotations can no longer change"
-            )
+            raise DomainError(f"this item is {stage.get_status_display().lower()}; annotations can no longer change")
         stored_version = annotation.version if annotation else 0
         if version != stored_version:
             raise VersionConflict(stored_version, version)
@@ -89,21 +85,15 @@ def save_annotation(
         content = kind.payload_content(stage.content, lambda: stage.item.project.pipeline_settings)
         normalised = kind.validate_payload(stage.stage, content, payload, complete=submit)
         now = timezone.now()
-        assignment.active_seconds += max(
-            0, min(int(active_seconds or 0), MAX_ACTIVE_SECONDS_PER_SAVE)
-        )
+        assignment.active_seconds += max(0, min(int(active_seconds or 0), MAX_ACTIVE_SECONDS_PER_SAVE))
         assignment.started_at = assignment.started_at or now
         assignment.status = AssignmentStatus.SUBMITTED if submit else AssignmentStatus.IN_PROGRESS
         if submit:
             assignment.submitted_at = now
         if annotation is None:
-            annotation = Annotation(
-                assignment=assignment, payload=normalised, version=1, submitted=submit
-            )
+            annotation = Annotation(assignment=assignment, payload=normalised, version=1, submitted=submit)
             annotation.save(force_insert=True)
-            assignment.save(
-                update_fields=["active_seconds", "started_at", "status", "submitted_at"]
-            )
+            assignment.save(update_fields=["active_seconds", "started_at", "status", "submitted_at"])
         else:
             annotation.payload, annotation.version, annotation.submitted = (
                 normalised,
@@ -115,15 +105,11 @@ def save_annotation(
                 _update_both(annotation, assignment)
             else:
                 annotation.save(update_fields=["payload", "version", "submitted", "updated_at"])
-                assignment.save(
-                    update_fields=["active_seconds", "started_at", "status", "submitted_at"]
-                )
+                assignment.save(update_fields=["active_seconds", "started_at", "status", "submitted_at"])
 
         if submit:
             # Serialise the submissions of one item-stage, so the last one sees all the others.
-            ItemStage.objects.select_for_update(no_key=True).filter(pk=stage.pk).values_list(
-                "pk", flat=True
-            ).get()
+            ItemStage.objects.select_for_update(no_key=True).filter(pk=stage.pk).values_list("pk", flat=True).get()
             open_consolidation_if_complete(stage)
     return annotation
 
@@ -165,9 +151,7 @@ def reopen_annotation(*, assignment: Assignment, user=None) -> Annotation:
         # The lock the last submission of the item-stage takes before it opens the consolidation.
         stage = ItemStage.objects.select_for_update(no_key=True).get(pk=assignment.item_stage_id)
         if stage.status != StageStatus.ANNOTATING:
-            raise DomainError(
-                f"this item is {stage.get_status_display().lower()}; the submission is final"
-            )
+            raise DomainError(f"this item is {stage.get_status_display().lower()}; the submission is final")
         if annotation is None or not annotation.submitted:
             raise DomainError("this annotation is not submitted")
         annotation.submitted = False

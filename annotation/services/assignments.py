@@ -47,9 +47,7 @@ def current_load(project: Project, annotators: list[int]) -> Counter:
     return load
 
 
-def _plan(
-    needs: list[tuple[int, set[int], int]], annotators: list[int], load: Counter
-) -> list[tuple[int, int]]:
+def _plan(needs: list[tuple[int, set[int], int]], annotators: list[int], load: Counter) -> list[tuple[int, int]]:
     """Each (stage, annotators it has, how many more it needs) gets the least-loaded others;
     returns (stage id, user id) pairs."""
     planned = []
@@ -74,9 +72,7 @@ def assign_new_stages(
         needs = [(stage_id, set(), project.annotators_per_item) for stage_id in stage_ids]
     else:
         items = dict(ItemStage.objects.filter(id__in=stage_ids).values_list("id", "item_id"))
-        needs = [
-            (stage_id, set(), project.annotators_for(items[stage_id])) for stage_id in stage_ids
-        ]
+        needs = [(stage_id, set(), project.annotators_for(items[stage_id])) for stage_id in stage_ids]
     planned = _plan(needs, annotators, current_load(project, annotators) if load is None else load)
     _insert(planned)
     return len(planned)
@@ -95,17 +91,12 @@ def _insert(planned: list[tuple[int, int]], ignore_conflicts: bool = False) -> N
         )
         return
     meta = Assignment._meta
-    fields = [
-        meta.get_field(name)
-        for name in ("item_stage", "user", "role", "status", "created_at", "active_seconds")
-    ]
+    fields = [meta.get_field(name) for name in ("item_stage", "user", "role", "status", "created_at", "active_seconds")]
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     now = timezone.now()
     with (
         connection.cursor() as cursor,
-        cursor.cursor.copy(
-            f"COPY {connection.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN"
-        ) as copy,
+        cursor.cursor.copy(f"COPY {connection.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN") as copy,
     ):
         role, status = Assignment.role.field.default, Assignment.status.field.default
         for stage_id, user_id in planned:
@@ -126,9 +117,7 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     weakest lock that serializes them: the foreign-key checks of rows inserted into the project
     (FOR KEY SHARE on its row, when an import commits) do not wait for it, nor it for them.
     """
-    if not lock_project_for_assigning(
-        project.pk
-    ):  # deleted while a task was about to assign its items
+    if not lock_project_for_assigning(project.pk):  # deleted while a task was about to assign its items
         return 0
     annotators = annotator_ids(project)
     if not annotators:
@@ -145,24 +134,22 @@ def assign_open_stages(project: Project, stage_ids: list[int] | None = None) -> 
     ).filter(assigned__lt=project.annotators_per_item)
     needy = [
         (stage_id, assigned, project.annotators_for(item_id) - assigned)
-        for stage_id, assigned, item_id in stages.order_by("id").values_list(
-            "id", "assigned", "item_id"
-        )
+        for stage_id, assigned, item_id in stages.order_by("id").values_list("id", "assigned", "item_id")
     ]
     needy = [row for row in needy if row[2] > 0]
     if not needy:
         return assign_waiting_third_raters(project)
     taken: dict[int, set[int]] = {}
-    for stage_id, user_id in Assignment.objects.filter(
-        item_stage_id__in=[s for s, _, _ in needy]
-    ).values_list("item_stage_id", "user_id"):
+    for stage_id, user_id in Assignment.objects.filter(item_stage_id__in=[s for s, _, _ in needy]).values_list(
+        "item_stage_id", "user_id"
+    ):
         taken.setdefault(stage_id, set()).add(user_id)
     needs = [(stage_id, taken.get(stage_id, set()), missing) for stage_id, _, missing in needy]
     planned = _plan(needs, annotators, current_load(project, annotators))
     _insert(planned, ignore_conflicts=True)
-    ItemStage.objects.filter(
-        id__in={stage_id for stage_id, _ in planned}, status=StageStatus.READY
-    ).update(status=StageStatus.ANNOTATING)
+    ItemStage.objects.filter(id__in={stage_id for stage_id, _ in planned}, status=StageStatus.READY).update(
+        status=StageStatus.ANNOTATING
+    )
     return len(planned) + assign_waiting_third_raters(project)
 
 
@@ -181,19 +168,13 @@ def assign_third_rater(stage: ItemStage, exclude: set[int]) -> Assignment | None
         return None
     load = current_load(project, free)
     user_id = min(free, key=lambda u: (load[u], u))
-    return Assignment.objects.create(
-        item_stage=stage, user_id=user_id, role=AssignmentRole.THIRD_RATER
-    )
+    return Assignment.objects.create(item_stage=stage, user_id=user_id, role=AssignmentRole.THIRD_RATER)
 
 
 def assign_waiting_third_raters(project: Project) -> int:
     """Give a third rater to the waiting consolidations that have none (an annotator joined)."""
     assigned = 0
-    waiting = (
-        waiting_without_third_rater(project)
-        .select_related("item_stage__item__project")
-        .order_by("item_stage_id")
-    )
+    waiting = waiting_without_third_rater(project).select_related("item_stage__item__project").order_by("item_stage_id")
     for consolidation in waiting:
         # the stage alone, in stage-id order (annotation/services/locks.py)
         stage = (
@@ -212,9 +193,7 @@ def assign_waiting_third_raters(project: Project) -> int:
 def reassign(assignment: Assignment) -> Assignment:
     """Give an assignment nobody started to the least-loaded other annotator of the project who
     has not worked on the item-stage (the admin's fix for a stalled item)."""
-    lock_project_of(
-        assignment_id=assignment.pk
-    )  # then the assignment alone (annotation/services/locks.py)
+    lock_project_of(assignment_id=assignment.pk)  # then the assignment alone (annotation/services/locks.py)
     assignment = (
         Assignment.objects.select_for_update(of=("self",))
         .select_related("item_stage__item__project")
@@ -222,9 +201,7 @@ def reassign(assignment: Assignment) -> Assignment:
         .first()
     )
     if assignment is None:  # deleted while this waited for its lock (a split, a member removed)
-        raise DomainError(
-            "this assignment is gone: its item was split again or its annotator removed"
-        )
+        raise DomainError("this assignment is gone: its item was split again or its annotator removed")
     if assignment.status != AssignmentStatus.ASSIGNED or hasattr(assignment, "annotation"):
         raise DomainError("this assignment was started: its annotator's work would be lost")
     stage = assignment.item_stage
@@ -232,9 +209,7 @@ def reassign(assignment: Assignment) -> Assignment:
     taken = set(stage.assignments.values_list("user_id", flat=True))
     free = [u for u in annotator_ids(project) if u not in taken]
     if not free:
-        raise DomainError(
-            "no other annotator of the project is free to take it: add an annotator first"
-        )
+        raise DomainError("no other annotator of the project is free to take it: add an annotator first")
     load = current_load(project, free)
     assignment.user_id = min(free, key=lambda u: (load[u], u))
     assignment.created_at = timezone.now()

@@ -29,9 +29,7 @@ from .third_rater import allows_third_rater, always_third_rater, wait_for_third_
 def enqueue_store_export_lines(project_id: int, item_ids: list[int] | None = None) -> None:
     """Store export lines (the task ``store_export_lines``) once the transaction that changed
     the gold records has committed."""
-    if get_kind(
-        Project.objects.values_list("kind", flat=True).get(pk=project_id)
-    ).stored_export_formats:
+    if get_kind(Project.objects.values_list("kind", flat=True).get(pk=project_id)).stored_export_formats:
         dispatch.queue("store_export_lines", project_id, item_ids)
 
 
@@ -87,9 +85,7 @@ def _gold_from_the_one_submission(stage: ItemStage, assignment: Assignment) -> N
     """An item outside the project's overlap share has one annotator: there is nothing to
     consolidate, and the submission is the gold record (marked so: pages, history and the raw
     export say which gold records no second annotator checked)."""
-    payload = (
-        Annotation.objects.filter(assignment=assignment).values_list("payload", flat=True).get()
-    )
+    payload = Annotation.objects.filter(assignment=assignment).values_list("payload", flat=True).get()
     GoldRecord.objects.update_or_create(
         item_stage=stage,
         defaults={
@@ -107,34 +103,25 @@ def _gold_from_the_one_submission(stage: ItemStage, assignment: Assignment) -> N
 
 def check_not_annotator(consolidation: Consolidation, user) -> None:
     """Nobody consolidates an item they annotated (a 403, not a 400: it is about who asks)."""
-    if (
-        user is not None
-        and Assignment.objects.filter(item_stage_id=consolidation.item_stage_id, user=user).exists()
-    ):
+    if user is not None and Assignment.objects.filter(item_stage_id=consolidation.item_stage_id, user=user).exists():
         raise PermissionDenied("you annotated this item: another consolidator consolidates it")
 
 
 def lock_open_consolidation(consolidation: Consolidation, version: int | None) -> Consolidation:
     """Lock the item-stage, then the consolidation: the order the last submission of an item
     takes them in (it opens the consolidation), so neither waits for the other in a cycle."""
-    lock_project_of(
-        stage_id=consolidation.item_stage_id
-    )  # the lock order: annotation/services/locks.py
-    ItemStage.objects.select_for_update(no_key=True).filter(
-        pk=consolidation.item_stage_id
-    ).values_list("pk", flat=True).first()
+    lock_project_of(stage_id=consolidation.item_stage_id)  # the lock order: annotation/services/locks.py
+    ItemStage.objects.select_for_update(no_key=True).filter(pk=consolidation.item_stage_id).values_list(
+        "pk", flat=True
+    ).first()
     consolidation = (
         Consolidation.objects.select_for_update(of=("self",))
         .select_related("item_stage__item__project")
         .filter(pk=consolidation.pk)
         .first()
     )
-    if (
-        consolidation is None
-    ):  # deleted while this waited (its project, or the step before reopened)
-        raise DomainError(
-            "this consolidation is gone: its project was deleted or the step before was reopened"
-        )
+    if consolidation is None:  # deleted while this waited (its project, or the step before reopened)
+        raise DomainError("this consolidation is gone: its project was deleted or the step before was reopened")
     if consolidation.status != ConsolidationStatus.OPEN:
         raise DomainError(f"this consolidation is {consolidation.get_status_display().lower()}")
     if version is not None and version != consolidation.version:
@@ -148,20 +135,14 @@ def _check_draft_rows(rows, alignment) -> None:
         return
     parts = alignment or []
     if not isinstance(rows, list) or len(rows) != len(parts):
-        raise DomainError(
-            f"draft_rows must be a list with one list per aligned part ({len(parts)})"
-        )
+        raise DomainError(f"draft_rows must be a list with one list per aligned part ({len(parts)})")
     for i, part_rows in enumerate(rows):
         if not isinstance(part_rows, list):
             raise DomainError(f"draft_rows[{i}] must be a list")
         for j, row in enumerate(part_rows):
-            valid = row is None or (
-                isinstance(row, int) and not isinstance(row, bool) and 0 <= row < len(parts[i])
-            )
+            valid = row is None or (isinstance(row, int) and not isinstance(row, bool) and 0 <= row < len(parts[i]))
             if not valid:
-                raise DomainError(
-                    f"draft_rows[{i}][{j}] must be null or an alignment row number below {len(parts[i])}"
-                )
+                raise DomainError(f"draft_rows[{i}][{j}] must be null or an alignment row number below {len(parts[i])}")
 
 
 def save_consolidation(
@@ -249,13 +230,9 @@ def reopen_stage(*, stage: ItemStage, user, reason: str) -> Consolidation:
             raise DomainError("the next step already has annotations resting on this gold record")
         restoring = stage.status == StageStatus.DISCARDED
         gold = GoldRecord.objects.filter(item_stage=stage).first()
-        consolidation = (
-            Consolidation.objects.select_for_update(no_key=True).filter(item_stage=stage).first()
-        )
+        consolidation = Consolidation.objects.select_for_update(no_key=True).filter(item_stage=stage).first()
         if consolidation is None:  # an imported gold record: its consolidation starts from it
-            consolidation = Consolidation(
-                item_stage=stage, draft=gold.payload if gold else {}, disagreed=[]
-            )
+            consolidation = Consolidation(item_stage=stage, draft=gold.payload if gold else {}, disagreed=[])
         elif gold is not None:
             consolidation.draft = {k: v for k, v in gold.payload.items() if k != "released"}
         consolidation.status = ConsolidationStatus.OPEN

@@ -109,17 +109,13 @@ def claimable(kind: JobKind) -> Q:
     """The rows a delivery of the kind's task may take: queued, or running but stalled (its
     worker died). A redelivery while another worker is still at it finds nothing to take (for
     jobs where two runs at once would clash: corpora, evidence searches)."""
-    return Q(state=kind.queued) | Q(state__in=kind.running) & _silent_since(
-        timezone.now() - stalled_after()
-    )
+    return Q(state=kind.queued) | Q(state__in=kind.running) & _silent_since(timezone.now() - stalled_after())
 
 
 # -- the lifecycle: what a task writes on its job's row ------------------------------------------
 
 
-def claim(
-    model: type[BackgroundJob], job_id: int, *, take_running: str = "stalled", **values
-) -> bool:
+def claim(model: type[BackgroundJob], job_id: int, *, take_running: str = "stalled", **values) -> bool:
     """Queued -> running (``started_at`` and ``progress_at`` now, plus ``values``); False when
     another delivery has it. ``take_running``: which running job a delivery takes over as well:
     "stalled" (silent for JOB_STALLED_AFTER_SECONDS: its worker died), "any" (a job whose writes
@@ -131,20 +127,14 @@ def claim(
     elif take_running == "stalled":
         takes |= Q(state=model.RUNNING) & _silent_since(now - stalled_after())
     return bool(
-        model.objects.filter(takes, pk=job_id).update(
-            state=model.RUNNING, started_at=now, progress_at=now, **values
-        )
+        model.objects.filter(takes, pk=job_id).update(state=model.RUNNING, started_at=now, progress_at=now, **values)
     )
 
 
 def progress(model: type[BackgroundJob], job_id: int, **counters) -> bool:
     """Record a running job's counters and its sign of life; False once it is no longer running
     (cancelled, or ended by another run)."""
-    return bool(
-        model.objects.filter(pk=job_id, state=model.RUNNING).update(
-            progress_at=timezone.now(), **counters
-        )
-    )
+    return bool(model.objects.filter(pk=job_id, state=model.RUNNING).update(progress_at=timezone.now(), **counters))
 
 
 def end(
@@ -184,9 +174,7 @@ def requeue(model: type[BackgroundJob], job_id: int) -> None:
     try:
         model.objects.filter(pk=job_id, state=model.RUNNING).update(state=model.QUEUED)
     except Exception:  # still unreachable: the retry takes it once it is stalled
-        logger.warning(
-            "could not hand %s %s back to the queue", model.__name__, job_id, exc_info=True
-        )
+        logger.warning("could not hand %s %s back to the queue", model.__name__, job_id, exc_info=True)
 
 
 def delete_upload(model: type[BackgroundJob], job_id: int) -> None:

@@ -46,9 +46,7 @@ def _lock(project_id: int, mode: str) -> bool:
     if connection.vendor != "postgresql":
         return Project.objects.filter(pk=project_id).exists()
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT 1 FROM {Project._meta.db_table} WHERE id = %s FOR {mode}", [project_id]
-        )
+        cursor.execute(f"SELECT 1 FROM {Project._meta.db_table} WHERE id = %s FOR {mode}", [project_id])
         return cursor.fetchone() is not None
 
 

@@ -91,13 +91,9 @@ def validate_pipeline_settings(settings: dict) -> dict:
         )
     for key, value in passages.items():
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 50:
-            raise ValidationError(
-                f"passages.{key} must be a whole number from 1 to 50, not {value!r}"
-            )
+            raise ValidationError(f"passages.{key} must be a whole number from 1 to 50, not {value!r}")
     if not isinstance(settings.get("embeddings", True), bool):
-        raise ValidationError(
-            "embeddings must be true or false (rank evidence with embeddings too)"
-        )
+        raise ValidationError("embeddings must be true or false (rank evidence with embeddings too)")
     revision = settings.get("revision", {})
     if (
         not isinstance(revision, dict)
@@ -163,8 +159,7 @@ def update_project(*, project: Project, changed_by, **changes) -> Project:
                 raise PermissionDenied(STAFF_ONLY.format(section=name))
         changes["pipeline_settings"] = new_settings
     more_annotators = (
-        changes.get("annotators_per_item", project.annotators_per_item)
-        > project.annotators_per_item
+        changes.get("annotators_per_item", project.annotators_per_item) > project.annotators_per_item
         or changes.get("overlap_share", project.overlap_share) > project.overlap_share
     )
     for field, value in changes.items():
@@ -208,9 +203,7 @@ def create_project(
 def _without_masked_key(settings: dict) -> dict:
     # A new project has no stored key for the masked value to stand for.
     return {
-        name: resolve_secret({}, value)
-        if name in ENDPOINT_SECTIONS and isinstance(value, dict)
-        else value
+        name: resolve_secret({}, value) if name in ENDPOINT_SECTIONS and isinstance(value, dict) else value
         for name, value in settings.items()
     }
 
@@ -245,9 +238,7 @@ def remove_member(*, project: Project, user, role: str) -> int:
     lock_project_for_change(project.pk)
     if (
         role == Role.ADMIN
-        and not Membership.objects.filter(project=project, role=Role.ADMIN)
-        .exclude(user=user)
-        .exists()
+        and not Membership.objects.filter(project=project, role=Role.ADMIN).exclude(user=user).exists()
     ):
         raise DomainError("a project needs an admin: make someone else admin first")
     deleted, _ = Membership.objects.filter(project=project, user=user, role=role).delete()
@@ -306,9 +297,7 @@ def create_user(
         validate_password(password, user=User(username=username, email=email))
     except ValidationError as exc:
         raise ValidationError({"password": exc.messages}) from exc
-    user = User.objects.create_user(
-        username=username, password=password, email=email, is_staff=is_staff
-    )
+    user = User.objects.create_user(username=username, password=password, email=email, is_staff=is_staff)
     if project is not None and role:
         add_member(project=project, user=user, role=role)
     return user

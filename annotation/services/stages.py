@@ -50,9 +50,7 @@ def precompute_stages(stage_ids: list[int]) -> dict:
     and connection errors propagate (the task retries); any other error fails the one stage.
     """
     done, failed = 0, 0
-    stages = ItemStage.objects.filter(
-        id__in=stage_ids, status=StageStatus.PRECOMPUTING
-    ).select_related("item__project")
+    stages = ItemStage.objects.filter(id__in=stage_ids, status=StageStatus.PRECOMPUTING).select_related("item__project")
     for stage in stages:
         project = stage.item.project
         kind = get_kind(project.kind)
@@ -79,9 +77,7 @@ def precompute_stages(stage_ids: list[int]) -> dict:
             )
         except (OperationalError, ConnectionError, TimeoutError):
             raise
-        except (
-            Exception
-        ) as exc:  # a bad item must not stop the others; its error is shown in the UI
+        except Exception as exc:  # a bad item must not stop the others; its error is shown in the UI
             logger.exception("pre-annotation of %s failed", stage)
             ItemStage.objects.filter(pk=stage.pk, status=StageStatus.PRECOMPUTING).update(
                 status=StageStatus.FAILED, precompute_error=f"{type(exc).__name__}: {exc}"
@@ -111,15 +107,11 @@ def open_next_stages(project: Project, done_stage_ids: list[int]) -> list[int]:
     the consolidated checkworthy claims) runs in a task after the transaction commits.
     """
     kind = get_kind(project.kind)
-    done = ItemStage.objects.filter(id__in=done_stage_ids, status=StageStatus.DONE).values_list(
-        "item_id", "stage"
-    )
+    done = ItemStage.objects.filter(id__in=done_stage_ids, status=StageStatus.DONE).values_list("item_id", "stage")
     wanted = [(item_id, stage + 1) for item_id, stage in done if stage + 1 in kind.stages]
     if not wanted:
         return []
-    existing = set(
-        ItemStage.objects.filter(item_id__in=[i for i, _ in wanted]).values_list("item_id", "stage")
-    )
+    existing = set(ItemStage.objects.filter(item_id__in=[i for i, _ in wanted]).values_list("item_id", "stage"))
     created = ItemStage.objects.bulk_create(
         [
             ItemStage(item_id=item_id, stage=stage, status=StageStatus.PRECOMPUTING)
@@ -165,23 +157,17 @@ def correct_split(*, stage: ItemStage, units: list[str]) -> ItemStage:
         )
         field = get_kind(stage.item.project.kind).split_field(stage.stage)
         if field is None:
-            raise DomainError(
-                f"step {stage.stage} takes its units from the step before: nothing to split"
-            )
+            raise DomainError(f"step {stage.stage} takes its units from the step before: nothing to split")
         if stage.status not in (StageStatus.READY, StageStatus.ANNOTATING, StageStatus.FAILED):
             raise DomainError(f"this step is {stage.get_status_display().lower()}")
         if Annotation.objects.filter(assignment__item_stage=stage).exists():
-            raise DomainError(
-                "an annotator has started this item: their work is about the current split"
-            )
+            raise DomainError("an annotator has started this item: their work is about the current split")
         stage.assignments.all().delete()
         stage.content = {**stage.content, field: units}
         stage.suggestion = None
         stage.precompute_error = ""
         stage.status = StageStatus.PRECOMPUTING
-        stage.save(
-            update_fields=["content", "suggestion", "precompute_error", "status", "updated_at"]
-        )
+        stage.save(update_fields=["content", "suggestion", "precompute_error", "status", "updated_at"])
         stage_id = stage.id
         transaction.on_commit(lambda: enqueue_precompute([stage_id]))
     return stage

@@ -46,7 +46,6 @@ def wait_for_third_rater(
     stage.save(update_fields=["status", "updated_at"])
     assign_third_rater(
         stage,
-        set(exclude)
-        | ({consolidation.consolidator_id} if consolidation.consolidator_id else set()),
+        set(exclude) | ({consolidation.consolidator_id} if consolidation.consolidator_id else set()),
     )
     return consolidation

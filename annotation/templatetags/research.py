@@ -11,9 +11,7 @@ register = template.Library()
 def researcher_of(user, project) -> bool:
     """Whether ``user`` may see the project's research pages (agreement, leaderboard): its
     admins and consolidators. The nav is included by pages whose views do not pass the roles."""
-    return bool(getattr(user, "is_authenticated", False)) and selectors.can_consolidate(
-        user, project
-    )
+    return bool(getattr(user, "is_authenticated", False)) and selectors.can_consolidate(user, project)
 
 
 @register.filter

@@ -54,9 +54,7 @@ def test_a_page_path_with_a_newline_is_still_the_html_404(logged_in):
 
 def test_the_schema_documents_414_on_every_operation():
     schema = SchemaGenerator().get_schema(request=None, public=True)
-    operations = [
-        (path, method, op) for path, item in schema["paths"].items() for method, op in item.items()
-    ]
+    operations = [(path, method, op) for path, item in schema["paths"].items() for method, op in item.items()]
     assert len(operations) > 40
     for path, method, op in operations:
         answer = op["responses"].get("414")

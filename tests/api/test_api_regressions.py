@@ -19,18 +19,13 @@ def alice_assignment(users):
     return Assignment.objects.filter(user=users["alice"]).order_by("id").first()
 
 
-@pytest.mark.parametrize(
-    "suffix", ["", "progress/", "members/", "agreement/", "export/?format=felm"]
-)
+@pytest.mark.parametrize("suffix", ["", "progress/", "members/", "agreement/", "export/?format=felm"])
 def test_a_project_id_that_is_not_a_number_is_not_found(clients, felm_project, suffix):
     # was a 500: the id reached Project.objects.get(pk=...) unconverted
     for name in ("admin", "alice"):
         assert clients[name].get(f"/api/projects/abc/{suffix}").status_code == 404
     assert clients["admin"].delete("/api/projects/null,null/").status_code == 404
-    assert (
-        clients["alice"].patch("/api/projects/1e-05/", {"name": "x"}, format="json").status_code
-        == 404
-    )
+    assert clients["alice"].patch("/api/projects/1e-05/", {"name": "x"}, format="json").status_code == 404
 
 
 def test_path_ids_are_documented_as_integers(schema):
@@ -56,39 +51,22 @@ def test_project_kind_cannot_be_changed(clients, felm_items):
 
 
 def test_project_kind_is_read_only_in_the_patch_schema(schema):
-    assert (
-        schema["components"]["schemas"]["PatchedProjectUpdate"]["properties"]["kind"]["readOnly"]
-        is True
-    )
+    assert schema["components"]["schemas"]["PatchedProjectUpdate"]["properties"]["kind"]["readOnly"] is True
 
 
 @pytest.mark.parametrize("status_filter", ["bogus", "a\x00b"])
-def test_item_and_consolidation_status_filters_refuse_unknown_values(
-    clients, felm_project, status_filter
-):
+def test_item_and_consolidation_status_filters_refuse_unknown_values(clients, felm_project, status_filter):
     # a NUL byte was a 500 on PostgreSQL; any other unknown value silently matched nothing
     for suffix in ("items", "consolidations"):
-        response = clients["admin"].get(
-            f"/api/projects/{felm_project.id}/{suffix}/", {"status": status_filter}
-        )
+        response = clients["admin"].get(f"/api/projects/{felm_project.id}/{suffix}/", {"status": status_filter})
         assert response.status_code == 400 and "status" in response.json(), suffix
 
 
 def test_item_and_consolidation_status_filters_still_filter(clients, felm_items):
     project_id = felm_items[0].project_id
-    assert (
-        clients["admin"].get(f"/api/projects/{project_id}/items/?status=annotating").json()["count"]
-        == 3
-    )
-    assert (
-        clients["admin"].get(f"/api/projects/{project_id}/items/?status=done").json()["count"] == 0
-    )
-    assert (
-        clients["carol"]
-        .get(f"/api/projects/{project_id}/consolidations/?status=open")
-        .json()["count"]
-        == 0
-    )
+    assert clients["admin"].get(f"/api/projects/{project_id}/items/?status=annotating").json()["count"] == 3
+    assert clients["admin"].get(f"/api/projects/{project_id}/items/?status=done").json()["count"] == 0
+    assert clients["carol"].get(f"/api/projects/{project_id}/consolidations/?status=open").json()["count"] == 0
 
 
 def test_member_username_with_a_nul_byte_is_refused(clients, felm_project):
@@ -104,9 +82,7 @@ def test_member_username_with_a_nul_byte_is_refused(clients, felm_project):
 def test_annotation_payload_with_a_nul_byte_is_refused(clients, felm_items, users):
     # was a 500 on PostgreSQL: jsonb cannot hold \u0000
     assignment = alice_assignment(users)
-    payload = {
-        "segments": [segment(False, "knowledge_error", "bad\x00"), segment(True), segment(True)]
-    }
+    payload = {"segments": [segment(False, "knowledge_error", "bad\x00"), segment(True), segment(True)]}
     response = clients["alice"].put(
         f"/api/assignments/{assignment.id}/annotation/",
         {"payload": payload, "version": 0},
@@ -162,9 +138,7 @@ def test_a_new_username_is_stored_in_its_normal_form(clients, users):
 @pytest.mark.parametrize("username", ["has space", 'quote"d', "semi;colon"])
 def test_usernames_follow_the_user_models_rules(clients, users, username):
     # the schema documents ^[\w.@+-]+$ for usernames; the API stored anything
-    response = clients["admin"].post(
-        "/api/users/", {"username": username, "password": "long-enough-1"}, format="json"
-    )
+    response = clients["admin"].post("/api/users/", {"username": username, "password": "long-enough-1"}, format="json")
     assert response.status_code == 400 and "username" in response.json()
 
 
@@ -191,29 +165,21 @@ def test_members_answer_201_and_import_202_as_documented(clients, felm_project, 
     responses = schema["paths"]["/api/projects/{id}/members/"]["post"]["responses"]
     assert "201" in responses and "200" not in responses
     responses = schema["paths"]["/api/projects/{id}/import/"]["post"]["responses"]
-    assert (
-        {"202", "400", "404", "413"} <= set(responses)
-        and "200" not in responses
-        and "201" not in responses
-    )
+    assert {"202", "400", "404", "413"} <= set(responses) and "200" not in responses and "201" not in responses
     members = clients["admin"].post(
         f"/api/projects/{felm_project.id}/members/",
         {"username": "carol", "role": "consolidator"},
         format="json",
     )
     assert members.status_code == 201
-    imported, job = post_import(
-        clients["admin"], felm_project.id, jsonl([felm_line(1, ["A."])]), "felm"
-    )
+    imported, job = post_import(clients["admin"], felm_project.id, jsonl([felm_line(1, ["A."])]), "felm")
     assert imported.status_code == 202 and job["state"] == "done" and job["result"]["items"] == 1
 
 
 def test_consolidator_is_documented_as_nullable(schema):
     # an open consolidation has no consolidator yet: the response said null, the schema a string
     for name in ("Consolidation", "ConsolidationDetail"):
-        assert (
-            schema["components"]["schemas"][name]["properties"]["consolidator"]["nullable"] is True
-        )
+        assert schema["components"]["schemas"][name]["properties"]["consolidator"]["nullable"] is True
 
 
 def test_version_conflicts_are_documented(schema):
@@ -222,10 +188,7 @@ def test_version_conflicts_are_documented(schema):
 
 
 def test_payloads_are_documented_as_objects(schema):
-    assert (
-        schema["components"]["schemas"]["AnnotationWrite"]["properties"]["payload"]["type"]
-        == "object"
-    )
+    assert schema["components"]["schemas"]["AnnotationWrite"]["properties"]["payload"]["type"] == "object"
 
 
 def test_export_and_import_formats_are_documented(schema):

@@ -36,9 +36,7 @@ def alice_assignment(felm_items, users):
 @pytest.mark.parametrize("depth", DEPTHS)
 def test_deep_json_to_the_anonymous_token_endpoint_is_a_400(clients, depth):
     # was a 500: DRF's token view parses with its own JSONParser, which let RecursionError through
-    response = clients["anonymous"].post(
-        "/api/auth/token/", nested(depth), content_type="application/json"
-    )
+    response = clients["anonymous"].post("/api/auth/token/", nested(depth), content_type="application/json")
     assert response.status_code == 400 and "nest" in response.json()["detail"]
 
 
@@ -101,9 +99,7 @@ def test_bodies_over_the_size_limit_are_a_413(clients, felm_project, settings):
     )
     assert response.status_code == 413 and "1000" in response.json()["detail"]
     # a form body: Django's RequestDataTooBig was its HTML 400 page
-    response = clients["admin"].post(
-        "/api/projects/", {"name": big, "kind": "felm"}, format="multipart"
-    )
+    response = clients["admin"].post("/api/projects/", {"name": big, "kind": "felm"}, format="multipart")
     assert response.status_code == 413 and "1000" in response.json()["detail"]
 
 
@@ -118,12 +114,7 @@ def test_agreement_stage_in_other_digits_is_a_400(clients, felm_project, stage):
 
 
 def test_agreement_page_with_a_stage_in_other_digits_is_a_404(logged_in, felm_project):
-    assert (
-        logged_in("carol")
-        .get(f"/projects/{felm_project.id}/agreement/", {"stage": "\u00b2"})
-        .status_code
-        == 404
-    )
+    assert logged_in("carol").get(f"/projects/{felm_project.id}/agreement/", {"stage": "\u00b2"}).status_code == 404
 
 
 @pytest.mark.parametrize("after", ["\u00b2", "abc", "-1", "9" * 30])
@@ -132,32 +123,21 @@ def test_next_links_refuse_an_after_that_is_not_an_id(logged_in, felm_items, aft
     project_id = felm_items[0].project_id
     response = logged_in("alice").get(f"/projects/{project_id}/next/", {"after": after})
     assert response.status_code == 400 and b"cannot read" in response.content
-    assert (
-        logged_in("carol")
-        .get(f"/projects/{project_id}/consolidations/next/", {"after": after})
-        .status_code
-        == 400
-    )
+    assert logged_in("carol").get(f"/projects/{project_id}/consolidations/next/", {"after": after}).status_code == 400
 
 
 def test_next_links_still_follow_after(logged_in, felm_items, users):
     first, second = Assignment.objects.filter(user=users["alice"]).order_by("id")[:2]
-    response = logged_in("alice").get(
-        f"/projects/{felm_items[0].project_id}/next/", {"after": first.id}
-    )
+    response = logged_in("alice").get(f"/projects/{felm_items[0].project_id}/next/", {"after": first.id})
     assert response.status_code == 302 and response["Location"] == f"/assignments/{second.id}/"
-    response = logged_in("carol").get(
-        f"/projects/{felm_items[0].project_id}/consolidations/next/", {"after": "12"}
-    )
+    response = logged_in("carol").get(f"/projects/{felm_items[0].project_id}/consolidations/next/", {"after": "12"})
     assert response.status_code == 302
 
 
 @pytest.mark.parametrize("status_filter", ["a\x00b", "bogus"])
 def test_project_page_refuses_an_unknown_status_filter(logged_in, felm_items, status_filter):
     # a NUL byte was a 500 on PostgreSQL
-    response = logged_in("admin").get(
-        f"/projects/{felm_items[0].project_id}/", {"status": status_filter}
-    )
+    response = logged_in("admin").get(f"/projects/{felm_items[0].project_id}/", {"status": status_filter})
     assert response.status_code == 400
 
 
@@ -206,9 +186,7 @@ def test_an_empty_list_has_a_first_page(clients, users):
 @pytest.mark.parametrize("mine", ["maybe", "2", ""])
 def test_mine_refuses_values_that_are_not_yes_or_no(clients, felm_items, mine):
     # anything but 1/true/yes silently meant "no"
-    response = clients["admin"].get(
-        f"/api/projects/{felm_items[0].project_id}/assignments/", {"mine": mine}
-    )
+    response = clients["admin"].get(f"/api/projects/{felm_items[0].project_id}/assignments/", {"mine": mine})
     assert response.status_code == 400 and "mine" in response.json()
 
 
@@ -252,16 +230,11 @@ def test_paging_and_filters_are_documented_with_their_bounds(schema):
 def test_export_formats_are_documented_per_kind(schema):
     description = parameter(schema, "/api/projects/{id}/export/", "format")["description"]
     assert "felm: felm, agreement-units, annotations" in description
-    assert (
-        "factcheck: factcheck-bench, factcheck-subtasks, agreement-units, annotations"
-        in description
-    )
+    assert "factcheck: factcheck-bench, factcheck-subtasks, agreement-units, annotations" in description
 
 
 def test_error_answers_are_documented_where_they_can_happen(schema):
-    operations = {
-        (method, path): op for path, ops in schema["paths"].items() for method, op in ops.items()
-    }
+    operations = {(method, path): op for path, ops in schema["paths"].items() for method, op in ops.items()}
     error = {"$ref": "#/components/schemas/Error"}
     for (method, path), operation in operations.items():
         responses = operation["responses"]
@@ -274,12 +247,9 @@ def test_error_answers_are_documented_where_they_can_happen(schema):
         assert ("415" in responses) == ("requestBody" in operation), (method, path)
         assert ("429" in responses) == (path == "/api/auth/token/"), (method, path)
         assert ("409" in responses) == (
-            (method, path)
-            in {("put", "/api/assignments/{id}/annotation/"), ("put", "/api/consolidations/{id}/")}
+            (method, path) in {("put", "/api/assignments/{id}/annotation/"), ("put", "/api/consolidations/{id}/")}
         ), (method, path)
-        if "requestBody" in operation or any(
-            p["in"] == "query" for p in operation.get("parameters", [])
-        ):
+        if "requestBody" in operation or any(p["in"] == "query" for p in operation.get("parameters", [])):
             assert "400" in responses, (method, path)
         for code in {"401", "404", "413", "415"} & set(responses):
             assert responses[code]["content"]["application/json"]["schema"] == error, (
@@ -291,9 +261,9 @@ def test_error_answers_are_documented_where_they_can_happen(schema):
     assert "403" in operations["get", "/api/projects/{id}/items/"]["responses"]
     assert "403" not in operations["get", "/api/assignments/{id}/"]["responses"]
     assert "403" not in operations["get", "/api/projects/{id}/"]["responses"]
-    conflict = operations["put", "/api/consolidations/{id}/"]["responses"]["409"]["content"][
-        "application/json"
-    ]["schema"]
+    conflict = operations["put", "/api/consolidations/{id}/"]["responses"]["409"]["content"]["application/json"][
+        "schema"
+    ]
     assert conflict == {"$ref": "#/components/schemas/VersionConflict"}
 
 
@@ -304,9 +274,7 @@ def test_the_token_endpoint_is_documented_as_anonymous(schema):
 # -- found by the schemathesis run ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "path", ["/api/assignments/0.5/annotation/", "/api/projects/1.0/", "/api/nothing/here/"]
-)
+@pytest.mark.parametrize("path", ["/api/assignments/0.5/annotation/", "/api/projects/1.0/", "/api/nothing/here/"])
 def test_paths_no_api_pattern_takes_are_a_json_404(clients, path):
     # was the site's HTML 404 page: the router's id pattern refuses dots; the schema says JSON
     for method in ("get", "put", "post"):

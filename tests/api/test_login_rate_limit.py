@@ -14,9 +14,7 @@ LOCKED = "Too many failed logins for this username from your address"
 
 
 def page_login(client, username, password, ip="10.0.0.1", **extra):
-    return client.post(
-        "/accounts/login/", {"username": username, "password": password}, REMOTE_ADDR=ip, **extra
-    )
+    return client.post("/accounts/login/", {"username": username, "password": password}, REMOTE_ADDR=ip, **extra)
 
 
 def token_login(client, username, password, ip="10.0.0.1", **extra):
@@ -101,10 +99,7 @@ def test_a_forged_x_forwarded_for_does_not_escape_the_lockout_without_a_proxy(us
     settings.TRUST_X_FORWARDED_FOR = False
     for n in range(LIMIT):
         token_login(APIClient(), "alice", "wrong", HTTP_X_FORWARDED_FOR=f"192.0.2.{n}")
-    assert (
-        token_login(APIClient(), "alice", PASSWORD, HTTP_X_FORWARDED_FOR="192.0.2.99").status_code
-        == 429
-    )
+    assert token_login(APIClient(), "alice", PASSWORD, HTTP_X_FORWARDED_FOR="192.0.2.99").status_code == 429
 
 
 def test_behind_the_proxy_the_address_it_appended_is_the_client(users, settings):
@@ -130,9 +125,7 @@ def test_behind_the_proxy_the_address_it_appended_is_the_client(users, settings)
     )
     # another client behind the same proxy is not locked out
     assert (
-        token_login(
-            APIClient(), "alice", PASSWORD, ip="10.9.9.9", HTTP_X_FORWARDED_FOR="198.51.100.8"
-        ).status_code
+        token_login(APIClient(), "alice", PASSWORD, ip="10.9.9.9", HTTP_X_FORWARDED_FOR="198.51.100.8").status_code
         == 200
     )
 

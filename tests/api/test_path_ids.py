@@ -80,15 +80,11 @@ def test_an_over_long_path_id_is_a_404_never_a_500(users, felm_items, client):
                 # Django's admin answers an object it cannot find with a redirect to its index.
                 ok = response.status_code in (302, 404)
             elif path.startswith("/api/"):
-                ok = response.status_code == 404 and response["Content-Type"].startswith(
-                    "application/json"
-                )
+                ok = response.status_code == 404 and response["Content-Type"].startswith("application/json")
             else:
                 ok = response.status_code == 404
             if not ok:
-                wrong.append(
-                    (method.upper(), path, response.status_code, response.get("Content-Type"))
-                )
+                wrong.append((method.upper(), path, response.status_code, response.get("Content-Type")))
     assert wrong == []
 
 

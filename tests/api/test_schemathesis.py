@@ -92,12 +92,7 @@ def steer(case):
     STEPS[case.operation.label] += 1
     rng = random.Random(f"{case.operation.label} {STEPS[case.operation.label]}")
     known = IDS.get(case.operation.path.split("/")[2])
-    if (
-        isinstance(case.path_parameters, dict)
-        and "id" in case.path_parameters
-        and known
-        and rng.random() < 0.7
-    ):
+    if isinstance(case.path_parameters, dict) and "id" in case.path_parameters and known and rng.random() < 0.7:
         case.path_parameters = {
             **case.path_parameters,
             "id": known[min(int(rng.expovariate(1.0)), len(known) - 1)],
@@ -122,9 +117,7 @@ def world(users):
         fmt="felm",
     )
     for name in ("alice", "bob"):
-        assignment = Assignment.objects.get(
-            user=users[name], item_stage__item=project.items.order_by("id").first()
-        )
+        assignment = Assignment.objects.get(user=users[name], item_stage__item=project.items.order_by("id").first())
         save_annotation(
             assignment=assignment,
             user=users[name],
@@ -133,9 +126,7 @@ def world(users):
             submit=True,
         )
     other = create_project(name="Not theirs", kind="felm", created_by=users["mallory"])
-    mine = Assignment.objects.filter(user=users["alice"]).order_by(
-        "-id"
-    )  # the last one first: still a draft
+    mine = Assignment.objects.filter(user=users["alice"]).order_by("-id")  # the last one first: still a draft
     IDS.update(
         projects=[project.id, other.id],
         assignments=[
@@ -200,11 +191,7 @@ def test_summary(request):
     }
     if not given:
         pytest.skip("test_api is not part of this session: nothing to sum up")
-    problems = [
-        f"{label} sent no request"
-        for label in sorted(given)
-        if not any(key == label for key, _ in TALLY)
-    ]
+    problems = [f"{label} sent no request" for label in sorted(given) if not any(key == label for key, _ in TALLY)]
     for role in ROLES:
         counts = {key: n for (r, key), n in sorted(TALLY.items()) if r == role}
         print(f"schemathesis {role}: {counts}")

@@ -72,9 +72,7 @@ def label_with_keyboard(page, labels):
             expect(node.locator(".label-error")).to_have_attribute("aria-pressed", "true")
             keyboard.press(str(error_type))
             expect(node.locator("select.error-type")).to_have_value(
-                ["knowledge_error", "reasoning_error", "irrelevant_with_qst", "fooled"][
-                    error_type - 1
-                ]
+                ["knowledge_error", "reasoning_error", "irrelevant_with_qst", "fooled"][error_type - 1]
             )
             keyboard.press("r")
             expect(node.locator("textarea.comment")).to_be_focused()
@@ -152,8 +150,7 @@ def test_felm_campaign_in_the_browser(browser, live_server, users, felm_project,
     alice.keyboard.press("Control+Enter")
     # Submitting moves on to alice's next item.
     alice.wait_for_url(
-        lambda url: re.search(r"/assignments/\d+/$", url)
-        and f"/assignments/{alice_assignment.id}/" not in url
+        lambda url: re.search(r"/assignments/\d+/$", url) and f"/assignments/{alice_assignment.id}/" not in url
     )
     annotation = Annotation.objects.get(assignment=alice_assignment)
     alice_assignment.refresh_from_db()
@@ -173,9 +170,7 @@ def test_felm_campaign_in_the_browser(browser, live_server, users, felm_project,
     expect(bob.locator("#segments > li.segment")).to_have_count(3)
     assert bob.locator(".comparison").count() == 0
     # bob's page starts empty: alice's labels are not there.
-    expect(
-        bob.locator(".label-error[aria-pressed=true], .label-correct[aria-pressed=true]")
-    ).to_have_count(0)
+    expect(bob.locator(".label-error[aria-pressed=true], .label-correct[aria-pressed=true]")).to_have_count(0)
     label_with_keyboard(bob, [(True, None, ""), (False, 1, REASON_DATE), (True, None, "")])
     expect_saved(bob)
     bob.get_by_role("button", name="Submit").click()
@@ -196,9 +191,7 @@ def test_felm_campaign_in_the_browser(browser, live_server, users, felm_project,
     assert alice.request.get(f"/consolidations/{consolidation.id}/").status in (403, 404)
 
     # -- carol consolidates -----------------------------------------------------------------
-    carol = open_consolidation_as(
-        browser, base, "carol", PASSWORD, problems, project, consolidation
-    )
+    carol = open_consolidation_as(browser, base, "carol", PASSWORD, problems, project, consolidation)
     expect(carol.locator("#segments > li.segment")).to_have_count(3)
     expect(carol.get_by_role("button", name="Save gold record")).to_be_visible()
 

@@ -74,9 +74,7 @@ def test_felm_and_factcheck_pages_have_no_accessibility_violation(
         elif step == 2:
             payload = {
                 "claims": [
-                    step2_answer(
-                        [CS, IR, RE], reliable=[True, None, False], correction=claim["text"]
-                    )
+                    step2_answer([CS, IR, RE], reliable=[True, None, False], correction=claim["text"])
                     for claim in stage.content["claims"]
                 ]
             }
@@ -122,9 +120,7 @@ def test_felm_and_factcheck_pages_have_no_accessibility_violation(
     )
 
 
-def test_dfactscore_pages_have_no_accessibility_violation(
-    browser, live_server, problems, users, dfactscore_project
-):
+def test_dfactscore_pages_have_no_accessibility_violation(browser, live_server, problems, users, dfactscore_project):
     stage = dfactscore_project.items.get().stages.get()
     alice = Assignment.objects.get(item_stage=stage, user=users["alice"])
     check(browser, live_server.url, problems, {"alice": [f"/assignments/{alice.id}/"]})

@@ -57,9 +57,7 @@ def annotate(page, *, birth_year_individual: str, drag: bool):
     keyboard.press("j")
     if drag:
         # Drag the fourth fact's chip from "Not in an individual yet" into individual 2.
-        page.locator(".dfs-loose .dfs-chip[data-fact='3']").drag_to(
-            page.locator(".dfs-individual[data-group='1']")
-        )
+        page.locator(".dfs-loose .dfs-chip[data-fact='3']").drag_to(page.locator(".dfs-individual[data-group='1']"))
     else:
         keyboard.press("2")
     expect(page.locator(".dfs-individual[data-group='1'] .dfs-chip[data-fact='3']")).to_be_visible()
@@ -67,16 +65,10 @@ def annotate(page, *, birth_year_individual: str, drag: bool):
     # A submit before every individual is linked is refused, naming what is missing.
     keyboard.press("Control+Enter")
     expect(page.locator("#errors")).to_contain_text("Individual 2, page link")
-    expect(page.locator("#errors")).to_contain_text(
-        "Fact 4, any page: supported by any page? missing"
-    )
+    expect(page.locator("#errors")).to_contain_text("Fact 4, any page: supported by any page? missing")
     expect(page.locator("#errors li")).to_have_count(3)  # the summary and the two fields
-    page.locator(".dfs-individual[data-group='1'] select").select_option(
-        label="2. Tobias Wrenfield (footballer)"
-    )
-    page.locator("#dfs-facts > li").nth(
-        3
-    ).click()  # the select keeps focus: the keys go to the page again
+    page.locator(".dfs-individual[data-group='1'] select").select_option(label="2. Tobias Wrenfield (footballer)")
+    page.locator("#dfs-facts > li").nth(3).click()  # the select keeps focus: the keys go to the page again
     keyboard.press("a")
     expect(page.locator("#errors")).to_be_empty()
     expect(page.locator("#completeness")).to_have_text("4/4 facts done · 2/2 individuals linked")
@@ -98,13 +90,9 @@ def test_two_annotators_group_link_and_label_a_paragraph_and_the_scores_show(
         # the next click the next one.
         sentence = page.locator(".dfs-fact-span").filter(has_text="Norwich City")
         sentence.click()
-        expect(page.locator("#dfs-facts > li.current")).to_contain_text(
-            "3. Tobias Wrenfield was born in 1958."
-        )
+        expect(page.locator("#dfs-facts > li.current")).to_contain_text("3. Tobias Wrenfield was born in 1958.")
         sentence.click()
-        expect(page.locator("#dfs-facts > li.current")).to_contain_text(
-            "4. Tobias Wrenfield played for Norwich City."
-        )
+        expect(page.locator("#dfs-facts > li.current")).to_contain_text("4. Tobias Wrenfield played for Norwich City.")
         expect(sentence).to_have_class(re.compile(r"\bcurrent\b"))
         page.keyboard.press("k")
         page.keyboard.press("k")
@@ -125,15 +113,11 @@ def test_two_annotators_group_link_and_label_a_paragraph_and_the_scores_show(
     # The consolidator starts at the disagreement, outlined, with both answers under it.
     expect(third).to_have_class(re.compile(r"\bcurrent\b"))
     expect(third.locator(".dfs-label.disagree")).to_be_visible()
-    expect(third.locator(".fc-their")).to_have_count(
-        6
-    )  # A and B under individual, label and any page
+    expect(third.locator(".fc-their")).to_have_count(6)  # A and B under individual, label and any page
     page.screenshot(path=str(SCREENSHOTS / "dfactscore-consolidation.png"), full_page=True)
     page.keyboard.press("t")
     page.keyboard.press("a")
-    expect(third.locator(".dfs-label button[aria-pressed=true]")).to_have_text(
-        re.compile("^Not supported")
-    )
+    expect(third.locator(".dfs-label button[aria-pressed=true]")).to_have_text(re.compile("^Not supported"))
     page.get_by_role("button", name="Save gold record").click()
     page.wait_for_url(f"**/projects/{project.id}/consolidations/")
     gold = GoldRecord.objects.get(item_stage=consolidation.item_stage).payload
@@ -159,9 +143,7 @@ def test_two_annotators_group_link_and_label_a_paragraph_and_the_scores_show(
     assert not problems.errors, problems.errors
 
 
-def test_the_dfactscore_pages_fit_a_phone(
-    browser, live_server, users, dfactscore_project, problems
-):
+def test_the_dfactscore_pages_fit_a_phone(browser, live_server, users, dfactscore_project, problems):
     """Annotation (with individuals, so the chips and the link selects are there) and consolidation at 390 px."""
     from playwright.sync_api import expect
 

@@ -115,18 +115,18 @@ def check_suggestions_shown_not_selected(page):
     expect(page.locator(".keys dt")).to_contain_text(["1 / 2 / 3", "y / n"])
     expect(pressed(page.locator("#editor .fc-importance"))).to_have_count(0)
     expect(pressed(page.locator("#editor .fc-checkworthy"))).to_have_count(0)
-    expect(
-        page.locator("#editor .fc-importance").locator("xpath=..").locator(".fc-suggested")
-    ).to_have_text("suggested: Yes")
+    expect(page.locator("#editor .fc-importance").locator("xpath=..").locator(".fc-suggested")).to_have_text(
+        "suggested: Yes"
+    )
     assert page.locator(".fc-compare").count() == 0  # blind: nobody else's work on the page
     page.locator("#sentences .fc-sentence-pick").nth(1).click()
     expect_current(page, 1)
     expect(page.locator("#editor .fc-decontext")).to_have_value(DECONTEXT_2)
     expect_claim_texts(page, [NOBEL, POLONIUM])
     expect(page.locator("#editor .fc-category button[aria-pressed=true]")).to_have_count(0)
-    expect(
-        page.locator("#editor .fc-category").locator("xpath=..").locator(".fc-suggested")
-    ).to_have_text(["suggested: Factual"] * 2)
+    expect(page.locator("#editor .fc-category").locator("xpath=..").locator(".fc-suggested")).to_have_text(
+        ["suggested: Factual"] * 2
+    )
     expect(page.locator("#editor .fc-claim-importance button[aria-pressed=true]")).to_have_count(0)
     page.keyboard.press("k")
     expect_current(page, 0)
@@ -144,9 +144,7 @@ def alice_annotates(page):
     keyboard.press("q")
     expect(pressed(page.locator("#editor .fc-importance"))).to_have_attribute("data-value", "yes")
     expect(pressed(page.locator("#editor .fc-checkworthy"))).to_have_attribute("data-value", "yes")
-    expect(pressed(claim_node(page, 0).locator(".fc-claim-importance"))).to_have_attribute(
-        "data-value", "yes"
-    )
+    expect(pressed(claim_node(page, 0).locator(".fc-claim-importance"))).to_have_attribute("data-value", "yes")
     expect(sentence_node(page, 0).locator(".fc-state")).to_have_text("done")
     # d edits the decontextualised sentence (the d is not typed), Esc leaves it
     keyboard.press("d")
@@ -160,12 +158,8 @@ def alice_annotates(page):
     press(page, "2", "y", "f", "q", "]")
     expect(claim_node(page, 1)).to_have_class(re.compile(r"\bcurrent\b"))
     press(page, "f", "w")
-    expect(pressed(claim_node(page, 1).locator(".fc-claim-importance"))).to_have_attribute(
-        "data-value", "intermediate"
-    )
-    expect(pressed(claim_node(page, 0).locator(".fc-claim-importance"))).to_have_attribute(
-        "data-value", "yes"
-    )
+    expect(pressed(claim_node(page, 1).locator(".fc-claim-importance"))).to_have_attribute("data-value", "intermediate")
+    expect(pressed(claim_node(page, 0).locator(".fc-claim-importance"))).to_have_attribute("data-value", "yes")
     # Enter edits the selected claim's text
     keyboard.press("Enter")
     text = claim_node(page, 1).locator(".fc-claim-text")
@@ -229,12 +223,8 @@ def bob_annotates(page):
     expect(pressed(claim_node(page, 0).locator(".fc-claim-importance"))).to_have_count(0)
     expect(sentence_node(page, 0).locator(".fc-state")).to_have_text("todo")
     page.get_by_role("button", name="Undo reset").click()
-    expect(pressed(page.locator("#editor .fc-importance"))).to_have_attribute(
-        "data-value", "intermediate"
-    )
-    expect(pressed(claim_node(page, 0).locator(".fc-claim-importance"))).to_have_attribute(
-        "data-value", "yes"
-    )
+    expect(pressed(page.locator("#editor .fc-importance"))).to_have_attribute("data-value", "intermediate")
+    expect(pressed(claim_node(page, 0).locator(".fc-claim-importance"))).to_have_attribute("data-value", "yes")
     keyboard.press("ArrowDown")
     expect_current(page, 1)
     press(page, "2", "y", "f", "q", "]", "f", "w")
@@ -248,12 +238,8 @@ def bob_annotates(page):
     keyboard.press("Alt+ArrowUp")
     expect_claim_texts(page, [NOBEL, PHYSICIST, POLONIUM])
     expect(claim_node(page, 1)).to_have_class(re.compile(r"\bcurrent\b"))
-    expect(pressed(claim_node(page, 1).locator(".fc-category"))).to_have_attribute(
-        "data-value", "factual"
-    )
-    expect(pressed(claim_node(page, 1).locator(".fc-claim-importance"))).to_have_attribute(
-        "data-value", "no"
-    )
+    expect(pressed(claim_node(page, 1).locator(".fc-category"))).to_have_attribute("data-value", "factual")
+    expect(pressed(claim_node(page, 1).locator(".fc-claim-importance"))).to_have_attribute("data-value", "no")
     # [ goes back to the first claim
     keyboard.press("[")
     expect(claim_node(page, 0)).to_have_class(re.compile(r"\bcurrent\b"))
@@ -329,13 +315,9 @@ def test_factcheck_step1_in_the_browser(
     assert "bob" not in alice.locator("main").inner_text()
 
     # -- carol consolidates -------------------------------------------------------------------
-    carol = open_consolidation_as(
-        browser, base, "carol", PASSWORD, problems, project, consolidation
-    )
+    carol = open_consolidation_as(browser, base, "carol", PASSWORD, problems, project, consolidation)
     expect(carol.get_by_role("button", name="Save gold record")).to_be_visible()
-    expect(carol.locator("#sentences .fc-disputes")).to_have_text(
-        ["1 disagreement", "5 disagreements"]
-    )
+    expect(carol.locator("#sentences .fc-disputes")).to_have_text(["1 disagreement", "5 disagreements"])
     # starts at the first sentence with a disagreement: the importance of sentence 1
     expect_current(carol, 0)
     importance_field = carol.locator("#editor .fc-field.disagree")
@@ -344,20 +326,14 @@ def test_factcheck_step1_in_the_browser(
     expect(pressed(importance_field.locator(".fc-importance"))).to_have_count(0)
     expect(importance_field.locator(".fc-their[data-slot=A]")).to_contain_text("A (alice)")
     expect(importance_field.locator(".fc-their[data-slot=A] .fc-their-value")).to_have_text("Yes")
-    expect(importance_field.locator(".fc-their[data-slot=B] .fc-their-value")).to_have_text(
-        "Intermediate"
-    )
+    expect(importance_field.locator(".fc-their[data-slot=B] .fc-their-value")).to_have_text("Intermediate")
     # agreed fields are pre-filled
     expect(carol.locator("#editor .fc-decontext")).to_have_value(SENTENCES[0])
-    expect(pressed(carol.locator("#editor .fc-checkworthy").first)).to_have_attribute(
-        "data-value", "yes"
-    )
+    expect(pressed(carol.locator("#editor .fc-checkworthy").first)).to_have_attribute("data-value", "yes")
     expect(carol.locator("#completeness")).to_have_text("1/3 sentences done")
     expect(carol.locator("#submit")).to_have_attribute("aria-disabled", "true")
     importance_field.get_by_role("button", name="Use B").click()
-    expect(pressed(carol.locator("#editor .fc-importance"))).to_have_attribute(
-        "data-value", "intermediate"
-    )
+    expect(pressed(carol.locator("#editor .fc-importance"))).to_have_attribute("data-value", "intermediate")
     expect(sentence_node(carol, 0).locator(".fc-state")).to_have_text("done")
 
     # sentence 2: different decompositions, aligned row by row
@@ -371,20 +347,14 @@ def test_factcheck_step1_in_the_browser(
     expect(rows.nth(1).locator(".fc-their[data-slot=A]")).to_contain_text("no claim in this row")
     expect(rows.nth(1).locator(".fc-their[data-slot=B] .fc-their-text")).to_have_text(PHYSICIST)
     expect(
-        rows.nth(1).locator(
-            ".fc-claim-text.disagree, .fc-category.disagree, .fc-claim-importance.disagree"
-        )
+        rows.nth(1).locator(".fc-claim-text.disagree, .fc-category.disagree, .fc-claim-importance.disagree")
     ).to_have_count(3)
     expect(rows.nth(2).locator(".fc-claim-text")).to_have_class(re.compile(r"\bdisagree\b"))
-    expect(rows.nth(2).locator(".fc-their[data-slot=A] .fc-their-text")).to_have_text(
-        ALICE_POLONIUM
-    )
+    expect(rows.nth(2).locator(".fc-their[data-slot=A] .fc-their-text")).to_have_text(ALICE_POLONIUM)
     expect(rows.nth(2).locator(".fc-their[data-slot=B] .fc-their-text")).to_have_text(POLONIUM)
     # category and importance of the polonium row were agreed: pre-filled
     expect(pressed(rows.nth(2).locator(".fc-category"))).to_have_attribute("data-value", "factual")
-    expect(pressed(rows.nth(2).locator(".fc-claim-importance"))).to_have_attribute(
-        "data-value", "intermediate"
-    )
+    expect(pressed(rows.nth(2).locator(".fc-claim-importance"))).to_have_attribute("data-value", "intermediate")
     carol.screenshot(path=str(SCREENSHOTS / "factcheck_consolidate.png"))
 
     # A's whole sentence: A's two claims; B's extra claim is listed as a row left out
@@ -413,14 +383,10 @@ def test_factcheck_step1_in_the_browser(
     # the saved draft reopens as left: claims still follow their rows
     carol.reload()
     expect_current(carol, 0)
-    expect(pressed(carol.locator("#editor .fc-importance"))).to_have_attribute(
-        "data-value", "intermediate"
-    )
+    expect(pressed(carol.locator("#editor .fc-importance"))).to_have_attribute("data-value", "intermediate")
     carol.keyboard.press("j")
     expect_claim_texts(carol, [NOBEL, CAROL_POLONIUM])
-    expect(rows.nth(1).locator(".fc-their[data-slot=A] .fc-their-text")).to_have_text(
-        ALICE_POLONIUM
-    )
+    expect(rows.nth(1).locator(".fc-their[data-slot=A] .fc-their-text")).to_have_text(ALICE_POLONIUM)
     expect(left_out.locator(".fc-their[data-slot=B] .fc-their-text")).to_have_text(PHYSICIST)
     rows.nth(1).get_by_role("button", name="Use B").click()
     expect_claim_texts(carol, [NOBEL, POLONIUM])

@@ -12,17 +12,11 @@ from tests.helpers.browser import NINE, card, open_item
 pytestmark = pytest.mark.browser
 
 
-def test_a_900px_screen_shows_most_of_a_nine_segment_item(
-    browser, live_server, users, felm_project, problems
-):
+def test_a_900px_screen_shows_most_of_a_nine_segment_item(browser, live_server, users, felm_project, problems):
     page, _ = open_item(browser, live_server, problems, felm_project, users, NINE)
     cards = page.locator("#segments > li.segment")
     bar_top = page.locator(".savebar").bounding_box()["y"]
-    in_view = [
-        box
-        for box in (cards.nth(k).bounding_box() for k in range(9))
-        if box["y"] + box["height"] <= bar_top
-    ]
+    in_view = [box for box in (cards.nth(k).bounding_box() for k in range(9)) if box["y"] + box["height"] <= bar_top]
     # Before the cards were folded, two and a half segments showed at 1280 × 900.
     assert len(in_view) >= 5, f"only {len(in_view)} of 9 segments are in view above the save bar"
 
@@ -50,9 +44,7 @@ def test_note_and_links_unfold_on_r_and_l_and_stay_open_when_filled(
     expect(link).to_be_focused()
     page.keyboard.type("https://science.nasa.gov/black-holes/")
     page.keyboard.press("Enter")
-    expect(card(page, 1).locator(".ref-list a")).to_have_text(
-        ["https://science.nasa.gov/black-holes/"]
-    )
+    expect(card(page, 1).locator(".ref-list a")).to_have_text(["https://science.nasa.gov/black-holes/"])
     page.keyboard.press("Escape")
     page.keyboard.press("j")
     page.keyboard.press("x")  # an error needs its reason: it unfolds without asking
@@ -76,9 +68,7 @@ def test_note_and_links_unfold_on_r_and_l_and_stay_open_when_filled(
     expect(card(page, 1).locator("textarea.comment")).to_be_focused()
 
 
-def test_the_current_segment_is_highlighted_in_the_response(
-    browser, live_server, users, felm_project, problems
-):
+def test_the_current_segment_is_highlighted_in_the_response(browser, live_server, users, felm_project, problems):
     from playwright.sync_api import expect
 
     segments = [
@@ -119,9 +109,7 @@ def test_the_current_segment_is_highlighted_in_the_response(
     expect(marked.nth(0)).to_have_class(re.compile(r"\bcurrent\b"))
 
 
-def test_a_refused_submit_lists_every_incomplete_segment(
-    browser, live_server, users, felm_project, problems
-):
+def test_a_refused_submit_lists_every_incomplete_segment(browser, live_server, users, felm_project, problems):
     from playwright.sync_api import expect
 
     page, assignment = open_item(browser, live_server, problems, felm_project, users, NINE[:4])
@@ -133,12 +121,8 @@ def test_a_refused_submit_lists_every_incomplete_segment(
     page.keyboard.press("c")  # segment 4 done; segment 3 untouched
     page.keyboard.press("Control+Enter")
     errors = page.locator("#errors li:not(.summary)")
-    expect(errors).to_have_text(
-        ["Segment 2: error type and reason are missing", "Segment 3: label is missing"]
-    )
-    expect(page.locator("#errors li.summary")).to_have_text(
-        "Not submitted: 2 segments are not done."
-    )
+    expect(errors).to_have_text(["Segment 2: error type and reason are missing", "Segment 3: label is missing"])
+    expect(page.locator("#errors li.summary")).to_have_text("Not submitted: 2 segments are not done.")
     expect(card(page, 1)).to_have_class(re.compile(r"\bcurrent\b"))
     expect(card(page, 1)).to_have_class(re.compile(r"\binvalid\b"))
     expect(card(page, 2)).to_have_class(re.compile(r"\binvalid\b"))

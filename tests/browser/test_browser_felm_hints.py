@@ -10,9 +10,7 @@ from tests.helpers.builders import PASSWORD, felm_line, jsonl
 pytestmark = pytest.mark.browser
 
 
-def test_felm_suggestions_are_hints_not_answers(
-    browser, live_server, users, felm_project, problems
-):
+def test_felm_suggestions_are_hints_not_answers(browser, live_server, users, felm_project, problems):
     from playwright.sync_api import expect
 
     line = felm_line(
@@ -37,7 +35,5 @@ def test_felm_suggestions_are_hints_not_answers(
     expect(page.locator(".segment button[aria-pressed=true]")).to_have_count(0)
     expect(page.locator("#completeness")).to_have_text("0/2 segments complete")
     page.keyboard.press("c")
-    expect(page.locator(".segment").first.locator(".label-correct")).to_have_attribute(
-        "aria-pressed", "true"
-    )
+    expect(page.locator(".segment").first.locator(".label-correct")).to_have_attribute("aria-pressed", "true")
     assert not problems.errors, problems.errors

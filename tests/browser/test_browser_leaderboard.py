@@ -16,9 +16,7 @@ from tests.helpers.research import ITEMS, bench_line, system_lines, upload
 pytestmark = pytest.mark.browser
 
 
-def test_an_admin_scores_a_system_and_sees_the_leaderboard(
-    browser, live_server, users, factcheck_project, problems
-):
+def test_an_admin_scores_a_system_and_sees_the_leaderboard(browser, live_server, users, factcheck_project, problems):
     from playwright.sync_api import expect
 
     project = factcheck_project
@@ -51,9 +49,7 @@ def test_an_admin_scores_a_system_and_sees_the_leaderboard(
     expect(run_row.locator("[data-role=state]")).to_have_text("Done")
     expect(run_row.locator("[data-role=progress]")).to_be_hidden()
     run = SystemRun.objects.get()
-    expect(run_row.locator("[data-role=units]")).to_have_text(
-        f"{run.units_total} of {run.units_total} steps"
-    )
+    expect(run_row.locator("[data-role=units]")).to_have_text(f"{run.units_total} of {run.units_total} steps")
 
     # -- the table: the system and the baselines, with intervals ------------------------------------
     table = admin.locator("#leaderboard table.leaderboard")
@@ -104,7 +100,5 @@ def test_an_admin_scores_a_system_and_sees_the_leaderboard(
     expect(row.locator("[data-role=progress]")).to_be_visible()
     run_system_run(queued.id)  # as the worker would
     expect(admin.locator("#leaderboard tbody tr.system")).to_have_count(2, timeout=15_000)
-    expect(
-        admin.locator(".system-run", has_text="later").locator("[data-role=state]")
-    ).to_have_text("Done")
+    expect(admin.locator(".system-run", has_text="later").locator("[data-role=state]")).to_have_text("Done")
     expect(admin.locator("#leaderboard figure.plot-bars g.plot-bar")).to_have_count(4)

@@ -39,27 +39,19 @@ def test_felm_pages_fit_a_phone(phone, felm_project, felm_pages):
     check_phone_layout(alice, None, "felm_annotate_error")
     expect(alice.locator("#save-status")).to_have_text("Saved")
     carol = phone("carol")
-    check_phone_layout(
-        carol, f"/consolidations/{felm_pages['consolidation'].id}/", "felm_consolidate"
-    )
+    check_phone_layout(carol, f"/consolidations/{felm_pages['consolidation'].id}/", "felm_consolidate")
     check_phone_layout(carol, f"/projects/{felm_project.id}/consolidations/", "consolidation_list")
     check_phone_layout(carol, "/", "home")
 
 
-def test_the_agreement_page_fits_a_phone_and_names_labels_as_people_read_them(
-    phone, felm_project, felm_pages
-):
+def test_the_agreement_page_fits_a_phone_and_names_labels_as_people_read_them(phone, felm_project, felm_pages):
     from playwright.sync_api import expect
 
     admin = phone("admin")
     check_phone_layout(admin, f"/projects/{felm_project.id}/agreement/", "agreement")
     matrix = admin.locator("section[data-field=error_type] table.matrix")
-    expect(matrix.locator("thead th")).to_have_text(
-        ["A \\ B", "Irrelevant to the question", "Knowledge error"]
-    )
-    expect(matrix.locator("tbody th")).to_have_text(
-        ["Irrelevant to the question", "Knowledge error"]
-    )
+    expect(matrix.locator("thead th")).to_have_text(["A \\ B", "Irrelevant to the question", "Knowledge error"])
+    expect(matrix.locator("tbody th")).to_have_text(["Irrelevant to the question", "Knowledge error"])
     expect(admin.locator("section[data-field=label] table.matrix thead th")).to_have_text(
         ["A \\ B", "Correct", "Error"]
     )
@@ -97,7 +89,5 @@ def test_the_research_pages_fit_a_phone(phone, gold):  # noqa: F811 (the fixture
     admin = phone("admin")
     check_phone_layout(admin, f"/projects/{gold.id}/leaderboard/", "leaderboard")
     assert admin.locator(".plot svg").count() >= 1
-    check_phone_layout(
-        admin, f"/projects/{gold.id}/leaderboard/?task=stance3", "leaderboard_stance"
-    )
+    check_phone_layout(admin, f"/projects/{gold.id}/leaderboard/?task=stance3", "leaderboard_stance")
     check_phone_layout(admin, f"/projects/{gold.id}/llm-rater/", "llm_rater")

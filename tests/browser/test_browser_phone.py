@@ -45,18 +45,14 @@ def within_screen(page, locator):
     return box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]
 
 
-def test_home_buttons_and_project_tables_fit_a_phone(
-    browser, live_server, problems, felm_project, felm_pages
-):
+def test_home_buttons_and_project_tables_fit_a_phone(browser, live_server, problems, felm_project, felm_pages):
     from playwright.sync_api import expect
 
     for username, button in (("alice", "Annotate"), ("carol", "Consolidate")):
         page = phone_page(browser, live_server, problems, username)
         link = page.get_by_role("link", name=button, exact=True).first
         expect(link).to_be_visible()
-        assert within_screen(page, link), (
-            f"{username}'s {button} button is off-screen: {link.bounding_box()}"
-        )
+        assert within_screen(page, link), f"{username}'s {button} button is off-screen: {link.bounding_box()}"
         assert page.evaluate(WIDER_THAN_SCREEN) == []
         page.screenshot(path=str(SCREENSHOTS / f"phone_home_{username}.png"), full_page=True)
     admin = phone_page(browser, live_server, problems, "admin")

@@ -88,9 +88,7 @@ def test_a_typed_felm_link_is_added_on_blur_and_a_bad_one_refuses_the_submit(
     page.keyboard.press("c")
     page.keyboard.press("l")
     page.keyboard.type(LINK)
-    card(page, 1).locator(
-        ".label-correct"
-    ).click()  # a click elsewhere: the link is added and the click lands
+    card(page, 1).locator(".label-correct").click()  # a click elsewhere: the link is added and the click lands
     expect(card(page, 0).locator(".ref-list a")).to_have_text([LINK])
     expect(card(page, 1).locator(".label-correct")).to_have_attribute("aria-pressed", "true")
     expect(page.locator("#save-status")).to_have_text("Saved")
@@ -121,16 +119,10 @@ def step3_item(project, users, revisions):
     from annotation.services.annotations import save_annotation
     from annotation.services.consolidation import save_consolidation
 
-    item = project.items.create(
-        prompt="Who won which Nobel Prize?", response=f"{S1} {S2}", external_id="curie"
-    )
-    stage1 = ItemStage.objects.create(
-        item=item, stage=1, status=StageStatus.DONE, content=STEP1_CONTENT
-    )
+    item = project.items.create(prompt="Who won which Nobel Prize?", response=f"{S1} {S2}", external_id="curie")
+    stage1 = ItemStage.objects.create(item=item, stage=1, status=StageStatus.DONE, content=STEP1_CONTENT)
     GoldRecord.objects.create(item_stage=stage1, payload=STEP1_GOLD)
-    stage2 = ItemStage.objects.create(
-        item=item, stage=2, status=StageStatus.CONSOLIDATING, content=STEP2_CONTENT
-    )
+    stage2 = ItemStage.objects.create(item=item, stage=2, status=StageStatus.CONSOLIDATING, content=STEP2_CONTENT)
     consolidation = Consolidation.objects.create(item_stage=stage2, draft=STEP2_GOLD)
     with TestCase.captureOnCommitCallbacks(execute=True):
         save_consolidation(
@@ -180,17 +172,11 @@ def test_every_step_of_the_agreement_page_is_one_click_away_with_the_revision_fi
     from annotation.kinds.claims import normalised_edit_distance, word_overlap
 
     row = revisions.locator("tr", has_text="Annotator A vs B").filter(has_text="sentences")
-    expect(row.locator(".edit-distance")).to_have_text(
-        f"{(normalised_edit_distance(FIXED_A, FIXED_B) + 0) / 2:.3f}"
-    )
-    expect(row.locator(".word-overlap")).to_have_text(
-        f"{(word_overlap(FIXED_A, FIXED_B) + 1) / 2:.3f}"
-    )
+    expect(row.locator(".edit-distance")).to_have_text(f"{(normalised_edit_distance(FIXED_A, FIXED_B) + 0) / 2:.3f}")
+    expect(row.locator(".word-overlap")).to_have_text(f"{(word_overlap(FIXED_A, FIXED_B) + 1) / 2:.3f}")
     with admin.expect_download() as download:
         revisions.locator("a[data-table=revisions]", has_text="CSV").click()
-    assert "annotator A vs B,responses,1," in Path(download.value.path()).read_text(
-        encoding="utf-8"
-    )
+    assert "annotator A vs B,responses,1," in Path(download.value.path()).read_text(encoding="utf-8")
     admin.set_viewport_size({"width": 390, "height": 844})
     shoot(admin, "agreement-step3-390")
 
@@ -271,9 +257,7 @@ def test_dfactscore_progress_names_what_is_still_required_before_submit(
     )
     keys = page.keyboard
     keys.press("+")
-    for k in range(
-        4
-    ):  # every fact grouped, the individual linked, every fact labelled: no "any page" answer
+    for k in range(4):  # every fact grouped, the individual linked, every fact labelled: no "any page" answer
         keys.press("1")
         keys.press("s")
         if k == 0:
@@ -281,8 +265,7 @@ def test_dfactscore_progress_names_what_is_still_required_before_submit(
             keys.press("1")
         keys.press("j")
     expect(progress).to_have_text(
-        "0/4 facts done · 1/1 individuals linked · still required: "
-        "4 × supported by any page? (a / ⇧A)"
+        "0/4 facts done · 1/1 individuals linked · still required: 4 × supported by any page? (a / ⇧A)"
     )
     expect(page.locator("#dfs-facts > li.current .dfs-still")).to_have_text(
         "Still required for this fact: supported by any page? (a / ⇧A)"
@@ -305,9 +288,7 @@ def test_step3_consolidation_starts_from_the_revisions_with_keys_to_take_each_ra
 
     from annotation.models import GoldRecord
 
-    consolidation = step3_item(
-        factcheck_project, users, [([FIXED_A, ""], FIXED_A), ([FIXED_B, ""], FIXED_B)]
-    )
+    consolidation = step3_item(factcheck_project, users, [([FIXED_A, ""], FIXED_A), ([FIXED_B, ""], FIXED_B)])
     assert consolidation.draft["sentences"][0]["revised"] is None  # the merge leaves it undecided
     page = open_consolidation_as(
         browser, live_server.url, "carol", PASSWORD, problems, factcheck_project, consolidation
@@ -315,9 +296,7 @@ def test_step3_consolidation_starts_from_the_revisions_with_keys_to_take_each_ra
     revised = page.locator(".fc3-revised")
     # started from A's revision where they differ (marked), the agreed removal kept; the response joined
     expect(revised.nth(0)).to_have_value(FIXED_A)
-    expect(page.locator(".fc3-sentence").nth(0).locator(".fc3-from-a")).to_contain_text(
-        "Started from A's revision"
-    )
+    expect(page.locator(".fc3-sentence").nth(0).locator(".fc3-from-a")).to_contain_text("Started from A's revision")
     expect(revised.nth(1)).to_have_value("")
     expect(page.locator(".fc3-response")).to_have_value(FIXED_A)
     expect(page.locator(".fc3-figures")).not_to_contain_text("edit distance 1.00")
@@ -347,23 +326,19 @@ def test_step3_consolidation_starts_from_the_revisions_with_keys_to_take_each_ra
     assert gold == {"sentences": [{"revised": FIXED_B}, {"revised": ""}], "response": FIXED_B}
 
 
-def test_step3_join_names_an_undecided_sentence(
-    browser, live_server, users, factcheck_project, problems
-):
+def test_step3_join_names_an_undecided_sentence(browser, live_server, users, factcheck_project, problems):
     """An annotator's draft with an undecided sentence (the API allows drafts with null)."""
     from playwright.sync_api import expect
 
     from annotation.models import Annotation
 
-    consolidation = step3_item(
-        factcheck_project, users, [([FIXED_A, ""], FIXED_A), ([FIXED_B, ""], FIXED_B)]
-    )
+    consolidation = step3_item(factcheck_project, users, [([FIXED_A, ""], FIXED_A), ([FIXED_B, ""], FIXED_B)])
     # a consolidation draft left with the second sentence undecided and A's revision gone
     consolidation.draft = {"sentences": [{"revised": FIXED_A}, {"revised": None}], "response": None}
     consolidation.save()
-    Annotation.objects.filter(
-        assignment__item_stage=consolidation.item_stage, assignment__user=users["alice"]
-    ).update(payload={"sentences": [{"revised": FIXED_A}, {"revised": None}], "response": FIXED_A})
+    Annotation.objects.filter(assignment__item_stage=consolidation.item_stage, assignment__user=users["alice"]).update(
+        payload={"sentences": [{"revised": FIXED_A}, {"revised": None}], "response": FIXED_A}
+    )
 
     page = open_consolidation_as(
         browser, live_server.url, "carol", PASSWORD, problems, factcheck_project, consolidation
@@ -413,9 +388,7 @@ def test_step2_own_evidence_is_judged_with_keys_and_the_consolidation_names_the_
     keys.press("d")
     keys.press("t")
     expect(page.locator("#save-status")).to_have_text("Saved")
-    manual = Annotation.objects.get(assignment=alice_assignment).payload["claims"][0][
-        "manual_evidence"
-    ]
+    manual = Annotation.objects.get(assignment=alice_assignment).payload["claims"][0]["manual_evidence"]
     assert [(m["reliable"], m["sufficient"]) for m in manual] == [(True, True)]
     # typed, then Esc: kept as typed (these fields are bound as they are typed: no "add" step to miss)
     assert [(m["text"], m["url"]) for m in manual] == [
@@ -440,9 +413,7 @@ def test_step2_own_evidence_is_judged_with_keys_and_the_consolidation_names_the_
         submit=True,
     )
     third = stage.assignments.get(role=AssignmentRole.THIRD_RATER)
-    save_annotation(
-        assignment=third, payload={"claims": [answer([CS, IR])]}, version=0, submit=True
-    )
+    save_annotation(assignment=third, payload={"claims": [answer([CS, IR])]}, version=0, submit=True)
     consolidation = Consolidation.objects.get(item_stage=stage)
     carol = open_consolidation_as(
         browser, live_server.url, "carol", PASSWORD, problems, factcheck_project, consolidation
@@ -456,9 +427,7 @@ def test_step2_own_evidence_is_judged_with_keys_and_the_consolidation_names_the_
     shoot(carol, "step2-consolidation-raters-390")
 
 
-def test_the_leaderboards_delta_is_the_difference_of_the_values_beside_it(
-    browser, live_server, users, gold, problems
-):  # noqa: F811
+def test_the_leaderboards_delta_is_the_difference_of_the_values_beside_it(browser, live_server, users, gold, problems):  # noqa: F811
     from playwright.sync_api import expect
 
     make_run(gold, lines_with_an_extra_label(), system="checker", resamples=RESAMPLES)

@@ -74,14 +74,10 @@ def label_while_the_first_save_fails(browser, live_server, problems, users, *, s
     return page, assignment, status
 
 
-def test_a_dropped_connection_is_retried_and_the_edit_saved(
-    browser, live_server, users, felm_items, problems
-):
+def test_a_dropped_connection_is_retried_and_the_edit_saved(browser, live_server, users, felm_items, problems):
     from playwright.sync_api import expect
 
-    page, assignment, status = label_while_the_first_save_fails(
-        browser, live_server, problems, users, stored=False
-    )
+    page, assignment, status = label_while_the_first_save_fails(browser, live_server, problems, users, stored=False)
     expect(status).to_contain_text("retrying in 2 s")
     assert not Annotation.objects.filter(assignment=assignment).exists()
     # Leaving now would lose the edit: the page asks first.
@@ -94,14 +90,10 @@ def test_a_dropped_connection_is_retried_and_the_edit_saved(
     assert page.evaluate("() => window.failedSaves") == 1
 
 
-def test_a_save_whose_answer_was_lost_is_not_taken_for_a_conflict(
-    browser, live_server, users, felm_items, problems
-):
+def test_a_save_whose_answer_was_lost_is_not_taken_for_a_conflict(browser, live_server, users, felm_items, problems):
     from playwright.sync_api import expect
 
-    page, assignment, status = label_while_the_first_save_fails(
-        browser, live_server, problems, users, stored=True
-    )
+    page, assignment, status = label_while_the_first_save_fails(browser, live_server, problems, users, stored=True)
     assert Annotation.objects.get(assignment=assignment).version == 1  # it was stored all the same
     page.keyboard.press("j")
     page.keyboard.press("x")
@@ -113,9 +105,7 @@ def test_a_save_whose_answer_was_lost_is_not_taken_for_a_conflict(
     problems.errors[:] = [e for e in problems.errors if "-> 409" not in e]  # the one expected 409
 
 
-def test_a_second_ctrl_enter_during_submit_is_ignored(
-    browser, live_server, users, felm_items, problems
-):
+def test_a_second_ctrl_enter_during_submit_is_ignored(browser, live_server, users, felm_items, problems):
     page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
     page.evaluate(SLOW_SAVES)
     submits = []
@@ -137,9 +127,7 @@ def test_a_second_ctrl_enter_during_submit_is_ignored(
     assert len(submits) == 1
 
 
-def test_overlapping_autosaves_queue_instead_of_conflicting(
-    browser, live_server, users, felm_items, problems
-):
+def test_overlapping_autosaves_queue_instead_of_conflicting(browser, live_server, users, felm_items, problems):
     page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
     page.evaluate(SLOW_SAVES)
     page.keyboard.press("c")  # autosave 1 leaves after 600 ms and takes 1 s
@@ -158,9 +146,7 @@ def test_overlapping_autosaves_queue_instead_of_conflicting(
     assert annotation.version >= 2
 
 
-def test_overlapping_saves_send_each_version_once(
-    browser, live_server, users, felm_items, problems
-):
+def test_overlapping_saves_send_each_version_once(browser, live_server, users, felm_items, problems):
     from playwright.sync_api import expect
 
     page, assignment = open_first_assignment(browser, live_server, problems, "alice", users)
@@ -194,9 +180,7 @@ def test_a_submitted_annotation_opens_read_only(browser, live_server, users, fel
     expect(page.locator(".label-error").first).to_have_attribute("aria-pressed", "false")
 
 
-def test_ctrl_enter_in_the_discard_reason_does_not_save_gold(
-    browser, live_server, users, felm_items, problems
-):
+def test_ctrl_enter_in_the_discard_reason_does_not_save_gold(browser, live_server, users, felm_items, problems):
     from playwright.sync_api import expect
 
     stage = felm_items[0].stages.get()
@@ -210,9 +194,7 @@ def test_ctrl_enter_in_the_discard_reason_does_not_save_gold(
         }
         if segment["label"] is False:
             segment.update(error_type="knowledge_error", comment="wrong")
-        save_annotation(
-            assignment=assignment, payload={"segments": [segment] * 3}, version=0, submit=True
-        )
+        save_annotation(assignment=assignment, payload={"segments": [segment] * 3}, version=0, submit=True)
     consolidation = Consolidation.objects.get(item_stage=stage)
 
     page = login(browser, live_server.url, "carol", PASSWORD, problems)
@@ -229,9 +211,7 @@ def test_ctrl_enter_in_the_discard_reason_does_not_save_gold(
     expect(reason).to_have_value(re.compile("cannot agree on the date"))
 
 
-def test_on_a_narrow_screen_the_key_legend_starts_folded(
-    browser, live_server, users, felm_items, problems
-):
+def test_on_a_narrow_screen_the_key_legend_starts_folded(browser, live_server, users, felm_items, problems):
     from playwright.sync_api import expect
 
     page, _ = open_first_assignment(browser, live_server, problems, "alice", users)
@@ -258,9 +238,7 @@ def test_back_online_the_page_saves_at_once_instead_of_waiting_out_the_backoff(
     assert annotation.version == 1 and annotation.payload["segments"][0]["label"] is True
 
 
-def test_a_discarded_consolidation_says_so_in_the_save_bar(
-    browser, live_server, users, felm_items, problems
-):
+def test_a_discarded_consolidation_says_so_in_the_save_bar(browser, live_server, users, felm_items, problems):
     from playwright.sync_api import expect
 
     from annotation.services.consolidation import discard_item_stage
@@ -268,9 +246,7 @@ def test_a_discarded_consolidation_says_so_in_the_save_bar(
     for assignment in felm_items[0].stages.get().assignments.all():
         save_annotation(
             assignment=assignment,
-            payload={
-                "segments": [{"label": True, "error_type": None, "comment": "", "refs": []}] * 3
-            },
+            payload={"segments": [{"label": True, "error_type": None, "comment": "", "refs": []}] * 3},
             version=0,
             submit=True,
         )
@@ -282,9 +258,7 @@ def test_a_discarded_consolidation_says_so_in_the_save_bar(
     expect(page.locator("#submit")).to_be_disabled()
 
 
-def test_a_stale_tab_says_in_plain_words_that_newer_work_was_saved(
-    browser, live_server, users, felm_items, problems
-):
+def test_a_stale_tab_says_in_plain_words_that_newer_work_was_saved(browser, live_server, users, felm_items, problems):
     from playwright.sync_api import expect
 
     first, assignment = open_first_assignment(browser, live_server, problems, "alice", users)

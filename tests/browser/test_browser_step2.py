@@ -100,26 +100,20 @@ def alice_annotates(page, passages: list[int]):
     expect(page.locator("#claims .fc2-claim-pick")).to_have_text(
         [re.compile(re.escape(TRUE_CLAIM)), re.compile(re.escape(FALSE_CLAIM))]
     )
-    expect(page.locator("#claims .fc2-sentence.greyed")).to_contain_text(
-        "not checkworthy (opinion)"
-    )
+    expect(page.locator("#claims .fc2-sentence.greyed")).to_contain_text("not checkworthy (opinion)")
     expect(page.locator("#completeness")).to_have_text("0/2 claims done")
     expect(page.locator("#editor .fc2-claim")).to_have_text(TRUE_CLAIM)
     expect(pressed(page.locator("#editor .fc2-stance"))).to_have_count(0)  # nothing pre-selected
     expect(page.locator("#editor .fc2-passage").first.locator(".fc2-title")).to_have_attribute(
         "href", re.compile(r"^https://")
     )
-    expect(page.locator("#editor .fc2-passage").first.locator(".fc2-query")).to_contain_text(
-        "found by"
-    )
+    expect(page.locator("#editor .fc2-passage").first.locator(".fc2-query")).to_contain_text("found by")
 
     # claim 1: the first passage supports it completely, the others are irrelevant
     judge_passages(page, ["1"] + ["4"] * (passages[0] - 1))
     keyboard.press("d")
     keyboard.press("t")
-    expect(pressed(page.locator("#editor .fc2-needs_edit"))).to_have_attribute(
-        "data-value", "no"
-    )  # follows factuality
+    expect(pressed(page.locator("#editor .fc2-needs_edit"))).to_have_attribute("data-value", "no")  # follows factuality
     expect(page.locator("#claims .fc-state").first).to_have_text("done")
 
     # claim 2: the retrieved passages do not decide it; search, add the passage found, correct
@@ -139,9 +133,7 @@ def alice_annotates(page, passages: list[int]):
     page.screenshot(path=str(SCREENSHOTS / "step2-search.png"), full_page=True)
     manual = page.locator("#editor .fc2-manual")
     expect(manual).to_have_count(1)
-    expect(manual.locator(".fc2-manual-text")).to_have_value(
-        re.compile("Nobel Prize in Chemistry in 1911")
-    )
+    expect(manual.locator(".fc2-manual-text")).to_have_value(re.compile("Nobel Prize in Chemistry in 1911"))
     expect(manual.locator(".fc2-manual-query")).to_have_value(QUERY)
     manual.locator(".fc2-manual-reliable button[data-value=true]").click()
     manual.locator(".fc2-manual-sufficient button[data-value=true]").click()
@@ -175,9 +167,7 @@ def bob_annotates(page, passages: list[int]):
         keyboard.press("k")
     keyboard.press("g")  # the correction uses passage 1
     keyboard.press("Shift+Y")
-    expect(pressed(page.locator("#editor .fc2-factuality"))).to_have_attribute(
-        "data-value", "false"
-    )
+    expect(pressed(page.locator("#editor .fc2-factuality"))).to_have_attribute("data-value", "false")
     page.locator("#editor .fc2-correction").fill(BOB_CORRECTION)
     page.locator("#editor .fc2-correction").press("Escape")
     expect(page.locator("#completeness")).to_have_text("2/2 claims done")
@@ -236,11 +226,7 @@ def test_factcheck_step2_in_the_browser(
     assert (second["decided"], second["factuality"], second["needs_edit"]) == ("no", "false", "yes")
     assert second["correction"] == ALICE_CORRECTION and second["used_evidence"] == ["manual:0"]
     (found,) = second["manual_evidence"]
-    assert (
-        found["query"] == QUERY
-        and found["url"] == "https://w.example/curie"
-        and "1911" in found["text"]
-    )
+    assert found["query"] == QUERY and found["url"] == "https://w.example/curie" and "1911" in found["text"]
     assert (found["reliable"], found["sufficient"]) == (True, True)
 
     bob = open_first_assignment(browser, base, project, "bob", problems)
@@ -255,16 +241,12 @@ def test_factcheck_step2_in_the_browser(
     assert third.user == dave
     dave_page = open_first_assignment(browser, base, project, "dave", problems)
     expect(dave_page.locator(".fc-legend")).to_contain_text("You are the third rater")
-    bob_payload = Annotation.objects.get(
-        assignment__user=users["bob"], assignment__item_stage=stage
-    ).payload
+    bob_payload = Annotation.objects.get(assignment__user=users["bob"], assignment__item_stage=stage).payload
     save_annotation(assignment=third, payload=bob_payload, version=0, submit=True)
     consolidation.refresh_from_db()
     assert consolidation.status == ConsolidationStatus.OPEN
 
-    carol = open_consolidation_as(
-        browser, base, "carol", PASSWORD, problems, project, consolidation
-    )
+    carol = open_consolidation_as(browser, base, "carol", PASSWORD, problems, project, consolidation)
     # starts at claim 2, the first with a disagreement; three answers under each field
     expect(carol.locator("#editor .fc2-claim")).to_have_text(FALSE_CLAIM)
     expect(carol.locator("#claims .fc-disputes").first).to_be_visible()
@@ -272,9 +254,7 @@ def test_factcheck_step2_in_the_browser(
     expect(decided).to_have_class(re.compile(r"\bdisagree\b"))
     expect(decided.locator(".fc2-theirs .fc-use")).to_have_text(["A: No", "B: Yes", "C: Yes"])
     expect(pressed(decided.locator(".fc2-decided"))).to_have_count(0)
-    expect(carol.locator("#editor .fc-their[data-slot=C] .fc-who")).to_have_text(
-        "C (dave, third rater)"
-    )
+    expect(carol.locator("#editor .fc-their[data-slot=C] .fc-who")).to_have_text("C (dave, third rater)")
     # alice's evidence is offered, with who gave it
     manual = carol.locator("#editor .fc2-manual")
     expect(manual).to_have_count(1)
@@ -291,18 +271,14 @@ def test_factcheck_step2_in_the_browser(
     expect(used).to_contain_text("your evidence 1")
     expect(carol.locator("#editor .fc-missing")).to_have_text("This claim is done.")
     carol.keyboard.press("[")
-    expect(carol.locator("#editor .fc-missing")).to_have_text(
-        "This claim is done."
-    )  # agreed: pre-filled
+    expect(carol.locator("#editor .fc-missing")).to_have_text("This claim is done.")  # agreed: pre-filled
     carol.screenshot(path=str(SCREENSHOTS / "step2-consolidation.png"), full_page=True)
     carol.get_by_role("button", name="Save gold record").click()
     carol.wait_for_url(f"**/projects/{project.id}/consolidations/")
 
     gold = GoldRecord.objects.get(item_stage=stage).payload
     assert gold["claims"][1]["correction"] == ALICE_CORRECTION
-    assert (
-        gold["claims"][1]["used_evidence"] == ["manual:0"] and gold["claims"][1]["decided"] == "no"
-    )
+    assert gold["claims"][1]["used_evidence"] == ["manual:0"] and gold["claims"][1]["decided"] == "no"
     assert gold["claims"][1]["manual_evidence"][0]["query"] == QUERY
     assert gold["claims"][0]["stances"] == first["stances"]
     stage.refresh_from_db()

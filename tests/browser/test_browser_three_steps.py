@@ -89,14 +89,10 @@ def annotate(browser, base, project, problems, work, *args):
 def consolidate(browser, base, project, problems, number):
     from playwright.sync_api import expect
 
-    consolidation = Consolidation.objects.get(
-        item_stage__item__project=project, item_stage__stage=number
-    )
+    consolidation = Consolidation.objects.get(item_stage__item__project=project, item_stage__stage=number)
     page = open_consolidation_as(browser, base, "carol", PASSWORD, problems, project, consolidation)
     expect(page.locator("#completeness")).not_to_have_text(re.compile("still to do"))
-    page.screenshot(
-        path=str(SCREENSHOTS / f"three-steps-consolidation-{number}.png"), full_page=True
-    )
+    page.screenshot(path=str(SCREENSHOTS / f"three-steps-consolidation-{number}.png"), full_page=True)
     page.get_by_role("button", name="Save gold record").click()
     page.wait_for_url(f"**/projects/{project.id}/consolidations/")
     page.context.close()
@@ -152,24 +148,16 @@ def test_one_item_through_three_steps_and_both_exports(
     admin.goto(f"/projects/{project.id}/")
     with admin.expect_download() as download_info:
         admin.get_by_role("link", name="Download factcheck-bench JSONL").click()
-    (record,) = [
-        json.loads(line)
-        for line in Path(download_info.value.path()).read_text(encoding="utf-8").splitlines()
-    ]
+    (record,) = [json.loads(line) for line in Path(download_info.value.path()).read_text(encoding="utf-8").splitlines()]
     sentence = record["sentences"]["sentence1"]
     assert sentence["if_claim_needs_edit"] == ["yes"] and sentence["revised_claims"] == [CORRECTED]
-    assert (
-        sentence["revised_decontext"] == CORRECTED
-        and sentence["sentence_factuality_label"] is False
-    )
+    assert sentence["revised_decontext"] == CORRECTED and sentence["sentence_factuality_label"] is False
     assert record["revised_response"] == CORRECTED and record["response_factuality"] is False
     with admin.expect_download() as download_info:
         admin.get_by_role("link", name="Download factcheck-subtasks zip").click()
     assert download_info.value.suggested_filename.endswith("-factcheck-subtasks.zip")
     archive = zipfile.ZipFile(io.BytesIO(Path(download_info.value.path()).read_bytes()))
-    revision = [
-        json.loads(line) for line in archive.read("subtask5_revision.jsonl").decode().splitlines()
-    ]
+    revision = [json.loads(line) for line in archive.read("subtask5_revision.jsonl").decode().splitlines()]
     assert revision == [
         {
             "factual state": "false",
@@ -179,9 +167,6 @@ def test_one_item_through_three_steps_and_both_exports(
             "revised_response": CORRECTED,
         }
     ]
-    stances = [
-        json.loads(line)
-        for line in archive.read("subtask3_claim_evidence_stance.jsonl").decode().splitlines()
-    ]
+    stances = [json.loads(line) for line in archive.read("subtask3_claim_evidence_stance.jsonl").decode().splitlines()]
     assert [s["stance"] for s in stances] == ["refute"] + ["irrelevant"] * (passages - 1)
     assert not problems.errors, problems.errors

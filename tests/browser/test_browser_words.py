@@ -27,10 +27,5 @@ def test_c_selects_the_prefilled_correction_so_typing_replaces_it(
     # An edited correction is not selected again: the cursor goes to its end.
     page.keyboard.press("Escape")
     page.keyboard.press("c")
-    assert (
-        field.evaluate("node => [node.selectionStart, node.selectionEnd]")
-        == [len(field.input_value())] * 2
-    )
-    expect(
-        page.locator(".keys, details").filter(has_text="type to replace it").first
-    ).to_be_attached()
+    assert field.evaluate("node => [node.selectionStart, node.selectionEnd]") == [len(field.input_value())] * 2
+    expect(page.locator(".keys, details").filter(has_text="type to replace it").first).to_be_attached()

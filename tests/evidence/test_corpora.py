@@ -27,16 +27,8 @@ def data_dir(settings, tmp_path):
 def test_documents_become_sentence_windows_and_the_upload_is_deleted(corpus, data_dir):
     assert corpus.state == CorpusState.EMBEDDING  # searchable; no worker embeds in eager mode
     assert (corpus.documents, corpus.lines_read) == (3, 3)
-    eiffel = list(
-        Passage.objects.filter(corpus=corpus, document=1)
-        .order_by("position")
-        .values_list("text", flat=True)
-    )
-    assert (
-        len(eiffel) == 3
-        and eiffel[0].startswith("The Eiffel Tower is")
-        and eiffel[1].startswith("Construction")
-    )
+    eiffel = list(Passage.objects.filter(corpus=corpus, document=1).order_by("position").values_list("text", flat=True))
+    assert len(eiffel) == 3 and eiffel[0].startswith("The Eiffel Tower is") and eiffel[1].startswith("Construction")
     assert eiffel[-1].endswith("every year.")
     assert corpus.passages == Passage.objects.filter(corpus=corpus).count() == 3 + 1 + 1
     assert not any((data_dir / "corpora").iterdir())
@@ -53,17 +45,13 @@ def test_embedding_batches_fill_vectors_and_make_the_corpus_ready(corpus):
     assert embed_next_batch(corpus.id, size=2) == 2
     corpus.refresh_from_db()
     assert corpus.embedded == 2 and corpus.state == CorpusState.EMBEDDING
-    first_two = list(
-        Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True)
-    )[:2]
+    first_two = list(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True))[:2]
     assert corpus.embedded_through == first_two[-1]
     while embed_next_batch(corpus.id, size=2):
         pass
     corpus.refresh_from_db()
     assert corpus.state == CorpusState.READY and corpus.embedded == corpus.passages
-    vector = np.frombuffer(
-        bytes(Passage.objects.filter(corpus=corpus).first().embedding), dtype=np.float32
-    )
+    vector = np.frombuffer(bytes(Passage.objects.filter(corpus=corpus).first().embedding), dtype=np.float32)
     assert vector.shape == (384,) and abs(np.linalg.norm(vector) - 1) < 1e-4
 
 
@@ -85,9 +73,7 @@ def test_candidates_without_vectors_are_embedded_when_ranked_and_kept(corpus, fa
     search = corpus_search(factcheck_project)
     candidates = search("Eiffel Tower 1889", embed(["Eiffel Tower 1889"])[0], 2)
     assert candidates and all(c.vector is not None for c in candidates)
-    stored = Passage.objects.filter(
-        id__in=[c.passage_id for c in candidates], embedding__isnull=False
-    ).count()
+    stored = Passage.objects.filter(id__in=[c.passage_id for c in candidates], embedding__isnull=False).count()
     assert stored == len(candidates)
 
 
@@ -131,14 +117,9 @@ def test_an_empty_file_and_bad_window_settings_are_refused(
     factcheck_project, users, data_dir, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        corpus = create_corpus(
-            name="Empty", user=users["admin"], upload=upload([]), projects=[factcheck_project]
-        )
+        corpus = create_corpus(name="Empty", user=users["admin"], upload=upload([]), projects=[factcheck_project])
     corpus.refresh_from_db()
-    assert (
-        corpus.state == CorpusState.FAILED
-        and corpus.errors[0]["message"] == "contains no documents"
-    )
+    assert corpus.state == CorpusState.FAILED and corpus.errors[0]["message"] == "contains no documents"
     with pytest.raises(DomainError, match="passage_stride must not exceed"):
         create_corpus(
             name="x",
@@ -158,20 +139,14 @@ def test_an_empty_file_and_bad_window_settings_are_refused(
         )
 
 
-def test_an_import_run_again_after_a_dead_worker_writes_each_passage_once(
-    factcheck_project, users, data_dir
-):
-    corpus = create_corpus(
-        name="Twice", user=users["admin"], upload=upload(DOCUMENTS), projects=[factcheck_project]
-    )
+def test_an_import_run_again_after_a_dead_worker_writes_each_passage_once(factcheck_project, users, data_dir):
+    corpus = create_corpus(name="Twice", user=users["admin"], upload=upload(DOCUMENTS), projects=[factcheck_project])
     path = data_dir / corpus.file_path
     saved = path.read_bytes()
     run_corpus_import(corpus.id)
     count = Passage.objects.filter(corpus=corpus).count()
     # The worker died after writing: the task is redelivered while the corpus still says importing.
-    Corpus.objects.filter(pk=corpus.pk).update(
-        state=CorpusState.IMPORTING, progress_at=timezone.now()
-    )
+    Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.IMPORTING, progress_at=timezone.now())
     path.write_bytes(saved)
     # ... a delivery while the import makes progress (another worker is on it) does nothing,
     assert run_corpus_import(corpus.id).state == CorpusState.IMPORTING
@@ -210,9 +185,7 @@ def test_the_management_command_imports_and_embeds_a_corpus(factcheck_project, d
         call_command("import_corpus", str(path), "--name", "Bad", stdout=io.StringIO())
 
 
-@pytest.mark.parametrize(
-    "query", ["it's O'Brien's \\ tower", "'|&!():* <-> tower", "\\'", "     ", "the of and"]
-)
+@pytest.mark.parametrize("query", ["it's O'Brien's \\ tower", "'|&!():* <-> tower", "\\'", "     ", "the of and"])
 def test_any_query_text_is_searched_safely(corpus, query):
     hits = lexical_hits([corpus], query, 5)
     assert isinstance(hits, list)
@@ -223,19 +196,12 @@ def test_frequent_terms_are_left_out_of_candidate_queries_on_postgresql(
 ):
     from annotation.evidence import corpora
 
-    require_postgresql(
-        "frequent terms come from PostgreSQL's ts_stat; SQLite ranks with BM25 in memory"
-    )
+    require_postgresql("frequent terms come from PostgreSQL's ts_stat; SQLite ranks with BM25 in memory")
     monkeypatch.setattr(corpora, "FREQUENT_TERM_MIN_PASSAGES", 1)
-    docs = [
-        {"title": f"Doc {i}", "text": f"The tower stands in city number {i}. It has {i} floors."}
-        for i in range(4)
-    ]
+    docs = [{"title": f"Doc {i}", "text": f"The tower stands in city number {i}. It has {i} floors."} for i in range(4)]
     docs.append({"title": "Odd", "text": "A bridge crosses the river."})
     with django_capture_on_commit_callbacks(execute=True):
-        corpus = create_corpus(
-            name="Towers", user=users["admin"], upload=upload(docs), projects=[factcheck_project]
-        )
+        corpus = create_corpus(name="Towers", user=users["admin"], upload=upload(docs), projects=[factcheck_project])
     corpus.refresh_from_db()
     assert "tower" in corpus.frequent_terms and "bridg" not in corpus.frequent_terms
     # "tower" alone would match four passages; with the rare "bridg" only the passage that has it is a candidate.
@@ -248,9 +214,7 @@ def test_frequent_terms_are_left_out_of_candidate_queries_on_postgresql(
 def test_a_claims_queries_searched_together_find_what_each_finds_alone(corpus, factcheck_project):
     from pipeline.retrieval import embed
 
-    embed_next_batch(
-        corpus.id, size=3
-    )  # some vectors in the process's matrix, the rest embedded when found
+    embed_next_batch(corpus.id, size=3)  # some vectors in the process's matrix, the rest embedded when found
     search = corpus_search(factcheck_project)
     queries = ["When was the Eiffel Tower completed?", "Nobel Prize in Chemistry", "potassium"]
     vectors = list(embed(queries))
@@ -277,9 +241,7 @@ def test_the_passages_are_vacuumed_after_a_corpus_was_rewritten_outside_a_transa
         tidy_passages()  # VACUUM cannot run here: the GIN index's pending list is merged instead
     tidy_passages()
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_stat_get_last_vacuum_time('annotation_passage'::regclass) IS NOT NULL"
-        )
+        cursor.execute("SELECT pg_stat_get_last_vacuum_time('annotation_passage'::regclass) IS NOT NULL")
         assert cursor.fetchone()[0]
 
 
@@ -291,25 +253,17 @@ def test_a_query_of_frequent_words_only_ranks_a_bounded_number_of_matches(
 
     require_postgresql("frequent terms come from PostgreSQL's ts_stat")
     monkeypatch.setattr(corpora, "FREQUENT_TERM_MIN_PASSAGES", 1)
-    docs = [
-        {"title": f"Doc {i}", "text": f"The tower stands in city number {i}. It has {i} floors."}
-        for i in range(4)
-    ]
+    docs = [{"title": f"Doc {i}", "text": f"The tower stands in city number {i}. It has {i} floors."} for i in range(4)]
     docs.append({"title": "Odd", "text": "A bridge crosses the river near the tower."})
     with django_capture_on_commit_callbacks(execute=True):
-        corpus = create_corpus(
-            name="Towers", user=users["admin"], upload=upload(docs), projects=[factcheck_project]
-        )
+        corpus = create_corpus(name="Towers", user=users["admin"], upload=upload(docs), projects=[factcheck_project])
     corpus.refresh_from_db()
     assert len(lexical_hits([corpus], "tower city", 5)) == 4
     monkeypatch.setattr(corpus_search_module, "COMMON_QUERY_RANKED", 2)
     assert len(lexical_hits([corpus], "tower city", 5)) == 2
     assert len(lexical_hits([corpus], "tower", 5)) == 2
     # A query with a rarer word is not capped: every passage with any of its rare words is ranked.
-    assert [
-        Passage.objects.get(id=pid).title
-        for pid, _ in lexical_hits([corpus], "bridge river tower", 5)
-    ] == ["Odd"]
+    assert [Passage.objects.get(id=pid).title for pid, _ in lexical_hits([corpus], "bridge river tower", 5)] == ["Odd"]
 
 
 def test_lexemes_with_quotes_are_searched_as_themselves(
@@ -321,9 +275,7 @@ def test_lexemes_with_quotes_are_searched_as_themselves(
         {"title": "Other", "text": "The page http://x.example/ab is cited."},
     ]
     with django_capture_on_commit_callbacks(execute=True):
-        corpus = create_corpus(
-            name="Links", user=users["admin"], upload=upload(docs), projects=[factcheck_project]
-        )
+        corpus = create_corpus(name="Links", user=users["admin"], upload=upload(docs), projects=[factcheck_project])
     corpus.refresh_from_db()
     hits = lexical_hits([corpus], "http://x.example/a'b", 5)
     assert Passage.objects.get(id=hits[0][0]).title == "Link"

@@ -38,24 +38,18 @@ def upload(client, project_ids, **extra):
     )
 
 
-def test_staff_upload_a_corpus_and_see_it_searchable(
-    clients, factcheck_project, django_capture_on_commit_callbacks
-):
+def test_staff_upload_a_corpus_and_see_it_searchable(clients, factcheck_project, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         response = upload(clients["admin"], [factcheck_project.id], passage_sentences=3)
     assert response.status_code == 202, response.json()
     corpus_id = response.json()["id"]
     body = clients["admin"].get(f"/api/corpora/{corpus_id}/").json()
     assert (
-        body["state"] == CorpusState.EMBEDDING
-        and body["passages"] == 5
-        and body["projects"] == [factcheck_project.id]
+        body["state"] == CorpusState.EMBEDDING and body["passages"] == 5 and body["projects"] == [factcheck_project.id]
     )
 
 
-def test_a_project_admin_uploads_only_for_projects_they_run(
-    clients, users, factcheck_project, other_project
-):
+def test_a_project_admin_uploads_only_for_projects_they_run(clients, users, factcheck_project, other_project):
     assert upload(clients["mallory"], [other_project.id]).status_code == 202
     refused = upload(clients["mallory"], [factcheck_project.id])
     assert refused.status_code == 403 and str(factcheck_project.id) in refused.json()["detail"]
@@ -64,42 +58,31 @@ def test_a_project_admin_uploads_only_for_projects_they_run(
     assert upload(clients["anonymous"], [factcheck_project.id]).status_code == 401
 
 
-def test_corpora_are_seen_by_staff_and_the_admins_of_their_projects_only(
-    clients, factcheck_project, other_project
-):
+def test_corpora_are_seen_by_staff_and_the_admins_of_their_projects_only(clients, factcheck_project, other_project):
     mine = Corpus.objects.create(name="Mallory's")
     mine.projects.set([other_project])
     theirs = Corpus.objects.create(name="Staff's")
     theirs.projects.set([factcheck_project])
-    assert [c["name"] for c in clients["mallory"].get("/api/corpora/").json()["results"]] == [
-        "Mallory's"
-    ]
+    assert [c["name"] for c in clients["mallory"].get("/api/corpora/").json()["results"]] == ["Mallory's"]
     assert clients["mallory"].get(f"/api/corpora/{theirs.id}/").status_code == 404
     assert clients["alice"].get(f"/api/corpora/{theirs.id}/").status_code == 404
     assert len(clients["admin"].get("/api/corpora/").json()["results"]) == 2
 
 
-def test_sharing_changes_only_projects_the_caller_administers(
-    clients, factcheck_project, other_project
-):
+def test_sharing_changes_only_projects_the_caller_administers(clients, factcheck_project, other_project):
     corpus = Corpus.objects.create(name="Shared")
     corpus.projects.set([other_project])
     url = f"/api/corpora/{corpus.id}/projects/"
     assert (
-        clients["mallory"]
-        .put(url, {"projects": [other_project.id, factcheck_project.id]}, format="json")
-        .status_code
+        clients["mallory"].put(url, {"projects": [other_project.id, factcheck_project.id]}, format="json").status_code
         == 403
     )
     assert (
-        clients["admin"]
-        .put(url, {"projects": [other_project.id, factcheck_project.id]}, format="json")
-        .status_code
+        clients["admin"].put(url, {"projects": [other_project.id, factcheck_project.id]}, format="json").status_code
         == 200
     )
     assert (
-        clients["mallory"].put(url, {"projects": [other_project.id]}, format="json").status_code
-        == 403
+        clients["mallory"].put(url, {"projects": [other_project.id]}, format="json").status_code == 403
     )  # removes theirs
     assert set(corpus.projects.values_list("id", flat=True)) == {
         other_project.id,
@@ -110,13 +93,8 @@ def test_sharing_changes_only_projects_the_caller_administers(
 def test_bad_upload_settings_are_a_400_naming_the_field(clients, factcheck_project):
     response = upload(clients["admin"], [factcheck_project.id], passage_sentences=0)
     assert response.status_code == 400 and "passage_sentences" in response.json()
-    response = upload(
-        clients["admin"], [factcheck_project.id], passage_sentences=2, passage_stride=3
-    )
-    assert (
-        response.status_code == 400
-        and "passage_stride must not exceed" in response.json()["detail"]
-    )
+    response = upload(clients["admin"], [factcheck_project.id], passage_sentences=2, passage_stride=3)
+    assert response.status_code == 400 and "passage_stride must not exceed" in response.json()["detail"]
 
 
 def test_an_upload_over_the_limit_is_a_413(clients, factcheck_project, settings):
@@ -140,9 +118,7 @@ def test_project_admins_upload_a_corpus_on_the_project_page_and_see_its_state(
             },
             follow=True,
         )
-    assert (
-        "Corpus Encyclo&lt;script&gt;: queued." in response.content.decode()
-    )  # the worker takes it after the request
+    assert "Corpus Encyclo&lt;script&gt;: queued." in response.content.decode()  # the worker takes it after the request
     card = (
         client.get(f"/projects/{factcheck_project.id}/")
         .content.decode()
@@ -164,14 +140,9 @@ def test_project_admins_upload_a_corpus_on_the_project_page_and_see_its_state(
             {"name": "Bad", "file": bad, "passage_sentences": 5, "passage_stride": 2},
         )
     assert (
-        "line 2, field text: is missing or empty"
-        in client.get(f"/projects/{factcheck_project.id}/").content.decode()
+        "line 2, field text: is missing or empty" in client.get(f"/projects/{factcheck_project.id}/").content.decode()
     )
 
     client.force_login(users["alice"])  # annotators neither upload nor see the card
-    assert (
-        client.post(f"/projects/{factcheck_project.id}/corpora/", {"name": "x"}).status_code == 403
-    )
-    assert (
-        "Evidence corpora" not in client.get(f"/projects/{factcheck_project.id}/").content.decode()
-    )
+    assert client.post(f"/projects/{factcheck_project.id}/corpora/", {"name": "x"}).status_code == 403
+    assert "Evidence corpora" not in client.get(f"/projects/{factcheck_project.id}/").content.decode()

@@ -34,9 +34,7 @@ class WorkerDied(Exception):
 
 @pytest.fixture
 def queued(factcheck_project, users, data_dir, django_capture_on_commit_callbacks, monkeypatch):
-    monkeypatch.setattr(
-        corpus_services, "INSERT_BATCH", 4
-    )  # a batch every 2 documents (2 passages each)
+    monkeypatch.setattr(corpus_services, "INSERT_BATCH", 4)  # a batch every 2 documents (2 passages each)
     with django_capture_on_commit_callbacks(execute=False):  # no worker has taken it yet
         corpus = create_corpus(
             name="Big",
@@ -81,12 +79,8 @@ def test_an_import_whose_worker_died_resumes_after_its_last_batch(queued, monkey
     with pytest.raises(WorkerDied):
         run_corpus_import(queued.id)
     queued.refresh_from_db()
-    assert (
-        queued.state == CorpusState.IMPORTING and queued.lines_read == 6 and queued.documents == 6
-    )
-    first_ids = list(
-        Passage.objects.filter(corpus=queued).order_by("id").values_list("id", flat=True)
-    )
+    assert queued.state == CorpusState.IMPORTING and queued.lines_read == 6 and queued.documents == 6
+    first_ids = list(Passage.objects.filter(corpus=queued).order_by("id").values_list("id", flat=True))
     assert len(first_ids) == 12
     read = []
 
@@ -98,18 +92,11 @@ def test_an_import_whose_worker_died_resumes_after_its_last_batch(queued, monkey
     monkeypatch.setattr(corpus_services, "_documents", documents)
     went_silent(queued)
     corpus = run_corpus_import(queued.id)  # the task redelivered
-    assert (
-        corpus.state == CorpusState.EMBEDDING and corpus.documents == 12 and corpus.passages == 24
-    )
+    assert corpus.state == CorpusState.EMBEDDING and corpus.documents == 12 and corpus.passages == 24
     passages = Passage.objects.filter(corpus=corpus)
-    assert passages.count() == 24 and set(passages.values_list("document", flat=True)) == set(
-        range(1, 13)
-    )
+    assert passages.count() == 24 and set(passages.values_list("document", flat=True)) == set(range(1, 13))
     # The first six documents were not written again, and the file was not checked a second time.
-    assert (
-        list(passages.filter(document__lte=6).order_by("id").values_list("id", flat=True))
-        == first_ids
-    )
+    assert list(passages.filter(document__lte=6).order_by("id").values_list("id", flat=True)) == first_ids
     assert read == list(range(1, 13))
     assert not (data_dir / queued.file_path).exists()
 
@@ -118,9 +105,7 @@ def test_passages_written_after_the_last_recorded_batch_are_not_kept_twice(queue
     dying_after(monkeypatch, 7)
     with pytest.raises(WorkerDied):
         run_corpus_import(queued.id)
-    Passage.objects.create(
-        corpus=queued, document=7, position=0, text="half a batch of a dead worker"
-    )
+    Passage.objects.create(corpus=queued, document=7, position=0, text="half a batch of a dead worker")
     monkeypatch.undo()
     went_silent(queued)
     monkeypatch.setattr(corpus_services, "INSERT_BATCH", 4)
@@ -141,9 +126,7 @@ def test_a_running_import_is_cancelled_between_batches(queued, monkeypatch, data
 def test_a_queued_import_is_cancelled_before_any_worker_takes_it(queued, data_dir):
     corpus = cancel_corpus_import(queued.id)
     assert corpus.state == CorpusState.FAILED and not (data_dir / queued.file_path).exists()
-    assert (
-        run_corpus_import(queued.id).state == CorpusState.FAILED
-    )  # the task, delivered later: nothing to do
+    assert run_corpus_import(queued.id).state == CorpusState.FAILED  # the task, delivered later: nothing to do
     assert not Passage.objects.filter(corpus=corpus).exists()
 
 

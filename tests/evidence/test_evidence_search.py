@@ -40,11 +40,7 @@ def test_a_search_is_queued_answered_from_the_corpus_and_polled(
     polled = clients["alice"].get(body["url"]).json()
     assert polled["state"] == "done" and polled["problems"] == []
     results = polled["results"]
-    assert (
-        results
-        and results[0]["title"] == "Eiffel Tower"
-        and "330 metres" in " ".join(r["text"] for r in results)
-    )
+    assert results and results[0]["title"] == "Eiffel Tower" and "330 metres" in " ".join(r["text"] for r in results)
     assert [r["rank"] for r in results] == list(range(1, len(results) + 1))
     assert {r["query"] for r in results} == {"Eiffel tower height"}
     assert all(r["source"] == "corpus" and r["passage_id"] for r in results)
@@ -53,23 +49,17 @@ def test_a_search_is_queued_answered_from_the_corpus_and_polled(
 def test_only_members_search_and_only_the_author_reads_a_search(
     clients, factcheck_project, corpus, django_capture_on_commit_callbacks
 ):
-    assert (
-        clients["mallory"]
-        .post(url(factcheck_project), {"query": "Eiffel"}, format="json")
-        .status_code
-        == 404
+    assert clients["mallory"].post(url(factcheck_project), {"query": "Eiffel"}, format="json").status_code == 404
+    assert clients["anonymous"].post(url(factcheck_project), {"query": "Eiffel"}, format="json").status_code in (
+        401,
+        403,
     )
-    assert clients["anonymous"].post(
-        url(factcheck_project), {"query": "Eiffel"}, format="json"
-    ).status_code in (401, 403)
     with django_capture_on_commit_callbacks(execute=True):
         mine = (
             clients["carol"].post(url(factcheck_project), {"query": "Eiffel"}, format="json").json()
         )  # consolidators too
     assert clients["carol"].get(mine["url"]).status_code == 200
-    assert (
-        clients["alice"].get(mine["url"]).status_code == 404
-    )  # a search says what its author looks into
+    assert clients["alice"].get(mine["url"]).status_code == 404  # a search says what its author looks into
     assert clients["mallory"].get(mine["url"]).status_code == 404
     assert clients["carol"].get(f"{url(factcheck_project)}999999/").status_code == 404
 
@@ -100,13 +90,9 @@ def test_kinds_without_an_evidence_step_have_no_search(clients, felm_project):
     assert response.status_code == 400 and "evidence" in response.json()["detail"]
 
 
-def test_without_any_source_the_search_says_so(
-    clients, factcheck_project, django_capture_on_commit_callbacks
-):
+def test_without_any_source_the_search_says_so(clients, factcheck_project, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        body = (
-            clients["alice"].post(url(factcheck_project), {"query": "Eiffel"}, format="json").json()
-        )
+        body = clients["alice"].post(url(factcheck_project), {"query": "Eiffel"}, format="json").json()
     polled = clients["alice"].get(body["url"]).json()
     assert polled["state"] == "done" and polled["results"] == []
     assert "no evidence source" in polled["problems"][0]
@@ -125,19 +111,12 @@ def test_the_web_backend_adds_passages_and_its_failures_are_listed(
     }
     factcheck_project.save()
     with django_capture_on_commit_callbacks(execute=True):
-        body = (
-            clients["alice"]
-            .post(url(factcheck_project), {"query": "Curie Nobel Prize"}, format="json")
-            .json()
-        )
+        body = clients["alice"].post(url(factcheck_project), {"query": "Curie Nobel Prize"}, format="json").json()
     polled = clients["alice"].get(body["url"]).json()
     assert polled["state"] == "done"
     assert polled["results"] and all(r["source"] == "web" for r in polled["results"])
     assert any("Nobel Prize in Chemistry" in r["text"] for r in polled["results"])
-    assert any(
-        "pdf" in problem or "not HTML" in problem or "content type" in problem
-        for problem in polled["problems"]
-    )
+    assert any("pdf" in problem or "not HTML" in problem or "content type" in problem for problem in polled["problems"])
 
 
 def test_results_pointing_at_internal_addresses_are_refused_and_listed_with_the_reason(
@@ -150,14 +129,10 @@ def test_results_pointing_at_internal_addresses_are_refused_and_listed_with_the_
     }
     factcheck_project.save()
     with django_capture_on_commit_callbacks(execute=True):
-        body = (
-            clients["alice"].post(url(factcheck_project), {"query": "ssrf"}, format="json").json()
-        )
+        body = clients["alice"].post(url(factcheck_project), {"query": "ssrf"}, format="json").json()
     polled = clients["alice"].get(body["url"]).json()
     assert polled["state"] == "done"
-    assert polled["results"] and {r["url"] for r in polled["results"]} == {
-        f"{PAGES}/redirect/public"
-    }
+    assert polled["results"] and {r["url"] for r in polled["results"]} == {f"{PAGES}/redirect/public"}
     assert SECRET not in str(polled)
     assert "/secret" not in [path for path, _ in Web.seen]
     refused = [p for p in polled["problems"] if "was not fetched: refused, " in p]
@@ -169,9 +144,7 @@ def test_results_pointing_at_internal_addresses_are_refused_and_listed_with_the_
 def test_a_failing_search_is_shown_failed_and_a_repeated_task_does_not_search_twice(
     factcheck_project, users, monkeypatch
 ):
-    search = EvidenceSearch.objects.create(
-        project=factcheck_project, user=users["alice"], query="q"
-    )
+    search = EvidenceSearch.objects.create(project=factcheck_project, user=users["alice"], query="q")
 
     def broken(*args, **kwargs):
         raise RuntimeError("index unavailable")
@@ -191,22 +164,16 @@ def test_a_search_left_running_by_a_dead_worker_is_taken_again_later(factcheck_p
         state=EvidenceSearchState.RUNNING,
     )
     assert run_search(search.id) is None  # another worker may still be on it
-    EvidenceSearch.objects.filter(pk=search.id).update(
-        created_at=timezone.now() - timedelta(minutes=10)
-    )
+    EvidenceSearch.objects.filter(pk=search.id).update(created_at=timezone.now() - timedelta(minutes=10))
     assert run_search(search.id).state == EvidenceSearchState.DONE
 
 
-def test_the_step_2_page_carries_the_search_url_and_the_step_before(
-    factcheck_project, users, client
-):
+def test_the_step_2_page_carries_the_search_url_and_the_step_before(factcheck_project, users, client):
     from annotation.models import GoldRecord, ItemStage, StageStatus
     from annotation.services.assignments import assign_open_stages
 
     item = factcheck_project.items.create(prompt="p", response="r")
-    step1 = ItemStage.objects.create(
-        item=item, stage=1, status=StageStatus.DONE, content={"sentences": ["<i>A</i>."]}
-    )
+    step1 = ItemStage.objects.create(item=item, stage=1, status=StageStatus.DONE, content={"sentences": ["<i>A</i>."]})
     GoldRecord.objects.create(
         item_stage=step1,
         payload={"sentences": [{"decontext": "<i>A</i>.", "checkworthy": "yes", "claims": []}]},
@@ -218,6 +185,4 @@ def test_the_step_2_page_carries_the_search_url_and_the_step_before(
     page = client.get(f"/assignments/{assignment.id}/").content.decode()
     assert "factcheck_step2.js" in page and "diff.js" in page
     assert f"/api/projects/{factcheck_project.id}/evidence-searches/" in page
-    assert (
-        "<i>A</i>" not in page and "\\u003Ci\\u003EA\\u003C/i\\u003E" in page
-    )  # in the JSON state, escaped
+    assert "<i>A</i>" not in page and "\\u003Ci\\u003EA\\u003C/i\\u003E" in page  # in the JSON state, escaped

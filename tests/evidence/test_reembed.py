@@ -36,12 +36,8 @@ def as_if_another_model(corpus_id, seed=0):
 
 
 def stored(corpus_id):
-    rows = (
-        Passage.objects.filter(corpus_id=corpus_id).order_by("id").values_list("text", "embedding")
-    )
-    return [
-        (text, None if v is None else np.frombuffer(bytes(v), dtype=np.float32)) for text, v in rows
-    ]
+    rows = Passage.objects.filter(corpus_id=corpus_id).order_by("id").values_list("text", "embedding")
+    return [(text, None if v is None else np.frombuffer(bytes(v), dtype=np.float32)) for text, v in rows]
 
 
 def run(*args):
@@ -70,9 +66,7 @@ def test_reembedding_now_replaces_every_vector_with_the_current_backends(corpus)
     assert "re-embedded: ready" in output
     corpus.refresh_from_db()
     assert corpus.state == CorpusState.READY and corpus.embedded == corpus.passages
-    assert (
-        corpus.embedded_through == Passage.objects.filter(corpus=corpus).order_by("-id").first().id
-    )
+    assert corpus.embedded_through == Passage.objects.filter(corpus=corpus).order_by("-id").first().id
     assert corpus.embedded_at > first_ready
     rows = stored(corpus.id)
     fresh = embed([text for text, _ in rows])
@@ -118,9 +112,7 @@ def test_with_a_broker_the_vectors_are_cleared_and_the_embedding_task_queued(
             output = run(corpus.id)
     finally:
         app.conf.task_always_eager = True
-    assert "vectors cleared, embedding queued" in output and queued == [
-        ("annotation.tasks.embed_corpus", [corpus.id])
-    ]
+    assert "vectors cleared, embedding queued" in output and queued == [("annotation.tasks.embed_corpus", [corpus.id])]
     corpus.refresh_from_db()
     assert (corpus.state, corpus.embedded, corpus.embedded_through, corpus.embedded_at) == (
         CorpusState.EMBEDDING,
@@ -145,9 +137,7 @@ def test_only_imported_corpora_can_be_re_embedded_and_the_arguments_are_checked(
         run(corpus.id, "--all")
 
 
-def test_a_process_that_loaded_the_old_vectors_searches_with_the_new_ones(
-    corpus, factcheck_project, monkeypatch
-):
+def test_a_process_that_loaded_the_old_vectors_searches_with_the_new_ones(corpus, factcheck_project, monkeypatch):
     """Another process (web, worker) keeps its copy of the vectors; re-embedded, it must not rank
     with the old model's vectors, whether it looks again during the re-embedding or after it."""
     embed_all(corpus.id)
@@ -174,20 +164,16 @@ def test_a_process_that_loaded_the_old_vectors_searches_with_the_new_ones(
     assert not np.array_equal(np.array(vector_index._readers[corpus.id].vectors), old_rows)
 
 
-def test_a_cache_loaded_mid_embedding_notices_a_re_embedding_that_passed_it(
-    corpus, factcheck_project
-):
+def test_a_cache_loaded_mid_embedding_notices_a_re_embedding_that_passed_it(corpus, factcheck_project):
     assert embed_next_batch(corpus.id, size=2) == 2
     as_if_another_model(corpus.id)  # the first two vectors are "old"; the rest are not made yet
-    Passage.objects.filter(
-        corpus=corpus, id__gt=Corpus.objects.get(pk=corpus.pk).embedded_through
-    ).update(embedding=None)
+    Passage.objects.filter(corpus=corpus, id__gt=Corpus.objects.get(pk=corpus.pk).embedded_through).update(
+        embedding=None
+    )
     search = corpus_search(factcheck_project)
     search("Eiffel", embed(["Eiffel"])[0], 3)
     assert vector_index._readers[corpus.id].rows == 2
-    Passage.objects.filter(corpus=corpus).update(
-        embedding=None
-    )  # re-embedded from scratch elsewhere
+    Passage.objects.filter(corpus=corpus).update(embedding=None)  # re-embedded from scratch elsewhere
     Corpus.objects.filter(pk=corpus.pk).update(embedded=0, embedded_through=0)
     embed_next_batch(corpus.id, size=3)  # further than this process had got, still embedding
     candidates = corpus_search(factcheck_project)("Eiffel", embed(["Eiffel"])[0], 5)

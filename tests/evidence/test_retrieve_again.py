@@ -17,9 +17,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def stage(factcheck_project):
     item = factcheck_project.items.create(prompt="p", response="r")
-    stage = ItemStage.objects.create(
-        item=item, stage=2, status=StageStatus.READY, content=content(2, 1)
-    )
+    stage = ItemStage.objects.create(item=item, stage=2, status=StageStatus.READY, content=content(2, 1))
     assign_open_stages(factcheck_project)
     return stage
 
@@ -32,9 +30,7 @@ def new_passages(monkeypatch):
     def fake(claims, settings, search):
         asked.append([c["text"] for c in claims])
         for claim in claims:
-            claim.update(
-                queries=["again"], evidence=[passage(k + 10) for k in range(3)], problems=[]
-            )
+            claim.update(queries=["again"], evidence=[passage(k + 10) for k in range(3)], problems=[])
         return {"content": {"claims": claims}, "suggestion": None, "provenance": {}}
 
     monkeypatch.setattr(step2, "retrieve_evidence", fake)
@@ -81,14 +77,10 @@ def test_one_claim_gets_new_passages_and_drafts_start_its_stances_again(
     ]  # the annotator's own stays
     assert after.payload["claims"][1] == before.payload["claims"][1]
     # the draft still validates against the new content and can be completed
-    save_annotation(
-        assignment=after.assignment, payload=after.payload, version=after.version, submit=False
-    )
+    save_annotation(assignment=after.assignment, payload=after.payload, version=after.version, submit=False)
 
 
-def test_nothing_changes_once_an_annotator_has_submitted(
-    clients, factcheck_project, stage, users, new_passages
-):
+def test_nothing_changes_once_an_annotator_has_submitted(clients, factcheck_project, stage, users, new_passages):
     alice = stage.assignments.get(user=users["alice"])
     complete = {"claims": [full_answer([CS, IR], reliable=[True, None]), full_answer([IR])]}
     save_annotation(assignment=alice, payload=complete, version=0, submit=True)

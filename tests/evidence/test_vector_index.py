@@ -33,10 +33,7 @@ def clustered(n, seed=0, centres=20):
     """Unit vectors around a few topics, as embeddings of passages on a few subjects are."""
     rng = np.random.default_rng(seed)
     middle = rng.standard_normal((centres, DIM)).astype(np.float32)
-    x = (
-        middle[rng.integers(0, centres, n)]
-        + rng.standard_normal((n, DIM)).astype(np.float32) * 0.06
-    )
+    x = middle[rng.integers(0, centres, n)] + rng.standard_normal((n, DIM)).astype(np.float32) * 0.06
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -63,9 +60,7 @@ def add_passages(corpus, vectors):
             for i, v in enumerate(vectors)
         ]
     )
-    last = (
-        Passage.objects.filter(corpus=corpus).order_by("-id").values_list("id", flat=True).first()
-    )
+    last = Passage.objects.filter(corpus=corpus).order_by("-id").values_list("id", flat=True).first()
     Corpus.objects.filter(pk=corpus.pk).update(
         embedded=start + len(vectors), embedded_through=last, passages=start + len(vectors)
     )
@@ -84,10 +79,7 @@ def exact(corpus, queries, k):
 
 def near(vectors, seed=1, count=20):
     rng = np.random.default_rng(seed)
-    q = (
-        vectors[rng.integers(0, len(vectors), count)]
-        + rng.standard_normal((count, DIM)).astype(np.float32) * 0.06
-    )
+    q = vectors[rng.integers(0, len(vectors), count)] + rng.standard_normal((count, DIM)).astype(np.float32) * 0.06
     return (q / np.linalg.norm(q, axis=1, keepdims=True)).astype(np.float32)
 
 
@@ -110,9 +102,7 @@ def test_a_small_corpus_is_searched_exactly_from_the_mapped_files(factcheck_proj
     assert dense_hits_many([corpus], queries[:2], 10)[1] == reader.search(queries[1:2], 10)[0]
 
 
-def test_a_large_corpus_gets_an_ann_index_whose_recall_at_50_is_at_least_095(
-    factcheck_project, settings
-):
+def test_a_large_corpus_gets_an_ann_index_whose_recall_at_50_is_at_least_095(factcheck_project, settings):
     settings.VECTOR_INDEX_EXACT_MAX = 1000
     vectors = clustered(4000, centres=40)
     corpus = make_corpus(factcheck_project, vectors)
@@ -122,9 +112,7 @@ def test_a_large_corpus_gets_an_ann_index_whose_recall_at_50_is_at_least_095(
     assert reader.ann is not None
     queries = near(vectors, count=50)
     found, expected = reader.search(queries, 50), exact(corpus, queries, 50)
-    recall = np.mean(
-        [len({p for p, _ in f} & {p for p, _ in e}) / 50 for f, e in zip(found, expected)]
-    )
+    recall = np.mean([len({p for p, _ in f} & {p for p, _ in e}) / 50 for f, e in zip(found, expected)])
     assert recall >= 0.95
     for hits, query in zip(found, queries):  # the scores are exact cosines, not 8-bit ones
         truth = dict(exact(corpus, query[None, :], 4000)[0])
@@ -139,9 +127,7 @@ def test_extending_while_a_search_holds_the_old_view(factcheck_project, settings
     old = vector_index.reader(corpus)
     assert old.rows == 1200 and old.meta["ann_rows"] == 1200
     before = old.search(near(vectors, count=5), 20)
-    meta = add_passages(
-        corpus, vectors[1200:1400]
-    )  # a tail searched exactly, next to the ANN index
+    meta = add_passages(corpus, vectors[1200:1400])  # a tail searched exactly, next to the ANN index
     assert meta["rows"] == 1400 and meta["ann_rows"] == 1200
     assert old.search(near(vectors, count=5), 20) == before  # the old mapping is still valid
     new = vector_index.reader(corpus)
@@ -150,9 +136,7 @@ def test_extending_while_a_search_holds_the_old_view(factcheck_project, settings
     assert new.search(vectors[1399][None, :], 1)[0][0][0] == newest.id
     meta = add_passages(corpus, vectors[1400:])  # the tail grew past 250: folded into the ANN index
     assert meta["rows"] == meta["ann_rows"] == 1500
-    assert (
-        old.search(near(vectors, count=5), 20) == before
-    )  # its ANN file was replaced, not overwritten
+    assert old.search(near(vectors, count=5), 20) == before  # its ANN file was replaced, not overwritten
     reader = vector_index.reader(corpus)
     assert (
         reader.search(vectors[1499][None, :], 1)[0][0][0]
@@ -171,9 +155,7 @@ def test_a_restarted_process_reopens_the_index_without_reading_vectors_from_the_
         assert vector_index.reader(corpus).search(near(vectors), 5) == expected
 
 
-def test_a_restarted_process_reopens_the_index_from_another_interpreter(
-    factcheck_project, index_root
-):
+def test_a_restarted_process_reopens_the_index_from_another_interpreter(factcheck_project, index_root):
     """The files alone (no database) are what another process maps."""
     vectors = clustered(100)
     corpus = make_corpus(factcheck_project, vectors)
@@ -185,9 +167,7 @@ def test_a_restarted_process_reopens_the_index_from_another_interpreter(
         f"v = np.memmap({str(directory / f'vectors-{g}.f32')!r}, dtype=np.float32, mode='r').reshape(-1, {DIM}); "
         "print(len(ids), int(ids[0]), float(v[0] @ v[0]))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True
-    ).stdout.split()
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.split()
     first = Passage.objects.filter(corpus=corpus).order_by("id").first()
     assert int(out[0]) == 100 and int(out[1]) == first.id and abs(float(out[2]) - 1) < 1e-5
 
@@ -219,9 +199,7 @@ def test_an_index_of_vectors_made_again_elsewhere_is_rebuilt(factcheck_project):
     vectors = clustered(120, seed=5)
     corpus = make_corpus(factcheck_project, vectors)
     again = clustered(120, seed=6)
-    for pid, v in zip(
-        Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True), again
-    ):
+    for pid, v in zip(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True), again):
         Passage.objects.filter(id=pid).update(embedding=v.tobytes())
     vector_index.sync(corpus.id)
     assert np.array_equal(np.asarray(vector_index.reader(corpus).vectors), again)
@@ -257,9 +235,7 @@ def _break(directory, meta, how):
         "whole directory",
     ],
 )
-def test_a_missing_or_corrupt_index_is_rebuilt_with_a_log_line(
-    factcheck_project, settings, caplog, how
-):
+def test_a_missing_or_corrupt_index_is_rebuilt_with_a_log_line(factcheck_project, settings, caplog, how):
     settings.VECTOR_INDEX_EXACT_MAX = 500
     vectors = clustered(1000, seed=7)
     corpus = make_corpus(factcheck_project, vectors)
@@ -285,9 +261,7 @@ def test_a_large_corrupt_index_is_rebuilt_by_a_task_and_search_goes_on_lexically
     vector_index._readers.clear()
     search = corpus_search(factcheck_project)
     with caplog.at_level(logging.WARNING, logger="annotation.evidence.vector_index"):
-        candidates = search(
-            "passage number 7", vectors[7], 5
-        )  # no exception: lexical hits at least
+        candidates = search("passage number 7", vectors[7], 5)  # no exception: lexical hits at least
     assert any("rebuild queued" in r.getMessage() for r in caplog.records)
     assert candidates and any(c.passage_id for c in candidates)
     # The task ran (eager here; a worker elsewhere): the next search has the index again.
@@ -309,9 +283,7 @@ def test_the_step2_search_over_the_index_equals_exact_search_on_a_small_corpus(f
     )
     for candidates, expected in zip(found, exact(corpus, queries, 8)):
         assert {c.passage_id for c in candidates} == {pid for pid, _ in expected}
-        assert all(
-            np.array_equal(c.vector, vector_of[c.passage_id]) for c in candidates
-        )  # from the mapped file
+        assert all(np.array_equal(c.vector, vector_of[c.passage_id]) for c in candidates)  # from the mapped file
 
 
 def test_faiss_is_not_imported_when_the_web_application_starts():

@@ -125,16 +125,10 @@ def test_without_gold_the_gold_value_is_null(users):
     project = create_project(name="No gold", kind="felm", created_by=users["admin"])
     stage = make_stage(make_item(project), 1, {"segments": ["One."]})
     submit(stage, users["alice"], {"segments": [segment(True)]})
-    submit(
-        stage, users["bob"], {"segments": [segment(True)]}, submitted=False
-    )  # a draft is left out
+    submit(stage, users["bob"], {"segments": [segment(True)]}, submitted=False)  # a draft is left out
     [line] = lines(project)
     assert line["item"] == str(line["item_id"])  # no external id: the item's id, as the felm export
-    assert (
-        line["gold"] is None
-        and line["annotators"] == {"alice": "correct"}
-        and line["agreed"] is None
-    )
+    assert line["gold"] is None and line["annotators"] == {"alice": "correct"} and line["agreed"] is None
 
 
 # -- Factcheck ----------------------------------------------------------------------------------
@@ -260,9 +254,7 @@ def factcheck(users):
         },
         role=AssignmentRole.THIRD_RATER,
     )
-    stage3 = make_stage(
-        item, 3, {"sentences": [{"decontext": "Paris is in France."}, {"decontext": "I like it."}]}
-    )
+    stage3 = make_stage(item, 3, {"sentences": [{"decontext": "Paris is in France."}, {"decontext": "I like it."}]})
     submit(
         stage3,
         users["alice"],
@@ -310,11 +302,7 @@ def test_factcheck_step2_stance_per_passage_and_claim_fields_with_a_third_rater(
         "bob": "partially-support",
         "carol": "completely-support",
     }
-    assert (
-        stance["third_rater"] == "carol"
-        and stance["agreed"] is False
-        and stance["gold"] == "completely-support"
-    )
+    assert stance["third_rater"] == "carol" and stance["agreed"] is False and stance["gold"] == "completely-support"
     assert units[(0, 0, "stance3")]["agreed"] is True  # both kinds of support are "support"
     assert units[(0, 1, "stance")]["agreed"] is True
     factuality = units[(1, None, "factuality")]
@@ -345,9 +333,7 @@ def test_factcheck_ids_match_the_benchmark_export(factcheck):
 
 def test_factcheck_step3_revised_sentences_not_consolidated_yet(factcheck):
     step3 = by_unit([r for r in lines(factcheck) if r["step"] == 3], "sentence", "field")
-    assert (
-        step3[("sentence1", "revised")]["agreed"] is True
-    )  # up to spacing, as consolidation compares
+    assert step3[("sentence1", "revised")]["agreed"] is True  # up to spacing, as consolidation compares
     assert step3[("sentence2", "revised")]["annotators"] == {
         "alice": "I like it.",
         "bob": "I love it.",
@@ -402,9 +388,7 @@ def test_every_kind_lists_the_format(users, kind):
 
 
 def test_the_api_and_the_page_stream_it_to_admins_only(felm, users, client):
-    response = api_client(users["admin"]).get(
-        f"/api/projects/{felm.id}/export/", {"format": "agreement-units"}
-    )
+    response = api_client(users["admin"]).get(f"/api/projects/{felm.id}/export/", {"format": "agreement-units"})
     assert response.status_code == 200 and response["Content-Type"].startswith("application/jsonl")
     assert len(b"".join(response.streaming_content).splitlines()) == 5
     client.force_login(users["admin"])

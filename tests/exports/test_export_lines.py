@@ -15,9 +15,7 @@ from tests.helpers.builders import jsonl
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.postgres_only(
-        "lines are stored on PostgreSQL only (elsewhere every export renders every line)"
-    ),
+    pytest.mark.postgres_only("lines are stored on PostgreSQL only (elsewhere every export renders every line)"),
 ]
 FMT = "factcheck-bench"
 
@@ -59,9 +57,7 @@ def released_line(index: int) -> dict:
 
 @pytest.fixture
 def imported(factcheck_project):
-    import_jsonl(
-        factcheck_project, jsonl([released_line(i) for i in range(6)]), fmt=FMT, labels_as="gold"
-    )
+    import_jsonl(factcheck_project, jsonl([released_line(i) for i in range(6)]), fmt=FMT, labels_as="gold")
     return factcheck_project
 
 
@@ -85,16 +81,12 @@ def test_stored_and_rendered_lines_are_the_same(imported):
 
 
 @pytest.mark.parametrize("write", ["gold payload", "item row", "step status"])
-def test_a_line_is_stale_after_any_write_to_its_rows_even_one_that_bypasses_the_services(
-    imported, write
-):
+def test_a_line_is_stale_after_any_write_to_its_rows_even_one_that_bypasses_the_services(imported, write):
     first = Item.objects.filter(project=imported).order_by("id").first()
     ExportLine.objects.filter(item=first).update(line='{"served": "stale"}\n')
     if write == "gold payload":
         gold = GoldRecord.objects.get(item_stage__item=first, item_stage__stage=3)
-        GoldRecord.objects.filter(pk=gold.pk).update(
-            payload={**gold.payload, "response": "Rewritten."}
-        )
+        GoldRecord.objects.filter(pk=gold.pk).update(payload={**gold.payload, "response": "Rewritten."})
     elif write == "item row":
         Item.objects.filter(pk=first.pk).update(prompt="Another question?")
     else:
@@ -111,9 +103,7 @@ def test_a_line_is_stale_after_any_write_to_its_rows_even_one_that_bypasses_the_
 
 def test_lines_rendered_by_other_code_are_not_served(imported, monkeypatch):
     ExportLine.objects.update(line='{"served": "old code"}\n')
-    monkeypatch.setattr(
-        type(imported_kind(imported)), "export_renderer_version", lambda self: "another version"
-    )
+    monkeypatch.setattr(type(imported_kind(imported)), "export_renderer_version", lambda self: "another version")
     assert {"served": "old code"} not in exported(imported)
     # the export stored the lines it rendered, under the new version
     assert ExportLine.objects.exclude(line='{"served": "old code"}\n').count() == 6
@@ -156,9 +146,7 @@ def test_a_consolidation_stores_the_items_line(factcheck_project, users):
     from annotation.services.annotations import save_annotation
     from annotation.services.consolidation import save_consolidation
 
-    import_jsonl(
-        factcheck_project, jsonl([{"prompt": "Q?", "response": "Paris is in France."}]), fmt="plain"
-    )
+    import_jsonl(factcheck_project, jsonl([{"prompt": "Q?", "response": "Paris is in France."}]), fmt="plain")
     stage = ItemStage.objects.get(item__project=factcheck_project, stage=1)
     payload = {
         "sentences": [
@@ -166,9 +154,7 @@ def test_a_consolidation_stores_the_items_line(factcheck_project, users):
                 "decontext": "Paris is in France.",
                 "importance": "yes",
                 "checkworthy": "yes",
-                "claims": [
-                    {"text": "Paris is in France.", "category": "factual", "importance": "yes"}
-                ],
+                "claims": [{"text": "Paris is in France.", "category": "factual", "importance": "yes"}],
             }
         ]
     }

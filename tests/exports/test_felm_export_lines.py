@@ -11,9 +11,7 @@ from tests.helpers.builders import felm_line, jsonl
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.postgres_only(
-        "lines are stored on PostgreSQL only (elsewhere every export renders every line)"
-    ),
+    pytest.mark.postgres_only("lines are stored on PostgreSQL only (elsewhere every export renders every line)"),
 ]
 
 
@@ -45,9 +43,7 @@ def test_the_stored_lines_are_the_rendered_ones(imported, monkeypatch):
     assert "".join(export_jsonl(imported, "felm")) == rendered(imported, monkeypatch)
 
 
-def test_a_gold_record_written_behind_the_services_back_is_never_served_stale(
-    imported, monkeypatch
-):
+def test_a_gold_record_written_behind_the_services_back_is_never_served_stale(imported, monkeypatch):
     first = Item.objects.filter(project=imported).order_by("id").first()
     gold = GoldRecord.objects.get(item_stage__item=first)
     segments = [

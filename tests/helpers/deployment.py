@@ -10,8 +10,7 @@ def clean_env(**variables) -> dict:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("DJANGO_", "AXES_", "SECURE_"))
-        and k not in {"DATABASE_URL", "CELERY_BROKER_URL"}
+        if not k.startswith(("DJANGO_", "AXES_", "SECURE_")) and k not in {"DATABASE_URL", "CELERY_BROKER_URL"}
     }
     return {**env, **variables}
 

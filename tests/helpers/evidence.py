@@ -26,12 +26,7 @@ DOCUMENTS = [
 
 
 def upload(lines, name="corpus.jsonl", prefix=b""):
-    data = (
-        prefix
-        + "".join(
-            (line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines
-        ).encode()
-    )
+    data = prefix + "".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines).encode()
     file = io.BytesIO(data)
     file.name, file.size = name, len(data)
     return file

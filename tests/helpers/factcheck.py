@@ -65,9 +65,7 @@ def answer(
     }
 
 
-def manual(
-    text="It says so.", url="https://m.example/a", query="who", reliable=True, sufficient=True
-):
+def manual(text="It says so.", url="https://m.example/a", query="who", reliable=True, sufficient=True):
     return {
         "text": text,
         "url": url,
@@ -207,9 +205,7 @@ def rated_answer(stances):
 def step2_item(project, name="item"):
     """An item whose step 2 is open, assigned to two annotators (step 1's gold is not needed here)."""
     item = project.items.create(prompt="p", response="r", external_id=name)
-    stage = ItemStage.objects.create(
-        item=item, stage=2, status=StageStatus.READY, content=content(2)
-    )
+    stage = ItemStage.objects.create(item=item, stage=2, status=StageStatus.READY, content=content(2))
     assign_open_stages(project)
     return stage
 

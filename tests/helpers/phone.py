@@ -121,9 +121,7 @@ def felm_pages(felm_project, users):
             submit=True,
         )
     return {
-        "assignment": Assignment.objects.filter(
-            user=users["alice"], item_stage__item__project=felm_project
-        )
+        "assignment": Assignment.objects.filter(user=users["alice"], item_stage__item__project=felm_project)
         .exclude(item_stage__item=item)
         .order_by("id")
         .first(),
@@ -151,9 +149,7 @@ def factcheck_pages(factcheck_project, users, capture_on_commit):
             fmt="plain",
         )
     step1_item = project.items.get()
-    assert step1_item.stages.get().status == StageStatus.ANNOTATING, (
-        "the offline pre-annotation did not run"
-    )
+    assert step1_item.stages.get().status == StageStatus.ANNOTATING, "the offline pre-annotation did not run"
 
     def later_step_item(external_id):
         item = project.items.create(
@@ -161,15 +157,12 @@ def factcheck_pages(factcheck_project, users, capture_on_commit):
             response=" ".join(STEP1_CONTENT["sentences"]),
             external_id=external_id,
         )
-        stage1 = ItemStage.objects.create(
-            item=item, stage=1, status=StageStatus.DONE, content=STEP1_CONTENT
-        )
+        stage1 = ItemStage.objects.create(item=item, stage=1, status=StageStatus.DONE, content=STEP1_CONTENT)
         GoldRecord.objects.create(item_stage=stage1, payload=STEP1_GOLD)
         return item
 
     evidence = [
-        passage(k) | {"url": LONG_URL, "title": "Nobel Prize in Physics 1903 — the official page"}
-        for k in range(3)
+        passage(k) | {"url": LONG_URL, "title": "Nobel Prize in Physics 1903 — the official page"} for k in range(3)
     ]
     step2_item = later_step_item("step-2")
     ItemStage.objects.create(
@@ -179,9 +172,7 @@ def factcheck_pages(factcheck_project, users, capture_on_commit):
         content={"claims": [dict(claim, evidence=evidence) for claim in STEP2_CONTENT["claims"]]},
     )
     step3_item = later_step_item("step-3")
-    stage2 = ItemStage.objects.create(
-        item=step3_item, stage=2, status=StageStatus.DONE, content=STEP2_CONTENT
-    )
+    stage2 = ItemStage.objects.create(item=step3_item, stage=2, status=StageStatus.DONE, content=STEP2_CONTENT)
     GoldRecord.objects.create(item_stage=stage2, payload=STEP2_GOLD)
     ItemStage.objects.create(
         item=step3_item,

@@ -103,9 +103,7 @@ def system_lines(items=range(ITEMS), wrong_every=3) -> list[dict]:
     lines = []
     for i in items:
         wrong = i % wrong_every == 0
-        lines.append(
-            {"item": f"q{i}", "sentence": "sentence1", "checkworthy": "no" if wrong else "yes"}
-        )
+        lines.append({"item": f"q{i}", "sentence": "sentence1", "checkworthy": "no" if wrong else "yes"})
         lines.append({"item": f"q{i}", "sentence": "sentence2", "checkworthy": "yes"})
         lines.append(
             {
@@ -167,9 +165,7 @@ def make_run(project, lines, system="checker", version="", **options) -> SystemR
 
 
 def read(project, lines):
-    return read_predictions(
-        scoring.project_tasks(project), upload(lines), known=scoring.existing_units(project)
-    )
+    return read_predictions(scoring.project_tasks(project), upload(lines), known=scoring.existing_units(project))
 
 
 RESAMPLES = 200
@@ -189,9 +185,7 @@ def felm_gold_project(users):
     and bob, who disagree on segment 1 of the even items."""
     project = create_project(name="FELM scored", kind="felm", created_by=users["admin"])
     for i in range(6):
-        item = Item.objects.create(
-            project=project, external_id=str(i), prompt="Q?", response="One. Two. Three."
-        )
+        item = Item.objects.create(project=project, external_id=str(i), prompt="Q?", response="One. Two. Three.")
         stage = ItemStage.objects.create(
             item=item,
             stage=1,
@@ -229,8 +223,7 @@ def dfs_line(item, model, facts, pages):
         "atomic_facts": facts,
         "model": model,
         "candidates": [
-            {"title": f"{item} page {p}", "url": f"https://example.org/{item}/{p}", "text": "t"}
-            for p in range(pages)
+            {"title": f"{item} page {p}", "url": f"https://example.org/{item}/{p}", "text": "t"} for p in range(pages)
         ],
     }
 
@@ -326,16 +319,10 @@ def build_campaign(project, users, make_user, third="dave", items=30, segments=4
             labels = []
             for correct, error_type in truth:
                 label = correct if rng.random() < skill[name] else not correct
-                kind = (
-                    (error_type if rng.random() < skill[name] else rng.choice(ERROR_TYPES))
-                    if not label
-                    else None
-                )
+                kind = (error_type if rng.random() < skill[name] else rng.choice(ERROR_TYPES)) if not label else None
                 labels.append((label, kind))
             # the second annotator submits later; item 7's second submission has no time (left out of weeks)
-            submitted_at = (
-                None if index == 7 and position == 1 else first_at + timedelta(hours=30 * position)
-            )
+            submitted_at = None if index == 7 and position == 1 else first_at + timedelta(hours=30 * position)
             assignment = Assignment.objects.create(
                 item_stage=stage, user=users[name], status="submitted", submitted_at=submitted_at
             )
@@ -344,8 +331,7 @@ def build_campaign(project, users, make_user, third="dave", items=30, segments=4
                 submitted=True,
                 payload={
                     "segments": [
-                        {"label": label, "error_type": kind, "comment": "", "refs": []}
-                        for label, kind in labels
+                        {"label": label, "error_type": kind, "comment": "", "refs": []} for label, kind in labels
                     ]
                 },
             )
@@ -357,8 +343,7 @@ def build_campaign(project, users, make_user, third="dave", items=30, segments=4
                 source=GoldSource.CONSOLIDATION,
                 payload={
                     "segments": [
-                        {"label": label, "error_type": kind, "comment": "", "refs": []}
-                        for label, kind in gold
+                        {"label": label, "error_type": kind, "comment": "", "refs": []} for label, kind in gold
                     ]
                 },
             )

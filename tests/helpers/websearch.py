@@ -93,9 +93,7 @@ class Web(BaseHTTPRequestHandler):
             query = parse_qs(parts.query)["q"][0]
             if query == "ssrf":
                 results = [{"url": u, "title": u, "content": ""} for u in ssrf_urls(own)]
-                return self.reply(
-                    200, json.dumps({"results": results}).encode(), "application/json"
-                )
+                return self.reply(200, json.dumps({"results": results}).encode(), "application/json")
             if query == "slow":
                 time.sleep(1.5)
             if query == "huge answer":
@@ -130,13 +128,9 @@ class Web(BaseHTTPRequestHandler):
             time.sleep(1.5)
             return self.reply(200, ARTICLE.encode(), "text/html")
         if parts.path == "/huge":
-            return self.reply(
-                200, b"<html><body><p>" + b"word " * 100_000 + b"</p></body></html>", "text/html"
-            )
+            return self.reply(200, b"<html><body><p>" + b"word " * 100_000 + b"</p></body></html>", "text/html")
         if parts.path == "/javascript-only":
-            return self.reply(
-                200, b"<html><body><script>render()</script></body></html>", "text/html"
-            )
+            return self.reply(200, b"<html><body><script>render()</script></body></html>", "text/html")
         return self.reply(404, b"not found", "text/plain")
 
 
@@ -185,9 +179,7 @@ def route_test_network(monkeypatch, port: int) -> None:
         Web.dialled.append((ip, dial_port))
         if (ip, dial_port) == (PUBLIC_IP, 80):
             return "127.0.0.1", port
-        assert (ip, dial_port) == ("127.0.0.1", port), (
-            f"the guard let {ip}:{dial_port} through"
-        )  # the search API
+        assert (ip, dial_port) == ("127.0.0.1", port), f"the guard let {ip}:{dial_port} through"  # the search API
         return ip, dial_port
 
     monkeypatch.setattr(outbound, "resolve_host", resolve)
@@ -241,9 +233,7 @@ def web_server(monkeypatch):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     Web.seen, Web.hosts, Web.dialled = [], [], []
     route_test_network(monkeypatch, server.server_port)
-    monkeypatch.setenv(
-        "OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1"
-    )  # the search API is this loopback server
+    monkeypatch.setenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1")  # the search API is this loopback server
     try:
         yield WebSearchConfig(
             base_url=f"http://127.0.0.1:{server.server_port}/",

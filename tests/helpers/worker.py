@@ -20,9 +20,7 @@ def require_full_stack():
     if not os.environ.get("CELERY_BROKER_URL"):
         reasons.append("CELERY_BROKER_URL is not set")
     if connection.vendor != "postgresql":
-        reasons.append(
-            "DATABASE_URL does not name PostgreSQL (a worker process cannot see an in-memory test database)"
-        )
+        reasons.append("DATABASE_URL does not name PostgreSQL (a worker process cannot see an in-memory test database)")
     if reasons:
         skip_without_service("; ".join(reasons))
 

@@ -71,10 +71,7 @@ HOSTILE_LINES = [
     ),
     (
         "felm",
-        json.dumps(felm_line(2, ["A.", "B.", "C."], comment=["", "", "x"]))[:-1].replace(
-            '"x"', '"\\ud83d"'
-        )
-        + "}",
+        json.dumps(felm_line(2, ["A.", "B.", "C."], comment=["", "", "x"]))[:-1].replace('"x"', '"\\ud83d"') + "}",
         "comment[2]",
         SURROGATE,
     ),
@@ -106,9 +103,7 @@ def _file(bad_line: str, fmt: str = "plain") -> list[bytes]:
 
 
 @pytest.mark.parametrize("fmt, bad_line, field, message", HOSTILE_LINES)
-def test_hostile_values_are_refused_with_line_and_field(
-    felm_project, fmt, bad_line, field, message
-):
+def test_hostile_values_are_refused_with_line_and_field(felm_project, fmt, bad_line, field, message):
     with pytest.raises(ImportFailed) as failed:
         import_jsonl(felm_project, _file(bad_line, fmt), fmt=fmt)
     assert failed.value.errors == [{"line": 2, "field": field, "message": message}]
@@ -124,9 +119,7 @@ def test_hostile_values_through_the_api_fail_the_job_not_the_server(
     upload.seek(0)
     response, job = post_import(clients["admin"], felm_project.id, upload, fmt)
     assert response.status_code == 202
-    assert job["state"] == "failed" and job["errors"] == [
-        {"line": 2, "field": field, "message": message}
-    ]
+    assert job["state"] == "failed" and job["errors"] == [{"line": 2, "field": field, "message": message}]
     assert not Item.objects.exists()
 
 
@@ -145,14 +138,10 @@ def test_a_non_finite_number_on_a_line_that_is_not_json_anyway_is_a_json_error(f
 
 def test_an_integer_too_long_to_read_is_a_line_error(felm_project):
     with pytest.raises(ImportFailed) as failed:
-        import_jsonl(
-            felm_project, _file('{"response": "x", "n": 1' + "0" * 5000 + "}"), fmt="plain"
-        )
+        import_jsonl(felm_project, _file('{"response": "x", "n": 1' + "0" * 5000 + "}"), fmt="plain")
     [error] = failed.value.errors
     # the field and the column of the number, not only the line
-    assert (error["line"], error["field"]) == (2, "n") and "5,001 digits at column 24" in error[
-        "message"
-    ]
+    assert (error["line"], error["field"]) == (2, "n") and "5,001 digits at column 24" in error["message"]
 
 
 def test_strings_that_only_look_suspicious_are_imported(felm_project):
@@ -166,9 +155,7 @@ def test_strings_that_only_look_suspicious_are_imported(felm_project):
     assert Item.objects.get().response == "Escaped \\ud800 text, 1e400 as text, 😀 emoji."
 
 
-MULTILINE = (
-    "is one JSON document spread over several lines (a pretty-printed array or object), not JSONL"
-)
+MULTILINE = "is one JSON document spread over several lines (a pretty-printed array or object), not JSONL"
 
 
 @pytest.mark.parametrize(
@@ -183,15 +170,11 @@ def test_a_pretty_printed_document_is_one_error_that_says_so(felm_project, recor
     with pytest.raises(ImportFailed) as failed:
         import_jsonl(felm_project, content.splitlines(keepends=True), fmt="plain")
     [error] = failed.value.errors
-    assert (error["line"], error["field"]) == (3, "(file)") and error["message"].startswith(
-        MULTILINE
-    )
+    assert (error["line"], error["field"]) == (3, "(file)") and error["message"].startswith(MULTILINE)
 
 
 def test_a_json_array_on_one_line_is_one_error_that_says_so(felm_project):
-    content = json.dumps(
-        [{"prompt": "q", "response": "a"}, {"prompt": "r", "response": "b"}]
-    ).encode()
+    content = json.dumps([{"prompt": "q", "response": "a"}, {"prompt": "r", "response": "b"}]).encode()
     with pytest.raises(ImportFailed) as failed:
         import_jsonl(felm_project, [content], fmt="plain")
     assert failed.value.errors == [
@@ -256,14 +239,8 @@ def test_exact_duplicates_in_the_file_and_in_the_project_are_skipped_and_counted
 
 def test_a_file_of_nothing_but_known_duplicates_is_done_not_an_error(felm_project, clients):
     import_jsonl(felm_project, jsonl([felm_line(1, ["A."])]), fmt="felm")
-    response, job = post_import(
-        clients["admin"], felm_project.id, jsonl([felm_line(1, ["A."])]), "felm"
-    )
-    assert (
-        job["state"] == "done"
-        and job["result"]["items"] == 0
-        and job["result"]["duplicates_skipped"] == 1
-    )
+    response, job = post_import(clients["admin"], felm_project.id, jsonl([felm_line(1, ["A."])]), "felm")
+    assert job["state"] == "done" and job["result"]["items"] == 0 and job["result"]["duplicates_skipped"] == 1
     assert Item.objects.count() == 1
 
 

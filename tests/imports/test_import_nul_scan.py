@@ -47,13 +47,9 @@ def test_a_nul_in_a_later_step_of_a_released_line_is_refused_by_the_kind(factche
     clean, dirty = released_line(), released_line()
     dirty["sentences"]["sentence1"]["revised_claims"][0] = "Completed\u0000 in 1889."
     with pytest.raises(ImportFailed) as failed:
-        import_jsonl(
-            factcheck_project, jsonl([clean, dirty]), fmt="factcheck-bench", labels_as="gold"
-        )
+        import_jsonl(factcheck_project, jsonl([clean, dirty]), fmt="factcheck-bench", labels_as="gold")
     (error,) = failed.value.errors
-    assert (
-        error["line"] == 2 and error["field"].startswith("step 2") and "U+0000" in error["message"]
-    )
+    assert error["line"] == 2 and error["field"].startswith("step 2") and "U+0000" in error["message"]
 
 
 def test_a_nul_in_a_document_is_refused(factcheck_project):
@@ -67,9 +63,7 @@ def test_a_nul_in_a_document_is_refused(factcheck_project):
 
 
 def test_the_consumer_of_parsed_items_still_walks_for_nuls(felm_project):
-    for entry in parse_import_file(
-        felm_project, jsonl([{"prompt": "q", "response": "r"}]), "plain"
-    ):
+    for entry in parse_import_file(felm_project, jsonl([{"prompt": "q", "response": "r"}]), "plain"):
         assert not isinstance(entry, dict)
         assert nul_path({"a": "b\x00"}) == "a"  # the reader's fast path ends with its line
 
@@ -83,24 +77,15 @@ def test_a_huge_integer_names_its_field_and_one_in_a_string_is_text(felm_project
             fmt="plain",
         )
     (error,) = failed.value.errors
-    assert (error["line"], error["field"]) == (1, "n") and "5,001 digits at column 39" in error[
-        "message"
-    ]
+    assert (error["line"], error["field"]) == (1, "n") and "5,001 digits at column 39" in error["message"]
     assert (
-        import_jsonl(
-            felm_project, [('{"prompt": "q", "response": "' + digits + '"}').encode()], fmt="plain"
-        ).items
-        == 1
+        import_jsonl(felm_project, [('{"prompt": "q", "response": "' + digits + '"}').encode()], fmt="plain").items == 1
     )
 
 
-@pytest.mark.parametrize(
-    "tail", ['"n": 1' + "0" * 5000 + ', "x": NaN', '"x": NaN, "n": 1' + "0" * 5000]
-)
+@pytest.mark.parametrize("tail", ['"n": 1' + "0" * 5000 + ', "x": NaN', '"x": NaN, "n": 1' + "0" * 5000])
 def test_a_huge_integer_beside_nan_is_refused_as_before(felm_project, tail):
     with pytest.raises(ImportFailed) as failed:
-        import_jsonl(
-            felm_project, [('{"prompt": "q", "response": "r", ' + tail + "}").encode()], fmt="plain"
-        )
+        import_jsonl(felm_project, [('{"prompt": "q", "response": "r", ' + tail + "}").encode()], fmt="plain")
     (error,) = failed.value.errors
     assert (error["line"], error["field"], error["message"]) == (1, "(json)", NON_FINITE)

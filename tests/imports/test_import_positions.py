@@ -18,11 +18,7 @@ from tests.helpers.builders import project_with_team
 pytestmark = pytest.mark.django_db
 
 # a line whose JSON breaks at column 126: "nul" where a value is expected
-PREFIX = (
-    '{"prompt": "Where is the Eiffel Tower?", "response": "It is in Paris.", "notes": "'
-    + "x" * 34
-    + '", "n": ['
-)
+PREFIX = '{"prompt": "Where is the Eiffel Tower?", "response": "It is in Paris.", "notes": "' + "x" * 34 + '", "n": ['
 BROKEN = PREFIX + "nul, 1]}"
 COLUMN = len(PREFIX) + 1
 assert COLUMN == 126
@@ -30,9 +26,7 @@ assert COLUMN == 126
 
 def good_line(kind: str, fmt: str) -> str:
     if fmt == "felm":
-        return json.dumps(
-            {"index": "1", "prompt": "Q?", "response": "A.", "segmented_response": ["A."]}
-        )
+        return json.dumps({"index": "1", "prompt": "Q?", "response": "A.", "segmented_response": ["A."]})
     if fmt == "dfactscore":
         return json.dumps(
             {
@@ -83,9 +77,7 @@ def test_the_tool_screen_document_names_the_line_and_column_in_the_document(user
 def test_a_line_that_is_not_utf8_names_the_column_of_the_bad_byte(felm_project):
     bad = b'{"prompt": "caf\xc3\xa9", "response": "\xff"}\n'  # the \xff is character 33 (é is one)
     with pytest.raises(ImportFailed) as caught:
-        import_jsonl(
-            felm_project, io.BytesIO(b'{"prompt": "q", "response": "a"}\n' + bad), fmt="plain"
-        )
+        import_jsonl(felm_project, io.BytesIO(b'{"prompt": "q", "response": "a"}\n' + bad), fmt="plain")
     error = caught.value.errors[0]
     assert (error["line"], error["field"], error["column"]) == (2, "(line)", 33)
     assert "is not UTF-8" in error["message"] and '"response": "⟨here⟩\\xff"}»' in error["message"]
@@ -108,9 +100,7 @@ def test_a_corpus_upload_names_the_line_and_column(
     upload = io.BytesIO(data)
     upload.name, upload.size = "corpus.jsonl", len(data)
     with django_capture_on_commit_callbacks(execute=True):
-        corpus = create_corpus(
-            name="Broken", user=users["admin"], upload=upload, projects=[factcheck_project]
-        )
+        corpus = create_corpus(name="Broken", user=users["admin"], upload=upload, projects=[factcheck_project])
     corpus = Corpus.objects.get(pk=corpus.pk)
     assert corpus.state == CorpusState.FAILED
     check(corpus.errors[0], 2)

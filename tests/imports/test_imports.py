@@ -21,11 +21,7 @@ def test_felm_shape_keeps_its_segments_and_is_ready(felm_project):
     )
     assert result.items == 1 and result.precomputing == 0 and result.assignments == 2
     item = Item.objects.get(project=felm_project)
-    assert (
-        item.external_id == "7"
-        and item.domain == "wk"
-        and item.metadata == {"ref": [], "extra_field": 1}
-    )
+    assert item.external_id == "7" and item.domain == "wk" and item.metadata == {"ref": [], "extra_field": 1}
     stage = item.stages.get()
     assert stage.status == StageStatus.ANNOTATING
     assert stage.content == {"segments": ["One claim.", "Another claim."]}
@@ -59,9 +55,7 @@ def test_project_segmentation_setting_is_used(felm_project, django_capture_on_co
     assert ItemStage.objects.get(item__project=felm_project).content["segments"] == ["One. Two."]
 
 
-def test_failed_segmentation_is_visible_and_can_be_retried(
-    felm_project, django_capture_on_commit_callbacks
-):
+def test_failed_segmentation_is_visible_and_can_be_retried(felm_project, django_capture_on_commit_callbacks):
     felm_project.pipeline_settings = {"segmentation": "nonsense"}
     felm_project.save()
     with django_capture_on_commit_callbacks(execute=True):
@@ -127,22 +121,15 @@ def test_labels_as_gold_makes_gold_records_without_assignments(felm_project):
 def test_labels_as_suggestion_are_hints_never_selected(felm_project, clients, users, client):
     """Issue 10: a pre-selected label left untouched would count as the annotator's, and two
     annotators would "agree" with the machine rather than with each other."""
-    line = felm_line(
-        1, ["A.", "B."], labels=[True, False], comment=["", "why <b>"], type=[None, "fooled"]
-    )
+    line = felm_line(1, ["A.", "B."], labels=[True, False], comment=["", "why <b>"], type=[None, "fooled"])
     import_jsonl(felm_project, jsonl([line]), fmt="felm", labels_as="suggestion")
     assignment = users["alice"].assignments.get()
     state = clients["alice"].get(f"/api/assignments/{assignment.id}/annotation/").json()
-    assert (
-        state["payload"]["segments"]
-        == [{"label": None, "error_type": None, "comment": "", "refs": []}] * 2
-    )
+    assert state["payload"]["segments"] == [{"label": None, "error_type": None, "comment": "", "refs": []}] * 2
     assert assignment.item_stage.suggestion["segments"][1]["error_type"] == "fooled"
     client.force_login(users["alice"])
     page = client.get(f"/assignments/{assignment.id}/").content.decode()
-    assert (
-        "felm.js" in page and '"suggestion": {"segments"' in page and "why \\u003Cb\\u003E" in page
-    )
+    assert "felm.js" in page and '"suggestion": {"segments"' in page and "why \\u003Cb\\u003E" in page
 
 
 def test_labels_as_gold_needs_labels(felm_project):
@@ -163,8 +150,7 @@ def test_labels_as_gold_needs_labels(felm_project):
         (
             "{not json",
             "(json)",
-            "is not valid JSON: Expecting property name enclosed in double quotes at column 2, "
-            "near «{⟨here⟩not json»",
+            "is not valid JSON: Expecting property name enclosed in double quotes at column 2, near «{⟨here⟩not json»",
         ),
         ("[1, 2]", "(line)", "must be a JSON object"),
         (json.dumps({"prompt": "p"}), "response", "is missing (FELM shape needs it)"),
@@ -197,9 +183,7 @@ def test_labels_as_gold_needs_labels(felm_project):
         (json.dumps(felm_line(1, ["A."], ref="https://x")), "ref", "must be a list of strings"),
     ],
 )
-def test_a_bad_line_fails_the_whole_file_naming_line_and_field(
-    felm_project, bad_line, field, message
-):
+def test_a_bad_line_fails_the_whole_file_naming_line_and_field(felm_project, bad_line, field, message):
     good = json.dumps(felm_line(1, ["A."]))
     content = f"{good}\n\n{good}\n{bad_line}\n{good}\n".encode()
     with pytest.raises(ImportFailed) as error:
@@ -240,18 +224,14 @@ def test_api_import_reports_the_bad_line(clients, felm_project):
     response, job = post_import(clients["admin"], felm_project.id, upload, "felm")
     assert response.status_code == 202
     assert job["state"] == "failed" and job["result"] is None
-    assert job["errors"] == [
-        {"line": 2, "field": "response", "message": "is missing (FELM shape needs it)"}
-    ]
+    assert job["errors"] == [{"line": 2, "field": "response", "message": "is missing (FELM shape needs it)"}]
     assert Item.objects.count() == 0
 
 
 def test_management_commands_import_and_export(felm_project, tmp_path, capsys):
     source = tmp_path / "in.jsonl"
     source.write_text(json.dumps(felm_line(3, ["A.", "B."])) + "\n")
-    call_command(
-        "import_items", str(felm_project.id), str(source), "--format", "felm", "--labels-as", "gold"
-    )
+    call_command("import_items", str(felm_project.id), str(source), "--format", "felm", "--labels-as", "gold")
     target = tmp_path / "out.jsonl"
     call_command("export_items", felm_project.name, "--format", "felm", "-o", str(target))
     exported = [json.loads(line) for line in target.read_text().splitlines()]
@@ -280,8 +260,6 @@ def test_a_nul_character_in_labels_counts_only_when_the_labels_are_kept(felm_pro
     lines = [felm_line(1, ["A."]), felm_line(2, ["B."], comment=["fine\u0000not"])]
     with pytest.raises(ImportFailed) as failed:
         import_jsonl(felm_project, jsonl(lines), fmt="felm", labels_as="gold")
-    assert failed.value.errors == [
-        {"line": 2, "field": "labels.segments[0].comment", "message": NUL_REFUSED}
-    ]
+    assert failed.value.errors == [{"line": 2, "field": "labels.segments[0].comment", "message": NUL_REFUSED}]
     assert not Item.objects.exists()
     assert import_jsonl(felm_project, jsonl(lines), fmt="felm", labels_as="ignore").items == 2

@@ -35,9 +35,7 @@ def test_rewordings_of_one_claim_are_paired(a, b):
 
 
 def test_similarity_ignores_case_word_order_and_spacing():
-    assert similarity(
-        "Paris is  the capital of France.", "the capital of France is paris."
-    ) == pytest.approx(
+    assert similarity("Paris is  the capital of France.", "the capital of France is paris.") == pytest.approx(
         similarity("paris is the capital of france.", "paris is the capital of france."), abs=0.05
     )
 
@@ -49,9 +47,7 @@ def test_agreed_texts_reach_the_gold_draft_with_tidy_whitespace():
             {
                 **sentence,
                 "decontext": "Water  boils at 100 °C.",
-                "claims": [
-                    {"text": "Water boils\nat 100 °C.", "category": "factual", "importance": "yes"}
-                ],
+                "claims": [{"text": "Water boils\nat 100 °C.", "category": "factual", "importance": "yes"}],
             }
         ]
     }
@@ -60,9 +56,7 @@ def test_agreed_texts_reach_the_gold_draft_with_tidy_whitespace():
             {
                 **sentence,
                 "decontext": "Water boils at 100 °C. ",
-                "claims": [
-                    {"text": "Water boils at 100 °C.", "category": "factual", "importance": "yes"}
-                ],
+                "claims": [{"text": "Water boils at 100 °C.", "category": "factual", "importance": "yes"}],
             }
         ]
     }

@@ -42,8 +42,7 @@ MARA_FACTS = [
     "Mara Quell coaches a rowing club in Tartu.",
 ]
 MARA_RESPONSE = (
-    "Mara Quell is a glassblower born in Tallinn. She won a rowing medal in 1998 and coaches a rowing "
-    "club in Tartu."
+    "Mara Quell is a glassblower born in Tallinn. She won a rowing medal in 1998 and coaches a rowing club in Tartu."
 )
 
 
@@ -104,10 +103,7 @@ GENERATIONS = [
 
 
 def result_lines():
-    return [
-        {**g, "decisions": d, "global_decisions": gd}
-        for g, d, gd in zip(GENERATIONS, DECISIONS, GLOBAL_DECISIONS)
-    ]
+    return [{**g, "decisions": d, "global_decisions": gd} for g, d, gd in zip(GENERATIONS, DECISIONS, GLOBAL_DECISIONS)]
 
 
 def mara_line(**extra):
@@ -125,9 +121,7 @@ def mara_line(**extra):
 @pytest.fixture
 def project(users):
     project = project_with_team(users, "D-FActScore test", "dfactscore")
-    project.pipeline_settings = {
-        "embeddings": False
-    }  # offline lexical similarity: no model download
+    project.pipeline_settings = {"embeddings": False}  # offline lexical similarity: no model download
     project.save()
     return project
 
@@ -137,8 +131,7 @@ def content_of(count=4, pages=2, **passes):
         "name": "Mara Quell",
         "facts": [{"text": f"fact {i}", "span": None} for i in range(count)],
         "candidates": [
-            {"title": f"p{i}", "url": "https://example.org", "text": "t", "passages": ["t"]}
-            for i in range(pages)
+            {"title": f"p{i}", "url": "https://example.org", "text": "t", "passages": ["t"]} for i in range(pages)
         ],
         "passes": passes,
     }
@@ -234,13 +227,9 @@ def test_bad_lines_name_line_and_field_and_write_nothing(project, change, field)
 
 def test_gold_import_keeps_the_released_lists_and_groups_by_supporting_page(project):
     lines = result_lines()
-    lines[0]["atomic_facts"] = MARA_FACTS + [
-        "Mara Quell likes tea."
-    ]  # not in either list: left open
+    lines[0]["atomic_facts"] = MARA_FACTS + ["Mara Quell likes tea."]  # not in either list: left open
     import_jsonl(project, jsonl(lines), fmt="dfactscore", labels_as="gold")
-    golds = list(
-        GoldRecord.objects.filter(item_stage__item__project=project).order_by("item_stage__item_id")
-    )
+    golds = list(GoldRecord.objects.filter(item_stage__item__project=project).order_by("item_stage__item_id"))
     assert [g.item_stage.status for g in golds] == [StageStatus.DONE] * 3
     mara = golds[0].payload
     assert mara["released"] == {"decisions": DECISIONS[0], "global_decisions": GLOBAL_DECISIONS[0]}
@@ -269,9 +258,7 @@ def test_gold_import_keeps_the_released_lists_and_groups_by_supporting_page(proj
         "released": {"decisions": None, "global_decisions": None},
     }
     # Without atomic_facts the facts are the grouped list's atoms.
-    assert [f["text"] for f in golds[2].item_stage.content["facts"]] == [
-        e["atom"] for e in GLOBAL_DECISIONS[2]
-    ]
+    assert [f["text"] for f in golds[2].item_stage.content["facts"]] == [e["atom"] for e in GLOBAL_DECISIONS[2]]
 
 
 def test_labels_as_suggestion_become_hints_not_answers(project):
@@ -300,10 +287,7 @@ def test_gold_import_needs_the_result_lists(project):
 
 
 def test_a_complete_payload_is_accepted_and_kept():
-    assert (
-        KIND.validate_payload(1, content_of(), complete_payload(), complete=True)
-        == complete_payload()
-    )
+    assert KIND.validate_payload(1, content_of(), complete_payload(), complete=True) == complete_payload()
 
 
 def test_drafts_may_be_partial_but_submit_names_every_missing_answer():
@@ -352,9 +336,7 @@ def test_zero_individuals_only_for_a_paragraph_without_facts():
     empty = {"individuals": 0, "groups": [], "facts": []}
     assert KIND.validate_payload(1, content_of(count=0), empty, complete=True) == empty
     with pytest.raises(PayloadError) as caught:
-        KIND.validate_payload(
-            1, content_of(count=1), {**empty, "facts": [fact(None, "supported")]}, complete=True
-        )
+        KIND.validate_payload(1, content_of(count=1), {**empty, "facts": [fact(None, "supported")]}, complete=True)
     assert {e["field"] for e in caught.value.errors} == {"individuals", "facts[0].group"}
 
 
@@ -362,24 +344,15 @@ def test_the_optional_passes_are_required_on_submit_only_when_turned_on():
     done = complete_payload()
     KIND.validate_payload(1, content_of(), done, complete=True)
     with pytest.raises(PayloadError) as caught:
-        KIND.validate_payload(
-            1, content_of(factscore_pass=True, entity_pass=True), done, complete=True
-        )
+        KIND.validate_payload(1, content_of(factscore_pass=True, entity_pass=True), done, complete=True)
     fields = {e["field"] for e in caught.value.errors}
     assert fields == {f"facts[{i}].{key}" for i in range(4) for key in ("any_page", "entity")}
-    KIND.validate_payload(
-        1, content_of(factscore_pass=True, entity_pass=True), done, complete=False
-    )
+    KIND.validate_payload(1, content_of(factscore_pass=True, entity_pass=True), done, complete=False)
     answered = {
         **done,
-        "facts": [
-            {**f, "any_page": "supported", "entity": "none" if i else 1}
-            for i, f in enumerate(done["facts"])
-        ],
+        "facts": [{**f, "any_page": "supported", "entity": "none" if i else 1} for i, f in enumerate(done["facts"])],
     }
-    KIND.validate_payload(
-        1, content_of(factscore_pass=True, entity_pass=True), answered, complete=True
-    )
+    KIND.validate_payload(1, content_of(factscore_pass=True, entity_pass=True), answered, complete=True)
 
 
 def test_payload_content_reads_the_passes_from_the_project_settings():
@@ -399,14 +372,10 @@ def test_submitting_through_the_api_applies_the_project_pass(project, clients, u
     assignment = Assignment.objects.get(user=users["alice"])
     answer = payload(1, [0], [fact(0, "supported"), fact(0, "not_supported")])
     url = f"/api/assignments/{assignment.id}/annotation/"
-    refused = clients["alice"].put(
-        url, {"payload": answer, "version": 0, "submit": True}, format="json"
-    )
+    refused = clients["alice"].put(url, {"payload": answer, "version": 0, "submit": True}, format="json")
     assert refused.status_code == 400 and "facts[0].any_page" in refused.content.decode()
     answer["facts"] = [{**f, "any_page": "supported"} for f in answer["facts"]]
-    accepted = clients["alice"].put(
-        url, {"payload": answer, "version": 0, "submit": True}, format="json"
-    )
+    accepted = clients["alice"].put(url, {"payload": answer, "version": 0, "submit": True}, format="json")
     assert accepted.status_code == 200, accepted.content
 
 
@@ -613,12 +582,7 @@ def test_released_result_shapes_import_as_gold_and_come_back_unchanged(project):
     assert exported["respond_ratio"] == pytest.approx(2 / 3)
     # the supported page "Ivo Brandt" counts as a topic, [] does not
     assert exported["num_supporting_topics"] == pytest.approx((2 + 1) / 2)
-    mara = (
-        GoldRecord.objects.filter(item_stage__item__project=project)
-        .order_by("item_stage__item_id")
-        .first()
-        .payload
-    )
+    mara = GoldRecord.objects.filter(item_stage__item__project=project).order_by("item_stage__item_id").first().payload
     assert [f["group"] for f in mara["facts"]] == [0, None, None, None]
     assert [f["label"] for f in mara["facts"]] == [
         "supported",
@@ -644,9 +608,7 @@ def test_a_result_line_with_an_empty_supporting_topic_list_is_accepted_as_gold(p
     }
     import_jsonl(project, jsonl([line]), fmt="dfactscore", labels_as="gold")
     (exported,) = [json.loads(text) for text in export_jsonl(project, "dfactscore-result")]
-    assert exported["decisions"] == [line["decisions"]] and exported["global_decisions"] == [
-        line["global_decisions"]
-    ]
+    assert exported["decisions"] == [line["decisions"]] and exported["global_decisions"] == [line["global_decisions"]]
     assert exported["init_score"] == exported["init_global_score"] == 0.5
 
 
@@ -672,9 +634,7 @@ def test_result_export_groups_rows_by_model_from_annotated_gold(project):
         ItemStage.objects.filter(pk=stage.pk).update(status=StageStatus.DONE)
     records = {r["model"]: r for r in map(json.loads, export_jsonl(project, "dfactscore-result"))}
     assert set(records) == {"m1", "m2"}
-    assert records["m1"]["init_global_score"] == pytest.approx(
-        0.75
-    )  # 3 of 4; the abstention does not count
+    assert records["m1"]["init_global_score"] == pytest.approx(0.75)  # 3 of 4; the abstention does not count
     assert records["m1"]["respond_ratio"] == pytest.approx(0.5)
     assert records["m1"]["num_groups"] == 2
     assert records["m1"]["global_decisions"][0][2] == entry(MARA_FACTS[2], True, ROWER["title"])
@@ -709,9 +669,7 @@ def test_the_irrelevant_setting_changes_the_scores_selector(project):
     project.save()
     import_jsonl(project, jsonl([result_lines()[2]]), fmt="dfactscore", labels_as="suggestion")
     stage = ItemStage.objects.get(item__project=project)
-    GoldRecord.objects.create(
-        item_stage=stage, payload=payload(1, [0], [fact(0, "supported"), fact(0, "irrelevant")])
-    )
+    GoldRecord.objects.create(item_stage=stage, payload=payload(1, [0], [fact(0, "supported"), fact(0, "irrelevant")]))
     ItemStage.objects.filter(pk=stage.pk).update(status=StageStatus.DONE)
     scores = selectors.consolidated_scores(project)
     assert scores["irrelevant"] == "not_supported"
@@ -733,17 +691,11 @@ def test_the_irrelevant_setting_changes_the_scores_selector(project):
 
 def test_dfactscore_lines_joins_a_result_file_and_its_generations(tmp_path, project):
     result = tmp_path / "result.json"
-    result.write_text(
-        json.dumps(
-            {"init_score": 0.625, "decisions": DECISIONS, "global_decisions": GLOBAL_DECISIONS}
-        )
-    )
+    result.write_text(json.dumps({"init_score": 0.625, "decisions": DECISIONS, "global_decisions": GLOBAL_DECISIONS}))
     generations = tmp_path / "generations.jsonl"
     generations.write_text("".join(json.dumps(g) + "\n" for g in GENERATIONS))
     out = tmp_path / "lines.jsonl"
-    call_command(
-        "dfactscore_lines", str(result), str(generations), "-o", str(out), stderr=io.StringIO()
-    )
+    call_command("dfactscore_lines", str(result), str(generations), "-o", str(out), stderr=io.StringIO())
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert lines == result_lines()
     with out.open("rb") as file:
@@ -756,15 +708,11 @@ def test_dfactscore_lines_passes_the_released_shapes_through(tmp_path, project):
     decisions = [[entry(MARA_FACTS[0], True, []), {"atom": MARA_FACTS[1]}], [], None]
     global_decisions = [[entry(MARA_FACTS[0], False, [])], None, []]
     result = tmp_path / "result.json"
-    result.write_text(
-        json.dumps({"decisions": decisions, "global_decisions": global_decisions, "nan": 0})
-    )
+    result.write_text(json.dumps({"decisions": decisions, "global_decisions": global_decisions, "nan": 0}))
     generations = tmp_path / "generations.jsonl"
     generations.write_text("".join(json.dumps(g) + "\n" for g in GENERATIONS))
     out = tmp_path / "lines.jsonl"
-    call_command(
-        "dfactscore_lines", str(result), str(generations), "-o", str(out), stderr=io.StringIO()
-    )
+    call_command("dfactscore_lines", str(result), str(generations), "-o", str(out), stderr=io.StringIO())
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert [line["decisions"] for line in lines] == decisions
     assert [line["global_decisions"] for line in lines] == global_decisions

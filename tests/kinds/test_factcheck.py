@@ -41,9 +41,7 @@ def released_records():
     return path, [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def sentence(
-    decontext="S.", importance="yes", checkworthy="yes", claims=(("S.", "factual", "yes"),)
-):
+def sentence(decontext="S.", importance="yes", checkworthy="yes", claims=(("S.", "factual", "yes"),)):
     return {
         "decontext": decontext,
         "importance": importance,
@@ -85,16 +83,12 @@ def test_released_benchmark_gold_round_trip_gives_back_every_field_of_every_item
     # every step is done; nothing is left for annotators
     for number in (1, 2, 3):
         stages = ItemStage.objects.filter(item__project=project, stage=number)
-        assert stages.count() == 94 and set(stages.values_list("status", flat=True)) == {
-            StageStatus.DONE
-        }
+        assert stages.count() == 94 and set(stages.values_list("status", flat=True)) == {StageStatus.DONE}
     first = ItemStage.objects.filter(item__project=project, stage=2).order_by("item_id").first()
     assert first.content["claims"][0]["text"] == released[0]["sentences"]["sentence1"]["claims"][0]
 
 
-def test_released_benchmark_imports_with_machine_suggestions(
-    project, django_capture_on_commit_callbacks
-):
+def test_released_benchmark_imports_with_machine_suggestions(project, django_capture_on_commit_callbacks):
     path, released = released_records()
     with open(path, "rb") as handle, django_capture_on_commit_callbacks(execute=True):
         result = import_jsonl(project, handle, fmt="factcheck-bench")
@@ -109,13 +103,9 @@ def test_released_benchmark_imports_with_machine_suggestions(
 
 
 def test_plain_import_is_split_and_decomposed_offline(project, django_capture_on_commit_callbacks):
-    response = (
-        "Marie Curie was born in Warsaw. She won two Nobel Prizes, and she discovered polonium."
-    )
+    response = "Marie Curie was born in Warsaw. She won two Nobel Prizes, and she discovered polonium."
     with django_capture_on_commit_callbacks(execute=True):
-        import_jsonl(
-            project, jsonl([{"prompt": "Who was Marie Curie?", "response": response}]), fmt="plain"
-        )
+        import_jsonl(project, jsonl([{"prompt": "Who was Marie Curie?", "response": response}]), fmt="plain")
     stage = ItemStage.objects.get(item__project=project)
     assert stage.content["sentences"] == [
         "Marie Curie was born in Warsaw.",
@@ -125,13 +115,9 @@ def test_plain_import_is_split_and_decomposed_offline(project, django_capture_on
     assert claims == ["Marie Curie won two Nobel Prizes.", "Marie Curie discovered polonium."]
 
 
-def test_llm_backend_is_used_when_the_project_configures_one(
-    project, django_capture_on_commit_callbacks
-):
+def test_llm_backend_is_used_when_the_project_configures_one(project, django_capture_on_commit_callbacks):
     with FakeLLMServer(well_behaved_responder) as server:
-        project.pipeline_settings = {
-            "llm": {"base_url": server.base_url, "model": "fake-model", "max_retries": 0}
-        }
+        project.pipeline_settings = {"llm": {"base_url": server.base_url, "model": "fake-model", "max_retries": 0}}
         project.save()
         with django_capture_on_commit_callbacks(execute=True):
             import_jsonl(
@@ -152,25 +138,17 @@ def test_original_tool_screen1_input_imports_with_its_claims(project, clients, u
         result = import_jsonl(project, handle, fmt="factcheck-tool")
     assert result.items == 1 and result.precomputing == 0
     stage = ItemStage.objects.get(item__project=project)
-    assert (
-        stage.status == StageStatus.ANNOTATING and stage.content["sentences"] == source["sentences"]
-    )
+    assert stage.status == StageStatus.ANNOTATING and stage.content["sentences"] == source["sentences"]
     assignment = users["alice"].assignments.get()
-    payload = (
-        clients["alice"].get(f"/api/assignments/{assignment.id}/annotation/").json()["payload"]
-    )
-    assert [[c["text"] for c in s["claims"]] for s in payload["sentences"]] == source[
-        "atomic claims"
-    ]
+    payload = clients["alice"].get(f"/api/assignments/{assignment.id}/annotation/").json()["payload"]
+    assert [[c["text"] for c in s["claims"]] for s in payload["sentences"]] == source["atomic claims"]
 
 
 def test_labels_as_suggestion_prefills_claims_but_not_judgements(project, clients, users):
     _, released = released_records()
     import_jsonl(project, jsonl(released[:1]), fmt="factcheck-bench", labels_as="suggestion")
     assignment = users["alice"].assignments.get()
-    payload = (
-        clients["alice"].get(f"/api/assignments/{assignment.id}/annotation/").json()["payload"]
-    )
+    payload = clients["alice"].get(f"/api/assignments/{assignment.id}/annotation/").json()["payload"]
     first = payload["sentences"][0]
     assert first["decontext"] == released[0]["sentences"]["sentence1"]["decontext"]
     assert [c["text"] for c in first["claims"]] == released[0]["sentences"]["sentence1"]["claims"]
@@ -260,9 +238,7 @@ def imported_item(project, sentences=("A is B.", "C is D.")):
 def test_submit_demands_every_field_and_names_it(project, users):
     imported_item(project)
     assignment = users["alice"].assignments.get()
-    payload = {
-        "sentences": [sentence(), sentence(importance=None, claims=(("", "factual", None),))]
-    }
+    payload = {"sentences": [sentence(), sentence(importance=None, claims=(("", "factual", None),))]}
     from annotation.kinds import PayloadError
 
     with pytest.raises(PayloadError) as error:
@@ -291,9 +267,7 @@ def test_submit_demands_every_field_and_names_it(project, users):
 
 def submit_pair(project, users, alice_payload, bob_payload):
     for name, payload in (("alice", alice_payload), ("bob", bob_payload)):
-        save_annotation(
-            assignment=users[name].assignments.get(), payload=payload, version=0, submit=True
-        )
+        save_annotation(assignment=users[name].assignments.get(), payload=payload, version=0, submit=True)
     return project.items.get().stages.get(stage=1).consolidation
 
 
@@ -342,9 +316,7 @@ def test_consolidation_aligns_claims_and_prefills_agreement(
 
     gold = {"sentences": [alice["sentences"][0], alice["sentences"][1]]}
     with django_capture_on_commit_callbacks(execute=True):
-        save_consolidation(
-            consolidation=consolidation, user=users["carol"], payload=gold, version=0, submit=True
-        )
+        save_consolidation(consolidation=consolidation, user=users["carol"], payload=gold, version=0, submit=True)
     stage2 = ItemStage.objects.get(item__project=project, stage=2)
     assert stage2.status == StageStatus.ANNOTATING
     assert [c["text"] for c in stage2.content["claims"]] == ["A is B.", "A was founded in 1900."]
@@ -355,17 +327,13 @@ def test_consolidation_remembers_which_row_each_gold_claim_came_from(project, us
     imported_item(project)
     alice = {
         "sentences": [
-            sentence(
-                "A is B.", claims=(("A is B.", "factual", "yes"), ("A is old.", "factual", "no"))
-            ),
+            sentence("A is B.", claims=(("A is B.", "factual", "yes"), ("A is old.", "factual", "no"))),
             sentence("C is D."),
         ]
     }
     bob = {
         "sentences": [
-            sentence(
-                "A is B.", claims=(("A is old.", "factual", "no"), ("A is B.", "factual", "yes"))
-            ),
+            sentence("A is B.", claims=(("A is old.", "factual", "no"), ("A is B.", "factual", "yes"))),
             sentence("C is D."),
         ]
     }
@@ -382,9 +350,7 @@ def test_consolidation_remembers_which_row_each_gold_claim_came_from(project, us
             sentence("C is D."),
         ]
     }
-    saved = clients["carol"].put(
-        url, {"payload": gold, "version": 0, "draft_rows": [[1, 0], [0]]}, format="json"
-    )
+    saved = clients["carol"].put(url, {"payload": gold, "version": 0, "draft_rows": [[1, 0], [0]]}, format="json")
     assert saved.status_code == 200 and saved.json()["draft_rows"] == [[1, 0], [0]]
     for rows, message in [
         ([[1, 0]], "one list per aligned part (2)"),
@@ -392,14 +358,10 @@ def test_consolidation_remembers_which_row_each_gold_claim_came_from(project, us
         ([[True, 0], [0]], "draft_rows[0][0]"),
         ([[0, 1], "x"], "draft_rows[1] must be a list"),
     ]:
-        refused = clients["carol"].put(
-            url, {"payload": gold, "version": 1, "draft_rows": rows}, format="json"
-        )
+        refused = clients["carol"].put(url, {"payload": gold, "version": 1, "draft_rows": rows}, format="json")
         assert refused.status_code == 400 and message in refused.json()["detail"]
     # a save without rows keeps the stored ones; the page gets them back
-    assert (
-        clients["carol"].put(url, {"payload": gold, "version": 1}, format="json").status_code == 200
-    )
+    assert clients["carol"].put(url, {"payload": gold, "version": 1}, format="json").status_code == 200
     clients["carol"].force_login(users["carol"])
     page = clients["carol"].get(f"/consolidations/{consolidation.id}/")
     assert page.context["state"]["draft_rows"] == [[1, 0], [0]]
@@ -409,9 +371,7 @@ def test_agreement_has_claim_fields_and_decomposition_numbers(project, users, cl
     imported_item(project, sentences=("A is B.", "C is D.", "E is F."))
     alice = {
         "sentences": [
-            sentence(
-                "A is B.", claims=(("A is B.", "factual", "yes"), ("A is old.", "factual", "no"))
-            ),
+            sentence("A is B.", claims=(("A is B.", "factual", "yes"), ("A is old.", "factual", "no"))),
             sentence("C is D.", claims=(("C is D.", "factual", "yes"),)),
             sentence("E is F.", "no", "no", claims=(("E is F.", "opinion", "no"),)),
         ]
@@ -442,9 +402,7 @@ def test_agreement_has_claim_fields_and_decomposition_numbers(project, users, cl
         ["factual", "factual", "factual", "opinion"],
         ["opinion", "factual", "factual", "opinion"],
     )
-    assert category["cohen_kappa"] == pytest.approx(
-        cohen_kappa_score(alice_categories, bob_categories)
-    )
+    assert category["cohen_kappa"] == pytest.approx(cohen_kappa_score(alice_categories, bob_categories))
     assert body["fields"]["sentence_importance"]["observed_agreement"] == pytest.approx(2 / 3)
     decomposition = body["decomposition"]["between_annotators"]
     assert decomposition["sentences"] == 3 and decomposition["same_claim_count"] == 2
@@ -452,9 +410,7 @@ def test_agreement_has_claim_fields_and_decomposition_numbers(project, users, cl
     assert decomposition["paired_claims"] == 3
     # suggestions were one claim per sentence (the imported labels): alice kept 2 of 3 counts
     vs_machine = body["decomposition"]["annotator_vs_machine"]
-    assert (
-        vs_machine["alice"]["same_claim_count"] == 2 and vs_machine["bob"]["same_claim_count"] == 1
-    )
+    assert vs_machine["alice"]["same_claim_count"] == 2 and vs_machine["bob"]["same_claim_count"] == 1
     assert vs_machine["alice"]["mean_normalised_edit_distance"] == 0.0
 
 
@@ -468,9 +424,7 @@ def test_agreement_page_shows_decomposition(project, users, client):
     assert "Claim category (aligned claims)" in page
 
 
-def test_factcheck_pages_escape_user_text(
-    project, users, client, django_capture_on_commit_callbacks
-):
+def test_factcheck_pages_escape_user_text(project, users, client, django_capture_on_commit_callbacks):
     xss = '<script>alert("x")</script>'
     with django_capture_on_commit_callbacks(execute=True):
         import_jsonl(
@@ -481,11 +435,7 @@ def test_factcheck_pages_escape_user_text(
     client.force_login(users["alice"])
     page = client.get(f"/assignments/{users['alice'].assignments.get().id}/").content.decode()
     assert xss not in page and "\\u003Cscript\\u003E" in page
-    payload = {
-        "sentences": [
-            sentence(s) for s in ItemStage.objects.get(item__project=project).content["sentences"]
-        ]
-    }
+    payload = {"sentences": [sentence(s) for s in ItemStage.objects.get(item__project=project).content["sentences"]]}
     consolidation = submit_pair(project, users, payload, payload)
     client.force_login(users["carol"])
     page = client.get(f"/consolidations/{consolidation.id}/").content.decode()

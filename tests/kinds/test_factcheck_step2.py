@@ -59,9 +59,7 @@ def test_empty_payload_preselects_nothing_and_starts_the_correction_from_the_cla
     hinted = content(2)
     hinted["claims"][0]["evidence"][0]["stance_hint"] = RE
     empty = KIND.empty_payload(2, hinted, None)
-    assert empty == {
-        "claims": [answer([None, None], decided=None, factuality=None, needs_edit=None)]
-    }
+    assert empty == {"claims": [answer([None, None], decided=None, factuality=None, needs_edit=None)]}
     assert KIND.validate_payload(2, hinted, empty, complete=False) == empty
     assert {e["field"] for e in errors_of(empty, hinted)} >= {
         "claims[0].stances[0]",
@@ -77,12 +75,10 @@ def test_a_complete_answer_passes_and_is_normalised():
     }
     assert KIND.validate_payload(2, content(3), payload, complete=True) == {"claims": [COMPLETE]}
     # "manual:01" is stored as "manual:0"
-    with_manual = answer(
-        [CS, IR, RE], [True, None, False], manual=[manual()], used=["manual:00", 2]
-    )
-    assert KIND.validate_payload(2, content(3), {"claims": [with_manual]}, complete=True)["claims"][
-        0
-    ]["used_evidence"] == ["manual:0", 2]
+    with_manual = answer([CS, IR, RE], [True, None, False], manual=[manual()], used=["manual:00", 2])
+    assert KIND.validate_payload(2, content(3), {"claims": [with_manual]}, complete=True)["claims"][0][
+        "used_evidence"
+    ] == ["manual:0", 2]
 
 
 @pytest.mark.parametrize(
@@ -190,9 +186,7 @@ def test_the_payload_must_have_one_answer_per_claim():
     assert errors_of({"sentences": []}, complete=False) == [
         {"field": "claims", "message": "must be a list with one object per claim"}
     ]
-    assert errors_of({"claims": ["x"]}, complete=False) == [
-        {"field": "claims[0]", "message": "must be an object"}
-    ]
+    assert errors_of({"claims": ["x"]}, complete=False) == [{"field": "claims[0]", "message": "must be an object"}]
 
 
 @pytest.mark.parametrize(
@@ -281,9 +275,7 @@ def test_the_payload_must_have_one_answer_per_claim():
 def test_submit_rules_name_each_missing_or_inconsistent_field(change, expected):
     claim = {**copy.deepcopy(COMPLETE), **change}
     assert [(e["field"], e["message"]) for e in errors_of({"claims": [claim]})] == expected
-    KIND.validate_payload(
-        2, content(3), {"claims": [claim]}, complete=False
-    )  # a draft may be like this
+    KIND.validate_payload(2, content(3), {"claims": [claim]}, complete=False)  # a draft may be like this
 
 
 @pytest.mark.parametrize(
@@ -296,10 +288,7 @@ def test_submit_rules_name_each_missing_or_inconsistent_field(change, expected):
 )
 def test_consistent_answers_are_accepted(change):
     claim = {**copy.deepcopy(COMPLETE), **change}
-    assert (
-        KIND.validate_payload(2, content(3), {"claims": [claim]}, complete=True)["claims"][0]
-        == claim
-    )
+    assert KIND.validate_payload(2, content(3), {"claims": [claim]}, complete=True)["claims"][0] == claim
 
 
 # -- consolidation ------------------------------------------------------------------------------
@@ -322,9 +311,7 @@ def test_merge_prefills_agreement_lists_disagreement_and_offers_all_manual_evide
                 "Claim  zero fixed.",
                 [0, "manual:1"],
             ),
-            answer(
-                [PS, IR], decided="yes", factuality="true", needs_edit="no", correction="Claim 1."
-            ),
+            answer([PS, IR], decided="yes", factuality="true", needs_edit="no", correction="Claim 1."),
         ]
     }
     bob = {
@@ -359,18 +346,11 @@ def test_merge_prefills_agreement_lists_disagreement_and_offers_all_manual_evide
         "https://m.example/2",
         "https://m.example/3",
     ]
-    assert (
-        first["manual_evidence"][1]["reliable"] is None
-        and first["manual_evidence"][1]["sufficient"] is True
-    )
+    assert first["manual_evidence"][1]["reliable"] is None and first["manual_evidence"][1]["sufficient"] is True
     assert result.alignment == [[[0, None], [1, 0], [None, 1]], []]
     # both used passage 0 and the shared document (alice's manual:1, bob's manual:0)
     assert first["used_evidence"] == [0, "manual:1"]
-    assert (
-        second["stances"] == [PS, IR]
-        and second["factuality"] is None
-        and second["needs_edit"] is None
-    )
+    assert second["stances"] == [PS, IR] and second["factuality"] is None and second["needs_edit"] is None
     assert second["correction"] == "Claim 1."  # disagreed: back to the claim
     assert result.disagreed == [
         "claims[0].stances[2]",
@@ -389,9 +369,7 @@ def test_merge_of_used_evidence_that_differs_is_disagreed():
     alice = {"claims": [answer([CS], used=[0])]}
     bob = {"claims": [answer([CS], used=[])]}
     result = KIND.merge(2, content(1), [alice, bob])
-    assert result.draft["claims"][0]["used_evidence"] == [] and result.disagreed == [
-        "claims[0].used_evidence"
-    ]
+    assert result.draft["claims"][0]["used_evidence"] == [] and result.disagreed == ["claims[0].used_evidence"]
 
 
 # -- agreement ----------------------------------------------------------------------------------
@@ -480,9 +458,7 @@ def test_agreement_fields_are_per_stage():
 @pytest.mark.django_db
 def test_project_agreement_reports_stage_2_fields(factcheck_project, users):
     item = factcheck_project.items.create(prompt="p", response="r")
-    stage = ItemStage.objects.create(
-        item=item, stage=2, status=StageStatus.CONSOLIDATING, content=content(2)
-    )
+    stage = ItemStage.objects.create(item=item, stage=2, status=StageStatus.CONSOLIDATING, content=content(2))
     payloads = {
         "alice": {
             "claims": [
@@ -510,40 +486,26 @@ def test_project_agreement_reports_stage_2_fields(factcheck_project, users):
         },
     }
     for name, payload in payloads.items():
-        assignment = Assignment.objects.create(
-            item_stage=stage, user=users[name], status=AssignmentStatus.SUBMITTED
-        )
+        assignment = Assignment.objects.create(item_stage=stage, user=users[name], status=AssignmentStatus.SUBMITTED)
         Annotation.objects.create(assignment=assignment, payload=payload, submitted=True)
     result = project_agreement(factcheck_project, stage=2)
     assert list(result["fields"]) == ["stance", "stance3", "decided", "factuality", "needs_edit"]
-    assert (
-        result["fields"]["stance"]["units"] == 2
-        and result["fields"]["stance"]["observed_agreement"] == 0.5
-    )
+    assert result["fields"]["stance"]["units"] == 2 and result["fields"]["stance"]["observed_agreement"] == 0.5
     assert result["fields"]["stance3"]["observed_agreement"] == 1.0
     assert (
-        result["corrections"]["both_corrected"] == 1
-        and result["corrections"]["mean_normalised_edit_distance"] == 0.0
+        result["corrections"]["both_corrected"] == 1 and result["corrections"]["mean_normalised_edit_distance"] == 0.0
     )
     assert "decomposition" not in result
-    assert (
-        list(project_agreement(factcheck_project, stage=1)["fields"])[0] == "sentence_checkworthy"
-    )
+    assert list(project_agreement(factcheck_project, stage=1)["fields"])[0] == "sentence_checkworthy"
 
 
 @pytest.mark.django_db
 def test_the_agreement_page_shows_stage_2(factcheck_project, users, client):
     item = factcheck_project.items.create(prompt="p", response="r")
-    stage = ItemStage.objects.create(
-        item=item, stage=2, status=StageStatus.CONSOLIDATING, content=content(1)
-    )
+    stage = ItemStage.objects.create(item=item, stage=2, status=StageStatus.CONSOLIDATING, content=content(1))
     for name in ("alice", "bob"):
-        assignment = Assignment.objects.create(
-            item_stage=stage, user=users[name], status=AssignmentStatus.SUBMITTED
-        )
-        Annotation.objects.create(
-            assignment=assignment, payload={"claims": [answer([CS])]}, submitted=True
-        )
+        assignment = Assignment.objects.create(item_stage=stage, user=users[name], status=AssignmentStatus.SUBMITTED)
+        Annotation.objects.create(assignment=assignment, payload={"claims": [answer([CS])]}, submitted=True)
     client.force_login(users["carol"])
     url = f"/projects/{factcheck_project.id}/agreement/?stage=2"
     page = client.get(url).content.decode()
@@ -560,17 +522,13 @@ def test_released_step2_imports_as_content_and_gold_and_exports_unchanged(
 ):
     line = released_line()
     with django_capture_on_commit_callbacks(execute=True):
-        result = import_jsonl(
-            factcheck_project, jsonl([line]), fmt="factcheck-bench", labels_as="gold"
-        )
+        result = import_jsonl(factcheck_project, jsonl([line]), fmt="factcheck-bench", labels_as="gold")
     assert result.gold_records == 2
     stage = ItemStage.objects.get(item__project=factcheck_project, stage=2)
     assert stage.status == StageStatus.DONE
     (checked,) = stage.content["claims"]  # the opinion claim is not verified
     assert (checked["sentence"], checked["claim"], checked["text"]) == (0, 0, CLAIM)
-    assert [
-        (p["text"], p["url"], p["rank"], p.get("nul_offsets")) for p in checked["evidence"]
-    ] == [
+    assert [(p["text"], p["url"], p["rank"], p.get("nul_offsets")) for p in checked["evidence"]] == [
         ("Built 1887\u20131889.", "https://a.example/1", 1, None),
         ("TourEiffel", "https://a.example/2", 2, [4]),
     ]
@@ -596,16 +554,10 @@ def test_released_step2_imports_as_content_and_gold_and_exports_unchanged(
         }
     ]
     # only what the payload cannot say is kept as released
-    assert gold["released"]["claims"]["0/0"] == {
-        "usedEvidence_index_in_revision": "1, self-retrieved"
-    }
+    assert gold["released"]["claims"]["0/0"] == {"usedEvidence_index_in_revision": "1, self-retrieved"}
     assert gold["released"]["claims"]["0/1"]["claim"] == "It is lovely."
-    assert gold["released"]["sentences"] == {
-        "1": {"revised_claims": ["The Eiffel Tower is nice to some."]}
-    }
-    step3 = ItemStage.objects.get(
-        item__project=factcheck_project, stage=3
-    )  # revision opens, pre-filled offline
+    assert gold["released"]["sentences"] == {"1": {"revised_claims": ["The Eiffel Tower is nice to some."]}}
+    step3 = ItemStage.objects.get(item__project=factcheck_project, stage=3)  # revision opens, pre-filled offline
     assert step3.status == StageStatus.ANNOTATING and step3.suggestion["response"]
 
     (exported,) = [json.loads(text) for text in export_jsonl(factcheck_project, "factcheck-bench")]
@@ -619,9 +571,7 @@ def test_released_step2_imports_as_content_and_gold_and_exports_unchanged(
 
 @pytest.mark.django_db
 def test_a_gold_record_without_released_values_exports_the_canonical_rendering(factcheck_project):
-    import_jsonl(
-        factcheck_project, jsonl([released_line()]), fmt="factcheck-bench", labels_as="gold"
-    )
+    import_jsonl(factcheck_project, jsonl([released_line()]), fmt="factcheck-bench", labels_as="gold")
     record = GoldRecord.objects.get(item_stage__stage=2)
     record.payload = {"claims": record.payload["claims"]}  # e.g. consolidated again in the app
     record.save()
@@ -656,9 +606,7 @@ def test_benchmark_record_writes_the_released_vocabularies():
         },
         "stages": {
             2: {
-                "content": {
-                    "claims": [{"sentence": 0, "claim": 0, "text": "A.", "evidence": evidence}]
-                },
+                "content": {"claims": [{"sentence": 0, "claim": 0, "text": "A.", "evidence": evidence}]},
                 "gold": {
                     "claims": [
                         answer(
@@ -691,10 +639,7 @@ def test_benchmark_record_writes_the_released_vocabularies():
     assert sentence["auto_evidence_reliable"] == [[True, False], []]
     assert sentence["human_evidence_metadata"] == [[manual("Quote.", query="q")], []]
     without = benchmark_record({**row, "stages": {}})["sentences"]["sentence1"]
-    assert all(
-        without[field] == []
-        for field in (*STEP2_FIELDS, "auto_evidence_reliable", "human_evidence_metadata")
-    )
+    assert all(without[field] == [] for field in (*STEP2_FIELDS, "auto_evidence_reliable", "human_evidence_metadata"))
 
 
 @pytest.mark.parametrize(
@@ -779,9 +724,7 @@ def consolidate_step1(project, users, claims):
                 "decontext": CLAIM,
                 "importance": "yes",
                 "checkworthy": "yes",
-                "claims": [
-                    {"text": text, "category": "factual", "importance": "yes"} for text in claims
-                ],
+                "claims": [{"text": text, "category": "factual", "importance": "yes"} for text in claims],
             },
             {
                 "decontext": "It is nice.",
@@ -792,13 +735,9 @@ def consolidate_step1(project, users, claims):
         ]
     }
     for name in ("alice", "bob"):
-        save_annotation(
-            assignment=users[name].assignments.get(), payload=step1, version=0, submit=True
-        )
+        save_annotation(assignment=users[name].assignments.get(), payload=step1, version=0, submit=True)
     consolidation = project.items.get().stages.get(stage=1).consolidation
-    save_consolidation(
-        consolidation=consolidation, user=users["carol"], payload=step1, version=0, submit=True
-    )
+    save_consolidation(consolidation=consolidation, user=users["carol"], payload=step1, version=0, submit=True)
     return ItemStage.objects.get(item__project=project, stage=2)
 
 
@@ -811,15 +750,11 @@ def test_opening_step2_uses_the_released_evidence_instead_of_retrieving(
 
     monkeypatch.setattr(step2, "retrieve_evidence", no_retrieval)
     with django_capture_on_commit_callbacks(execute=True):  # step 1 is pre-annotated offline
-        import_jsonl(
-            factcheck_project, jsonl([released_line()]), fmt="factcheck-bench", labels_as="ignore"
-        )
+        import_jsonl(factcheck_project, jsonl([released_line()]), fmt="factcheck-bench", labels_as="ignore")
     item = factcheck_project.items.get()
     assert item.metadata[step2.RELEASED_EVIDENCE_KEY]["sentences"][0]["claims"][0]["text"] == CLAIM
     with django_capture_on_commit_callbacks(execute=True):
-        stage = consolidate_step1(
-            factcheck_project, users, [f" {CLAIM}  "]
-        )  # the same claim, up to whitespace
+        stage = consolidate_step1(factcheck_project, users, [f" {CLAIM}  "])  # the same claim, up to whitespace
     stage.refresh_from_db()
     assert stage.status == StageStatus.ANNOTATING, stage.precompute_error
     assert [p["text"] for p in stage.content["claims"][0]["evidence"]] == [
@@ -849,9 +784,7 @@ def test_claims_the_released_evidence_does_not_cover_are_retrieved(
 
     monkeypatch.setattr(step2, "retrieve_evidence", fake_retrieval)
     with django_capture_on_commit_callbacks(execute=True):  # step 1 is pre-annotated offline
-        import_jsonl(
-            factcheck_project, jsonl([released_line()]), fmt="factcheck-bench", labels_as="ignore"
-        )
+        import_jsonl(factcheck_project, jsonl([released_line()]), fmt="factcheck-bench", labels_as="ignore")
     with django_capture_on_commit_callbacks(execute=True):
         stage = consolidate_step1(factcheck_project, users, ["The tower is in Paris.", CLAIM])
     stage.refresh_from_db()
@@ -882,10 +815,7 @@ def test_released_file_step2_fields_round_trip_for_every_sentence(
                 compared[field] += 1
     assert compared == {field: 311 for field in STEP2_FIELDS}
     # the label counts of data/README.md (47 unknown claims = 30 verified + 17 not verified, "NA")
-    golds = [
-        g["claims"]
-        for g in GoldRecord.objects.filter(item_stage__stage=2).values_list("payload", flat=True)
-    ]
+    golds = [g["claims"] for g in GoldRecord.objects.filter(item_stage__stage=2).values_list("payload", flat=True)]
     claims = [c for g in golds for c in g]
     assert len(claims) == 661
     assert Counter(s for c in claims for s in c["stances"]) == {IR: 2057, CS: 696, PS: 391, RE: 161}

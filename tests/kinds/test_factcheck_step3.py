@@ -71,10 +71,7 @@ def test_offline_suggestion_and_the_empty_payload_start_from_it():
         {"revised": f"{FIXED} Marie Curie won a Nobel Prize."},
         {"revised": "I admire Marie Curie."},
     ]
-    assert (
-        result["suggestion"]["response"]
-        == f"{FIXED} Marie Curie won a Nobel Prize. I admire Marie Curie."
-    )
+    assert result["suggestion"]["response"] == f"{FIXED} Marie Curie won a Nobel Prize. I admire Marie Curie."
     assert result["provenance"]["revision"]["backends"] == ["offline"]
     assert KIND.empty_payload(3, content, result["suggestion"]) == {
         "sentences": result["suggestion"]["sentences"],
@@ -108,9 +105,7 @@ def test_submitted_revisions_are_checked(payload, field, message):
     content = step3.build_content(STEP1_CONTENT, STEP1_GOLD, STEP2_CONTENT, STEP2_GOLD)
     with pytest.raises(PayloadError) as error:
         KIND.validate_payload(3, content, payload, complete=True)
-    assert any(e["field"] == field and message in e["message"] for e in error.value.errors), (
-        error.value.errors
-    )
+    assert any(e["field"] == field and message in e["message"] for e in error.value.errors), error.value.errors
     # a removed sentence is a revision: empty is allowed
     KIND.validate_payload(
         3,
@@ -137,11 +132,7 @@ def test_revision_agreement_between_annotators_and_against_the_suggestion():
     other = {"sentences": [{"revised": "a b d"}], "response": "a b c"}
     result = KIND.extra_agreement(
         3,
-        [
-            AgreementItem(
-                {"x": same, "y": other}, {"sentences": [{"revised": "a b c"}], "response": "a b c"}
-            )
-        ],
+        [AgreementItem({"x": same, "y": other}, {"sentences": [{"revised": "a b c"}], "response": "a b c"})],
     )
     between = result["revisions"]["between_annotators"]
     assert between["sentences"]["pairs"] == 1 and between["sentences"]["identical_share"] == 0
@@ -149,10 +140,7 @@ def test_revision_agreement_between_annotators_and_against_the_suggestion():
     assert between["sentences"]["mean_word_overlap"] == pytest.approx(2 / 3)
     assert round(between["sentences"]["mean_normalised_edit_distance"], 3) == 0.2
     assert between["responses"]["identical_share"] == 1
-    assert (
-        result["revisions"]["against_suggestion"]["x"]["sentences"]["mean_normalised_edit_distance"]
-        == 0
-    )
+    assert result["revisions"]["against_suggestion"]["x"]["sentences"]["mean_normalised_edit_distance"] == 0
 
 
 def test_derived_labels_follow_the_papers_rule_on_the_released_data():
@@ -168,9 +156,7 @@ def test_derived_labels_follow_the_papers_rule_on_the_released_data():
         for label, sentence in zip(labels["sentences"], line["sentences"].values()):
             sentences += 1
             sentences_agree += label == sentence["sentence_factuality_label"]
-    assert responses == Counter(
-        {"False": 61, "True": 31, "NA": 2}
-    )  # the paper's 61 false responses
+    assert responses == Counter({"False": 61, "True": 31, "NA": 2})  # the paper's 61 false responses
     assert sentences_agree / sentences > 0.95  # 300 of 311 released sentence labels
 
 
@@ -179,15 +165,11 @@ def test_step_3_opens_after_step_2_and_its_gold_is_exported(
     factcheck_project, users, django_capture_on_commit_callbacks
 ):
     item = factcheck_project.items.create(prompt="Who?", response=f"{S1} {S2}", external_id="curie")
-    stage1 = ItemStage.objects.create(
-        item=item, stage=1, status=StageStatus.DONE, content=STEP1_CONTENT
-    )
+    stage1 = ItemStage.objects.create(item=item, stage=1, status=StageStatus.DONE, content=STEP1_CONTENT)
     from annotation.models import GoldRecord
 
     GoldRecord.objects.create(item_stage=stage1, payload=STEP1_GOLD)
-    stage2 = ItemStage.objects.create(
-        item=item, stage=2, status=StageStatus.CONSOLIDATING, content=STEP2_CONTENT
-    )
+    stage2 = ItemStage.objects.create(item=item, stage=2, status=StageStatus.CONSOLIDATING, content=STEP2_CONTENT)
     from annotation.models import Consolidation
 
     consolidation = Consolidation.objects.create(item_stage=stage2, draft=STEP2_GOLD)
@@ -206,9 +188,7 @@ def test_step_3_opens_after_step_2_and_its_gold_is_exported(
         save_annotation(assignment=assignment, payload=revised, version=0, submit=True)
     consolidation3 = Consolidation.objects.get(item_stage=stage3)
     assert consolidation3.disagreed == [] and consolidation3.draft == revised
-    save_consolidation(
-        consolidation=consolidation3, user=users["carol"], payload=revised, version=0, submit=True
-    )
+    save_consolidation(consolidation=consolidation3, user=users["carol"], payload=revised, version=0, submit=True)
     agreement = project_agreement(factcheck_project, stage=3)
     assert agreement["revisions"]["between_annotators"]["responses"]["identical_share"] == 1
 
@@ -253,9 +233,7 @@ def test_the_subtask_files_come_from_the_released_file_imported_as_gold(
     released = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     with open(path, "rb") as handle, django_capture_on_commit_callbacks(execute=True):
         import_jsonl(factcheck_project, handle, fmt="factcheck-bench", labels_as="gold")
-    response = clients["admin"].get(
-        f"/api/projects/{factcheck_project.id}/export/?format=factcheck-subtasks"
-    )
+    response = clients["admin"].get(f"/api/projects/{factcheck_project.id}/export/?format=factcheck-subtasks")
     assert response.status_code == 200 and response["Content-Type"] == "application/zip"
     assert response["Content-Disposition"].endswith('-factcheck-subtasks.zip"')
     archive = zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content)))
@@ -267,14 +245,12 @@ def test_the_subtask_files_come_from_the_released_file_imported_as_gold(
         "subtask5_revision.jsonl",
     ]
     files = {
-        name: [json.loads(line) for line in archive.read(name).decode().splitlines()]
-        for name in archive.namelist()
+        name: [json.loads(line) for line in archive.read(name).decode().splitlines()] for name in archive.namelist()
     }
 
     sentences = [s for item in released for s in item["sentences"].values()]
     assert files["subtask1_sentence_checkworthiness.jsonl"] == [
-        {"sentence": s["decontext"], "checkworthy": s["sentence_checkworthiness"]}
-        for s in sentences
+        {"sentence": s["decontext"], "checkworthy": s["sentence_checkworthiness"]} for s in sentences
     ]
     claims = files["subtask2_claim_checkworthiness.jsonl"]
     assert len(claims) == 678 and Counter(c["checkworthy"] for c in claims) == {
@@ -331,14 +307,8 @@ def test_the_subtask_files_come_from_the_released_file_imported_as_gold(
 @pytest.mark.django_db
 def test_the_revision_prompt_setting_is_a_project_setting(clients, factcheck_project):
     url = f"/api/projects/{factcheck_project.id}/"
-    ok = clients["admin"].patch(
-        url, {"pipeline_settings": {"revision": {"with_question": True}}}, format="json"
-    )
-    assert ok.status_code == 200 and ok.json()["pipeline_settings"]["revision"] == {
-        "with_question": True
-    }
+    ok = clients["admin"].patch(url, {"pipeline_settings": {"revision": {"with_question": True}}}, format="json")
+    assert ok.status_code == 200 and ok.json()["pipeline_settings"]["revision"] == {"with_question": True}
     for bad in ({"with_question": "yes"}, {"question": True}, ["with_question"]):
-        response = clients["admin"].patch(
-            url, {"pipeline_settings": {"revision": bad}}, format="json"
-        )
+        response = clients["admin"].patch(url, {"pipeline_settings": {"revision": bad}}, format="json")
         assert response.status_code == 400 and "revision" in json.dumps(response.json())

@@ -132,9 +132,7 @@ def exported(project) -> list[dict]:
 
 def test_the_released_shapes_are_accepted_and_exported_back_exactly(felm_project):
     records = [make() for make in GOOD]
-    result = import_jsonl(
-        felm_project, lines_of(released_file(*records)), fmt="felm", labels_as="gold"
-    )
+    result = import_jsonl(felm_project, lines_of(released_file(*records)), fmt="felm", labels_as="gold")
     assert (result.items, result.gold_records, result.skipped_lines, result.skipped) == (
         4,
         4,
@@ -164,9 +162,7 @@ def test_no_type_spellings_mean_no_type_in_the_gold_record(felm_project):
     assert item.domain == "" and item.metadata["ref_contents"] == wk_line()["ref_contents"]
 
 
-def test_the_released_spelling_gives_way_where_annotators_found_a_type(
-    felm_project, users, clients
-):
+def test_the_released_spelling_gives_way_where_annotators_found_a_type(felm_project, users, clients):
     """``type: []`` comes back only while the gold record has no type; annotated types are exported."""
     line = math_line()
     import_jsonl(felm_project, jsonl([line]), fmt="felm", labels_as="suggestion")
@@ -180,9 +176,7 @@ def test_the_released_spelling_gives_way_where_annotators_found_a_type(
             format="json",
         )
         assert answer.status_code == 200, answer.content
-    [consolidation] = (
-        clients["carol"].get(f"/api/projects/{felm_project.id}/consolidations/").json()["results"]
-    )
+    [consolidation] = clients["carol"].get(f"/api/projects/{felm_project.id}/consolidations/").json()["results"]
     answer = clients["carol"].put(
         f"/api/consolidations/{consolidation['id']}/",
         {"payload": payload, "version": 0, "submit": True},
@@ -226,9 +220,7 @@ def empty_segment_line() -> dict:
 
 def test_a_typed_correct_segment_and_an_empty_segment_come_back_as_they_came(felm_project):
     records = [typed_correct_line(), empty_segment_line()]
-    result = import_jsonl(
-        felm_project, lines_of(released_file(*records)), fmt="felm", labels_as="gold"
-    )
+    result = import_jsonl(felm_project, lines_of(released_file(*records)), fmt="felm", labels_as="gold")
     assert (result.items, result.skipped_lines) == (2, 0)
     back = [line for line in export_jsonl(felm_project, "felm")]
     assert [json.loads(line) for line in back] == records
@@ -237,26 +229,18 @@ def test_a_typed_correct_segment_and_an_empty_segment_come_back_as_they_came(fel
     assert empty.content["segments"] == ["Mars.", ""]
 
 
-def test_the_contradiction_is_shown_on_the_item_page_and_to_the_consolidator(
-    felm_project, logged_in, users
-):
+def test_the_contradiction_is_shown_on_the_item_page_and_to_the_consolidator(felm_project, logged_in, users):
     from annotation.services.consolidation import reopen_stage
 
-    import_jsonl(
-        felm_project, jsonl([typed_correct_line(), wk_line()]), fmt="felm", labels_as="gold"
-    )
+    import_jsonl(felm_project, jsonl([typed_correct_line(), wk_line()]), fmt="felm", labels_as="gold")
     item = Item.objects.get(external_id="21")
     page = logged_in("admin").get(f"/projects/{felm_project.id}/items/{item.id}/").content.decode()
     assert (
-        "Segment 1 is labelled correct in the imported file but has the error type &#x27;reasoning_error&#x27;"
-        in page
+        "Segment 1 is labelled correct in the imported file but has the error type &#x27;reasoning_error&#x27;" in page
     )
     clean = Item.objects.get(external_id="12")
     assert (
-        "item-warning"
-        not in logged_in("admin")
-        .get(f"/projects/{felm_project.id}/items/{clean.id}/")
-        .content.decode()
+        "item-warning" not in logged_in("admin").get(f"/projects/{felm_project.id}/items/{clean.id}/").content.decode()
     )
     stage = ItemStage.objects.get(item=item)
     consolidation = reopen_stage(stage=stage, user=users["admin"], reason="check the type")
@@ -311,9 +295,7 @@ def test_irrelevant_with_qst_is_the_stored_api_and_agreement_name(felm_project):
     )
     assert valid["segments"][0]["error_type"] == "irrelevant_with_qst"
     with pytest.raises(PayloadError, match="irrelevant_with_qst"):
-        kind.validate_payload(
-            1, content, {"segments": [segment(False, "irrelevant", "off topic")]}, complete=True
-        )
+        kind.validate_payload(1, content, {"segments": [segment(False, "irrelevant", "off topic")]}, complete=True)
     units = kind.agreement_units(
         1,
         {
@@ -345,9 +327,7 @@ def test_the_annotation_page_names_every_error_type_readably():
     menu = dict(page_rules("felm", 1)["choices"]["error_type"])
     assert list(menu) == list(ERROR_TYPES)
     assert menu["irrelevant_with_qst"] == "Irrelevant to the question"
-    assert (
-        get_kind("felm").value_name("irrelevant_with_qst") == "Irrelevant to the question"
-    )  # other pages
+    assert get_kind("felm").value_name("irrelevant_with_qst") == "Irrelevant to the question"  # other pages
 
 
 # -- broken lines: refuse or skip ----------------------------------------------------------------------
@@ -373,11 +353,7 @@ def test_refuse_is_the_default_lists_every_bad_line_and_field_and_writes_nothing
     with pytest.raises(ImportFailed) as failed:
         import_jsonl(felm_project, lines_of(BROKEN), fmt="felm", labels_as="gold")
     assert failed.value.errors == BROKEN_ERRORS
-    assert (
-        not Item.objects.exists()
-        and not ItemStage.objects.exists()
-        and not GoldRecord.objects.exists()
-    )
+    assert not Item.objects.exists() and not ItemStage.objects.exists() and not GoldRecord.objects.exists()
 
 
 def test_refuse_lists_more_than_twenty_bad_lines(felm_project):
@@ -388,9 +364,7 @@ def test_refuse_lists_more_than_twenty_bad_lines(felm_project):
 
 
 def test_skip_imports_the_good_lines_and_reports_each_skipped_one(felm_project):
-    result = import_jsonl(
-        felm_project, lines_of(BROKEN), fmt="felm", labels_as="gold", on_error="skip"
-    )
+    result = import_jsonl(felm_project, lines_of(BROKEN), fmt="felm", labels_as="gold", on_error="skip")
     assert (result.items, result.gold_records, result.lines) == (3, 3, 5)
     assert result.skipped_lines == 2 and result.skipped == BROKEN_ERRORS
     assert exported(felm_project) == [wk_line(), math_line(), writing_line()]
@@ -419,9 +393,7 @@ def test_skip_does_not_skip_a_problem_of_the_whole_file(felm_project):
 def test_unknown_on_error_is_refused_before_reading(felm_project):
     with pytest.raises(ImportFailed) as failed:
         import_jsonl(felm_project, jsonl([wk_line()]), fmt="felm", on_error="ignore")
-    assert failed.value.errors == [
-        {"line": 0, "field": "on_error", "message": "must be one of refuse, skip"}
-    ]
+    assert failed.value.errors == [{"line": 0, "field": "on_error", "message": "must be one of refuse, skip"}]
 
 
 # -- the domain option ------------------------------------------------------------------------------
@@ -429,9 +401,7 @@ def test_unknown_on_error_is_refused_before_reading(felm_project):
 
 def test_domain_option_fills_the_domain_of_lines_without_one(felm_project):
     with_domain = {**writing_line(), "index": "8", "domain": "writing_rec"}
-    result = import_jsonl(
-        felm_project, jsonl([math_line(), with_domain]), fmt="felm", labels_as="gold", domain="math"
-    )
+    result = import_jsonl(felm_project, jsonl([math_line(), with_domain]), fmt="felm", labels_as="gold", domain="math")
     assert result.items == 2
     assert dict(Item.objects.values_list("external_id", "domain")) == {
         "3": "math",
@@ -463,9 +433,7 @@ def test_a_bad_domain_option_is_refused_before_reading(felm_project, fmt, domain
 
 
 def test_a_plain_file_takes_any_short_domain(felm_project):
-    import_jsonl(
-        felm_project, jsonl([{"response": "One. Two."}]), fmt="plain", domain="biographies"
-    )
+    import_jsonl(felm_project, jsonl([{"response": "One. Two."}]), fmt="plain", domain="biographies")
     assert Item.objects.get().domain == "biographies"
 
 
@@ -499,10 +467,7 @@ def test_no_warning_with_enough_annotators_or_for_gold_records(felm_project):
     assert import_jsonl(felm_project, jsonl([wk_line()]), fmt="felm").warnings == []
     felm_project.annotators_per_item = 3
     felm_project.save()
-    assert (
-        import_jsonl(felm_project, jsonl([math_line()]), fmt="felm", labels_as="gold").warnings
-        == []
-    )
+    assert import_jsonl(felm_project, jsonl([math_line()]), fmt="felm", labels_as="gold").warnings == []
 
 
 # -- API, page form, management command ------------------------------------------------------------
@@ -514,15 +479,11 @@ def test_the_api_carries_the_options_and_reports_skipped_lines_and_warnings(clie
     upload = jsonl([])
     upload.write(BROKEN)
     upload.seek(0)
-    response, job = post_import(
-        clients["admin"], felm_project.id, upload, "felm", on_error="skip", domain="wk"
-    )
+    response, job = post_import(clients["admin"], felm_project.id, upload, "felm", on_error="skip", domain="wk")
     assert response.status_code == 202, response.content
     assert job["state"] == "done" and job["options"] == {"on_error": "skip", "domain": "wk"}
     assert job["result"]["skipped_lines"] == 2 and job["result"]["skipped"] == BROKEN_ERRORS
-    assert job["result"]["warnings"][0].startswith(
-        "Items need 3 annotators each, but the project has 2"
-    )
+    assert job["result"]["warnings"][0].startswith("Items need 3 annotators each, but the project has 2")
     assert set(Item.objects.values_list("domain", flat=True)) == {"wk"}
 
 
@@ -533,9 +494,7 @@ def test_the_api_refuses_bad_options_with_the_field(clients, felm_project):
         format="multipart",
     )
     assert bad_choice.status_code == 400 and "on_error" in bad_choice.json()
-    bad_domain, _ = post_import(
-        clients["admin"], felm_project.id, jsonl([wk_line()]), "felm", domain="sports"
-    )
+    bad_domain, _ = post_import(clients["admin"], felm_project.id, jsonl([wk_line()]), "felm", domain="sports")
     assert bad_domain.status_code == 400
     assert bad_domain.json()["errors"][0]["field"] == "domain"
     assert not ImportJob.objects.exists() and not Item.objects.exists()
@@ -544,15 +503,11 @@ def test_the_api_refuses_bad_options_with_the_field(clients, felm_project):
 def test_an_older_job_result_without_the_new_counts_still_reads(clients, felm_project):
     _, job = post_import(clients["admin"], felm_project.id, jsonl([wk_line()]), "felm")
     stored = ImportJob.objects.get()
-    stored.result = {
-        k: v for k, v in stored.result.items() if k not in ("skipped_lines", "skipped", "warnings")
-    }
+    stored.result = {k: v for k, v in stored.result.items() if k not in ("skipped_lines", "skipped", "warnings")}
     stored.save()
     again = clients["admin"].get(job["url"]).json()
     assert (
-        again["result"]["skipped_lines"] == 0
-        and again["result"]["skipped"] == []
-        and again["result"]["warnings"] == []
+        again["result"]["skipped_lines"] == 0 and again["result"]["skipped"] == [] and again["result"]["warnings"] == []
     )
 
 
@@ -596,9 +551,7 @@ def test_the_page_form_imports_with_skip_and_domain_and_lists_the_skipped_lines(
     assert ImportJob.objects.get().options == {"on_error": "skip", "domain": "science"}
 
 
-def test_the_page_form_refuses_by_default(
-    logged_in, felm_project, django_capture_on_commit_callbacks
-):
+def test_the_page_form_refuses_by_default(logged_in, felm_project, django_capture_on_commit_callbacks):
     upload = jsonl([])
     upload.write(BROKEN)
     upload.seek(0)
@@ -675,16 +628,12 @@ def test_the_migration_renames_irrelevant_in_work_already_stored():
     }
     stances = {"segments": [{"label": False, "error_type": "irrelevant"}]}
     felm = ItemStage.objects.create(
-        item=Item.objects.create(
-            project=Project.objects.create(name="f", kind="felm"), response="r"
-        ),
+        item=Item.objects.create(project=Project.objects.create(name="f", kind="felm"), response="r"),
         stage=1,
         suggestion=old,
     )
     other = ItemStage.objects.create(
-        item=Item.objects.create(
-            project=Project.objects.create(name="c", kind="factcheck"), response="r"
-        ),
+        item=Item.objects.create(project=Project.objects.create(name="c", kind="factcheck"), response="r"),
         stage=1,
         suggestion=stances,
     )

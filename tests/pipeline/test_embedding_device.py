@@ -24,10 +24,7 @@ def test_cuda_asked_for_without_a_cuda_provider_embeds_on_the_cpu_and_says_so(on
     with caplog.at_level(logging.INFO, logger="pipeline.embedding_backends"):
         encoder = embedding_backends.OnnxEncoder(onnx_path, backend="onnx-int8", device="cuda")
     assert encoder.device == "cpu"
-    assert any(
-        "EMBEDDING_DEVICE=cuda" in r.getMessage() and "on the CPU" in r.getMessage()
-        for r in caplog.records
-    )
+    assert any("EMBEDDING_DEVICE=cuda" in r.getMessage() and "on the CPU" in r.getMessage() for r in caplog.records)
     reference = embedding_backends.OnnxEncoder(onnx_path, backend="onnx-int8", device="cpu")
     assert np.allclose(
         encoder.encode(TEXTS, normalize_embeddings=True),
@@ -36,9 +33,7 @@ def test_cuda_asked_for_without_a_cuda_provider_embeds_on_the_cpu_and_says_so(on
     )
 
 
-def test_a_cuda_provider_that_does_not_start_falls_back_to_the_cpu_with_a_log_line(
-    onnx_path, caplog, monkeypatch
-):
+def test_a_cuda_provider_that_does_not_start_falls_back_to_the_cpu_with_a_log_line(onnx_path, caplog, monkeypatch):
     """As on a GPU host whose CUDA libraries are missing: ONNX Runtime lists the provider, the
     session is asked for it first and runs on the CPU instead."""
     import onnxruntime
@@ -51,9 +46,7 @@ def test_a_cuda_provider_that_does_not_start_falls_back_to_the_cpu_with_a_log_li
         return real(path, options, providers=[p for p in providers if p in real_available])
 
     real_available = onnxruntime.get_available_providers()
-    monkeypatch.setattr(
-        onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", *real_available]
-    )
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", *real_available])
     monkeypatch.setattr(onnxruntime, "InferenceSession", session)
     with caplog.at_level(logging.INFO, logger="pipeline.embedding_backends"):
         encoder = embedding_backends.OnnxEncoder(onnx_path, backend="onnx-int8", device="auto")

@@ -57,18 +57,18 @@ def test_pronoun_without_antecedent_is_left_alone():
 
 
 def test_coordinated_clauses_with_their_own_subjects_are_split():
-    assert split_claims(
-        "The merger of two black holes is rare, and it takes millions of years to happen."
-    ) == ["The merger of two black holes is rare.", "It takes millions of years to happen."]
-    assert split_claims(
-        "Earth and Mars have solid surfaces, whereas Jupiter and Saturn are gas giants."
-    ) == ["Earth and Mars have solid surfaces.", "Jupiter and Saturn are gas giants."]
+    assert split_claims("The merger of two black holes is rare, and it takes millions of years to happen.") == [
+        "The merger of two black holes is rare.",
+        "It takes millions of years to happen.",
+    ]
+    assert split_claims("Earth and Mars have solid surfaces, whereas Jupiter and Saturn are gas giants.") == [
+        "Earth and Mars have solid surfaces.",
+        "Jupiter and Saturn are gas giants.",
+    ]
 
 
 def test_coordinated_predicates_share_the_subject():
-    assert split_claims(
-        "Neil Armstrong was born in Ohio in 1930, and served in the US Navy until 1952."
-    ) == [
+    assert split_claims("Neil Armstrong was born in Ohio in 1930, and served in the US Navy until 1952.") == [
         "Neil Armstrong was born in Ohio in 1930.",
         "Neil Armstrong served in the US Navy until 1952.",
     ]
@@ -81,18 +81,14 @@ def test_coordinated_predicates_share_the_subject():
 
 
 def test_semicolons_split_clauses():
-    assert split_claims(
-        "The museum opened in 1793; it is the most visited museum in the world."
-    ) == [
+    assert split_claims("The museum opened in 1793; it is the most visited museum in the world.") == [
         "The museum opened in 1793.",
         "It is the most visited museum in the world.",
     ]
 
 
 def test_enumerations_give_one_claim_per_element():
-    assert split_claims(
-        "The Danube flows through countries such as Austria, Hungary, and Romania."
-    ) == [
+    assert split_claims("The Danube flows through countries such as Austria, Hungary, and Romania.") == [
         "The Danube flows through countries such as Austria.",
         "The Danube flows through countries such as Hungary.",
         "The Danube flows through countries such as Romania.",
@@ -162,7 +158,4 @@ def test_pronoun_after_an_introductory_phrase_is_resolved():
         "Marcus Morton was born in 1784.",
         "As a politician, he served as Governor of Massachusetts.",
     ]
-    assert (
-        decontextualise(sentences)[1]
-        == "As a politician, Marcus Morton served as Governor of Massachusetts."
-    )
+    assert decontextualise(sentences)[1] == "As a politician, Marcus Morton served as Governor of Massachusetts."

@@ -58,9 +58,7 @@ def test_parse_groups_needs_every_fact_exactly_once():
     facts = ["A is a painter.", "A plays football.", "A was born in Leeds."]
     answer = "- a is a  painter.\n- A was born in Leeds.\n- ===\n- ===\n- A plays football.\n"
     assert parse_groups(answer, facts) == [[0, 2], [1]]
-    assert parse_groups(
-        "- A is a painter.\n- A plays football.\n- A was born in Leeds.", facts
-    ) == [[0, 1, 2]]
+    assert parse_groups("- A is a painter.\n- A plays football.\n- A was born in Leeds.", facts) == [[0, 1, 2]]
     assert parse_groups("- X.\n- X.\n- ===\n- Y.", ["X.", "Y.", "X."]) == [
         [0, 2],
         [1],
@@ -86,9 +84,7 @@ def test_split_page_packs_sentences_into_about_100_words():
 
 def test_sentence_spans_tolerate_changed_whitespace_and_list_markers():
     response = "Intro line:\n1. First  item here.\n2. Second item."
-    spans = sentence_spans(
-        response, ["Intro line:", "First item here.", "Second item.", "Not there."]
-    )
+    spans = sentence_spans(response, ["Intro line:", "First item here.", "Second item.", "Not there."])
     assert [response[s[0] : s[1]] if s else None for s in spans] == [
         "Intro line:",
         "First  item here.",
@@ -100,20 +96,13 @@ def test_sentence_spans_tolerate_changed_whitespace_and_list_markers():
 def assert_shape(result: dict, facts: int, candidates: int) -> None:
     content, suggestion = result["content"], result["suggestion"]
     assert set(content) == {"name", "facts", "candidates"}
-    assert len(content["facts"]) == facts and all(
-        set(f) == {"text", "span"} for f in content["facts"]
-    )
-    assert all(
-        set(c) == {"title", "url", "text", "passages"} and c["passages"]
-        for c in content["candidates"]
-    )
+    assert len(content["facts"]) == facts and all(set(f) == {"text", "span"} for f in content["facts"])
+    assert all(set(c) == {"title", "url", "text", "passages"} and c["passages"] for c in content["candidates"])
     assert set(suggestion) == {"groups", "links", "support", "labels", "provenance"}
     assert sorted(i for g in suggestion["groups"] for i in g) == list(range(facts))
     assert len(suggestion["links"]) == len(suggestion["groups"])
     assert all(link is None or 0 <= link < candidates for link in suggestion["links"])
-    assert [[e["candidate"] for e in row] for row in suggestion["support"]] == [
-        list(range(candidates))
-    ] * facts
+    assert [[e["candidate"] for e in row] for row in suggestion["support"]] == [list(range(candidates))] * facts
     assert len(suggestion["labels"]) == facts
     json.dumps(result)  # plain JSON
 
@@ -142,9 +131,7 @@ def test_offline_groups_links_and_labels_a_merged_biography():
     assert suggestion["labels"] == ["supported", "supported", "supported", "not_supported"]
     supported = [[e["supported"] for e in row] for row in suggestion["support"]]
     assert supported == [[True, False], [False, True], [True, False], [False, False]]
-    assert (
-        suggestion["support"][0][0]["score"] == 1.0
-    )  # every content word of the fact is on the page
+    assert suggestion["support"][0][0]["score"] == 1.0  # every content word of the fact is on the page
     assert suggestion["provenance"] == {
         "facts": "offline",
         "grouping": "offline",
@@ -163,9 +150,7 @@ def test_support_threshold_is_the_projects_setting():
         {**OFFLINE, "dfactscore": {"support_threshold": 1.01}},
     )
     assert all(not e["supported"] for row in strict["suggestion"]["support"] for e in row)
-    assert strict["suggestion"]["groups"] == [[0, 1, 2, 3]] and strict["suggestion"]["links"] == [
-        None
-    ]
+    assert strict["suggestion"]["groups"] == [[0, 1, 2, 3]] and strict["suggestion"]["links"] == [None]
     assert strict["suggestion"]["labels"] == ["not_supported"] * 4
 
 
@@ -188,9 +173,7 @@ def test_imported_facts_are_kept_and_found_in_the_text():
 
 def test_candidates_keep_given_passages():
     given = {**ARTIST, "passages": ["Mara Quell blows glass."]}
-    result = preannotate(
-        NAME, "Mara Quell blows glass.", ["Mara Quell blows glass."], [given], OFFLINE
-    )
+    result = preannotate(NAME, "Mara Quell blows glass.", ["Mara Quell blows glass."], [given], OFFLINE)
     assert result["content"]["candidates"][0]["passages"] == ["Mara Quell blows glass."]
     assert result["suggestion"]["support"] == [[{"candidate": 0, "score": 1.0, "supported": True}]]
 
@@ -200,9 +183,7 @@ def test_no_facts_and_no_candidates():
     assert empty["content"]["facts"] == [] and empty["suggestion"]["groups"] == []
     assert empty["suggestion"]["links"] == [] and empty["suggestion"]["labels"] == []
     alone = preannotate(NAME, RESPONSE, None, [], OFFLINE)
-    assert alone["suggestion"]["groups"] == [[0, 1, 2, 3]] and alone["suggestion"]["links"] == [
-        None
-    ]
+    assert alone["suggestion"]["groups"] == [[0, 1, 2, 3]] and alone["suggestion"]["links"] == [None]
     assert alone["suggestion"]["support"] == [[]] * 4
     assert alone["suggestion"]["labels"] == ["not_supported"] * 4
 
@@ -237,9 +218,7 @@ def test_embeddings_are_fused_with_word_containment_and_fall_back():
     fallback = preannotate(NAME, RESPONSE, None, [ARTIST, ROWER], {}, embed=broken)
     assert fallback["suggestion"]["support"] == lexical["suggestion"]["support"]
     assert fallback["suggestion"]["provenance"]["similarity"] == "lexical"
-    assert fallback["suggestion"]["provenance"]["notes"] == [
-        "embeddings unavailable: OSError: model files missing"
-    ]
+    assert fallback["suggestion"]["provenance"]["notes"] == ["embeddings unavailable: OSError: model files missing"]
 
 
 def test_real_embeddings_separate_the_two_people():
@@ -257,10 +236,7 @@ def test_offline_grouping_anchors_and_the_largest_group():
 
 
 def _support(rows):
-    return [
-        [{"candidate": c, "score": s, "supported": s >= 0.5} for c, s in enumerate(row)]
-        for row in rows
-    ]
+    return [[{"candidate": c, "score": s, "supported": s >= 0.5} for c, s in enumerate(row)] for row in rows]
 
 
 def test_linking_argmax_ties_and_none():
@@ -279,9 +255,7 @@ def test_hungarian_linking_is_one_to_one():
     assert link_groups(groups, support, 2, "hungarian") == [0, 1]
     # More groups than pages: the group left over has no link.
     assert link_groups([[0], [1], [2]], support, 2, "hungarian").count(None) == 1
-    result = preannotate(
-        NAME, RESPONSE, None, [ARTIST, ROWER], {**OFFLINE, "dfactscore": {"linking": "hungarian"}}
-    )
+    result = preannotate(NAME, RESPONSE, None, [ARTIST, ROWER], {**OFFLINE, "dfactscore": {"linking": "hungarian"}})
     assert result["suggestion"]["links"] == [0, 1]
 
 
@@ -295,12 +269,8 @@ FACTS_BY_SENTENCE = {
         "Mara Quell is a glassblower.",
         "Mara Quell was born in Tallinn.",
     ],
-    "She won a bronze medal in rowing at the 1998 World Championships.": [
-        "Mara Quell won a bronze medal in rowing."
-    ],
-    "Quell studied at the Estonian Academy of Arts.": [
-        "Mara Quell studied at the Estonian Academy of Arts."
-    ],
+    "She won a bronze medal in rowing at the 1998 World Championships.": ["Mara Quell won a bronze medal in rowing."],
+    "Quell studied at the Estonian Academy of Arts.": ["Mara Quell studied at the Estonian Academy of Arts."],
     "She now coaches a rowing club in Tartu.": ["Mara Quell coaches a rowing club in Tartu."],
 }
 SUPPORTED = {
@@ -322,11 +292,7 @@ def responder(grouping=None, verdict=None, facts=None):
         if prompt.endswith("Output:"):
             topic = re.search(r"^Answer the question about (.*) based on", prompt).group(1)
             fact = re.search(r"Input: (.*) True or False\?\nOutput:$", prompt).group(1)
-            return (
-                verdict(topic, fact)
-                if verdict
-                else ("True" if (topic, fact) in SUPPORTED else "False.")
-            )
+            return verdict(topic, fact) if verdict else ("True" if (topic, fact) in SUPPORTED else "False.")
         if prompt.endswith("Answer:\n"):
             listed = re.findall(r"^- (.*)$", prompt.split("\nFacts:\n", 1)[1], re.M)
             if grouping:
@@ -388,17 +354,14 @@ def test_llm_backends_follow_the_papers_prompts():
         )
     ]
     assert len(first) == 1
-    assert (
-        first[0].count("Please breakdown the following sentence into independent facts:") == 4
-    )  # 3 demos
+    assert first[0].count("Please breakdown the following sentence into independent facts:") == 4  # 3 demos
     grouping = next(p for p in prompts if p.endswith("Answer:\n"))
     assert 'about "Mara Quell"' in grouping and "- ===" in grouping
     assert "\n".join(f"- {f}" for f in facts) in grouping
     verify = next(
         p
         for p in prompts
-        if "Input: Mara Quell is a glassblower. True or False?" in p
-        and "(artist)" in p.split("\n", 1)[0]
+        if "Input: Mara Quell is a glassblower. True or False?" in p and "(artist)" in p.split("\n", 1)[0]
     )
     assert verify.startswith(
         "Answer the question about Mara Quell (artist) based on the given context.\n\n"
@@ -425,24 +388,17 @@ def test_llm_misbehaviour_falls_back_part_by_part():
         result = preannotate(NAME, RESPONSE, None, [ARTIST, ROWER], llm_settings(server))
     facts_out = [f["text"] for f in result["content"]["facts"]]
     # The unusable sentence gets the offline decomposition.
-    assert (
-        facts_out[3] == "Mara Quell won a bronze medal in rowing at the 1998 World Championships."
-    )
+    assert facts_out[3] == "Mara Quell won a bronze medal in rowing at the 1998 World Championships."
     suggestion, notes = result["suggestion"], result["suggestion"]["provenance"]["notes"]
     assert suggestion["provenance"]["facts"] == "llm:fake-model"
     assert suggestion["provenance"]["grouping"] == "offline"
-    assert any(
-        n.startswith("facts of sentence 1: offline decomposition (unparseable answer")
-        for n in notes
-    )
+    assert any(n.startswith("facts of sentence 1: offline decomposition (unparseable answer") for n in notes)
     assert any(n.startswith("grouping: offline heuristic (facts left out: [0])") for n in notes)
     assert "support: 2 of 12 verdicts offline (similarity ≥ 0.5)" in notes
     tallinn = facts_out.index("Mara Quell was born in Tallinn.")
     # Unusable verdicts keep the offline one: "born in Tallinn" is on the artist's page only.
     assert [e["supported"] for e in suggestion["support"][tallinn]] == [True, False]
-    assert [e["supported"] for row in suggestion["support"][:tallinn] for e in row] == [False] * (
-        2 * tallinn
-    )
+    assert [e["supported"] for row in suggestion["support"][:tallinn] for e in row] == [False] * (2 * tallinn)
 
 
 def test_unreachable_model_falls_back_entirely():

@@ -110,12 +110,8 @@ def test_a_paragraph_without_counted_facts_has_no_scores():
     content = {**CONTENT, "facts": CONTENT["facts"][:1]}
     scores = paragraph_scores(content, gold)
     assert scores["factscore"] is None and scores["dfactscore"] is None
-    assert (
-        scores["decisions"] is None and scores["global_decisions"] is None and scores["facts"] == 0
-    )
-    empty = paragraph_scores(
-        {**CONTENT, "facts": []}, {"individuals": 0, "groups": [], "facts": []}
-    )
+    assert scores["decisions"] is None and scores["global_decisions"] is None and scores["facts"] == 0
+    empty = paragraph_scores({**CONTENT, "facts": []}, {"individuals": 0, "groups": [], "facts": []})
     assert empty["factscore"] is None and empty["num_groups"] == 0
 
 
@@ -135,15 +131,11 @@ def test_model_scores_by_hand():
             ],
         },
     )  # 5 facts, 0.8
-    silent = paragraph_scores(
-        {**CONTENT, "facts": []}, {"individuals": 0, "groups": [], "facts": []}
-    )
+    silent = paragraph_scores({**CONTENT, "facts": []}, {"individuals": 0, "groups": [], "facts": []})
     result = model_scores([first, silent, second])
     assert result["init_score"] == pytest.approx((0.25 + 0.8) / 2)
     assert result["init_global_score"] == pytest.approx((0.25 + 0.8) / 2)
-    assert result["score"] == pytest.approx(
-        (math.exp(1 - 10 / 4) * 0.25 + math.exp(1 - 10 / 5) * 0.8) / 2
-    )
+    assert result["score"] == pytest.approx((math.exp(1 - 10 / 4) * 0.25 + math.exp(1 - 10 / 5) * 0.8) / 2)
     assert result["respond_ratio"] == pytest.approx(2 / 3)
     assert result["num_facts_per_response"] == 4.5
     assert result["num_groups"] == 1.5  # over the responding paragraphs only
@@ -151,11 +143,7 @@ def test_model_scores_by_hand():
     assert result["nan"] == 0
     assert result["decisions"][1] is None and len(result["global_decisions"]) == 3
     nothing = model_scores([silent])
-    assert (
-        nothing["init_score"] is None
-        and nothing["respond_ratio"] == 0.0
-        and nothing["num_groups"] is None
-    )
+    assert nothing["init_score"] is None and nothing["respond_ratio"] == 0.0 and nothing["num_groups"] is None
     assert model_scores([])["respond_ratio"] is None
 
 
@@ -189,22 +177,13 @@ def test_imported_result_gives_its_scores_back_exactly():
                 for i in range(size)
             ]
             for entry in plain:
-                entry["supporting_topic"] = (
-                    entry["supporting_topic"] if entry["is_supported"] else None
-                )
+                entry["supporting_topic"] = entry["supporting_topic"] if entry["is_supported"] else None
             decisions.append(plain)
-            global_decisions.append(
-                [{**e, "is_supported": e["is_supported"] and rng.random() < 0.8} for e in plain]
-            )
-    result = model_scores(
-        [paragraph_scores({}, _released_gold(d, g, 1)) for d, g in zip(decisions, global_decisions)]
-    )
+            global_decisions.append([{**e, "is_supported": e["is_supported"] and rng.random() < 0.8} for e in plain])
+    result = model_scores([paragraph_scores({}, _released_gold(d, g, 1)) for d, g in zip(decisions, global_decisions)])
     # A second round trip through the exported lists gives the same numbers, to the bit.
     again = model_scores(
-        [
-            paragraph_scores({}, _released_gold(d, g, 1))
-            for d, g in zip(result["decisions"], result["global_decisions"])
-        ]
+        [paragraph_scores({}, _released_gold(d, g, 1)) for d, g in zip(result["decisions"], result["global_decisions"])]
     )
     assert again == result
     responding = [(d, g) for d, g in zip(decisions, global_decisions) if d]
@@ -245,9 +224,7 @@ def test_partition_agreement_by_hand():
     assert partition_agreement([0, 0, 1, 1], [0, 0, 0, 1]) == 0.0
     # tp=4, fp=2, fn=8, tn=16: 2(4·16 − 8·2) / ((4+8)(8+16) + (4+2)(2+16)) = 96/396
     assert partition_agreement([0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 2, 2]) == pytest.approx(8 / 33)
-    assert partition_agreement(
-        [0, None, 0, 0, 1, 1, 1, 2], [0, 5, 0, 1, 1, 2, 2, None]
-    ) == pytest.approx(8 / 33)
+    assert partition_agreement([0, None, 0, 0, 1, 1, 1, 2], [0, 5, 0, 1, 1, 2, 2, None]) == pytest.approx(8 / 33)
     assert partition_agreement([None, 0], [1, None]) is None
     with pytest.raises(ValueError, match="3 and 2 facts"):
         partition_agreement([0, 0, 1], [0, 1])
@@ -259,14 +236,10 @@ def test_partition_agreements_match_scikit_learn():
     for _ in range(300):
         size = rng.randint(0, 25)
         a = [
-            rng.choice([None] + list(range(rng.randint(1, 5))))
-            if rng.random() < 0.1
-            else rng.randint(0, 3)
+            rng.choice([None] + list(range(rng.randint(1, 5)))) if rng.random() < 0.1 else rng.randint(0, 3)
             for _ in range(size)
         ]
-        b = [
-            x if x is not None and rng.random() < 0.6 else rng.choice([None, 0, 1, 2, 7]) for x in a
-        ]
+        b = [x if x is not None and rng.random() < 0.6 else rng.choice([None, 0, 1, 2, 7]) for x in a]
         pairs.append((a, b))
     pairs.append(([5, 5, 9], [0, 0, 0]))
     batch = partition_agreements(pairs)
@@ -276,7 +249,4 @@ def test_partition_agreements_match_scikit_learn():
     kept = [(a, b) for a, b in pairs if any(x is not None and y is not None for x, y in zip(a, b))]
     assert sum(x is not None for x in batch) == len(kept) > 250
     assert partition_agreements([]) == []
-    assert (
-        adjusted_rand_score([0, 0, 1], [0, 1, 1])
-        == partition_agreements([([0, 0, 1], [0, 1, 1])])[0]
-    )
+    assert adjusted_rand_score([0, 0, 1], [0, 1, 1]) == partition_agreements([([0, 0, 1], [0, 1, 1])])[0]

@@ -80,11 +80,7 @@ def test_stance_hints_come_from_the_llm_only_and_a_bad_answer_gives_no_hint():
     ]
     with FakeLLMServer(stance) as server:
         hints = stance_hints(pairs, server.config(max_retries=0))
-    assert (
-        hints[0].label == "completely-support"
-        and hints[0].backend == LLM
-        and hints[0].label in STANCE_LABELS
-    )
+    assert hints[0].label == "completely-support" and hints[0].backend == LLM and hints[0].label in STANCE_LABELS
     assert hints[1:] == [None, None]
     assert stance_hints(pairs) == [None, None, None]  # offline: no guesses
 

@@ -67,17 +67,11 @@ def test_the_server_key_is_dropped_when_the_overrides_point_elsewhere():
     }
     elsewhere = LLMConfig.from_env({"base_url": "http://elsewhere.example/v1"}, environ=environ)
     assert (elsewhere.base_url, elsewhere.api_key) == ("http://elsewhere.example/v1", None)
-    same = LLMConfig.from_env(
-        {"base_url": "http://llm.internal/v1/", "model": "m"}, environ=environ
-    )
+    same = LLMConfig.from_env({"base_url": "http://llm.internal/v1/", "model": "m"}, environ=environ)
     assert same.api_key == "server-key"
-    own_key = LLMConfig.from_env(
-        {"base_url": "http://elsewhere.example/v1", "api_key": "own"}, environ=environ
-    )
+    own_key = LLMConfig.from_env({"base_url": "http://elsewhere.example/v1", "api_key": "own"}, environ=environ)
     assert own_key.api_key == "own"
-    no_env_url = LLMConfig.from_env(
-        {"base_url": "http://elsewhere.example/v1"}, environ={"LLM_API_KEY": "server-key"}
-    )
+    no_env_url = LLMConfig.from_env({"base_url": "http://elsewhere.example/v1"}, environ={"LLM_API_KEY": "server-key"})
     assert no_env_url.api_key is None
 
 
@@ -108,9 +102,7 @@ def test_good_answers_become_llm_decompositions():
     ]
     assert results[1].decontext == "Marie Curie was born in Warsaw and moved to Paris in 1891."
     assert results[0].decontext == "Marie Curie was a physicist."  # no line: offline decontext
-    assert {(r.backend, r.model, r.fallback, r.error) for r in results} == {
-        (LLM, "fake-model", False, None)
-    }
+    assert {(r.backend, r.model, r.fallback, r.error) for r in results} == {(LLM, "fake-model", False, None)}
     prompts = [last_user_message(r) for r in server.requests]
     assert all("Context: " + " ".join(SENTENCES) in p for p in prompts)
     assert server.requests[0]["model"] == "fake-model"
@@ -119,9 +111,7 @@ def test_good_answers_become_llm_decompositions():
 def test_malformed_answer_falls_back_to_the_sentence_and_is_logged(caplog):
     def responder(request):
         return (
-            "Sorry, I can't do that."
-            if sentence_of(request).startswith("She")
-            else '["Marie Curie was a physicist."]'
+            "Sorry, I can't do that." if sentence_of(request).startswith("She") else '["Marie Curie was a physicist."]'
         )
 
     with (
@@ -201,9 +191,7 @@ def test_chat_results_come_back_in_input_order_even_when_answers_finish_out_of_o
         return FakeReply(str(number), delay=0.05 * (5 - number))
 
     with FakeLLMServer(responder) as server:
-        results = run_chats(
-            server.config(), [[{"role": "user", "content": str(i)}] for i in range(5)]
-        )
+        results = run_chats(server.config(), [[{"role": "user", "content": str(i)}] for i in range(5)])
     assert [r.text for r in results] == ["0", "1", "2", "3", "4"]
 
 
@@ -238,12 +226,9 @@ def test_an_llm_server_on_a_private_address_needs_the_explicit_setting(monkeypat
         [result] = run_chats(server.config(max_retries=0), [[{"role": "user", "content": "hi"}]])
         assert (
             result.text is None
-            and "the LLM server's address is refused: 127.0.0.1 is a loopback address"
-            in result.error
+            and "the LLM server's address is refused: 127.0.0.1 is a loopback address" in result.error
         )
         assert server.requests == []
-        monkeypatch.setenv(
-            "OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1"
-        )  # a lab's own server, allowed by setting
+        monkeypatch.setenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1")  # a lab's own server, allowed by setting
         [result] = run_chats(server.config(max_retries=0), [[{"role": "user", "content": "hi"}]])
         assert result.error is None and len(server.requests) == 1

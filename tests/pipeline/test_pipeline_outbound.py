@@ -125,18 +125,14 @@ def test_urls_refused_with_the_reason(url, reason):
 
 
 def test_a_public_url_gives_the_address_to_connect_to():
-    assert check_url("https://public.test/a?b", PAGES) == outbound.Target(
-        "https", "public.test", 443, "93.184.216.34"
-    )
+    assert check_url("https://public.test/a?b", PAGES) == outbound.Target("https", "public.test", 443, "93.184.216.34")
     assert check_url("http://v6.test/", PAGES).ip == "2606:2800:220:1:248:1893:25c8:1946"
     assert check_url("http://93.184.216.34/", PAGES).ip == "93.184.216.34"
 
 
 def test_settings_from_the_environment():
     assert OutboundPolicy.from_env({}) == OutboundPolicy()
-    assert (
-        OutboundPolicy.from_env({"OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS": "1"}).allow_private is False
-    )  # pages never
+    assert OutboundPolicy.from_env({"OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS": "1"}).allow_private is False  # pages never
     policy = OutboundPolicy.from_env(
         {
             "OUTBOUND_ALLOWED_NETWORKS": "10.20.0.0/16, fd00:1::/32",
@@ -154,24 +150,13 @@ def test_settings_from_the_environment():
 
 
 def test_allowed_networks_admit_only_their_range_and_never_multicast_or_unspecified():
-    policy = OutboundPolicy(
-        allowed_networks=(ipaddress.ip_network("10.20.0.0/16"), ipaddress.ip_network("0.0.0.0/0"))
-    )
+    policy = OutboundPolicy(allowed_networks=(ipaddress.ip_network("10.20.0.0/16"), ipaddress.ip_network("0.0.0.0/0")))
     assert address_problem(ipaddress.ip_address("10.20.3.4"), policy) is None
     assert address_problem(ipaddress.ip_address("::ffff:10.20.3.4"), policy) is None
-    assert (
-        address_problem(ipaddress.ip_address("0.0.0.0"), policy)
-        == "0.0.0.0 is the unspecified address"
-    )
-    assert (
-        address_problem(ipaddress.ip_address("224.0.0.1"), policy)
-        == "224.0.0.1 is a multicast address"
-    )
+    assert address_problem(ipaddress.ip_address("0.0.0.0"), policy) == "0.0.0.0 is the unspecified address"
+    assert address_problem(ipaddress.ip_address("224.0.0.1"), policy) == "224.0.0.1 is a multicast address"
     narrow = OutboundPolicy(allowed_networks=(ipaddress.ip_network("10.20.0.0/16"),))
-    assert (
-        address_problem(ipaddress.ip_address("10.21.0.1"), narrow)
-        == "10.21.0.1 is a private address"
-    )
+    assert address_problem(ipaddress.ip_address("10.21.0.1"), narrow) == "10.21.0.1 is a private address"
 
 
 def test_private_services_allow_loopback_and_private_but_never_link_local():
@@ -194,38 +179,27 @@ def test_the_transport_connects_to_the_checked_address_with_the_name_as_host_and
 
     names = iter([["93.184.216.34"], ["127.0.0.1"]])  # a second lookup would answer loopback
     monkeypatch.setattr(outbound, "resolve_host", lambda host, port: next(names))
-    with httpx2.Client(
-        transport=GuardedTransport(lambda: PAGES, inner=httpx2.MockTransport(answer))
-    ) as client:
+    with httpx2.Client(transport=GuardedTransport(lambda: PAGES, inner=httpx2.MockTransport(answer))) as client:
         assert client.get("https://public.test/page").text == "ok"
         with pytest.raises(OutboundRefused, match="127.0.0.1 is a loopback address"):
-            client.get(
-                "https://public.test/page"
-            )  # the name now points inside: refused, not connected
+            client.get("https://public.test/page")  # the name now points inside: refused, not connected
     [request] = seen
     assert request.url.host == "93.184.216.34" and request.url.port is None
-    assert (
-        request.headers["Host"] == "public.test"
-        and request.extensions["sni_hostname"] == "public.test"
-    )
+    assert request.headers["Host"] == "public.test" and request.extensions["sni_hostname"] == "public.test"
 
 
 def test_redirects_are_checked_at_every_hop_and_credentials_stay_with_the_host():
     seen = []
 
     def answer(request):
-        seen.append(
-            (request.headers["Host"], request.url.path, request.headers.get("Authorization"))
-        )
+        seen.append((request.headers["Host"], request.url.path, request.headers.get("Authorization")))
         if request.url.path == "/start":
             return httpx2.Response(302, headers={"Location": "http://93.184.216.34/next"})
         if request.url.path == "/next":
             return httpx2.Response(307, headers={"Location": "http://loopback.test/admin"})
         return httpx2.Response(200, text="inside")
 
-    with httpx2.Client(
-        transport=GuardedTransport(lambda: PAGES, inner=httpx2.MockTransport(answer))
-    ) as client:
+    with httpx2.Client(transport=GuardedTransport(lambda: PAGES, inner=httpx2.MockTransport(answer))) as client:
         with pytest.raises(
             OutboundRefused,
             match="loopback.test resolves to 127.0.0.1: 127.0.0.1 is a loopback address",
@@ -255,9 +229,7 @@ def test_httpx_own_redirects_resolve_against_the_name_and_are_checked_too():
             return httpx2.Response(307, headers={"Location": "/v2/models"})
         if request.url.path == "/v2/models":
             return httpx2.Response(200, text="ok")
-        return httpx2.Response(
-            302, headers={"Location": "http://[::ffff:169.254.169.254]/latest/meta-data/"}
-        )
+        return httpx2.Response(302, headers={"Location": "http://[::ffff:169.254.169.254]/latest/meta-data/"})
 
     transport = GuardedTransport(lambda: PAGES, inner=httpx2.MockTransport(answer))
     with httpx2.Client(transport=transport, follow_redirects=True) as client:

@@ -117,9 +117,7 @@ def test_category_answers_parse_strictly(answer, label):
     assert parse_category(answer) == label
 
 
-@pytest.mark.parametrize(
-    "answer", [None, "", "factual, checkworthy", "It is factual.", "fact", "yes"]
-)
+@pytest.mark.parametrize("answer", [None, "", "factual, checkworthy", "It is factual.", "fact", "yes"])
 def test_category_answers_outside_the_vocabulary_are_errors(answer):
     with pytest.raises(ParseError):
         parse_category(answer)

@@ -76,11 +76,7 @@ def test_ranking_fuses_lexical_and_embedding_scores():
     ranked = rank_candidates(claim, candidates, claim_vector=vector(1, 0))
     assert [r.url for r in ranked][:2] == ["a", "b"]  # b shares few words but means the same
     top = ranked[0]
-    assert (
-        top.rank == 1
-        and top.embedding_score == pytest.approx(1.0)
-        and top.lexical_score == pytest.approx(1.0)
-    )
+    assert top.rank == 1 and top.embedding_score == pytest.approx(1.0) and top.lexical_score == pytest.approx(1.0)
     # Without vectors (embedding not done yet) the lexical side ranks alone.
     lexical_only = rank_candidates(claim, [Candidate(text=c.text, url=c.url) for c in candidates])
     assert lexical_only[0].url == "a" and lexical_only[0].embedding_score is None
@@ -146,15 +142,11 @@ def test_ranking_keeps_the_top_five_with_every_field():
 
 
 def test_offline_queries_are_the_claim_and_its_names_and_numbers():
-    assert offline_queries(
-        "Justice William O. Douglas served on the Supreme Court from 1939 until 1975."
-    ) == [
+    assert offline_queries("Justice William O. Douglas served on the Supreme Court from 1939 until 1975.") == [
         "Justice William O. Douglas served on the Supreme Court from 1939 until 1975.",
         "Justice William O Douglas Supreme Court 1939 1975",
     ]
-    assert offline_queries("water boils at high temperatures") == [
-        "water boils at high temperatures"
-    ]
+    assert offline_queries("water boils at high temperatures") == ["water boils at high temperatures"]
     assert offline_queries("   ") == []
 
 
@@ -314,10 +306,7 @@ def test_lexical_scores_are_the_bm25s_scores_of_the_candidates():
         "naïve x 12 3.5 e-mail Curie's prizes prize Nobel"
     ).split()
     for _ in range(200):
-        passages = [
-            " ".join(rng.choice(words) for _ in range(rng.randint(0, 30)))
-            for _ in range(rng.randint(1, 30))
-        ]
+        passages = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 30))) for _ in range(rng.randint(1, 30))]
         query = " ".join(rng.choice(words) for _ in range(rng.randint(0, 8)))
         expected, got = _bm25s_scores(query, passages), retrieval.lexical_scores(query, passages)
         assert np.allclose(got, expected, rtol=1e-5, atol=1e-6), (query, passages)

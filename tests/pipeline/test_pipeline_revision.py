@@ -25,9 +25,7 @@ WRONG = SentenceToRevise(
         ClaimOutcome("Marie Curie was born in Paris.", DELETED, ""),
     ],
 )
-RIGHT = SentenceToRevise(
-    "She studied in Paris.", True, [ClaimOutcome("Marie Curie studied in Paris.", TRUE, "")]
-)
+RIGHT = SentenceToRevise("She studied in Paris.", True, [ClaimOutcome("Marie Curie studied in Paris.", TRUE, "")])
 OPINION = SentenceToRevise("I admire her.", False, [ClaimOutcome("I admire her.", UNVERIFIED, "")])
 
 
@@ -51,24 +49,15 @@ def test_the_llm_is_asked_only_about_changed_sentences_with_or_without_the_quest
         return '"Marie Curie won the Nobel Prize in Physics in 1903."'
 
     with FakeLLMServer(reply) as server:
-        revisions = suggest_revisions(
-            [RIGHT, WRONG, OPINION], server.config(), question="Who was Marie Curie?"
-        )
+        revisions = suggest_revisions([RIGHT, WRONG, OPINION], server.config(), question="Who was Marie Curie?")
         assert [r.text for r in revisions] == [
             "She studied in Paris.",
             "Marie Curie won the Nobel Prize in Physics in 1903.",
             "I admire her.",
         ]
         assert [r.backend for r in revisions] == ["offline", "llm", "offline"]
-        assert (
-            len(asked) == 1
-            and CURIE in asked[0]
-            and "(deleted)" in asked[0]
-            and "Question:" not in asked[0]
-        )
-        suggest_revisions(
-            [WRONG], server.config(), question="Who was Marie Curie?", with_question=True
-        )
+        assert len(asked) == 1 and CURIE in asked[0] and "(deleted)" in asked[0] and "Question:" not in asked[0]
+        suggest_revisions([WRONG], server.config(), question="Who was Marie Curie?", with_question=True)
         assert "Question: Who was Marie Curie?" in asked[1]
 
 

@@ -47,13 +47,9 @@ def test_point_scores_equal_scikit_learn_on_random_data(seed):
     labels = sorted(set(gold) | set(pred))
     assert result["labels"] == labels
     assert result["accuracy"]["value"] == pytest.approx(accuracy_score(gold, pred))
-    assert result["balanced_accuracy"]["value"] == pytest.approx(
-        balanced_accuracy_score(gold, pred)
-    )
+    assert result["balanced_accuracy"]["value"] == pytest.approx(balanced_accuracy_score(gold, pred))
     macro = precision_recall_fscore_support(gold, pred, average="macro", zero_division=0)
-    assert [result["macro"][m]["value"] for m in ("precision", "recall", "f1")] == pytest.approx(
-        macro[:3]
-    )
+    assert [result["macro"][m]["value"] for m in ("precision", "recall", "f1")] == pytest.approx(macro[:3])
     per_label = precision_recall_fscore_support(gold, pred, labels=labels, zero_division=0)
     report = classification_report(gold, pred, labels=labels, zero_division=0, output_dict=True)
     for i, label in enumerate(labels):
@@ -68,9 +64,7 @@ def test_point_scores_equal_scikit_learn_on_random_data(seed):
             ours["precision"]["value"],
             ours["recall"]["value"],
             ours["f1"]["value"],
-        ] == pytest.approx(
-            [report[label]["precision"], report[label]["recall"], report[label]["f1-score"]]
-        )
+        ] == pytest.approx([report[label]["precision"], report[label]["recall"], report[label]["f1-score"]])
     assert result["macro"]["f1"]["value"] == pytest.approx(report["macro avg"]["f1-score"])
     assert result["accuracy"]["low"] is None and result["accuracy"]["high"] is None
 
@@ -79,17 +73,11 @@ def test_given_labels_restrict_per_label_and_macro_like_scikit_learn():
     units, gold, pred = random_units(7)
     result = score(units, labels=["true", "false"], resamples=0)
     assert list(result["per_label"]) == ["true", "false"]
-    macro = precision_recall_fscore_support(
-        gold, pred, labels=["true", "false"], average="macro", zero_division=0
-    )
-    assert [result["macro"][m]["value"] for m in ("precision", "recall", "f1")] == pytest.approx(
-        macro[:3]
-    )
+    macro = precision_recall_fscore_support(gold, pred, labels=["true", "false"], average="macro", zero_division=0)
+    assert [result["macro"][m]["value"] for m in ("precision", "recall", "f1")] == pytest.approx(macro[:3])
     # accuracy and balanced accuracy are over every unit, as scikit-learn's (they take no labels)
     assert result["accuracy"]["value"] == pytest.approx(accuracy_score(gold, pred))
-    assert result["balanced_accuracy"]["value"] == pytest.approx(
-        balanced_accuracy_score(gold, pred)
-    )
+    assert result["balanced_accuracy"]["value"] == pytest.approx(balanced_accuracy_score(gold, pred))
     with pytest.raises(ValueError, match="repeat"):
         score(units, labels=["true", "true"])
 
@@ -112,9 +100,7 @@ def test_bootstrap_intervals_equal_a_plain_bootstrap_over_items():
             warnings.simplefilter("ignore")
             draws["balanced"].append(balanced_accuracy_score(gold, pred))
         draws["macro_f1"].append(
-            precision_recall_fscore_support(
-                gold, pred, labels=labels, average="macro", zero_division=0
-            )[2]
+            precision_recall_fscore_support(gold, pred, labels=labels, average="macro", zero_division=0)[2]
         )
         p, _, f, _ = precision_recall_fscore_support(gold, pred, labels=labels, zero_division=0)
         draws["f1_true"].append(f[labels.index("true")])
@@ -139,9 +125,7 @@ def test_bootstrap_is_seeded_and_resamples_is_a_parameter():
     assert score(units, resamples=100, seed=2)["accuracy"] != first["accuracy"]
     assert first["resamples"] == 100
     none = score(units, resamples=0)
-    assert (
-        none["accuracy"]["low"] is None and none["accuracy"]["value"] == first["accuracy"]["value"]
-    )
+    assert none["accuracy"]["low"] is None and none["accuracy"]["value"] == first["accuracy"]["value"]
     with pytest.raises(ValueError):
         score(units, resamples=-1)
     with pytest.raises(ValueError, match="no units"):
@@ -198,9 +182,7 @@ def test_difference_is_a_paired_bootstrap_over_the_same_items():
         ]
         draws.append(macro[0] - macro[1])
     low, high = np.percentile(draws, [2.5, 97.5])
-    assert result["macro_f1"]["low"] == pytest.approx(low) and result["macro_f1"][
-        "high"
-    ] == pytest.approx(high)
+    assert result["macro_f1"]["low"] == pytest.approx(low) and result["macro_f1"]["high"] == pytest.approx(high)
     assert result["macro_f1"]["low"] > 0  # A is clearly better here
     with pytest.raises(ValueError):
         difference(first, second[:-1], resamples=0)
@@ -217,8 +199,7 @@ def test_mean_with_ci_equals_a_plain_bootstrap_over_items():
     order = list(dict.fromkeys(items))
     by_item = {item: [v for i, v in zip(items, values) if i == item] for item in order}
     means = [
-        np.mean([v for k in drawn for v in by_item[order[k]]])
-        for drawn in bootstrap_indices(len(order), 300, seed=6)
+        np.mean([v for k in drawn for v in by_item[order[k]]]) for drawn in bootstrap_indices(len(order), 300, seed=6)
     ]
     assert [result["low"], result["high"]] == pytest.approx(list(np.percentile(means, [2.5, 97.5])))
     # one value per item without items; seeded; no interval without resamples
@@ -233,9 +214,7 @@ def test_mean_with_ci_equals_a_plain_bootstrap_over_items():
     # several columns over the same draws: each as mean_with_ci gives it alone
     both = means_with_ci({"x": values, ("y", 2): values[::-1]}, resamples=300, seed=6, items=items)
     assert both["x"] == pytest.approx(result)
-    assert both[("y", 2)] == pytest.approx(
-        mean_with_ci(values[::-1], resamples=300, seed=6, items=items)
-    )
+    assert both[("y", 2)] == pytest.approx(mean_with_ci(values[::-1], resamples=300, seed=6, items=items))
     assert mean_with_ci([1.0, 3.0], resamples=0) == {"value": 2.0, "low": None, "high": None}
     with pytest.raises(ValueError, match="no values"):
         mean_with_ci([])

@@ -25,9 +25,7 @@ def test_abbreviations_and_initials_do_not_end_sentences(text):
 
 
 def test_abbreviation_before_a_sentence_starter_ends_the_sentence():
-    text = (
-        "She moved to Washington, D.C. It was 1990. They sell pens, pencils, etc. The shop is old."
-    )
+    text = "She moved to Washington, D.C. It was 1990. They sell pens, pencils, etc. The shop is old."
     assert split_sentences(text) == [
         "She moved to Washington, D.C.",
         "It was 1990.",
@@ -80,7 +78,9 @@ def test_bulleted_lines_become_sentences():
 
 
 def test_inline_numbered_markers_stay_with_their_item():
-    text = 'Here are two albums: 1. "Red" (2012) is the first one.2. "Blue" (2014) is the second one. 3. "Green" followed.'
+    text = (
+        'Here are two albums: 1. "Red" (2012) is the first one.2. "Blue" (2014) is the second one. 3. "Green" followed.'
+    )
     assert split_sentences(text) == [
         "Here are two albums:",
         '1. "Red" (2012) is the first one.',
@@ -95,9 +95,7 @@ def test_number_without_space_is_not_a_list_marker():
 
 
 def test_a_number_ending_a_sentence_is_kept():
-    assert split_sentences(
-        "The answer is 4. The total was: 4. We use version 3.5. Then it ended."
-    ) == [
+    assert split_sentences("The answer is 4. The total was: 4. We use version 3.5. Then it ended.") == [
         "The answer is 4.",
         "The total was: 4.",
         "We use version 3.5.",
@@ -176,9 +174,7 @@ def released_data(relative_path: str) -> Path:
 
 
 def test_match_rate_on_released_factcheck_bench_sentences():
-    items = load_factcheck_bench_sentences(
-        released_data("factcheck-bench/factcheck-GPT-benchmark.jsonl")
-    )
+    items = load_factcheck_bench_sentences(released_data("factcheck-bench/factcheck-GPT-benchmark.jsonl"))
     ours = sentence_match_rate(items, split_sentences)
     plain = sentence_match_rate(items, PunktSentenceTokenizer().tokenize)
     assert ours.reference == 311

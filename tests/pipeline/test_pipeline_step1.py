@@ -45,9 +45,7 @@ def test_offline_claim_category(text, category):
 
 def test_sentence_is_checkworthy_when_one_claim_is_factual():
     assert (
-        sentence_checkworthiness(
-            [Hint("opinion", backend="offline"), Hint("factual", backend="offline")]
-        ).label
+        sentence_checkworthiness([Hint("opinion", backend="offline"), Hint("factual", backend="offline")]).label
         == "yes"
     )
     assert (
@@ -90,10 +88,7 @@ def test_suggest_step1_offline():
         "In my opinion, she is the best scientist of her century.",
         "Is there anything else you would like to know?",
     ]
-    assert (
-        sentences[1]["decontext"]
-        == "Marie Curie moved to Paris in 1891, and she studied physics there."
-    )
+    assert sentences[1]["decontext"] == "Marie Curie moved to Paris in 1891, and she studied physics there."
     assert [c["text"] for c in sentences[1]["claims"]] == [
         "Marie Curie moved to Paris in 1891.",
         "Marie Curie studied physics there.",

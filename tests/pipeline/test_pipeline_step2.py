@@ -20,8 +20,7 @@ CORPUS = [
     (
         "Marie Curie",
         "https://w.example/curie",
-        "Marie Curie won the Nobel Prize in Physics in 1903 and the Nobel Prize "
-        "in Chemistry in 1911.",
+        "Marie Curie won the Nobel Prize in Physics in 1903 and the Nobel Prize in Chemistry in 1911.",
     ),
     (
         "Bananas",
@@ -42,9 +41,7 @@ def corpus_search():
     def search(query, vector, k):
         calls.append((query, vector is not None, k))
         return [
-            Candidate(
-                text=CORPUS[i][2], title=CORPUS[i][0], url=CORPUS[i][1], query=query, passage_id=i
-            )
+            Candidate(text=CORPUS[i][2], title=CORPUS[i][0], url=CORPUS[i][1], query=query, passage_id=i)
             for i, _ in index.search(query, k)
         ]
 
@@ -105,10 +102,7 @@ def test_with_a_model_claims_get_questions_and_stance_hints_asked_concurrently()
         result = suggest_step2(claims, search=search, llm=server.config(concurrency=8))
     assert server.max_in_flight > 1
     first = result["claims"][0]
-    assert (
-        first["queries"]["backend"] == "llm"
-        and "When was it completed?" in first["queries"]["queries"]
-    )
+    assert first["queries"]["backend"] == "llm" and "When was it completed?" in first["queries"]["queries"]
     assert first["evidence"][0]["stance_hint"]["label"] == "completely-support"
     stance_calls = [r for r in server.requests if "Evidence:" in last_user_message(r)]
     assert len(stance_calls) == sum(len(c["evidence"]) for c in result["claims"])
@@ -136,12 +130,8 @@ def test_stance_calls_of_a_claim_start_while_the_next_claims_are_still_being_ret
     claims = [ClaimToCheck(f"sentence{i}/0", CLAIMS[i % 2].text) for i in range(4)]
     with FakeLLMServer(answer, delay=0.05) as server:
         result = suggest_step2(claims, search=slow_search, llm=server.config(concurrency=4))
-    assert min(stance_seen) < max(
-        searches
-    )  # the first claim's hints were asked for before the last search
-    assert all(
-        e["stance_hint"]["label"] == "irrelevant" for c in result["claims"] for e in c["evidence"]
-    )
+    assert min(stance_seen) < max(searches)  # the first claim's hints were asked for before the last search
+    assert all(e["stance_hint"]["label"] == "irrelevant" for c in result["claims"] for e in c["evidence"])
 
 
 def test_a_search_that_takes_many_queries_gets_each_claims_queries_in_one_call():
@@ -150,9 +140,7 @@ def test_a_search_that_takes_many_queries_gets_each_claims_queries_in_one_call()
 
     def many(queries, vectors, k):
         batches.append(list(queries))
-        return [
-            search(q, None if vectors is None else vectors[n], k) for n, q in enumerate(queries)
-        ]
+        return [search(q, None if vectors is None else vectors[n], k) for n, q in enumerate(queries)]
 
     search.many = many
     result = suggest_step2(CLAIMS, search=search)
@@ -194,9 +182,7 @@ def test_claims_are_searched_while_the_model_writes_their_questions_and_calls_st
     # Every claim was searched before the first questions could have come back.
     assert max(claim_searches) < min(asked) + delay <= min(question_searches)
     assert server.max_in_flight <= 3  # question and stance calls share one pool of llm.concurrency
-    assert all(
-        e["stance_hint"]["label"] == "irrelevant" for c in result["claims"] for e in c["evidence"]
-    )
+    assert all(e["stance_hint"]["label"] == "irrelevant" for c in result["claims"] for e in c["evidence"])
     assert [c["key"] for c in result["claims"]] == [c.key for c in claims]  # in the claims' order
 
 

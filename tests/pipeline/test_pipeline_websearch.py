@@ -94,20 +94,14 @@ def test_pages_that_cannot_be_used_are_refused_with_the_reason(web, path, messag
 
 def test_web_candidates_are_passages_of_each_page_once_with_problems_listed(web):
     result = web_candidates(web, ["Marie Curie Nobel", "broken"], size=2, stride=2)
-    assert result.candidates and all(
-        c.source == WEB and c.url.endswith("/curie") for c in result.candidates
-    )
+    assert result.candidates and all(c.source == WEB and c.url.endswith("/curie") for c in result.candidates)
     assert all(c.title == "Curie" and c.query == "Marie Curie Nobel" for c in result.candidates)
-    assert len({c.text for c in result.candidates}) == len(
-        result.candidates
-    )  # the page was fetched once
+    assert len({c.text for c in result.candidates}) == len(result.candidates)  # the page was fetched once
     assert any("Nobel Prize in Chemistry" in c.text for c in result.candidates)
     assert len(result.problems) == 6  # the failed search and five unusable pages
     assert any("search 'broken'" in p for p in result.problems)
     assert [path for path, _ in Web.seen].count("/curie") == 1
-    assert all(
-        auth is None for path, auth in Web.seen if path != "/search"
-    )  # the key goes to the API only
+    assert all(auth is None for path, auth in Web.seen if path != "/search")  # the key goes to the API only
 
 
 def test_results_and_redirects_pointing_inside_are_refused_with_the_reason_and_a_public_page_is_fetched(
@@ -121,9 +115,7 @@ def test_results_and_redirects_pointing_inside_are_refused_with_the_reason_and_a
     assert "public.test" in Web.hosts
     # Nothing internal was read or shown, and nothing but the public address was dialled for pages.
     assert all(SECRET not in c.text for c in result.candidates)
-    assert "/secret" not in [path for path, _ in Web.seen] and "/latest/meta-data/" not in [
-        p for p, _ in Web.seen
-    ]
+    assert "/secret" not in [path for path, _ in Web.seen] and "/latest/meta-data/" not in [p for p, _ in Web.seen]
     assert {d for d in Web.dialled if d[0] != "127.0.0.1"} == {(PUBLIC_IP, 80)}
     assert len(result.problems) == len(SSRF_REASONS), result.problems
     for (url, reason), problem in zip(SSRF_REASONS, result.problems):
@@ -143,9 +135,7 @@ def test_a_lab_allows_its_intranet_range_and_ports_by_setting(web, monkeypatch):
     monkeypatch.setenv("OUTBOUND_ALLOWED_PORTS", "8080")
     ADDRESSES["intranet.test"] = ["10.0.0.7"]
     port = Web.dialled  # the list the dial records into
-    monkeypatch.setattr(
-        outbound, "dial_address", lambda ip, p: port.append((ip, p)) or ("127.0.0.1", web_port(web))
-    )
+    monkeypatch.setattr(outbound, "dial_address", lambda ip, p: port.append((ip, p)) or ("127.0.0.1", web_port(web)))
     try:
         assert "Warsaw in 1867" in fetch_text(web, "http://intranet.test:8080/curie")
         assert Web.dialled == [("10.0.0.7", 8080)]
@@ -163,9 +153,7 @@ def web_port(config: WebSearchConfig) -> int:
 
 def test_the_search_api_on_a_private_address_needs_the_explicit_setting(web, monkeypatch):
     monkeypatch.delenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS")
-    with pytest.raises(
-        WebSearchError, match="the search API's address is refused: 127.0.0.1 is a loopback address"
-    ):
+    with pytest.raises(WebSearchError, match="the search API's address is refused: 127.0.0.1 is a loopback address"):
         search(web, "Marie Curie")
     assert Web.seen == []
     monkeypatch.setenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1")

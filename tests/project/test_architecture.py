@@ -49,9 +49,7 @@ def kind_name_comparisons(root: Path) -> list[str]:
                     continue
                 sides = [node.left, *node.comparators]
                 if any(_is_kind(side) for side in sides) and any(_is_text(side) for side in sides):
-                    found.append(
-                        f"{relative}:{node.lineno}: {ast.get_source_segment(source, node)}"
-                    )
+                    found.append(f"{relative}:{node.lineno}: {ast.get_source_segment(source, node)}")
     return found
 
 

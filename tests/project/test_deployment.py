@@ -127,9 +127,7 @@ def test_behind_the_tls_proxy_plain_http_redirects_and_cookies_are_secure():
         "hsts": "max-age=31536000; includeSubDomains; preload",
         "csrf_secure": True,
     }
-    result = manage(
-        "shell", "-c", REQUESTS_SCRIPT, DJANGO_SECRET_KEY="x" * 60
-    )  # the plain-HTTP default
+    result = manage("shell", "-c", REQUESTS_SCRIPT, DJANGO_SECRET_KEY="x" * 60)  # the plain-HTTP default
     answers = json.loads(result.stdout.strip().splitlines()[-1])
     assert answers == {"plain": [200, None], "https": 200, "hsts": None, "csrf_secure": False}
 
@@ -140,15 +138,10 @@ def test_behind_the_tls_proxy_plain_http_redirects_and_cookies_are_secure():
 def test_the_server_refuses_to_start_without_a_secret_key_unless_debugging():
     result = manage("check")
     assert result.returncode != 0
-    assert (
-        "ImproperlyConfigured" in result.stderr and "DJANGO_SECRET_KEY is not set" in result.stderr
-    )
+    assert "ImproperlyConfigured" in result.stderr and "DJANGO_SECRET_KEY is not set" in result.stderr
     assert manage("check", DJANGO_DEBUG="1").returncode == 0
     bad = manage("check", DJANGO_DEBUG="1", AXES_FAILURE_LIMIT="five")
-    assert (
-        bad.returncode != 0
-        and "AXES_FAILURE_LIMIT must be a whole number, not 'five'" in bad.stderr
-    )
+    assert bad.returncode != 0 and "AXES_FAILURE_LIMIT must be a whole number, not 'five'" in bad.stderr
 
 
 def test_a_key_file_is_generated_once_with_owner_only_permissions(tmp_path):
@@ -157,12 +150,7 @@ def test_a_key_file_is_generated_once_with_owner_only_permissions(tmp_path):
     assert len(key) >= 50 and path.read_text().strip() == key
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert load_secret_key({"DJANGO_SECRET_KEY_FILE": str(path)}, debug=False) == key
-    assert (
-        load_secret_key(
-            {"DJANGO_SECRET_KEY_FILE": str(path), "DJANGO_SECRET_KEY": "given"}, debug=False
-        )
-        == "given"
-    )
+    assert load_secret_key({"DJANGO_SECRET_KEY_FILE": str(path), "DJANGO_SECRET_KEY": "given"}, debug=False) == "given"
     assert [p.name for p in path.parent.iterdir()] == ["secret_key"]  # no temporary file left
 
 
@@ -173,9 +161,7 @@ def test_an_unusable_key_file_is_named_in_the_error(tmp_path):
         load_secret_key({"DJANGO_SECRET_KEY_FILE": str(empty)}, debug=False)
     blocked = tmp_path / "file" / "secret_key"
     (tmp_path / "file").write_text("a file, not a directory")
-    with pytest.raises(
-        ImproperlyConfigured, match="DJANGO_SECRET_KEY_FILE=.*cannot read or create it"
-    ):
+    with pytest.raises(ImproperlyConfigured, match="DJANGO_SECRET_KEY_FILE=.*cannot read or create it"):
         load_secret_key({"DJANGO_SECRET_KEY_FILE": str(blocked)}, debug=False)
 
 
@@ -203,9 +189,7 @@ def test_make_targets_keep_a_generated_key_in_var(tmp_path, target):
     assert result.returncode == 0, result.stderr
 
     def printed(result):  # the migrations' messages go to var/log/migrate.log
-        return result.stdout + (
-            (REPO / "var" / "log" / "migrate.log").read_text() if target == "migrate" else ""
-        )
+        return result.stdout + ((REPO / "var" / "log" / "migrate.log").read_text() if target == "migrate" else "")
 
     lines = [line for line in printed(result).splitlines() if "key_file=" in line]
     assert lines and all(f"key_file={REPO}/var/secret_key " in line for line in lines)

@@ -16,9 +16,7 @@ def slug(heading: str) -> str:
 
 
 def anchors(path: Path) -> set[str]:
-    return {
-        slug(line.lstrip("#")) for line in path.read_text().splitlines() if line.startswith("#")
-    }
+    return {slug(line.lstrip("#")) for line in path.read_text().splitlines() if line.startswith("#")}
 
 
 def test_the_docs_are_there():
@@ -34,9 +32,7 @@ def test_the_docs_are_there():
         "deployment.md",
         "design.md",
     } <= names
-    assert len((REPO / "README.md").read_text().splitlines()) < 80, (
-        "the README is the short door to docs/"
-    )
+    assert len((REPO / "README.md").read_text().splitlines()) < 80, "the README is the short door to docs/"
 
 
 def test_every_relative_link_points_at_a_file_that_exists():

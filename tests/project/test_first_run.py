@@ -18,19 +18,13 @@ def noisy_load(self):
     """What the real loading does to a terminal: Python prints, logging, C-level writes, and the
     exporter's messages from the tasks that run when the transaction commits."""
     print("Replaced initializer 'val_22' with existing initializer 'val_19'")
-    logging.getLogger("torch.onnx").warning(
-        "torchvision is not installed. Skipping torchvision::nms"
-    )
+    logging.getLogger("torch.onnx").warning("torchvision is not installed. Skipping torchvision::nms")
     os.write(2, b"Skipping constant folding for node 'node_Shape_2'\n")
-    transaction.on_commit(
-        lambda: sys.stderr.write("Task annotation.tasks.precompute_stages succeeded\n")
-    )
+    transaction.on_commit(lambda: sys.stderr.write("Task annotation.tasks.precompute_stages succeeded\n"))
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_demo_prints_progress_time_and_logins_and_logs_the_rest(
-    monkeypatch, settings, tmp_path, capfd
-):
+def test_the_demo_prints_progress_time_and_logins_and_logs_the_rest(monkeypatch, settings, tmp_path, capfd):
     settings.DATA_DIR = tmp_path
     monkeypatch.setattr(load_demo.Command, "load", noisy_load)
     # a handler set up at start-up on the process's stderr, as the exporters' loggers have
@@ -70,10 +64,7 @@ def test_a_failing_load_shows_the_end_of_its_log(monkeypatch, settings, tmp_path
     err = io.StringIO()
     with pytest.raises(RuntimeError):
         call_command("load_demo", stdout=io.StringIO(), stderr=err)
-    assert (
-        "Loading the demo failed" in err.getvalue()
-        and "the exporter's last words" in err.getvalue()
-    )
+    assert "Loading the demo failed" in err.getvalue() and "the exporter's last words" in err.getvalue()
 
 
 def test_make_migrate_says_what_it_does_and_logs_the_migrations(tmp_path):

@@ -26,21 +26,15 @@ def test_every_script_is_a_module_without_globals():
     for script in SCRIPTS:
         text = script_text(script)
         assert not re.search(r"^var\s", text, re.M), f"{script.name}: a top-level var"
-        assert not re.search(r"\b(window|globalThis|self)\.\w+\s*=[^=]", text), (
-            f"{script.name}: assigns a global"
-        )
-        assert not re.search(r"^const \w+ = \(\(\) => \{", text, re.M), (
-            f"{script.name}: a closure handing out a global"
-        )
+        assert not re.search(r"\b(window|globalThis|self)\.\w+\s*=[^=]", text), f"{script.name}: assigns a global"
+        assert not re.search(r"^const \w+ = \(\(\) => \{", text, re.M), f"{script.name}: a closure handing out a global"
         assert '"use strict"' not in text, f"{script.name}: modules are strict already"
         assert len(text.splitlines()) < MAX_LINES, f"{script.name} is too long"
 
 
 def test_imports_name_scripts_that_exist_and_export_what_is_imported():
     for script in SCRIPTS:
-        for names, target in re.findall(
-            r'^import (.+?) from "\./([\w.]+)";$', script_text(script), re.M
-        ):
+        for names, target in re.findall(r'^import (.+?) from "\./([\w.]+)";$', script_text(script), re.M):
             module = REPO / "static" / "js" / target
             assert module.exists(), f"{script.name} imports {target}"
             exported = set(
@@ -52,9 +46,7 @@ def test_imports_name_scripts_that_exist_and_export_what_is_imported():
             )
             if names.startswith("{"):
                 wanted = {name.strip().split(" as ")[0] for name in names.strip("{} ").split(",")}
-                assert wanted <= exported, (
-                    f"{script.name}: {sorted(wanted - exported)} not exported by {target}"
-                )
+                assert wanted <= exported, f"{script.name}: {sorted(wanted - exported)} not exported by {target}"
                 body = re.sub(r"^import .*$", "", script_text(script), flags=re.M)
                 unused = {name for name in wanted if not re.search(rf"\b{name}\b", body)}
                 assert not unused, f"{script.name} imports {sorted(unused)} and does not use them"
@@ -68,21 +60,11 @@ def test_templates_load_scripts_as_modules_and_have_no_inline_code():
             assert 'type="module"' in tag and "src=" in tag, f"{template.name}: {tag}"
         # a page's own script comes in through the block of the module tag in _workbench.html
         loaded |= set(re.findall(r"\{% static 'js/([\w.]+\.js)' %\}", text))
-        assert not re.search(r"<script\b[^>]*>\s*[^<\s]", text), (
-            f"{template.name}: an inline script"
-        )
-        assert not re.search(r"\son(submit|click|change|input|load)=", text), (
-            f"{template.name}: an inline handler"
-        )
-    imported = {
-        target
-        for script in SCRIPTS
-        for target in re.findall(r'from "\./([\w.]+)"', script_text(script))
-    }
+        assert not re.search(r"<script\b[^>]*>\s*[^<\s]", text), f"{template.name}: an inline script"
+        assert not re.search(r"\son(submit|click|change|input|load)=", text), f"{template.name}: an inline handler"
+    imported = {target for script in SCRIPTS for target in re.findall(r'from "\./([\w.]+)"', script_text(script))}
     for script in SCRIPTS:
-        assert script.name in loaded | imported, (
-            f"{script.name} is neither loaded by a page nor imported"
-        )
+        assert script.name in loaded | imported, f"{script.name} is neither loaded by a page nor imported"
 
 
 def page_labels() -> set[str]:
@@ -101,12 +83,8 @@ def test_no_label_of_a_kind_is_written_into_a_script():
     assert {"Knowledge error", "Not supported", "Completely supports", "corrected"} <= labels
     for script in SCRIPTS:
         text = script_text(script)
-        written = {
-            label for label in labels if re.search(r"[\"'`]" + re.escape(label) + r"[\"'`]", text)
-        }
-        assert not written, (
-            f"{script.name} writes the labels {sorted(written)}: they come from state.rules"
-        )
+        written = {label for label in labels if re.search(r"[\"'`]" + re.escape(label) + r"[\"'`]", text)}
+        assert not written, f"{script.name} writes the labels {sorted(written)}: they come from state.rules"
 
 
 def test_every_annotatable_step_has_rules_naming_its_vocabularies():
@@ -122,11 +100,6 @@ def test_the_annotation_page_hands_the_script_its_rules(felm_items, users, clien
     assignment = users["alice"].assignments.first()
     client.force_login(users["alice"])
     page = client.get(f"/assignments/{assignment.id}/").content.decode()
-    state = json.loads(
-        re.search(r'<script id="state" type="application/json">(.*?)</script>', page, re.S).group(1)
-    )
+    state = json.loads(re.search(r'<script id="state" type="application/json">(.*?)</script>', page, re.S).group(1))
     assert state["rules"] == json.loads(json.dumps(page_rules("felm", 1)))
-    assert (
-        'data-page="annotate"' in page
-        and '<script type="module" src="/static/js/felm.js"></script>' in page
-    )
+    assert 'data-page="annotate"' in page and '<script type="module" src="/static/js/felm.js"></script>' in page

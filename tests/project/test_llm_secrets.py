@@ -37,9 +37,7 @@ def llm_settings(base_url, **extra):
 
 
 def patch_settings(client, project, settings):
-    return client.patch(
-        f"/api/projects/{project.id}/", {"pipeline_settings": settings}, format="json"
-    )
+    return client.patch(f"/api/projects/{project.id}/", {"pipeline_settings": settings}, format="json")
 
 
 def pre_annotate(project, capture):
@@ -55,11 +53,7 @@ def pre_annotate(project, capture):
 
 
 def sent_keys(server):
-    return [
-        header
-        for header in server.authorizations
-        if header and (SECRET in header or ENV_SECRET in header)
-    ]
+    return [header for header in server.authorizations if header and (SECRET in header or ENV_SECRET in header)]
 
 
 # ------------------------------------------------------------------------------ the capture
@@ -77,41 +71,26 @@ def test_changed_base_url_with_the_masked_key_never_receives_the_stored_key(
     monkeypatch.setenv("LLM_BASE_URL", legit.base_url)
     monkeypatch.setenv("LLM_API_KEY", ENV_SECRET)
     assert (
-        patch_settings(
-            clients["admin"], factcheck_project, llm_settings(legit.base_url, api_key=SECRET)
-        ).status_code
+        patch_settings(clients["admin"], factcheck_project, llm_settings(legit.base_url, api_key=SECRET)).status_code
         == 200
     )
     # a save that sends the masked key back with the same base URL keeps it, for that URL
-    shown = (
-        clients["admin"].get(f"/api/projects/{factcheck_project.id}/").json()["pipeline_settings"]
-    )
+    shown = clients["admin"].get(f"/api/projects/{factcheck_project.id}/").json()["pipeline_settings"]
     assert shown["llm"]["api_key"] == "********"
-    assert (
-        patch_settings(
-            clients["admin"], factcheck_project, {**shown, "segmentation": "sentence"}
-        ).status_code
-        == 200
-    )
+    assert patch_settings(clients["admin"], factcheck_project, {**shown, "segmentation": "sentence"}).status_code == 200
     pre_annotate(factcheck_project, django_capture_on_commit_callbacks)
     assert legit.authorizations and set(legit.authorizations) == {f"Bearer {SECRET}"}
     legit.authorizations.clear()
 
     # the non-staff project admin may not point the project elsewhere at all
-    refused = patch_settings(
-        clients["mallory"], factcheck_project, llm_settings(attacker.base_url, api_key="********")
-    )
+    refused = patch_settings(clients["mallory"], factcheck_project, llm_settings(attacker.base_url, api_key="********"))
     assert refused.status_code == 403 and STAFF_ONLY in refused.json()["detail"]
     factcheck_project.refresh_from_db()
     assert factcheck_project.pipeline_settings["llm"]["base_url"] == legit.base_url
 
     # staff changing the base URL without entering a new key drops the stored key
-    changed = patch_settings(
-        clients["admin"], factcheck_project, llm_settings(attacker.base_url, api_key="********")
-    )
-    assert (
-        changed.status_code == 200 and "api_key" not in changed.json()["pipeline_settings"]["llm"]
-    )
+    changed = patch_settings(clients["admin"], factcheck_project, llm_settings(attacker.base_url, api_key="********"))
+    assert changed.status_code == 200 and "api_key" not in changed.json()["pipeline_settings"]["llm"]
     factcheck_project.refresh_from_db()
     assert "api_key" not in factcheck_project.pipeline_settings["llm"]
 
@@ -187,9 +166,7 @@ def test_a_new_project_stores_no_masked_key(clients):
 # ------------------------------------------------------------------------------ who may set them
 
 
-def test_staff_change_llm_settings_and_non_staff_project_admins_do_not(
-    clients, factcheck_project, project_admin
-):
+def test_staff_change_llm_settings_and_non_staff_project_admins_do_not(clients, factcheck_project, project_admin):
     assert (
         patch_settings(
             clients["admin"],
@@ -220,9 +197,7 @@ def test_staff_change_llm_settings_and_non_staff_project_admins_do_not(
     ],
     ids=["base_url", "new key", "key removed", "model", "concurrency", "llm removed"],
 )
-def test_non_staff_project_admin_cannot_change_llm_settings(
-    clients, factcheck_project, project_admin, change
-):
+def test_non_staff_project_admin_cannot_change_llm_settings(clients, factcheck_project, project_admin, change):
     assert (
         patch_settings(
             clients["admin"],
@@ -231,40 +206,25 @@ def test_non_staff_project_admin_cannot_change_llm_settings(
         ).status_code
         == 200
     )
-    shown = (
-        clients["mallory"].get(f"/api/projects/{factcheck_project.id}/").json()["pipeline_settings"]
-    )
+    shown = clients["mallory"].get(f"/api/projects/{factcheck_project.id}/").json()["pipeline_settings"]
     new_llm = change(shown["llm"])
     settings = {"segmentation": "sentence"} if new_llm is None else {**shown, "llm": new_llm}
     refused = patch_settings(clients["mallory"], factcheck_project, settings)
     assert refused.status_code == 403 and STAFF_ONLY in refused.json()["detail"]
     factcheck_project.refresh_from_db()
-    assert factcheck_project.pipeline_settings == llm_settings(
-        "http://127.0.0.1:9/v1", api_key=SECRET
-    )
+    assert factcheck_project.pipeline_settings == llm_settings("http://127.0.0.1:9/v1", api_key=SECRET)
 
 
-def test_non_staff_project_admin_cannot_set_a_first_llm_endpoint(
-    clients, factcheck_project, project_admin
-):
-    refused = patch_settings(
-        clients["mallory"], factcheck_project, llm_settings("http://127.0.0.1:9/v1")
-    )
+def test_non_staff_project_admin_cannot_set_a_first_llm_endpoint(clients, factcheck_project, project_admin):
+    refused = patch_settings(clients["mallory"], factcheck_project, llm_settings("http://127.0.0.1:9/v1"))
     assert refused.status_code == 403 and STAFF_ONLY in refused.json()["detail"]
     # annotators change no project settings at all
-    assert (
-        patch_settings(
-            clients["alice"], factcheck_project, llm_settings("http://127.0.0.1:9/v1")
-        ).status_code
-        == 403
-    )
+    assert patch_settings(clients["alice"], factcheck_project, llm_settings("http://127.0.0.1:9/v1")).status_code == 403
     factcheck_project.refresh_from_db()
     assert factcheck_project.pipeline_settings == {}
 
 
-def test_non_staff_project_admin_keeps_llm_as_read_and_changes_the_rest(
-    clients, factcheck_project, project_admin
-):
+def test_non_staff_project_admin_keeps_llm_as_read_and_changes_the_rest(clients, factcheck_project, project_admin):
     assert (
         patch_settings(
             clients["admin"],
@@ -273,13 +233,9 @@ def test_non_staff_project_admin_keeps_llm_as_read_and_changes_the_rest(
         ).status_code
         == 200
     )
-    shown = (
-        clients["mallory"].get(f"/api/projects/{factcheck_project.id}/").json()["pipeline_settings"]
-    )
+    shown = clients["mallory"].get(f"/api/projects/{factcheck_project.id}/").json()["pipeline_settings"]
     assert shown["llm"]["api_key"] == "********"
-    ok = patch_settings(
-        clients["mallory"], factcheck_project, {**shown, "segmentation": "sentence"}
-    )
+    ok = patch_settings(clients["mallory"], factcheck_project, {**shown, "segmentation": "sentence"})
     assert ok.status_code == 200
     factcheck_project.refresh_from_db()
     assert factcheck_project.pipeline_settings == {
@@ -310,9 +266,7 @@ def test_project_page_shows_llm_settings_read_only_with_the_key_masked(
     section = page.split("pipeline-settings", 1)[1].split("</section>", 1)[0]
     assert "<form" not in section and "<input" not in section
     client.force_login(users["alice"])  # annotators do not see the settings at all
-    assert (
-        "Pipeline settings" not in client.get(f"/projects/{factcheck_project.id}/").content.decode()
-    )
+    assert "Pipeline settings" not in client.get(f"/projects/{factcheck_project.id}/").content.decode()
 
 
 # ------------------------------------------------------------------------------ web search: the same rules
@@ -324,27 +278,20 @@ def test_the_web_search_key_is_masked_staff_only_and_dropped_with_a_new_url(
     client, clients, factcheck_project, project_admin
 ):
     assert patch_settings(clients["admin"], factcheck_project, WEB).status_code == 200
-    shown = (
-        clients["mallory"].get(f"/api/projects/{factcheck_project.id}/").json()["pipeline_settings"]
-    )
+    shown = clients["mallory"].get(f"/api/projects/{factcheck_project.id}/").json()["pipeline_settings"]
     assert shown["web_search"]["api_key"] == "********"
     moved = {"web_search": {**shown["web_search"], "base_url": "http://127.0.0.1:9/evil"}}
     refused = patch_settings(clients["mallory"], factcheck_project, moved)
     assert (
-        refused.status_code == 403
-        and "only staff may change pipeline_settings.web_search" in refused.json()["detail"]
+        refused.status_code == 403 and "only staff may change pipeline_settings.web_search" in refused.json()["detail"]
     )
     assert (
-        patch_settings(
-            clients["mallory"], factcheck_project, {**shown, "passages": {"sentences": 4}}
-        ).status_code
+        patch_settings(clients["mallory"], factcheck_project, {**shown, "passages": {"sentences": 4}}).status_code
         == 200
     )
     client.force_login(project_admin)
     page = client.get(f"/projects/{factcheck_project.id}/").content.decode()
-    assert (
-        "http://127.0.0.1:9/searx" in page and "Web search API key" in page and SECRET not in page
-    )
+    assert "http://127.0.0.1:9/searx" in page and "Web search API key" in page and SECRET not in page
     assert patch_settings(clients["admin"], factcheck_project, moved).status_code == 200
     factcheck_project.refresh_from_db()
     assert factcheck_project.pipeline_settings["web_search"] == {
@@ -362,9 +309,7 @@ def test_the_web_search_key_is_masked_staff_only_and_dropped_with_a_new_url(
         ({"embeddings": "yes"}, "embeddings must be true or false"),
     ],
 )
-def test_bad_retrieval_settings_name_the_key(
-    clients, factcheck_project, pipeline_settings, message
-):
+def test_bad_retrieval_settings_name_the_key(clients, factcheck_project, pipeline_settings, message):
     refused = patch_settings(clients["admin"], factcheck_project, pipeline_settings)
     assert refused.status_code == 400 and message in str(refused.json())
 
@@ -374,14 +319,7 @@ def test_the_server_web_search_key_goes_only_to_the_server_url():
 
     env = {"WEB_SEARCH_URL": "http://search.internal/", "WEB_SEARCH_API_KEY": ENV_SECRET}
     assert WebSearchConfig.from_env(None, env).api_key == ENV_SECRET
-    assert (
-        WebSearchConfig.from_env({"base_url": "http://search.internal"}, env).api_key == ENV_SECRET
-    )
+    assert WebSearchConfig.from_env({"base_url": "http://search.internal"}, env).api_key == ENV_SECRET
     assert WebSearchConfig.from_env({"base_url": "http://elsewhere.example"}, env).api_key is None
-    assert (
-        WebSearchConfig.from_env(
-            {"base_url": "http://elsewhere.example", "api_key": "own"}, env
-        ).api_key
-        == "own"
-    )
+    assert WebSearchConfig.from_env({"base_url": "http://elsewhere.example", "api_key": "own"}, env).api_key == "own"
     assert not WebSearchConfig.from_env(None, {}).is_configured

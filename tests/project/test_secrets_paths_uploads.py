@@ -57,9 +57,7 @@ def test_the_admin_page_of_a_project_masks_the_stored_keys(superuser_client, pro
     assert page.status_code == 200
     html = page.content.decode()
     assert LLM_KEY not in html and SEARCH_KEY not in html
-    keys = re.findall(
-        r"api_key&quot;: &quot;([^&]*)&quot;", html
-    )  # the field and its hidden initial value
+    keys = re.findall(r"api_key&quot;: &quot;([^&]*)&quot;", html)  # the field and its hidden initial value
     assert keys and set(keys) == {MASKED_SECRET} and "llm.lab.example" in html
 
 
@@ -69,9 +67,7 @@ def test_the_admin_form_sent_back_masked_keeps_the_keys_and_a_new_base_url_drops
     from annotation.admin import ProjectAdminForm
 
     shown = ProjectAdminForm(instance=project_with_keys).initial["pipeline_settings"]
-    assert (
-        shown["llm"]["api_key"] == MASKED_SECRET and shown["web_search"]["api_key"] == MASKED_SECRET
-    )
+    assert shown["llm"]["api_key"] == MASKED_SECRET and shown["web_search"]["api_key"] == MASKED_SECRET
     form = ProjectAdminForm(admin_form_data(project_with_keys, shown), instance=project_with_keys)
     assert form.is_valid(), form.errors
     form.save()
@@ -88,24 +84,17 @@ def test_the_admin_form_sent_back_masked_keeps_the_keys_and_a_new_base_url_drops
     assert form.is_valid(), form.errors
     form.save()
     project_with_keys.refresh_from_db()
-    assert (
-        "api_key" not in project_with_keys.pipeline_settings["llm"]
-    )  # never sent to a server it was not for
+    assert "api_key" not in project_with_keys.pipeline_settings["llm"]  # never sent to a server it was not for
     assert project_with_keys.pipeline_settings["web_search"]["api_key"] == "typed-now"
 
 
-def test_a_corpus_loaded_from_a_server_path_shows_only_the_file_name(
-    factcheck_project, users, tmp_path
-):
+def test_a_corpus_loaded_from_a_server_path_shows_only_the_file_name(factcheck_project, users, tmp_path):
     from django.core.management import call_command
     from rest_framework.test import APIClient
 
     path = tmp_path / "private" / "lab-docs" / "docs.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_text(
-        json.dumps({"title": "T", "url": "https://example.org/t", "text": "One. Two. Three."})
-        + "\n"
-    )
+    path.write_text(json.dumps({"title": "T", "url": "https://example.org/t", "text": "One. Two. Three."}) + "\n")
     call_command(
         "import_corpus",
         str(path),
@@ -133,16 +122,9 @@ class CutPayload:
 
     def read(self, size=-1):
         if self.stream.tell() >= self.cut:
-            self.seen_at_cut = {
-                str(d): sorted(p.name for p in d.glob("*")) if d.exists() else []
-                for d in self.watched
-            }
+            self.seen_at_cut = {str(d): sorted(p.name for p in d.glob("*")) if d.exists() else [] for d in self.watched}
             raise OSError("connection reset by peer")
-        size = (
-            self.cut - self.stream.tell()
-            if size is None or size < 0
-            else min(size, self.cut - self.stream.tell())
-        )
+        size = self.cut - self.stream.tell() if size is None or size < 0 else min(size, self.cut - self.stream.tell())
         return self.stream.read(size)
 
     def readline(self, size=-1):
@@ -159,14 +141,9 @@ def test_an_upload_cut_off_mid_body_goes_to_the_data_directory_and_leaves_no_fil
     system_tmp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
     upload_tmp = Path(settings.FILE_UPLOAD_TEMP_DIR)
-    assert (
-        upload_tmp.is_relative_to(settings.DATA_DIR) and not upload_tmp.exists()
-    )  # made on first use
+    assert upload_tmp.is_relative_to(settings.DATA_DIR) and not upload_tmp.exists()  # made on first use
 
-    line = (
-        json.dumps({"title": "T", "url": "https://example.org/t", "text": "A sentence. " * 50})
-        + "\n"
-    )
+    line = json.dumps({"title": "T", "url": "https://example.org/t", "text": "A sentence. " * 50}) + "\n"
     body = encode_multipart(
         "BoUnDaRy",
         {
@@ -187,10 +164,7 @@ def test_an_upload_cut_off_mid_body_goes_to_the_data_directory_and_leaves_no_fil
     )
     assert response.status_code == 400, response.content
     # The partial file was written in the data directory, not the system's temp directory ...
-    assert (
-        len(payload.seen_at_cut[str(upload_tmp)]) == 1
-        and payload.seen_at_cut[str(system_tmp)] == []
-    )
+    assert len(payload.seen_at_cut[str(upload_tmp)]) == 1 and payload.seen_at_cut[str(system_tmp)] == []
     # ... and is gone once the request has failed, though the request object still lives.
     assert response.wsgi_request is not None
     assert list(upload_tmp.iterdir()) == [] and list(system_tmp.iterdir()) == []
@@ -201,10 +175,7 @@ def test_a_whole_upload_still_works_through_a_temporary_file(users, factcheck_pr
     from rest_framework.test import APIClient
 
     settings.FILE_UPLOAD_MAX_MEMORY_SIZE = 10_000
-    line = (
-        json.dumps({"title": "T", "url": "https://example.org/t", "text": "A sentence. " * 50})
-        + "\n"
-    )
+    line = json.dumps({"title": "T", "url": "https://example.org/t", "text": "A sentence. " * 50}) + "\n"
     client = APIClient()
     client.force_authenticate(users["admin"])
     response = client.post(

@@ -15,9 +15,7 @@ pytestmark = pytest.mark.django_db
 @pytest.mark.parametrize("name", ["felm-example.jsonl", "felm-from-factcheck-bench.jsonl"])
 def test_felm_gold_roundtrip_is_field_for_field(felm_project, name):
     path = shared_data_path("felm", name)
-    released = [
-        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
-    ]
+    released = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     with open(path, "rb") as handle:
         result = import_jsonl(felm_project, handle, fmt="felm", labels_as="gold")
     assert result.items == len(released) == GoldRecord.objects.count()

@@ -93,9 +93,7 @@ def autosave_many(base: str, username: str, codes: list[int]):
     payload, version = state["payload"], state["version"]
     for n in range(SAVES_PER_ANNOTATOR):
         payload["segments"][0]["comment"] = f"draft {n}"
-        status, saved = call(
-            base, url, token, "PUT", {"payload": payload, "version": version, "submit": False}
-        )
+        status, saved = call(base, url, token, "PUT", {"payload": payload, "version": version, "submit": False})
         codes.append(status)
         if status == 200:
             version = saved["version"]
@@ -103,10 +101,7 @@ def autosave_many(base: str, username: str, codes: list[int]):
 
 def test_two_annotators_saving_at_once_on_sqlite_never_fail(sqlite_server):
     codes: list[int] = []
-    threads = [
-        threading.Thread(target=autosave_many, args=(sqlite_server, name, codes))
-        for name in ("alice", "bob")
-    ]
+    threads = [threading.Thread(target=autosave_many, args=(sqlite_server, name, codes)) for name in ("alice", "bob")]
     for thread in threads:
         thread.start()
     for thread in threads:

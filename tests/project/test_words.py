@@ -16,9 +16,7 @@ def test_every_tick_hint_names_a_box_the_script_shows():
         text = script.read_text()
         for label in re.findall(r"tick “([^”]+)”", text):
             checked += 1
-            assert re.search(r'"\s*' + re.escape(label) + r'\s*"', text), (
-                f"{script.name}: no box reads “{label}”"
-            )
+            assert re.search(r'"\s*' + re.escape(label) + r'\s*"', text), f"{script.name}: no box reads “{label}”"
     assert checked >= 2
 
 
@@ -41,9 +39,7 @@ def test_the_readme_names_the_buttons_as_the_pages_do(client, users, felm_projec
     client.force_login(users["alice"])
     button = re.compile(r'<a class="button[^"]*" href="/projects/\d+/next/">([^<]+)</a>')
     assert set(button.findall(client.get("/").content.decode())) == {"Annotate"}
-    assert set(button.findall(client.get(f"/projects/{felm_project.id}/").content.decode())) == {
-        "Annotate"
-    }
+    assert set(button.findall(client.get(f"/projects/{felm_project.id}/").content.decode())) == {"Annotate"}
     docs = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
     for doc in docs:
         assert "Start annotating" not in doc.read_text(), doc.name

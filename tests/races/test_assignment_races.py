@@ -24,14 +24,9 @@ ROUNDS = 4
 
 def ready_stages(project, count: int, start: int) -> list[int]:
     """Stages pre-annotation has just finished (ready, nobody assigned yet)."""
-    items = Item.objects.bulk_create(
-        [Item(project=project, response=f"Response {start + i}.") for i in range(count)]
-    )
+    items = Item.objects.bulk_create([Item(project=project, response=f"Response {start + i}.") for i in range(count)])
     stages = ItemStage.objects.bulk_create(
-        [
-            ItemStage(item=item, stage=1, status=StageStatus.READY, content={"segments": ["A."]})
-            for item in items
-        ]
+        [ItemStage(item=item, stage=1, status=StageStatus.READY, content={"segments": ["A."]}) for item in items]
     )
     return [stage.id for stage in stages]
 
@@ -74,9 +69,9 @@ def test_parallel_assigners_of_one_project_neither_fail_nor_duplicate_nor_leave_
         # every open stage was assigned exactly once overall, whichever thread did it
         assert sum(results) == STAGES_PER_ROUND * felm_project.annotators_per_item, results
         per_stage = Counter(
-            Assignment.objects.filter(
-                item_stage_id__in=stage_ids, role=AssignmentRole.ANNOTATOR
-            ).values_list("item_stage_id", flat=True)
+            Assignment.objects.filter(item_stage_id__in=stage_ids, role=AssignmentRole.ANNOTATOR).values_list(
+                "item_stage_id", flat=True
+            )
         )
         assert set(per_stage) == set(stage_ids)
         assert set(per_stage.values()) == {felm_project.annotators_per_item}

@@ -53,17 +53,13 @@ def _running_job(kind: str, project, user):
     if kind == "import":
         return ImportJob.objects.create(project=project, created_by=user, format="felm", **stalled)
     if kind == "corpus":
-        corpus = Corpus.objects.create(
-            name="C", created_by=user, **{**stalled, "state": CorpusState.IMPORTING}
-        )
+        corpus = Corpus.objects.create(name="C", created_by=user, **{**stalled, "state": CorpusState.IMPORTING})
         corpus.projects.add(project)
         return corpus
     if kind == "evidence-search":
         return EvidenceSearch.objects.create(project=project, user=user, query="q", **stalled)
     source = SystemRunSource.LLM_RATER if kind == "llm-rater" else SystemRunSource.UPLOAD
-    return SystemRun.objects.create(
-        project=project, system=kind, source=source, created_by=user, **stalled
-    )
+    return SystemRun.objects.create(project=project, system=kind, source=source, created_by=user, **stalled)
 
 
 TASK_OF = {
@@ -76,9 +72,7 @@ TASK_OF = {
 
 
 @pytest.mark.parametrize("kind", list(TASK_OF))
-def test_two_restarts_at_once_exactly_one_wins_and_the_job_is_queued_once(
-    kind, racer, felm_project, users, sent
-):
+def test_two_restarts_at_once_exactly_one_wins_and_the_job_is_queued_once(kind, racer, felm_project, users, sent):
     job = _running_job(kind, felm_project, users["admin"])
     url = f"/api/jobs/{kind}/{job.pk}/restart/"
     for attempt in range(3):
@@ -90,9 +84,7 @@ def test_two_restarts_at_once_exactly_one_wins_and_the_job_is_queued_once(
         statuses = sorted(status for status, _ in answers)
         assert statuses == [202, 400, 400], answers
         losers = [body["detail"] for status, body in answers if status == 400]
-        assert all(
-            "not stalled" in detail or "moved on meanwhile" in detail for detail in losers
-        ), losers
+        assert all("not stalled" in detail or "moved on meanwhile" in detail for detail in losers), losers
         assert sent == [(TASK_OF[kind], job.pk)], (attempt, sent)
         job.refresh_from_db()
         assert job.state == type(job).QUEUED and not job.stalled
@@ -111,9 +103,7 @@ def test_a_cancel_racing_the_imports_own_end_leaves_one_consistent_end_state(
     """The import's task reaches its end (its passages written, its search vectors made) while
     two cancels arrive: either a cancel wins (failed, cancelled, no passage, no upload) or the
     end does (searchable, every passage, the cancels refused); never a mix."""
-    corpus = create_corpus(
-        name="Raced", user=users["admin"], upload=_upload(), projects=[factcheck_project]
-    )
+    corpus = create_corpus(name="Raced", user=users["admin"], upload=_upload(), projects=[factcheck_project])
     upload_path = data_dir / corpus.file_path
     assert sent == [("import_corpus", corpus.pk)] and upload_path.exists()
     at_the_end = threading.Barrier(2)
@@ -122,9 +112,7 @@ def test_a_cancel_racing_the_imports_own_end_leaves_one_consistent_end_state(
     def fill_then_race(corpus_id):
         fill(corpus_id)
         at_the_end.wait(timeout=30)
-        time.sleep(
-            cancel_after
-        )  # at 0 the end and the cancels go at once; at 1 s the cancels come first
+        time.sleep(cancel_after)  # at 0 the end and the cancels go at once; at 1 s the cancels come first
 
     monkeypatch.setattr(corpus_services, "_fill_search_vectors", fill_then_race)
     ended = {}
@@ -152,15 +140,8 @@ def test_a_cancel_racing_the_imports_own_end_leaves_one_consistent_end_state(
     else:
         assert corpus.state == CorpusState.EMBEDDING and corpus.imported_at and corpus.finished_at
         assert statuses == [400, 400], answers
-        assert all(
-            "only a queued or running import can be cancelled" in body["detail"]
-            for _, body in answers
-        )
-        assert (
-            passages == corpus.passages > 0
-            and corpus.documents == len(DOCUMENTS)
-            and corpus.errors == []
-        )
+        assert all("only a queued or running import can be cancelled" in body["detail"] for _, body in answers)
+        assert passages == corpus.passages > 0 and corpus.documents == len(DOCUMENTS) and corpus.errors == []
     assert ended["corpus"].state == corpus.state  # what the task returned is what was stored
     assert not upload_path.exists()  # removed either way
     if cancel_after >= 1.0:

@@ -29,10 +29,7 @@ ITEMS = 12
 
 
 def felm_records(n: int, offset: int = 0) -> list[dict]:
-    return [
-        felm_line(offset + i, [f"Sentence {offset + i}.{k} is a claim." for k in range(3)])
-        for i in range(n)
-    ]
+    return [felm_line(offset + i, [f"Sentence {offset + i}.{k} is a claim." for k in range(3)]) for i in range(n)]
 
 
 def split(admin, item, round_: int):
@@ -60,9 +57,7 @@ def no_server_error(answers):
     assert all(status is not None and status < 500 for status, _ in answers), answers
 
 
-def test_splits_and_adding_or_removing_an_annotator_at_once_never_deadlock(
-    racer, three_annotator_project, users
-):
+def test_splits_and_adding_or_removing_an_annotator_at_once_never_deadlock(racer, three_annotator_project, users):
     project = three_annotator_project
     items = list(project.items.order_by("id"))
     dave = users["admin"].__class__.objects.get(username="dave")
@@ -91,15 +86,10 @@ def test_splits_and_adding_or_removing_an_annotator_at_once_never_deadlock(
     assert outcomes[200] > 0, outcomes
     for stage in ItemStage.objects.filter(item__project=project):
         assert stage.status in (StageStatus.READY, StageStatus.ANNOTATING), stage.status
-        assert (
-            len(set(stage.assignments.values_list("user_id", flat=True)))
-            == stage.assignments.count()
-        )
+        assert len(set(stage.assignments.values_list("user_id", flat=True))) == stage.assignments.count()
 
 
-def test_splits_and_more_annotators_per_item_at_once_never_deadlock(
-    racer, three_annotator_project, users
-):
+def test_splits_and_more_annotators_per_item_at_once_never_deadlock(racer, three_annotator_project, users):
     project = three_annotator_project
     items = list(project.items.order_by("id"))
     add_member(
@@ -144,9 +134,7 @@ def test_splits_and_reassignments_at_once_never_deadlock(racer, three_annotator_
         no_server_error(racer.race(requests))
 
 
-def test_deleting_a_project_while_its_items_are_pre_annotated_wins_cleanly(
-    racer, users, monkeypatch
-):
+def test_deleting_a_project_while_its_items_are_pre_annotated_wins_cleanly(racer, users, monkeypatch):
     """Pre-annotation tasks run in threads of their own (each with its own connection) on the
     project's stages while the DELETE arrives: the delete answers 204, every task ends without
     an error, and nothing of the project is left."""
@@ -192,9 +180,7 @@ def test_deleting_a_project_while_its_items_are_pre_annotated_wins_cleanly(
         for worker in workers:
             worker.start()
         barrier.wait(timeout=30)
-        [(status, answer)] = racer.race(
-            [(users["admin"], "DELETE", f"/api/projects/{project.id}/", None)]
-        )
+        [(status, answer)] = racer.race([(users["admin"], "DELETE", f"/api/projects/{project.id}/", None)])
         for worker in workers:
             worker.join(timeout=120)
         assert status == 204, answer

@@ -41,12 +41,7 @@ ALL_CORRECT = {"segments": [segment(True)] * 3}
 def many_items(felm_project):
     import_jsonl(
         felm_project,
-        jsonl(
-            [
-                felm_line(i, [f"Sentence {i}.{k} is a claim." for k in range(3)])
-                for i in range(ITEMS)
-            ]
-        ),
+        jsonl([felm_line(i, [f"Sentence {i}.{k} is a claim." for k in range(3)]) for i in range(ITEMS)]),
         fmt="felm",
     )
     return list(felm_project.items.order_by("id"))
@@ -68,9 +63,7 @@ def one_winner(answers, loser_status: int) -> int:
 
 def test_saves_with_the_same_version_exactly_one_wins(racer, many_items, users):
     assignment = assignment_of(users["alice"], many_items[0])
-    version = save_annotation(
-        assignment=assignment, payload=ALL_CORRECT, version=0, submit=False
-    ).version
+    version = save_annotation(assignment=assignment, payload=ALL_CORRECT, version=0, submit=False).version
     url = f"/api/assignments/{assignment.id}/annotation/"
     rounds = 30
     for round_ in range(rounds):
@@ -80,9 +73,7 @@ def test_saves_with_the_same_version_exactly_one_wins(racer, many_items, users):
         ]
         answers = racer.race([(users["alice"], "PUT", url, body) for body in bodies])
         winner = one_winner(answers, 409)
-        assert all(
-            answer["stored_version"] == version + 1 for status, answer in answers if status == 409
-        )
+        assert all(answer["stored_version"] == version + 1 for status, answer in answers if status == 409)
         stored = Annotation.objects.get(assignment=assignment)
         assert stored.version == version + 1
         assert stored.payload["segments"][0]["comment"] == f"round {round_} tab {winner}"
@@ -94,10 +85,7 @@ def test_first_saves_at_once_exactly_one_wins_and_none_fails(racer, many_items, 
     for item in many_items:
         assignment = assignment_of(users["bob"], item)
         url = f"/api/assignments/{assignment.id}/annotation/"
-        bodies = [
-            {"payload": annotated(f"tab {i}"), "version": 0, "submit": False}
-            for i in range(CLIENTS)
-        ]
+        bodies = [{"payload": annotated(f"tab {i}"), "version": 0, "submit": False} for i in range(CLIENTS)]
         answers = racer.race([(users["bob"], "PUT", url, body) for body in bodies])
         winner = one_winner(answers, 409)
         assert all(answer["stored_version"] == 1 for status, answer in answers if status == 409)
@@ -107,9 +95,7 @@ def test_first_saves_at_once_exactly_one_wins_and_none_fails(racer, many_items, 
 
 def submit_both(users, item) -> Consolidation:
     for name in ("alice", "bob"):
-        save_annotation(
-            assignment=assignment_of(users[name], item), payload=ALL_CORRECT, version=0, submit=True
-        )
+        save_annotation(assignment=assignment_of(users[name], item), payload=ALL_CORRECT, version=0, submit=True)
     return Consolidation.objects.get(item_stage__item=item)
 
 
@@ -130,10 +116,7 @@ def test_consolidation_saves_with_the_same_version_exactly_one_wins(racer, many_
         version += 1
 
     # The losers of the submission find the consolidation done, which says more than a version.
-    bodies = [
-        {"payload": annotated(f"gold {i}"), "version": version, "submit": True}
-        for i in range(CLIENTS)
-    ]
+    bodies = [{"payload": annotated(f"gold {i}"), "version": version, "submit": True} for i in range(CLIENTS)]
     winner = one_winner(racer.race([(users["carol"], "PUT", url, body) for body in bodies]), 400)
     gold = GoldRecord.objects.get(item_stage__item=many_items[0])
     assert gold.payload["segments"][0]["comment"] == f"gold {winner}"
@@ -218,9 +201,7 @@ def test_reopening_races_the_last_submission_and_itself(racer, many_items, users
             )
 
 
-def test_escalating_races_saving_the_gold_record_and_discarding(
-    racer, factcheck_project, users, make_user
-):
+def test_escalating_races_saving_the_gold_record_and_discarding(racer, factcheck_project, users, make_user):
     """Step 2: a consolidator asks for a third rater while another saves the gold record and a
     third discards the item; exactly one wins, and the item is in that one's state only."""
     from annotation.models import AssignmentRole, ItemStage
@@ -232,9 +213,7 @@ def test_escalating_races_saving_the_gold_record_and_discarding(
     outcomes = Counter()
     for n in range(8):
         item = factcheck_project.items.create(prompt="p", response="r", external_id=f"race {n}")
-        stage = ItemStage.objects.create(
-            item=item, stage=2, status=StageStatus.READY, content=content(2)
-        )
+        stage = ItemStage.objects.create(item=item, stage=2, status=StageStatus.READY, content=content(2))
         assign_open_stages(factcheck_project)
         for assignment in stage.assignments.order_by("id"):
             save_annotation(
@@ -280,9 +259,7 @@ def test_escalating_races_saving_the_gold_record_and_discarding(
     assert sum(outcomes.values()) == 8
 
 
-def test_retrieving_a_claim_again_races_a_draft_save_and_nothing_is_lost(
-    racer, factcheck_project, users, monkeypatch
-):
+def test_retrieving_a_claim_again_races_a_draft_save_and_nothing_is_lost(racer, factcheck_project, users, monkeypatch):
     """The retrieval clears the draft's stances of the claim under a new version: a save with
     the old version either lands first (and is then cleared of that claim only) or gets a 409."""
     from annotation.models import ItemStage
@@ -297,15 +274,11 @@ def test_retrieving_a_claim_again_races_a_draft_save_and_nothing_is_lost(
     outcomes = Counter()
     for n in range(8):
         item = factcheck_project.items.create(prompt="p", response="r", external_id=f"again {n}")
-        stage = ItemStage.objects.create(
-            item=item, stage=2, status=StageStatus.READY, content=content(2, 1)
-        )
+        stage = ItemStage.objects.create(item=item, stage=2, status=StageStatus.READY, content=content(2, 1))
         assign_open_stages(factcheck_project)
         assignment = stage.assignments.get(user=users["alice"])
         first = {"claims": [full_answer([IR, IR]), full_answer([IR])]}
-        version = save_annotation(
-            assignment=assignment, payload=first, version=0, submit=False
-        ).version
+        version = save_annotation(assignment=assignment, payload=first, version=0, submit=False).version
         edited = {
             "claims": [
                 full_answer([CS, IR], reliable=[True, None]),
@@ -339,9 +312,7 @@ def test_retrieving_a_claim_again_races_a_draft_save_and_nothing_is_lost(
             None,
             None,
         ]  # about the new passages: not judged yet
-        if (
-            answers[0][0] == 200
-        ):  # the save landed first; the retrieval kept all but claim 0's stances
+        if answers[0][0] == 200:  # the save landed first; the retrieval kept all but claim 0's stances
             assert stored.version == version + 2
             assert stored.payload["claims"][1]["decided"] == "no"
             outcomes["saved first"] += 1
@@ -366,9 +337,7 @@ def test_reopening_a_gold_record_twice_at_once_exactly_one_wins(racer, many_item
             submit=True,
         )
         url = f"/api/projects/{item.project_id}/items/{item.id}/stages/1/reopen/"
-        answers = racer.race(
-            [(users["admin"], "POST", url, {"reason": f"tab {i}"}) for i in range(CLIENTS)]
-        )
+        answers = racer.race([(users["admin"], "POST", url, {"reason": f"tab {i}"}) for i in range(CLIENTS)])
         winner = one_winner(answers, 400)
         consolidation.refresh_from_db()
         assert consolidation.status == ConsolidationStatus.OPEN and consolidation.version == 2
@@ -406,10 +375,7 @@ def test_correcting_a_split_races_the_first_save_and_nothing_is_lost(racer, many
         if save_status == 200:
             assert split_status == 400 and "started" in json.dumps(split_answer), answers
             assert stage.content["segments"] == before
-            assert (
-                Annotation.objects.get(assignment=assignment).payload["segments"]
-                == ALL_CORRECT["segments"]
-            )
+            assert Annotation.objects.get(assignment=assignment).payload["segments"] == ALL_CORRECT["segments"]
             outcomes["saved first"] += 1
         else:
             assert split_status == 200 and save_status in (400, 404), answers
@@ -455,17 +421,12 @@ def test_reassigning_races_the_first_save_and_nothing_is_lost(racer, many_items,
             outcomes["saved first"] += 1
         else:
             assert move_status == 200 and save_status == 404, answers
-            assert (
-                assignment.user == dave
-                and not Annotation.objects.filter(assignment=assignment).exists()
-            )
+            assert assignment.user == dave and not Annotation.objects.filter(assignment=assignment).exists()
             outcomes["moved first"] += 1
     assert sum(outcomes.values()) == len(many_items)
 
 
-def test_removing_an_annotator_races_their_submission_and_nothing_is_lost(
-    racer, many_items, users, make_user
-):
+def test_removing_an_annotator_races_their_submission_and_nothing_is_lost(racer, many_items, users, make_user):
     """Their submitted work stays: a submission that lands first is kept, a removal that lands
     first refuses the submission; either way the item has its two annotators again."""
     from annotation.models import Membership, Role
@@ -479,9 +440,7 @@ def test_removing_an_annotator_races_their_submission_and_nothing_is_lost(
         membership = add_member(project=project, user=member, role=Role.ANNOTATOR)
         assignment = reassign(assignment_of(users["alice"], item))
         assert assignment.user == member
-        version = save_annotation(
-            assignment=assignment, payload=ALL_CORRECT, version=0, submit=False
-        ).version
+        version = save_annotation(assignment=assignment, payload=ALL_CORRECT, version=0, submit=False).version
         answers = racer.race(
             [
                 (

@@ -42,9 +42,7 @@ def test_cohen_kappa_matches_scikit_learn(seed):
     rng = random.Random(seed)
     first = [rng.choice("xyz") for _ in range(500)]
     second = [v if rng.random() < 0.6 else rng.choice("xyz") for v in first]
-    assert agreement.cohen_kappa(first, second) == pytest.approx(
-        cohen_kappa_score(first, second), abs=1e-12
-    )
+    assert agreement.cohen_kappa(first, second) == pytest.approx(cohen_kappa_score(first, second), abs=1e-12)
 
 
 def test_confusion_matrix_matches_scikit_learn():
@@ -115,9 +113,7 @@ def test_project_agreement_endpoint_matches_the_references(clients, users, felm_
                         )
                     )
             per_user[assignment.user.username] = segments
-            save_annotation(
-                assignment=assignment, payload={"segments": segments}, version=0, submit=True
-            )
+            save_annotation(assignment=assignment, payload={"segments": segments}, version=0, submit=True)
         for a, b in zip(per_user["alice"], per_user["bob"]):
             alice_labels.append(str(a["label"]))
             bob_labels.append(str(b["label"]))
@@ -128,26 +124,20 @@ def test_project_agreement_endpoint_matches_the_references(clients, users, felm_
     body = clients["admin"].get(f"/api/projects/{felm_project.id}/agreement/").json()
     label, error_type = body["fields"]["label"], body["fields"]["error_type"]
     assert label["units"] == 150
-    assert label["cohen_kappa"] == pytest.approx(
-        cohen_kappa_score(alice_labels, bob_labels), abs=1e-12
-    )
+    assert label["cohen_kappa"] == pytest.approx(cohen_kappa_score(alice_labels, bob_labels), abs=1e-12)
     code = {"True": 0, "False": 1}
     expected_alpha = krippendorff.alpha(
         reliability_data=[[code[v] for v in alice_labels], [code[v] for v in bob_labels]],
         level_of_measurement="nominal",
     )
     assert label["krippendorff_alpha"] == pytest.approx(expected_alpha, abs=1e-12)
-    assert label["observed_agreement"] == pytest.approx(
-        np.mean(np.array(alice_labels) == np.array(bob_labels))
-    )
+    assert label["observed_agreement"] == pytest.approx(np.mean(np.array(alice_labels) == np.array(bob_labels)))
     assert label["confusion_matrix"]["labels"] == ["correct", "error"]
     matrix = confusion_matrix(alice_labels, bob_labels, labels=["True", "False"]).tolist()
     assert label["confusion_matrix"]["rows_annotator_a_columns_annotator_b"] == matrix
 
     assert error_type["units"] == len(alice_types)
-    assert error_type["cohen_kappa"] == pytest.approx(
-        cohen_kappa_score(alice_types, bob_types), abs=1e-12
-    )
+    assert error_type["cohen_kappa"] == pytest.approx(cohen_kappa_score(alice_types, bob_types), abs=1e-12)
     assert [a["username"] for a in body["annotators"]] == ["alice", "bob"]
     assert body["annotators"][0]["items_submitted"] == 30
 
@@ -185,9 +175,7 @@ def test_agreement_with_gold_per_annotator(clients, users, felm_project):
 def _assignments_by_stage(project):
     grouped = {}
     for assignment in (
-        Assignment.objects.filter(item_stage__item__project=project)
-        .select_related("user")
-        .order_by("id")
+        Assignment.objects.filter(item_stage__item__project=project).select_related("user").order_by("id")
     ):
         grouped.setdefault(assignment.item_stage_id, []).append(assignment)
     return grouped.values()
@@ -200,9 +188,7 @@ def test_ordinal_krippendorff_alpha_matches_the_krippendorff_package(seed):
     expected = krippendorff.alpha(
         reliability_data=reliability_matrix(ratings, 4, order), level_of_measurement="ordinal"
     )
-    assert agreement.krippendorff_alpha_ordinal(ratings, order) == pytest.approx(
-        expected, abs=1e-12
-    )
+    assert agreement.krippendorff_alpha_ordinal(ratings, order) == pytest.approx(expected, abs=1e-12)
     result = agreement.field_agreement(ratings, labels=order, ordinal=True)
     assert result["krippendorff_alpha_ordinal"] == pytest.approx(expected, abs=1e-12)
     assert result["confusion_matrix"]["labels"] == order  # the scale's order, not the alphabet's
@@ -210,9 +196,7 @@ def test_ordinal_krippendorff_alpha_matches_the_krippendorff_package(seed):
 
 
 @pytest.mark.django_db
-def test_the_agreement_page_shows_importance_in_order_with_the_ordinal_alpha(
-    factcheck_project, users, client
-):
+def test_the_agreement_page_shows_importance_in_order_with_the_ordinal_alpha(factcheck_project, users, client):
     from annotation.models import Annotation, ItemStage, StageStatus
 
     def sentence(importance):
@@ -223,20 +207,14 @@ def test_the_agreement_page_shows_importance_in_order_with_the_ordinal_alpha(
             "claims": [{"text": "A is B.", "category": "factual", "importance": importance}],
         }
 
-    for n, (a, b) in enumerate(
-        [("yes", "intermediate"), ("no", "no"), ("yes", "yes"), ("intermediate", "no")]
-    ):
+    for n, (a, b) in enumerate([("yes", "intermediate"), ("no", "no"), ("yes", "yes"), ("intermediate", "no")]):
         item = factcheck_project.items.create(prompt="p", response="A is B.", external_id=str(n))
         stage = ItemStage.objects.create(
             item=item, stage=1, status=StageStatus.CONSOLIDATING, content={"sentences": ["A is B."]}
         )
         for name, value in (("alice", a), ("bob", b)):
-            assignment = Assignment.objects.create(
-                item_stage=stage, user=users[name], status="submitted"
-            )
-            Annotation.objects.create(
-                assignment=assignment, payload={"sentences": [sentence(value)]}, submitted=True
-            )
+            assignment = Assignment.objects.create(item_stage=stage, user=users[name], status="submitted")
+            Annotation.objects.create(assignment=assignment, payload={"sentences": [sentence(value)]}, submitted=True)
     client.force_login(users["carol"])
     page = client.get(f"/projects/{factcheck_project.id}/agreement/").content.decode()
     section = page[page.index('data-field="sentence_importance"') :]

@@ -63,13 +63,8 @@ def run_queued_task(delay):
 
 def submit(user, item, labels, version=0):
     assignment = Assignment.objects.get(user=user, item_stage__item=item)
-    segments = [
-        segment(True) if label else segment(False, "knowledge_error", "wrong year")
-        for label in labels
-    ]
-    return save_annotation(
-        assignment=assignment, payload={"segments": segments}, version=version, submit=True
-    )
+    segments = [segment(True) if label else segment(False, "knowledge_error", "wrong year") for label in labels]
+    return save_annotation(assignment=assignment, payload={"segments": segments}, version=version, submit=True)
 
 
 def units_shown(page: str) -> list[str]:
@@ -79,9 +74,7 @@ def units_shown(page: str) -> list[str]:
 # -- computed once, shared by page, API and downloads -------------------------------------------
 
 
-def test_two_requests_compute_the_agreement_once(
-    logged_in, clients, felm_project, campaign, computations
-):
+def test_two_requests_compute_the_agreement_once(logged_in, clients, felm_project, campaign, computations):
     client = logged_in("carol")
     first = client.get(PAGE.format(felm_project.id), {"resamples": 40, "seed": 3})
     # the task stores the point estimates first, then the numbers with their intervals
@@ -104,9 +97,7 @@ def test_two_requests_compute_the_agreement_once(
     assert api.json() == json.loads(json.dumps(direct))
 
 
-def test_the_api_first_then_the_page_reuse_one_result(
-    logged_in, clients, felm_project, campaign, computations
-):
+def test_the_api_first_then_the_page_reuse_one_result(logged_in, clients, felm_project, campaign, computations):
     assert clients["carol"].get(API.format(felm_project.id), {"resamples": 0}).status_code == 200
     assert computations == [0]
     page = logged_in("admin").get(PAGE.format(felm_project.id), {"resamples": 0}).content.decode()
@@ -116,9 +107,7 @@ def test_the_api_first_then_the_page_reuse_one_result(
 # -- a data change invalidates it ---------------------------------------------------------------
 
 
-def test_the_stamp_changes_with_every_input_of_the_numbers_and_not_with_drafts(
-    felm_project, felm_items, users
-):
+def test_the_stamp_changes_with_every_input_of_the_numbers_and_not_with_drafts(felm_project, felm_items, users):
     stamps = [agreement_cache.data_stamp(felm_project, 1)]
 
     def changed():
@@ -181,9 +170,7 @@ def test_the_stamp_changes_with_every_input_of_the_numbers_and_not_with_drafts(
     assert agreement_cache.data_stamp(other, 1) != stamps[-1]
 
 
-def test_a_submission_after_a_visit_is_on_the_next_visit(
-    logged_in, felm_project, felm_items, users, computations
-):
+def test_a_submission_after_a_visit_is_on_the_next_visit(logged_in, felm_project, felm_items, users, computations):
     for item in felm_items[:2]:
         submit(users["alice"], item, [True, True, False])
         submit(users["bob"], item, [True, False, False])
@@ -214,11 +201,7 @@ def test_a_miss_queues_one_task_and_the_page_says_it_is_computing(
     for response in (page, again):
         text = response.content.decode()
         assert response.status_code == 200
-        assert (
-            "Computing…" in text
-            and 'id="agreement-computing"' in text
-            and "over 30 resamples" in text
-        )
+        assert "Computing…" in text and 'id="agreement-computing"' in text and "over 30 resamples" in text
         assert 'data-points="false"' in text and "js/agreement.js" in text
         assert not units_shown(text) and "download=" not in text
     assert status.status_code == 200
@@ -233,11 +216,7 @@ def test_a_miss_queues_one_task_and_the_page_says_it_is_computing(
     # the API: 202, ask the same address again
     assert api.status_code == 202
     body = api.json()
-    assert (
-        body["state"] == "queued"
-        and "being computed" in body["detail"]
-        and "30-resample" in body["detail"]
-    )
+    assert body["state"] == "queued" and "being computed" in body["detail"] and "30-resample" in body["detail"]
     assert api["Location"] == body["url"] and body["url"].endswith(
         f"/api/projects/{felm_project.id}/agreement/?resamples=30"
     )
@@ -256,25 +235,17 @@ def test_a_miss_queues_one_task_and_the_page_says_it_is_computing(
     assert "download=csv" in ready and "Computed" in ready
     assert client.get(url + "status/", {"resamples": 30}).json()["state"] == "ready"
     assert clients["admin"].get(API.format(felm_project.id), {"resamples": 30}).status_code == 200
-    assert (
-        client.get(url, {"resamples": 30, "download": "json", "table": "fields"}).status_code == 200
-    )
+    assert client.get(url, {"resamples": 30, "download": "json", "table": "fields"}).status_code == 200
     assert nothing_queued.call_count == 1 and computations == [0, 30]
 
 
-def test_the_point_estimates_show_while_their_intervals_are_computed(
-    logged_in, felm_project, campaign, nothing_queued
-):
+def test_the_point_estimates_show_while_their_intervals_are_computed(logged_in, felm_project, campaign, nothing_queued):
     client = logged_in("admin")
     url = PAGE.format(felm_project.id)
     client.get(url, {"resamples": 0})
     run_queued_task(nothing_queued)  # the point estimates (resamples=0) are stored
     page = client.get(url, {"resamples": 50}).content.decode()
-    assert (
-        "Computing…" in page
-        and "point estimates below are already final" in page
-        and 'data-points="true"' in page
-    )
+    assert "Computing…" in page and "point estimates below are already final" in page and 'data-points="true"' in page
     assert units_shown(page) and "download=" not in page and 'class="ci"' not in page
     assert client.get(url + "status/", {"resamples": 50}).json()["points"] is True
     run_queued_task(nothing_queued)
@@ -282,9 +253,7 @@ def test_the_point_estimates_show_while_their_intervals_are_computed(
     assert "Computing" not in page and 'class="ci"' in page and "download=" in page
 
 
-def test_the_task_shows_its_progress_field_by_field(
-    logged_in, felm_project, campaign, nothing_queued
-):
+def test_the_task_shows_its_progress_field_by_field(logged_in, felm_project, campaign, nothing_queued):
     client = logged_in("carol")
     url = PAGE.format(felm_project.id)
     client.get(url, {"resamples": 20})
@@ -296,9 +265,7 @@ def test_the_task_shows_its_progress_field_by_field(
             progress(done, total, label)
             seen.append(client.get(url + "status/", {"resamples": 20}).json())
 
-        return real(
-            project, stage, resamples=resamples, seed=seed, progress=report if progress else None
-        )
+        return real(project, stage, resamples=resamples, seed=seed, progress=report if progress else None)
 
     with mock.patch.object(selectors, "project_agreement", watched):
         run_queued_task(nothing_queued)
@@ -312,14 +279,10 @@ def test_the_task_shows_its_progress_field_by_field(
     assert client.get(url + "status/", {"resamples": 20}).json()["state"] == "ready"
 
 
-def test_a_poll_while_the_task_runs_reads_only_its_progress(
-    logged_in, felm_project, campaign, nothing_queued
-):
+def test_a_poll_while_the_task_runs_reads_only_its_progress(logged_in, felm_project, campaign, nothing_queued):
     client = logged_in("carol")
     client.get(PAGE.format(felm_project.id))
-    with mock.patch.object(
-        agreement_cache, "data_stamp", wraps=agreement_cache.data_stamp
-    ) as stamp:
+    with mock.patch.object(agreement_cache, "data_stamp", wraps=agreement_cache.data_stamp) as stamp:
         assert client.get(PAGE.format(felm_project.id) + "status/").json()["state"] == "queued"
     assert stamp.call_count == 0
 
@@ -335,28 +298,17 @@ def test_the_lock_of_a_newer_task_outlives_an_older_one(felm_project, campaign, 
     assert cache.get(key) is None
 
 
-def test_a_failed_computation_is_shown_and_not_retried_at_once(
-    logged_in, clients, felm_project, campaign, caplog
-):
+def test_a_failed_computation_is_shown_and_not_retried_at_once(logged_in, clients, felm_project, campaign, caplog):
     client = logged_in("carol")
     url = PAGE.format(felm_project.id)
-    with mock.patch.object(
-        selectors, "project_agreement", side_effect=ZeroDivisionError("boom")
-    ) as failing:
+    with mock.patch.object(selectors, "project_agreement", side_effect=ZeroDivisionError("boom")) as failing:
         page = client.get(url, {"resamples": 5}).content.decode()
         assert "could not be computed: the computation failed (ZeroDivisionError)" in page
         assert "js/agreement.js" not in page
         assert client.get(url + "status/", {"resamples": 5}).json()["state"] == "failed"
         api = clients["admin"].get(API.format(felm_project.id), {"resamples": 5})
-        assert (
-            api.status_code == 202
-            and api.json()["state"] == "failed"
-            and "ZeroDivisionError" in api.json()["error"]
-        )
-        assert (
-            client.get(url, {"resamples": 5, "download": "csv", "table": "fields"}).status_code
-            == 409
-        )
+        assert api.status_code == 202 and api.json()["state"] == "failed" and "ZeroDivisionError" in api.json()["error"]
+        assert client.get(url, {"resamples": 5, "download": "csv", "table": "fields"}).status_code == 409
         assert failing.call_count == 1
     assert "agreement of project" in caplog.text
     # the next change of the data tries again at once
@@ -369,9 +321,7 @@ def test_an_unreachable_broker_leaves_no_lock_behind(felm_project, campaign):
     with mock.patch.object(compute_agreement, "delay", side_effect=ConnectionError("no broker")):
         with pytest.raises(ConnectionError):
             agreement_cache.lookup(felm_project, 1, 10, 0)
-    assert agreement_cache.lookup(
-        felm_project, 1, 10, 0
-    ).ready  # the next request queues it (eagerly here)
+    assert agreement_cache.lookup(felm_project, 1, 10, 0).ready  # the next request queues it (eagerly here)
 
 
 # -- the eager (in-process) path ---------------------------------------------------------------
@@ -407,9 +357,7 @@ def test_in_process_celery_fills_the_cache_within_the_request(felm_project, camp
         (None, 302, 302),
     ],
 )
-def test_who_sees_the_page_and_its_status(
-    client, users, felm_project, campaign, nothing_queued, who, page, status
-):
+def test_who_sees_the_page_and_its_status(client, users, felm_project, campaign, nothing_queued, who, page, status):
     if who:
         client.force_login(users[who])
     url = PAGE.format(felm_project.id)
@@ -422,16 +370,12 @@ def test_who_sees_the_page_and_its_status(
     "who, expected",
     [("admin", 202), ("carol", 202), ("alice", 403), ("mallory", 404), ("anonymous", 401)],
 )
-def test_who_may_ask_the_api_on_a_miss(
-    clients, felm_project, campaign, nothing_queued, who, expected
-):
+def test_who_may_ask_the_api_on_a_miss(clients, felm_project, campaign, nothing_queued, who, expected):
     assert clients[who].get(API.format(felm_project.id)).status_code == expected
     assert nothing_queued.call_count == (1 if expected == 202 else 0)
 
 
-def test_a_consolidator_of_another_project_sees_nothing_of_this_one(
-    client, users, felm_project, campaign, make_user
-):
+def test_a_consolidator_of_another_project_sees_nothing_of_this_one(client, users, felm_project, campaign, make_user):
     other = felm_project.__class__.objects.create(name="Elsewhere", kind="felm")
     add_member(project=other, user=users["mallory"], role=Role.CONSOLIDATOR)
     client.force_login(users["mallory"])
@@ -440,10 +384,7 @@ def test_a_consolidator_of_another_project_sees_nothing_of_this_one(
 
 def test_bad_options_of_the_status_are_400s(logged_in, felm_project):
     client = logged_in("carol")
-    assert (
-        client.get(PAGE.format(felm_project.id) + "status/", {"resamples": "many"}).status_code
-        == 400
-    )
+    assert client.get(PAGE.format(felm_project.id) + "status/", {"resamples": "many"}).status_code == 400
     assert client.get(PAGE.format(felm_project.id) + "status/", {"stage": "2"}).status_code == 404
 
 
@@ -473,9 +414,7 @@ def test_the_schema_documents_the_202():
 
 @pytest.mark.worker
 @pytest.mark.django_db(transaction=True)
-def test_a_worker_process_computes_what_the_page_then_shows(
-    worker, logged_in, felm_project, campaign
-):
+def test_a_worker_process_computes_what_the_page_then_shows(worker, logged_in, felm_project, campaign):
     client = logged_in("carol")
     url = PAGE.format(felm_project.id)
     started = time.monotonic()
@@ -489,9 +428,7 @@ def test_a_worker_process_computes_what_the_page_then_shows(
     page = client.get(url, {"resamples": 200}).content.decode()
     assert "Computing" not in page and 'class="ci"' in page
     body = client.get(API.format(felm_project.id), {"resamples": 200}).json()
-    assert body == json.loads(
-        json.dumps(selectors.project_agreement(felm_project, 1, resamples=200))
-    )
+    assert body == json.loads(json.dumps(selectors.project_agreement(felm_project, 1, resamples=200)))
 
 
 # -- in a browser: the page updates itself --------------------------------------------------------

@@ -23,9 +23,7 @@ def clustered_ratings(seed, items=40, raters=4, missing=0.25):
         for unit in range(rng.randint(1, 4)):
             truth = rng.choice(ORDER)
             values = {
-                r: truth if rng.random() < 0.7 else rng.choice(ORDER)
-                for r in range(raters)
-                if rng.random() > missing
+                r: truth if rng.random() < 0.7 else rng.choice(ORDER) for r in range(raters) if rng.random() > missing
             }
             ratings[(item, unit)] = values
     return ratings
@@ -41,40 +39,29 @@ def direct_bootstrap(ratings, raters, resamples, seed):
     """Resample items with replacement (the same generator draws), rebuild the data, recompute."""
     pairable = {key: values for key, values in ratings.items() if len(values) >= 2}
     items = list(dict.fromkeys(item for item, _ in pairable))
-    units_of = {
-        item: [(key, values) for key, values in pairable.items() if key[0] == item]
-        for item in items
-    }
+    units_of = {item: [(key, values) for key, values in pairable.items() if key[0] == item] for item in items}
     rng = np.random.default_rng(seed)
     stats = {name: [] for name in ("observed", "cohen", "fleiss", "alpha", "alpha_ordinal")}
     pair_stats = {}
     for _ in range(resamples):
         drawn = rng.integers(0, len(items), len(items))
         sample = {
-            (position, key): values
-            for position, index in enumerate(drawn)
-            for key, values in units_of[items[index]]
+            (position, key): values for position, index in enumerate(drawn) for key, values in units_of[items[index]]
         }
         first = [list(v.values())[0] for v in sample.values()]
         second = [list(v.values())[1] for v in sample.values()]
         stats["observed"].append(agreement.observed_agreement(sample))
-        stats["cohen"].append(
-            cohen_kappa_score(first, second) if len(set(first) | set(second)) > 1 else None
-        )
+        stats["cohen"].append(cohen_kappa_score(first, second) if len(set(first) | set(second)) > 1 else None)
         stats["fleiss"].append(agreement.fleiss_kappa(sample))
         data = reliability_matrix(sample, raters, ORDER)
         single = len({v for values in sample.values() for v in values.values()}) == 1
         stats["alpha"].append(
-            None
-            if single
-            else krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
+            None if single else krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
         )
         stats["alpha_ordinal"].append(
             None
             if single
-            else krippendorff.alpha(
-                reliability_data=data, value_domain=[0, 1, 2], level_of_measurement="ordinal"
-            )
+            else krippendorff.alpha(reliability_data=data, value_domain=[0, 1, 2], level_of_measurement="ordinal")
         )
         for a in range(raters):
             for b in range(a + 1, raters):
@@ -131,11 +118,7 @@ def test_fleiss_interval_follows_the_most_common_rater_count_of_each_resample():
     kappas = []
     for _ in range(300):
         drawn = rng_draws.integers(0, 30, 30)
-        kappas.append(
-            agreement.fleiss_kappa(
-                {(p, items[i]): ratings[(items[i], 0)] for p, i in enumerate(drawn)}
-            )
-        )
+        kappas.append(agreement.fleiss_kappa({(p, items[i]): ratings[(items[i], 0)] for p, i in enumerate(drawn)}))
     assert result["ci"]["fleiss_kappa"] == pytest.approx(interval(kappas), abs=1e-9)
 
 
@@ -143,9 +126,7 @@ def test_same_seed_same_interval_other_seed_other_interval():
     ratings = clustered_ratings(1)
 
     def run(seed):
-        return agreement.field_agreement(
-            ratings, resamples=100, seed=seed, item_of=lambda key: key[0]
-        )["ci"]
+        return agreement.field_agreement(ratings, resamples=100, seed=seed, item_of=lambda key: key[0])["ci"]
 
     assert run(4) == run(4)
     assert run(4)["cohen_kappa"] != run(5)["cohen_kappa"]
@@ -161,9 +142,7 @@ def test_resampling_items_not_units_widens_the_interval_of_clustered_units():
                 "a": "x" if unit % 2 else "y",
                 "b": ("x" if unit % 2 else "y") if agree else "z",
             }
-    by_item = agreement.field_agreement(ratings, resamples=500, item_of=lambda key: key[0])["ci"][
-        "observed_agreement"
-    ]
+    by_item = agreement.field_agreement(ratings, resamples=500, item_of=lambda key: key[0])["ci"]["observed_agreement"]
     by_unit = agreement.field_agreement(ratings, resamples=500)["ci"]["observed_agreement"]
     assert by_item[1] - by_item[0] > 1.5 * (by_unit[1] - by_unit[0])
 
@@ -175,11 +154,7 @@ def test_no_resamples_no_interval_and_undefined_statistics_have_none():
     same = {(i, 0): {"a": "x", "b": "x"} for i in range(10)}
     ci = agreement.field_agreement(same, resamples=50)["ci"]
     assert ci["observed_agreement"] == [1.0, 1.0]
-    assert (
-        ci["cohen_kappa"] is None
-        and ci["krippendorff_alpha"] is None
-        and ci["fleiss_kappa"] is None
-    )
+    assert ci["cohen_kappa"] is None and ci["krippendorff_alpha"] is None and ci["fleiss_kappa"] is None
     assert agreement.field_agreement({}, resamples=50)["ci"]["cohen_kappa"] is None
 
 
@@ -193,16 +168,9 @@ def _annotated_felm_project(felm_project, items=12):
         jsonl([felm_line(i, [f"S{k}." for k in range(4)]) for i in range(items)]),
         fmt="felm",
     )
-    for assignment in Assignment.objects.filter(item_stage__item__project=felm_project).order_by(
-        "id"
-    ):
-        segments = [
-            segment(True) if rng.random() < 0.7 else segment(False, "knowledge_error", "why")
-            for _ in range(4)
-        ]
-        save_annotation(
-            assignment=assignment, payload={"segments": segments}, version=0, submit=True
-        )
+    for assignment in Assignment.objects.filter(item_stage__item__project=felm_project).order_by("id"):
+        segments = [segment(True) if rng.random() < 0.7 else segment(False, "knowledge_error", "why") for _ in range(4)]
+        save_annotation(assignment=assignment, payload={"segments": segments}, version=0, submit=True)
     return felm_project
 
 
@@ -220,21 +188,14 @@ def test_api_intervals_resample_items_and_follow_the_parameters(clients, users, 
     assert label["pairs"][0]["ci"]["observed_agreement"] == label["ci"]["observed_agreement"]
     # the intervals are the module's over (item-stage, segment) units grouped by item-stage
     ratings = {}
-    annotators = Assignment.objects.filter(
-        item_stage__item__project=project, role=AssignmentRole.ANNOTATOR
-    )
+    annotators = Assignment.objects.filter(item_stage__item__project=project, role=AssignmentRole.ANNOTATOR)
     for assignment in annotators.order_by("item_stage_id", "id"):
         for index, s in enumerate(assignment.annotation.payload["segments"]):
             ratings.setdefault((assignment.item_stage_id, index), {})[assignment.user_id] = (
                 "correct" if s["label"] else "error"
             )
-    expected = agreement.field_agreement(
-        ratings, labels=None, resamples=200, seed=9, item_of=lambda key: key[0]
-    )["ci"]
-    assert (
-        clients["admin"].get(url, {"resamples": 200, "seed": 9}).json()["fields"]["label"]["ci"]
-        == expected
-    )
+    expected = agreement.field_agreement(ratings, labels=None, resamples=200, seed=9, item_of=lambda key: key[0])["ci"]
+    assert clients["admin"].get(url, {"resamples": 200, "seed": 9}).json()["fields"]["label"]["ci"] == expected
     assert clients["admin"].get(url, {"resamples": 0}).json()["fields"]["label"]["ci"] is None
     assert selectors.project_agreement(project)["fields"]["label"]["ci"] is None  # callers opt in
 
@@ -269,21 +230,13 @@ def test_api_accepts_the_bounds(clients, felm_project):
 def test_the_page_shows_each_number_with_its_interval(users, client, felm_project):
     project = _annotated_felm_project(felm_project)
     client.force_login(users["admin"])
-    page = client.get(
-        f"/projects/{project.id}/agreement/", {"resamples": 300, "seed": 4}
-    ).content.decode()
+    page = client.get(f"/projects/{project.id}/agreement/", {"resamples": 300, "seed": 4}).content.decode()
     from annotation.research import selectors
 
     label = selectors.project_agreement(project, resamples=300, seed=4)["fields"]["label"]
     low, high = label["ci"]["krippendorff_alpha"]
-    assert (
-        f'<span class="ci" title="95 % bootstrap confidence interval">[{low:.3f}, {high:.3f}]</span>'
-        in page
-    )
+    assert f'<span class="ci" title="95 % bootstrap confidence interval">[{low:.3f}, {high:.3f}]</span>' in page
     assert "300 resamples" in page
-    assert (
-        'class="ci"'
-        not in client.get(f"/projects/{project.id}/agreement/", {"resamples": 0}).content.decode()
-    )
+    assert 'class="ci"' not in client.get(f"/projects/{project.id}/agreement/", {"resamples": 0}).content.decode()
     response = client.get(f"/projects/{project.id}/agreement/", {"resamples": "lots"})
     assert response.status_code == 400

@@ -52,29 +52,17 @@ def test_every_table_on_the_page_has_downloads_that_open(logged_in, felm_project
 
 def test_csv_and_json_hold_the_numbers_of_the_api(logged_in, clients, felm_project, campaign):
     url = PAGE.format(felm_project.id)
-    body = (
-        clients["admin"]
-        .get(f"/api/projects/{felm_project.id}/agreement/", {"resamples": 30, "seed": 4})
-        .json()
-    )
+    body = clients["admin"].get(f"/api/projects/{felm_project.id}/agreement/", {"resamples": 30, "seed": 4}).json()
     client = logged_in("admin")
 
     def download(fmt, table, **extra):
-        return client.get(
-            url, {"resamples": 30, "seed": 4, "download": fmt, "table": table, **extra}
-        )
+        return client.get(url, {"resamples": 30, "seed": 4, "download": fmt, "table": table, **extra})
 
     fields = json.loads(download("json", "fields").content)
-    assert (
-        fields["bootstrap"] == body["bootstrap"]
-        and fields["step"] == 1
-        and fields["project"] == "FELM test"
-    )
+    assert fields["bootstrap"] == body["bootstrap"] and fields["step"] == 1 and fields["project"] == "FELM test"
     label = next(row for row in fields["rows"] if row["field"] == "label")
     assert label["cohen_kappa"] == body["fields"]["label"]["cohen_kappa"]
-    assert [label["cohen_kappa_ci_low"], label["cohen_kappa_ci_high"]] == body["fields"]["label"][
-        "ci"
-    ]["cohen_kappa"]
+    assert [label["cohen_kappa_ci_low"], label["cohen_kappa_ci_high"]] == body["fields"]["label"]["ci"]["cohen_kappa"]
     assert label["krippendorff_alpha_ordinal"] is None  # FELM labels have no order
 
     header, *rows = rows_of_csv(download("csv", "versus_gold", field="label"))
@@ -98,9 +86,7 @@ def test_csv_and_json_hold_the_numbers_of_the_api(logged_in, clients, felm_proje
 
     weeks = json.loads(download("json", "over_time").content)["rows"]
     assert [(w["field"], w["week"], w["units"]) for w in weeks] == [
-        (name, w["week"], w["units"])
-        for name in ("label", "error_type")
-        for w in body["fields"][name]["over_time"]
+        (name, w["week"], w["units"]) for name in ("label", "error_type") for w in body["fields"][name]["over_time"]
     ]
 
     matrix = json.loads(download("json", "matrix", field="error_type").content)["rows"]
@@ -112,14 +98,10 @@ def test_csv_and_json_hold_the_numbers_of_the_api(logged_in, clients, felm_proje
 
     pairs = rows_of_csv(download("csv", "pairs"))[1:]
     assert [(r[0], r[1], r[2]) for r in pairs] == [
-        (name, *p["raters"])
-        for name in ("label", "error_type")
-        for p in body["fields"][name]["pairs"]
+        (name, *p["raters"]) for name in ("label", "error_type") for p in body["fields"][name]["pairs"]
     ]
     annotators = json.loads(download("json", "annotators").content)["rows"]
-    assert [
-        (a["annotator"], a["items_submitted"], a["agreement_with_gold_label"]) for a in annotators
-    ] == [
+    assert [(a["annotator"], a["items_submitted"], a["agreement_with_gold_label"]) for a in annotators] == [
         (a["username"], a["items_submitted"], a["agreement_with_gold"]["label"]["agreement"])
         for a in body["annotators"]
     ]
@@ -134,35 +116,21 @@ def test_file_names_name_project_step_table_and_field(logged_in, factcheck_proje
     )
     assert response.status_code == 200
     assert (
-        response["Content-Disposition"]
-        == 'attachment; filename="Lab-A--fact-check-step2-agreement-matrix-stance.csv"'
+        response["Content-Disposition"] == 'attachment; filename="Lab-A--fact-check-step2-agreement-matrix-stance.csv"'
     )
-    response = logged_in("admin").get(
-        PAGE.format(factcheck_project.id), {"download": "json", "table": "fields"}
-    )
-    assert (
-        response["Content-Disposition"]
-        == 'attachment; filename="Lab-A--fact-check-step1-agreement-fields.json"'
-    )
+    response = logged_in("admin").get(PAGE.format(factcheck_project.id), {"download": "json", "table": "fields"})
+    assert response["Content-Disposition"] == 'attachment; filename="Lab-A--fact-check-step1-agreement-fields.json"'
 
 
 def test_a_cell_a_spreadsheet_would_run_is_quoted(logged_in, felm_project, users, make_user):
     build_campaign(felm_project, users, make_user, third='=HYPERLINK("http://evil","x")', items=6)
     client = logged_in("admin")
-    text = client.get(
-        PAGE.format(felm_project.id), {"download": "csv", "table": "annotators"}
-    ).content.decode()
+    text = client.get(PAGE.format(felm_project.id), {"download": "csv", "table": "annotators"}).content.decode()
     names = [row[0] for row in csv.reader(io.StringIO(text))][1:]
     assert '\'=HYPERLINK("http://evil","x")' in names
-    assert not any(
-        cell.startswith(("=", "+", "@")) for row in csv.reader(io.StringIO(text)) for cell in row
-    )
+    assert not any(cell.startswith(("=", "+", "@")) for row in csv.reader(io.StringIO(text)) for cell in row)
     # JSON is data, not a sheet: the name as it is
-    body = json.loads(
-        client.get(
-            PAGE.format(felm_project.id), {"download": "json", "table": "annotators"}
-        ).content
-    )
+    body = json.loads(client.get(PAGE.format(felm_project.id), {"download": "json", "table": "annotators"}).content)
     assert '=HYPERLINK("http://evil","x")' in [row["annotator"] for row in body["rows"]]
 
 
@@ -197,9 +165,7 @@ def test_kind_specific_tables_download_too(logged_in, factcheck_project, users):
             "decontext": "A is B.",
             "importance": "yes",
             "checkworthy": "yes",
-            "claims": [
-                {"text": text, "category": "factual", "importance": "yes"} for text in claims
-            ],
+            "claims": [{"text": text, "category": "factual", "importance": "yes"} for text in claims],
         }
 
     item = factcheck_project.items.create(prompt="p", response="A is B.", external_id="0")
@@ -207,12 +173,8 @@ def test_kind_specific_tables_download_too(logged_in, factcheck_project, users):
         item=item, stage=1, status=StageStatus.CONSOLIDATING, content={"sentences": ["A is B."]}
     )
     for name, claims in (("alice", ["A is B."]), ("bob", ["A is B.", "B is C."])):
-        assignment = Assignment.objects.create(
-            item_stage=stage, user=users[name], status="submitted"
-        )
-        Annotation.objects.create(
-            assignment=assignment, payload={"sentences": [sentence(claims)]}, submitted=True
-        )
+        assignment = Assignment.objects.create(item_stage=stage, user=users[name], status="submitted")
+        Annotation.objects.create(assignment=assignment, payload={"sentences": [sentence(claims)]}, submitted=True)
     client = logged_in("carol")
     page = client.get(PAGE.format(factcheck_project.id)).content.decode()
     section = page[page.index('id="decomposition"') :]
@@ -277,20 +239,14 @@ def test_gold_from_a_single_submission_is_not_compared(logged_in, felm_project, 
     from annotation.models import GoldSource
 
     item = felm_project.items.create(prompt="Q?", response="x", external_id="0")
-    stage = ItemStage.objects.create(
-        item=item, stage=1, status=StageStatus.DONE, content={"segments": ["S."]}
-    )
+    stage = ItemStage.objects.create(item=item, stage=1, status=StageStatus.DONE, content={"segments": ["S."]})
     payload = {"segments": [{"label": True, "error_type": None, "comment": "", "refs": []}]}
     for name in ("alice", "bob"):
-        assignment = Assignment.objects.create(
-            item_stage=stage, user=users[name], status="submitted"
-        )
+        assignment = Assignment.objects.create(item_stage=stage, user=users[name], status="submitted")
         Annotation.objects.create(assignment=assignment, submitted=True, payload=payload)
     GoldRecord.objects.create(item_stage=stage, source=GoldSource.SINGLE, payload=payload)
     body = json.loads(
-        logged_in("carol")
-        .get(PAGE.format(felm_project.id), {"download": "json", "table": "versus_gold"})
-        .content
+        logged_in("carol").get(PAGE.format(felm_project.id), {"download": "json", "table": "versus_gold"}).content
     )
     assert body["rows"] == []
 

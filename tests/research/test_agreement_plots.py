@@ -46,12 +46,8 @@ def test_bars_fit_the_view_box_and_clip_to_the_domain():
     assert plot["baseline"] == pytest.approx(zero, abs=0.01)
     good, negative, undefined, beyond = plot["bars"]
     assert good["bar_x"] == pytest.approx(zero, abs=0.01)
-    assert good["bar_x"] + good["bar_width"] == pytest.approx(
-        left + 1.3 / 1.5 * (right - left), abs=0.01
-    )
-    assert negative["bar_x"] + negative["bar_width"] == pytest.approx(
-        zero, abs=0.01
-    )  # points left from 0
+    assert good["bar_x"] + good["bar_width"] == pytest.approx(left + 1.3 / 1.5 * (right - left), abs=0.01)
+    assert negative["bar_x"] + negative["bar_width"] == pytest.approx(zero, abs=0.01)  # points left from 0
     assert negative["whisker"]["x1"] == left and negative["clipped"]  # −0.7 is clipped at −0.5
     assert undefined["missing"] and "bar_x" not in undefined and undefined["value_text"] == "–"
     assert beyond["bar_x"] + beyond["bar_width"] == right and beyond["clipped"]
@@ -107,26 +103,16 @@ def test_heatmap_shades_by_the_largest_cell_and_stays_in_its_view_box():
     assert last["x"] + last["size"] <= plots.WIDTH and last["y"] + last["size"] <= plot["height"]
     # the upright column labels fit between the title and the cells
     longest = max(len(column["text"]) for column in plot["columns"]) * plots.CHAR
-    assert all(
-        0 <= column["y"] - longest and column["y"] < plot["grid"]["y"] for column in plot["columns"]
-    )
+    assert all(0 <= column["y"] - longest and column["y"] < plot["grid"]["y"] for column in plot["columns"])
 
 
 def test_line_chart_breaks_at_missing_weeks_and_labels_at_most_about_six():
     weeks = [f"2024-W{n:02d}" for n in range(1, 21)]
-    points = [
-        {"x": week, "value": 0.5 + n / 100, "low": 0.4, "high": 0.9}
-        for n, week in enumerate(weeks)
-        if n != 10
-    ]
+    points = [{"x": week, "value": 0.5 + n / 100, "low": 0.4, "high": 0.9} for n, week in enumerate(weeks) if n != 10]
     plot = plots.line_chart([{"name": "observed", "points": points}], x_labels=weeks)
     assert len(plot["series"][0]["lines"]) == 2  # week 11 has no value: two stretches
     shown = [tick for tick in plot["x_ticks"] if tick["shown"]]
-    assert (
-        len(shown) <= 7
-        and shown[0]["text"] == "2024-W01"
-        and shown[1]["text"] == shown[1]["full"][5:]
-    )
+    assert len(shown) <= 7 and shown[0]["text"] == "2024-W01" and shown[1]["text"] == shown[1]["full"][5:]
     # labelled ticks are far enough apart for their text
     assert all(b["x"] - a["x"] >= len(a["text"]) * plots.CHAR for a, b in zip(shown, shown[1:]))
     across_years = plots.line_chart(
@@ -135,11 +121,7 @@ def test_line_chart_breaks_at_missing_weeks_and_labels_at_most_about_six():
     assert [tick["text"] for tick in across_years["x_ticks"]] == ["2023-W52", "2024-W01"]
     marker = plot["series"][0]["markers"][0]
     assert (
-        plot["plot"]["top"]
-        <= marker["whisker"]["y2"]
-        < marker["y"]
-        < marker["whisker"]["y1"]
-        <= plot["plot"]["bottom"]
+        plot["plot"]["top"] <= marker["whisker"]["y2"] < marker["y"] < marker["whisker"]["y1"] <= plot["plot"]["bottom"]
     )
     assert plot["height"] > plot["plot"]["bottom"]
 
@@ -164,10 +146,7 @@ def test_the_bar_partial_escapes_labels_and_does_not_localise_numbers(settings):
         html = render_to_string("annotation/_plot_bars.html", {"plot": plot})
     assert "<script>" not in html and "&lt;script&gt;" in html and '"><img' not in html
     rect = re.search(r'<rect x="([^"]+)"[^>]* width="([^"]+)"', html)
-    assert (
-        float(rect.group(1)) == plot["bars"][0]["bar_x"]
-        and float(rect.group(2)) == plot["bars"][0]["bar_width"]
-    )
+    assert float(rect.group(1)) == plot["bars"][0]["bar_x"] and float(rect.group(2)) == plot["bars"][0]["bar_width"]
 
 
 # -- the numbers behind the plots -------------------------------------------------------------
@@ -192,17 +171,13 @@ def direct_versus_gold(stored, field):
 
 @pytest.mark.parametrize("field", ["label", "error_type"])
 def test_each_annotator_against_gold_equals_scikit_learn(clients, felm_project, campaign, field):
-    body = (
-        clients["admin"].get(f"/api/projects/{felm_project.id}/agreement/", {"resamples": 0}).json()
-    )
+    body = clients["admin"].get(f"/api/projects/{felm_project.id}/agreement/", {"resamples": 0}).json()
     rows = {row["annotator"]: row for row in body["fields"][field]["versus_gold"]}
     expected = direct_versus_gold(campaign, field)
     assert set(rows) == {"alice", "bob", "dave"}
     for name, (mine, gold) in expected.items():
         assert rows[name]["units"] == len(mine)
-        assert rows[name]["observed_agreement"] == pytest.approx(
-            np.mean(np.array(mine) == np.array(gold)), abs=1e-12
-        )
+        assert rows[name]["observed_agreement"] == pytest.approx(np.mean(np.array(mine) == np.array(gold)), abs=1e-12)
         assert rows[name]["cohen_kappa"] == pytest.approx(cohen_kappa_score(mine, gold), abs=1e-12)
         # the older per-annotator number agrees with it
         assert body["fields"][field]["agreement_with_gold"][name]["agreement"] == pytest.approx(
@@ -212,9 +187,7 @@ def test_each_annotator_against_gold_equals_scikit_learn(clients, felm_project, 
         assert rows["alice"]["cohen_kappa"] > rows["dave"]["cohen_kappa"]
 
 
-def test_intervals_against_gold_equal_a_direct_bootstrap_over_items(
-    clients, felm_project, campaign
-):
+def test_intervals_against_gold_equal_a_direct_bootstrap_over_items(clients, felm_project, campaign):
     resamples, seed = 200, 5
     body = (
         clients["admin"]
@@ -223,10 +196,7 @@ def test_intervals_against_gold_equal_a_direct_bootstrap_over_items(
     )
     row = next(row for row in body["fields"]["label"]["versus_gold"] if row["annotator"] == "bob")
     items = [
-        [
-            (label_code(label), label_code(gold))
-            for (label, _), (gold, _) in zip(labels, record["gold"])
-        ]
+        [(label_code(label), label_code(gold)) for (label, _), (gold, _) in zip(labels, record["gold"])]
         for record in campaign
         if record["gold"] is not None
         for name, labels, _ in record["annotations"]
@@ -235,26 +205,16 @@ def test_intervals_against_gold_equal_a_direct_bootstrap_over_items(
     rng = np.random.default_rng(seed)
     observed, kappas = [], []
     for _ in range(resamples):
-        sample = [
-            unit for index in rng.integers(0, len(items), len(items)) for unit in items[index]
-        ]
+        sample = [unit for index in rng.integers(0, len(items), len(items)) for unit in items[index]]
         mine, gold = zip(*sample)
         observed.append(np.mean(np.array(mine) == np.array(gold)))
         kappas.append(cohen_kappa_score(mine, gold))
-    assert row["ci"]["observed_agreement"] == pytest.approx(
-        list(np.quantile(observed, [0.025, 0.975])), abs=1e-9
-    )
-    assert row["ci"]["cohen_kappa"] == pytest.approx(
-        list(np.quantile(kappas, [0.025, 0.975])), abs=1e-9
-    )
+    assert row["ci"]["observed_agreement"] == pytest.approx(list(np.quantile(observed, [0.025, 0.975])), abs=1e-9)
+    assert row["ci"]["cohen_kappa"] == pytest.approx(list(np.quantile(kappas, [0.025, 0.975])), abs=1e-9)
 
 
-def test_agreement_by_week_of_the_later_submission_equals_a_direct_grouping(
-    clients, felm_project, campaign
-):
-    body = (
-        clients["admin"].get(f"/api/projects/{felm_project.id}/agreement/", {"resamples": 0}).json()
-    )
+def test_agreement_by_week_of_the_later_submission_equals_a_direct_grouping(clients, felm_project, campaign):
+    body = clients["admin"].get(f"/api/projects/{felm_project.id}/agreement/", {"resamples": 0}).json()
     weeks = defaultdict(lambda: ([], []))
     for record in campaign:
         (_, first, first_at), (_, second, second_at) = record["annotations"]
@@ -266,25 +226,17 @@ def test_agreement_by_week_of_the_later_submission_equals_a_direct_grouping(
             weeks[week][1].append(label_code(b))
     over_time = body["fields"]["label"]["over_time"]
     assert [w["week"] for w in over_time] == sorted(weeks) and "2024-W03" not in weeks
-    assert (
-        sum(w["items"] for w in over_time) == len(campaign) - 1
-    )  # item 7 has no second submission time
+    assert sum(w["items"] for w in over_time) == len(campaign) - 1  # item 7 has no second submission time
     for row in over_time:
         a, b = weeks[row["week"]]
         assert row["units"] == len(a)
-        assert row["observed_agreement"] == pytest.approx(
-            np.mean(np.array(a) == np.array(b)), abs=1e-12
-        )
+        assert row["observed_agreement"] == pytest.approx(np.mean(np.array(a) == np.array(b)), abs=1e-12)
         assert row["cohen_kappa"] == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
 
 
-def test_an_item_submitted_across_a_week_boundary_counts_in_the_later_week(
-    clients, felm_project, users
-):
+def test_an_item_submitted_across_a_week_boundary_counts_in_the_later_week(clients, felm_project, users):
     item = felm_project.items.create(prompt="Q?", response="x", external_id="edge")
-    stage = ItemStage.objects.create(
-        item=item, stage=1, status=StageStatus.CONSOLIDATING, content={"segments": ["S."]}
-    )
+    stage = ItemStage.objects.create(item=item, stage=1, status=StageStatus.CONSOLIDATING, content={"segments": ["S."]})
     sunday_night = datetime(2024, 1, 7, 23, 59, tzinfo=UTC)  # still 2024-W01
     for name, moment in (("alice", sunday_night), ("bob", sunday_night + timedelta(minutes=2))):
         assignment = Assignment.objects.create(
@@ -296,31 +248,17 @@ def test_an_item_submitted_across_a_week_boundary_counts_in_the_later_week(
             payload={"segments": [{"label": True, "error_type": None, "comment": "", "refs": []}]},
         )
     over_time = (
-        clients["carol"]
-        .get(f"/api/projects/{felm_project.id}/agreement/")
-        .json()["fields"]["label"]["over_time"]
+        clients["carol"].get(f"/api/projects/{felm_project.id}/agreement/").json()["fields"]["label"]["over_time"]
     )
-    assert [(w["week"], w["items"], w["observed_agreement"]) for w in over_time] == [
-        ("2024-W02", 1, 1.0)
-    ]
+    assert [(w["week"], w["items"], w["observed_agreement"]) for w in over_time] == [("2024-W02", 1, 1.0)]
 
 
 # -- the page -----------------------------------------------------------------------------------
 
 
-def test_the_page_draws_every_plot_with_the_numbers_of_the_api(
-    logged_in, clients, felm_project, campaign
-):
-    page = (
-        logged_in("carol")
-        .get(f"/projects/{felm_project.id}/agreement/?resamples=50")
-        .content.decode()
-    )
-    body = (
-        clients["carol"]
-        .get(f"/api/projects/{felm_project.id}/agreement/", {"resamples": 50})
-        .json()
-    )
+def test_the_page_draws_every_plot_with_the_numbers_of_the_api(logged_in, clients, felm_project, campaign):
+    page = logged_in("carol").get(f"/projects/{felm_project.id}/agreement/?resamples=50").content.decode()
+    body = clients["carol"].get(f"/api/projects/{felm_project.id}/agreement/", {"resamples": 50}).json()
     section = page[page.index('data-field="label"') :]
     section = section[: section.index("</section>")]
     assert section.count("<svg") == 6  # heatmap, pairs ×2, over time, against gold ×2
@@ -335,10 +273,7 @@ def test_the_page_draws_every_plot_with_the_numbers_of_the_api(
     ]
     for pair in label["pairs"]:
         low, high = pair["ci"]["cohen_kappa"]
-        assert (
-            f"{' / '.join(pair['raters'])}: {pair['cohen_kappa']:.3f} [{low:.3f}, {high:.3f}]"
-            in section
-        )
+        assert f"{' / '.join(pair['raters'])}: {pair['cohen_kappa']:.3f} [{low:.3f}, {high:.3f}]" in section
     for row in label["versus_gold"]:
         assert f"<title>{row['annotator']}: {row['observed_agreement']:.3f}" in section
     # the over-time plot spans weeks 1 to 5, the empty third week a gap between two stretches
@@ -351,26 +286,16 @@ def test_the_page_draws_every_plot_with_the_numbers_of_the_api(
 def test_the_page_escapes_an_annotator_name_in_its_plots(logged_in, felm_project, users, make_user):
     hostile = '"><script>alert(1)</script>'
     build_campaign(felm_project, users, make_user, third=hostile, items=6)
-    page = (
-        logged_in("admin")
-        .get(f"/projects/{felm_project.id}/agreement/?resamples=0")
-        .content.decode()
-    )
+    page = logged_in("admin").get(f"/projects/{felm_project.id}/agreement/?resamples=0").content.decode()
     assert "<script>alert(1)" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
 
 
-def test_a_project_without_gold_or_dates_says_so_instead_of_plotting(
-    logged_in, felm_project, users
-):
+def test_a_project_without_gold_or_dates_says_so_instead_of_plotting(logged_in, felm_project, users):
     item = felm_project.items.create(prompt="Q?", response="x", external_id="0")
-    stage = ItemStage.objects.create(
-        item=item, stage=1, status=StageStatus.CONSOLIDATING, content={"segments": ["S."]}
-    )
+    stage = ItemStage.objects.create(item=item, stage=1, status=StageStatus.CONSOLIDATING, content={"segments": ["S."]})
     for name in ("alice", "bob"):
-        assignment = Assignment.objects.create(
-            item_stage=stage, user=users[name], status="submitted"
-        )
+        assignment = Assignment.objects.create(item_stage=stage, user=users[name], status="submitted")
         Annotation.objects.create(
             assignment=assignment,
             submitted=True,

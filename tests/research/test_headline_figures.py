@@ -45,9 +45,7 @@ def test_felm_leads_with_the_f1_of_detecting_errors_and_balanced_accuracy(felm_g
     for run, lines in ((eager, EAGER), (quiet, QUIET)):
         predicted_of = {(line["item"], line["segment"]): line["label"] for line in lines}
         predicted = [predicted_of.get(u.key, scoring.MISSING) for u in task.units]
-        p, r, f, _ = precision_recall_fscore_support(
-            gold_labels, predicted, labels=["error"], zero_division=0
-        )
+        p, r, f, _ = precision_recall_fscore_support(gold_labels, predicted, labels=["error"], zero_division=0)
         row = next(row for row in board["rows"] if row["run"] == run.id)
         assert row["metrics"]["per_label.error.f1"]["value"] == pytest.approx(f[0])
         assert row["metrics"]["per_label.error.precision"]["value"] == pytest.approx(p[0])
@@ -72,18 +70,14 @@ def test_felm_leads_with_the_f1_of_detecting_errors_and_balanced_accuracy(felm_g
 
 def test_the_response_level_has_the_same_headline(felm_gold):  # noqa: F811
     lines = felm_lines(lambda i, k: k == 1 and i % 2 == 0)
-    lines += [
-        {"item": str(i), "response_label": "error" if i % 2 == 0 else "correct"} for i in range(6)
-    ]
+    lines += [{"item": str(i), "response_label": "error" if i % 2 == 0 else "correct"} for i in range(6)]
     make_run(felm_gold, lines, resamples=0)
     board = leaderboard(felm_gold, "response")
     assert board["metrics"][0]["name"] == "per_label.error.f1"
     task = scoring.project_tasks(felm_gold)["response"]
     gold_labels = [u.gold for u in task.units]
     predicted = ["error" if int(u.key[0]) % 2 == 0 else "correct" for u in task.units]
-    p, r, f, _ = precision_recall_fscore_support(
-        gold_labels, predicted, labels=["error"], zero_division=0
-    )
+    p, r, f, _ = precision_recall_fscore_support(gold_labels, predicted, labels=["error"], zero_division=0)
     assert board["rows"][0]["metrics"]["per_label.error.f1"]["value"] == pytest.approx(f[0])
 
 
@@ -113,9 +107,7 @@ def test_factcheck_subtasks_lead_with_accuracy_and_macro_and_claim_factuality_wi
     }
     gold_labels = [u.gold for u in task.units]
     predicted = [predicted_of.get(u.key, scoring.MISSING) for u in task.units]
-    p, r, f, _ = precision_recall_fscore_support(
-        gold_labels, predicted, labels=["false", "true"], zero_division=0
-    )
+    p, r, f, _ = precision_recall_fscore_support(gold_labels, predicted, labels=["false", "true"], zero_division=0)
     row = factuality["rows"][0]
     assert row["run"] == run.id
     for i, label in enumerate(("false", "true")):
@@ -152,15 +144,9 @@ def test_dfactscore_ranks_by_how_close_the_per_model_score_is_to_the_humans(dfs_
     assert board["metrics"][0]["higher_is_better"] is False
     rows = {row["system"]: row for row in board["rows"] if row["kind"] == "system"}
     models = {m["model"]: m for m in far.scores["support"]["paragraph_scores"]["models"]}
-    expected = (
-        models["m1"]["difference"]["init_score"] + models["m2"]["difference"]["init_score"]
-    ) / 2
-    assert rows["far"]["metrics"]["paragraph_scores.mean_difference"]["value"] == pytest.approx(
-        expected
-    )
-    assert rows["close"]["metrics"]["paragraph_scores.mean_difference"]["value"] == pytest.approx(
-        0.0
-    )
+    expected = (models["m1"]["difference"]["init_score"] + models["m2"]["difference"]["init_score"]) / 2
+    assert rows["far"]["metrics"]["paragraph_scores.mean_difference"]["value"] == pytest.approx(expected)
+    assert rows["close"]["metrics"]["paragraph_scores.mean_difference"]["value"] == pytest.approx(0.0)
     assert [row["system"] for row in board["rows"] if row["kind"] == "system"] == ["close", "far"]
     assert board["reference"] == close.id
     # the per-model FActScore itself stays beside it
@@ -171,7 +157,4 @@ def test_each_task_defines_its_headline_figures():
     for kind in ("factcheck", "felm", "dfactscore"):
         for task in scoring.task_definitions(kind).values():
             assert task.figures, task.name
-    assert (
-        scoring.task_definitions("factcheck")["revision"].figures[0].name
-        == "against_gold.word_overlap"
-    )
+    assert scoring.task_definitions("factcheck")["revision"].figures[0].name == "against_gold.word_overlap"

@@ -62,10 +62,7 @@ def test_systems_by_their_latest_version_then_the_baselines(gold, runs):
     ]
     assert [m["name"] for m in board["other_metrics"]] == ["balanced_accuracy"]
     assert rows[0]["metrics"]["macro_f1"] == runs["a2"].scores["checkworthiness"]["macro"]["f1"]
-    assert (
-        rows[0]["metrics"]["balanced_accuracy"]
-        == runs["a2"].scores["checkworthiness"]["balanced_accuracy"]
-    )
+    assert rows[0]["metrics"]["balanced_accuracy"] == runs["a2"].scores["checkworthiness"]["balanced_accuracy"]
     assert rows[2]["per_label"] == runs["b"].scores["checkworthiness"]["per_label"]
     assert not any(r["stale"] for r in rows)
 
@@ -84,9 +81,7 @@ def test_the_reference_is_the_best_system_and_every_other_row_has_its_paired_dif
     a2_minus_a1 = runs["a2"].scores["checkworthiness"]["differences"][f"run:{runs['a1'].id}"]
     a1 = by_label["a 1"]["difference"]["macro_f1"]
     assert a1["value"] == pytest.approx(-a2_minus_a1["macro_f1"]["value"])
-    assert (a1["low"], a1["high"]) == pytest.approx(
-        (-a2_minus_a1["macro_f1"]["high"], -a2_minus_a1["macro_f1"]["low"])
-    )
+    assert (a1["low"], a1["high"]) == pytest.approx((-a2_minus_a1["macro_f1"]["high"], -a2_minus_a1["macro_f1"]["low"]))
     assert a1["value"] == pytest.approx(f1(runs["a1"]) - f1(runs["a2"]))
     majority = by_label["always yes"]["difference"]["accuracy"]
     ref = runs["a2"].scores["checkworthiness"]
@@ -170,9 +165,7 @@ def test_runs_scored_on_other_gold_are_stale_until_scored_again(gold, runs):
     stale = {r["label"]: r["stale"] for r in board["rows"] if r["kind"] == "system"}
     assert stale == {"a 2": True, "a 1": True, "b": True, "c": False}
     assert board["reference"] == newer.id  # the best among the runs on the current gold
-    assert all(
-        r["difference"] is None for r in board["rows"] if r["kind"] == "system" and r["stale"]
-    )
+    assert all(r["difference"] is None for r in board["rows"] if r["kind"] == "system" and r["stale"])
     with TestCase.captureOnCommitCallbacks(execute=True):
         assert prediction_services.rescore_system_runs(gold) == 4
     board = leaderboard(gold, "checkworthiness")
@@ -187,30 +180,20 @@ def test_a_revision_task_ranks_by_the_overlap_with_the_gold_revision(gold):
         ("item",),
         field="revised_response",
         measure="revision",
-        units=[
-            scoring.GoldUnit((f"r{i}",), "the dog sat here", "the cat sat here") for i in range(6)
-        ],
+        units=[scoring.GoldUnit((f"r{i}",), "the dog sat here", "the cat sat here") for i in range(6)],
     )
     tasks = {"revision": task}
     close = {u.key: "the dog sat here" for u in task.units}
     far = {u.key: "a cat" for u in task.units}
     for name, predictions in (("far", far), ("close", close)):
-        run = SystemRun.objects.create(
-            project=gold, system=name, state="done", predictions={}, options={}
-        )
-        others = [
-            prediction_services._Other(r.id, {"revision": far})
-            for r in SystemRun.objects.exclude(pk=run.id)
-        ]
+        run = SystemRun.objects.create(project=gold, system=name, state="done", predictions={}, options={})
+        others = [prediction_services._Other(r.id, {"revision": far}) for r in SystemRun.objects.exclude(pk=run.id)]
         run.scores = prediction_services.score_predictions(
             gold, tasks, {"revision": predictions}, resamples=20, seed=0, others=others, machine={}
         )
         run.save()
     board = leaderboard(gold, "revision")
-    assert (
-        board["measure"] == "revision"
-        and board["metrics"][0]["name"] == "against_gold.word_overlap"
-    )
+    assert board["measure"] == "revision" and board["metrics"][0]["name"] == "against_gold.word_overlap"
     assert [r["label"] for r in board["rows"]] == [
         "close",
         "far",
@@ -236,31 +219,20 @@ def test_the_page_shows_the_table_the_plot_and_the_uploads(logged_in, gold, runs
     assert page.count('class="system-run"') == 3 and 'id="predictions-form"' in page
     assert f'data-run-url="/api/projects/{gold.id}/system-runs/{runs["b"].id}/"' in page
     assert "js/system_runs.js" in page
-    agreed = (
-        logged_in("admin")
-        .get(f"/projects/{gold.id}/leaderboard/?task=stance3&agreed=1")
-        .content.decode()
-    )
+    agreed = logged_in("admin").get(f"/projects/{gold.id}/leaderboard/?task=stance3&agreed=1").content.decode()
     assert (
-        "No system is scored on the agreed units of this task." in agreed
-        and "no unit of this task" in agreed.lower()
+        "No system is scored on the agreed units of this task." in agreed and "no unit of this task" in agreed.lower()
     )
 
 
 def test_the_page_escapes_what_users_named(logged_in, gold):
-    make_run(
-        gold, system_lines(), system="<script>alert(1)</script>", version="<b>v</b>", resamples=0
-    )
+    make_run(gold, system_lines(), system="<script>alert(1)</script>", version="<b>v</b>", resamples=0)
     page = logged_in("admin").get(f"/projects/{gold.id}/leaderboard/").content.decode()
-    assert (
-        "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    )
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<b>v</b>" not in page
 
 
-@pytest.mark.parametrize(
-    "query", ["task=nonsense", "reference=abc", "agreed=perhaps", "download=xml"]
-)
+@pytest.mark.parametrize("query", ["task=nonsense", "reference=abc", "agreed=perhaps", "download=xml"])
 def test_bad_parameters_are_a_400(logged_in, gold, runs, query):
     assert logged_in("admin").get(f"/projects/{gold.id}/leaderboard/?{query}").status_code == 400
 
@@ -287,33 +259,24 @@ def test_csv_and_json_downloads_of_the_table(logged_in, gold, runs):
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
     board = leaderboard(gold, "factuality")
     assert [(r["kind"], r["system"], r["version"], r["baseline"]) for r in rows] == [
-        (row["kind"], row["system"] or "", row["version"], row["baseline"] or "")
-        for row in board["rows"]
+        (row["kind"], row["system"] or "", row["version"], row["baseline"] or "") for row in board["rows"]
     ]
     first = board["rows"][0]
-    assert float(rows[0]["macro_f1"]) == pytest.approx(
-        first["metrics"]["macro_f1"]["value"], abs=1e-5
-    )
-    assert float(rows[0]["macro_f1_low"]) == pytest.approx(
-        first["metrics"]["macro_f1"]["low"], abs=1e-5
-    )
+    assert float(rows[0]["macro_f1"]) == pytest.approx(first["metrics"]["macro_f1"]["value"], abs=1e-5)
+    assert float(rows[0]["macro_f1_low"]) == pytest.approx(first["metrics"]["macro_f1"]["low"], abs=1e-5)
     assert rows[0]["reference"] == "1" and rows[0]["difference_macro_f1"] == ""
     assert float(rows[1]["difference_accuracy"]) == pytest.approx(
         board["rows"][1]["difference"]["accuracy"]["value"], abs=1e-5
     )
     response = client.get(f"/projects/{gold.id}/leaderboard/?task=factuality&download=json")
-    assert (
-        'filename="Factcheck-test-leaderboard-factuality.json"' in response["Content-Disposition"]
-    )
+    assert 'filename="Factcheck-test-leaderboard-factuality.json"' in response["Content-Disposition"]
     body = json.loads(response.content)
     assert body["project"] == gold.name and body["rows"] == json.loads(json.dumps(board["rows"]))
 
 
 def test_the_csv_keeps_spreadsheet_formulas_as_text(logged_in, gold):
     make_run(gold, system_lines(), system='=HYPERLINK("x")', version="@1", resamples=0)
-    text = b"".join(
-        logged_in("admin").get(f"/projects/{gold.id}/leaderboard/?download=csv").streaming_content
-    ).decode()
+    text = b"".join(logged_in("admin").get(f"/projects/{gold.id}/leaderboard/?download=csv").streaming_content).decode()
     row = next(r for r in csv.DictReader(io.StringIO(text)) if r["kind"] == "system")
     assert row["system"] == '\'=HYPERLINK("x")' and row["version"] == "'@1"
 
@@ -324,9 +287,7 @@ def test_the_api_leaderboard_is_the_pages_table(clients, gold, runs):
         .get(f"/api/projects/{gold.id}/leaderboard/?task=claim_category&reference={runs['b'].id}")
         .json()
     )
-    assert body == json.loads(
-        json.dumps(leaderboard(gold, "claim_category", reference=runs["b"].id))
-    )
+    assert body == json.loads(json.dumps(leaderboard(gold, "claim_category", reference=runs["b"].id)))
     for query, field in (
         ("task=x", "task"),
         ("reference=1x", "reference"),
@@ -355,10 +316,7 @@ def post_page_upload(client, project, lines, **fields) -> str:
                 **fields,
             },
         )
-    assert (
-        response.status_code == 302
-        and response["Location"] == f"/projects/{project.id}/leaderboard/"
-    )
+    assert response.status_code == 302 and response["Location"] == f"/projects/{project.id}/leaderboard/"
     return client.get(response["Location"]).content.decode()
 
 
@@ -368,10 +326,7 @@ def test_an_upload_on_the_page_is_scored_and_listed(logged_in, gold):
     run = SystemRun.objects.get()
     assert run.created_by.username == "carol" and run.state == "done"
     page = logged_in("carol").get(f"/projects/{gold.id}/leaderboard/").content.decode()
-    assert (
-        '<tr class="system reference"' in page
-        and '<span class="badge done" data-role="state">Done</span>' in page
-    )
+    assert '<tr class="system reference"' in page and '<span class="badge done" data-role="state">Done</span>' in page
     again = post_page_upload(logged_in("carol"), gold, system_lines())
     assert (
         "Predictions refused: line 0, field version: system &#x27;paged&#x27; (no version) was uploaded already"
@@ -384,22 +339,15 @@ def test_an_upload_on_the_page_is_scored_and_listed(logged_in, gold):
         system="broken",
     )
     page = logged_in("admin").get(f"/projects/{gold.id}/leaderboard/").content.decode()
-    assert (
-        "Nothing was stored: line 1, field checkworthy: &quot;maybe&quot; is not a label of checkworthy"
-        in page
-    )
+    assert "Nothing was stored: line 1, field checkworthy: &quot;maybe&quot; is not a label of checkworthy" in page
     missing = post_page_upload(logged_in("admin"), gold, system_lines(), system="")
     assert "Predictions refused: system: This field is required." in missing
 
 
-@pytest.mark.parametrize(
-    "who, status", [("admin", 200), ("carol", 200), ("alice", 403), ("mallory", 404)]
-)
+@pytest.mark.parametrize("who, status", [("admin", 200), ("carol", 200), ("alice", 403), ("mallory", 404)])
 def test_who_may_open_the_leaderboard(logged_in, gold, runs, who, status):
     assert logged_in(who).get(f"/projects/{gold.id}/leaderboard/").status_code == status
-    assert (
-        logged_in(who).get(f"/projects/{gold.id}/leaderboard/?download=csv").status_code == status
-    )
+    assert logged_in(who).get(f"/projects/{gold.id}/leaderboard/?download=csv").status_code == status
 
 
 def test_anonymous_visitors_are_sent_to_log_in(client, gold):
@@ -413,9 +361,7 @@ def test_anonymous_visitors_are_sent_to_log_in(client, gold):
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
 
 
-@pytest.mark.parametrize(
-    "who, status", [("admin", 302), ("carol", 302), ("alice", 403), ("mallory", 404)]
-)
+@pytest.mark.parametrize("who, status", [("admin", 302), ("carol", 302), ("alice", 403), ("mallory", 404)])
 def test_who_may_upload_delete_and_rescore_on_the_page(logged_in, gold, runs, who, status):
     client = logged_in(who)
     with TestCase.captureOnCommitCallbacks(execute=True):
@@ -439,9 +385,7 @@ def test_the_leaderboard_pages_forms_need_a_csrf_token(gold, users):
 
     client = Client(enforce_csrf_checks=True)
     client.force_login(users["admin"])
-    assert (
-        client.post(f"/projects/{gold.id}/leaderboard/upload/", {"system": "x"}).status_code == 403
-    )
+    assert client.post(f"/projects/{gold.id}/leaderboard/upload/", {"system": "x"}).status_code == 403
     assert client.post(f"/projects/{gold.id}/leaderboard/rescore/").status_code == 403
 
 

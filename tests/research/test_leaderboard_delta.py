@@ -27,10 +27,7 @@ def test_every_delta_is_the_difference_of_the_shown_values(gold, scored):  # noq
             for entry in board["differences"]:
                 if row["difference"] is None or entry["name"] not in row["difference"]:
                     continue
-                shown = (
-                    row["metrics"][entry["name"]]["value"]
-                    - reference["metrics"][entry["name"]]["value"]
-                )
+                shown = row["metrics"][entry["name"]]["value"] - reference["metrics"][entry["name"]]["value"]
                 delta = row["difference"][entry["name"]]
                 assert delta["value"] == pytest.approx(shown, abs=1e-9), (
                     task,
@@ -63,9 +60,7 @@ def test_the_baselines_delta_and_its_paired_interval_computed_independently(gold
     units = task.units
     gold_labels = [u.gold for u in units]
     predicted = {
-        "system": [
-            task.normalise(mine[u.key]) if u.key in mine else scoring.MISSING for u in units
-        ],
+        "system": [task.normalise(mine[u.key]) if u.key in mine else scoring.MISSING for u in units],
         "baseline": [task.normalise(baseline[u.key]) for u in units],
     }
     # each side over the gold's labels and its own predicted ones, as its score is shown

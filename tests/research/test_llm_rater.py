@@ -118,11 +118,7 @@ def test_step1_and_step2_units_without_an_answer_stay_empty_and_say_why():
             [{"text": "Paris is big.", "evidence": [{"text": "first"}, {"text": "second"}]}], config
         )
     first, second = step1.suggestion["sentences"]
-    assert (
-        first["checkworthy"] == "yes"
-        and second["checkworthy"] is None
-        and second["decontext"] is None
-    )
+    assert first["checkworthy"] == "yes" and second["checkworthy"] is None and second["decontext"] is None
     # the gold claims are classified either way: subtask 2 does not depend on the decomposition
     assert [c["category"] for c in second["claims"]] == ["factual", "factual"]
     assert [c["text"] for c in second["claims"]] == ["It rains.", "Rain falls."]
@@ -223,11 +219,7 @@ def test_felm_estimate_equals_what_the_run_sends(felm_gold, users):
         estimate = rater_services.estimate(felm_gold, options)
         assert server.requests == []  # estimating calls nothing
         run_rater(felm_gold, users["admin"], seconds_per_call="1.5")
-    assert (
-        estimate["item_steps"] == {"1": 3}
-        and estimate["configured"]
-        and estimate["model"] == "rater-model"
-    )
+    assert estimate["item_steps"] == {"1": 3} and estimate["configured"] and estimate["model"] == "rater-model"
     assert estimate["endpoint"] == server.base_url
     assert estimate["calls"] == {"felm_segments": 3, "probe": 1} and estimate["calls_total"] == 4
     assert len(server.requests) == 4
@@ -250,15 +242,10 @@ def test_factcheck_estimate_counts_the_calls_of_every_step(factcheck_gold, users
         1
         for s in ItemStage.objects.filter(item__project=factcheck_gold, stage=3)
         for sentence in s.content["sentences"]
-        if sentence["checkworthy"]
-        and any(c["verdict"] in ("false", "deleted") for c in sentence["claims"])
+        if sentence["checkworthy"] and any(c["verdict"] in ("false", "deleted") for c in sentence["claims"])
     )
     assert passages and changed
-    assert not any(
-        ItemStage.objects.filter(item__project=factcheck_gold, stage=1).values_list(
-            "suggestion", flat=True
-        )
-    )
+    assert not any(ItemStage.objects.filter(item__project=factcheck_gold, stage=1).values_list("suggestion", flat=True))
     with FakeLLMServer(rater_responder()) as server:
         use_llm(factcheck_gold, server)
         estimate = rater_services.estimate(
@@ -299,24 +286,16 @@ def test_felm_run_predicts_every_segment_and_is_scored(felm_gold, users, monkeyp
         use_llm(felm_gold, server)
         run = run_rater(felm_gold, users["admin"])
     assert run.state == SystemRunState.DONE, run.errors
-    assert (
-        run.source == SystemRunSource.LLM_RATER
-        and run.system == "LLM rater (rater-model)"
-        and run.version
-    )
+    assert run.source == SystemRunSource.LLM_RATER and run.system == "LLM rater (rater-model)" and run.version
     assert run.errors == []
     # "Answer: 2": the second segment of each response is wrong, so each response is
     assert sorted(map(tuple, run.predictions["segment"])) == sorted(
         (str(i), k, "error" if k == 1 else "correct") for i in range(3) for k in range(3)
     )
     assert sorted(map(tuple, run.predictions["response"])) == [(str(i), "error") for i in range(3)]
-    assert run.scores["segment"]["accuracy"]["value"] == pytest.approx(
-        6 / 9
-    )  # the gold has no error
+    assert run.scores["segment"]["accuracy"]["value"] == pytest.approx(6 / 9)  # the gold has no error
     assert run.options["rated"] == {"item_steps": 3, "calls": 3, "answered": 3}
-    assert (
-        run.options["heartbeat"] and "heartbeat" not in rater_services.run_summary(run)["options"]
-    )
+    assert run.options["heartbeat"] and "heartbeat" not in rater_services.run_summary(run)["options"]
     assert server.authorizations[-1] == f"Bearer {SECRET}"  # the project's key goes to its endpoint
 
 
@@ -325,9 +304,7 @@ def test_factcheck_run_predicts_every_step(factcheck_gold, users):
         use_llm(factcheck_gold, server)
         run = run_rater(factcheck_gold, users["admin"])
     assert run.state == SystemRunState.DONE, run.errors
-    predictions = {
-        task: {tuple(row[:-1]): row[-1] for row in rows} for task, rows in run.predictions.items()
-    }
+    predictions = {task: {tuple(row[:-1]): row[-1] for row in rows} for task, rows in run.predictions.items()}
     records = released(2)
     # subtask 2 on the gold claims themselves: every one answered ("factual")
     gold_claims = {
@@ -337,18 +314,14 @@ def test_factcheck_run_predicts_every_step(factcheck_gold, users):
         for j in range(len(s["claims"]))
     }
     items = {row[0] for row in run.predictions["claim_category"]}
-    assert len(predictions["claim_category"]) == len(gold_claims) and set(
-        predictions["claim_category"].values()
-    ) == {"factual"}
+    assert len(predictions["claim_category"]) == len(gold_claims) and set(predictions["claim_category"].values()) == {
+        "factual"
+    }
     # subtask 1: each sentence decomposed into itself, "factual": checkworthy
     assert len(predictions["checkworthiness"]) == sum(len(r["sentences"]) for r in records)
     assert set(predictions["checkworthiness"].values()) == {"yes"}
-    assert set(predictions["stance4"].values()) == {"refute"} and set(
-        predictions["stance3"].values()
-    ) == {"refute"}
-    assert len(predictions["revision"]) == 2 and items == {
-        key[0] for key in predictions["revision"]
-    }
+    assert set(predictions["stance4"].values()) == {"refute"} and set(predictions["stance3"].values()) == {"refute"}
+    assert len(predictions["revision"]) == 2 and items == {key[0] for key in predictions["revision"]}
     assert set(run.scores) >= {
         "checkworthiness",
         "claim_category",
@@ -356,10 +329,7 @@ def test_factcheck_run_predicts_every_step(factcheck_gold, users):
         "stance3",
         "revision",
     }
-    assert (
-        run.options["rated"]["item_steps"] == 6
-        and run.options["rated"]["calls"] == len(server.requests) - 1
-    )
+    assert run.options["rated"]["item_steps"] == 6 and run.options["rated"]["calls"] == len(server.requests) - 1
 
 
 def test_dfactscore_run_predicts_support(users):
@@ -374,9 +344,7 @@ def test_dfactscore_run_predicts_support(users):
             "response": "A was born. A sings.",
             "atomic_facts": ["A was born.", "A sings."],
             "model": "m1",
-            "candidates": [
-                {"title": "A page", "url": "https://example.org/a", "text": "A was born in 1900."}
-            ],
+            "candidates": [{"title": "A page", "url": "https://example.org/a", "text": "A was born in 1900."}],
         }
     ]
     import_jsonl(project, jsonl(lines), fmt="dfactscore", labels_as="ignore")
@@ -406,9 +374,7 @@ def test_dfactscore_run_predicts_support(users):
         use_llm(project, server)
         estimate = rater_services.estimate(project, rater_services.RaterOptions(steps=(1,)))
         run = run_rater(project, users["admin"])
-    assert (
-        estimate["calls"] == {"grouping": 1, "support": 2, "probe": 1} and len(server.requests) == 4
-    )
+    assert estimate["calls"] == {"grouping": 1, "support": 2, "probe": 1} and len(server.requests) == 4
     assert run.state == SystemRunState.DONE, run.errors
     assert sorted(map(tuple, run.predictions["support"])) == [
         ("A", 0, "supported"),
@@ -430,9 +396,7 @@ def test_a_failing_call_is_recorded_and_the_run_goes_on(felm_gold, users):
     assert run.state == SystemRunState.DONE
     assert sorted(map(tuple, run.predictions["segment"])) == [("0", k, "correct") for k in range(3)]
     assert [e["field"] for e in run.errors] == ["item 1, step 1", "item 2, step 1"]
-    assert (
-        "BadRequestError" in run.errors[0]["message"] and "overloaded" in run.errors[0]["message"]
-    )
+    assert "BadRequestError" in run.errors[0]["message"] and "overloaded" in run.errors[0]["message"]
     assert "neither segment numbers nor ALL_CORRECT" in run.errors[1]["message"]
     # the items without an answer count as wrong, not as an offline guess
     assert run.scores["segment"]["missing"] == 6
@@ -458,10 +422,7 @@ def test_a_dead_endpoint_fails_the_run_with_a_clear_message(felm_gold, users):
     run = run_rater(felm_gold, users["admin"])
     assert run.state == SystemRunState.FAILED
     assert run.errors[0]["field"] == "(endpoint)"
-    assert (
-        "did not answer" in run.errors[0]["message"]
-        and "APIConnectionError" in run.errors[0]["message"]
-    )
+    assert "did not answer" in run.errors[0]["message"] and "APIConnectionError" in run.errors[0]["message"]
     assert "nothing was rated" in run.errors[0]["message"]
     assert run.predictions == {} and run.scores is None and run.finished_at is not None
 
@@ -477,25 +438,18 @@ def test_an_endpoint_that_stops_answering_fails_the_run(felm_gold, users):
         use_llm(felm_gold, server)
         run = run_rater(felm_gold, users["admin"])
     assert run.state == SystemRunState.FAILED
-    assert (
-        "stopped answering" in run.errors[0]["message"]
-        and "InternalServerError" in run.errors[0]["message"]
-    )
+    assert "stopped answering" in run.errors[0]["message"] and "InternalServerError" in run.errors[0]["message"]
     assert run.predictions == {}
 
 
 def test_a_run_needs_confirmation_an_endpoint_and_gold(felm_project, felm_gold, users):
     options = rater_services.RaterOptions(steps=(1,))
     with pytest.raises(rater_services.RaterOptionsError, match="confirm"):
-        rater_services.start_run(
-            project=felm_gold, user=users["admin"], options=options, confirmed=False
-        )
+        rater_services.start_run(project=felm_gold, user=users["admin"], options=options, confirmed=False)
     felm_gold.pipeline_settings = {}
     felm_gold.save()
     with pytest.raises(rater_services.DomainError, match="no LLM endpoint"):
-        rater_services.start_run(
-            project=felm_gold, user=users["admin"], options=options, confirmed=True
-        )
+        rater_services.start_run(project=felm_gold, user=users["admin"], options=options, confirmed=True)
     empty = create_project(
         name="No gold",
         kind="felm",
@@ -503,9 +457,7 @@ def test_a_run_needs_confirmation_an_endpoint_and_gold(felm_project, felm_gold, 
         pipeline_settings={"llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}},
     )
     with pytest.raises(rater_services.DomainError, match="nothing to rate"):
-        rater_services.start_run(
-            project=empty, user=users["admin"], options=options, confirmed=True
-        )
+        rater_services.start_run(project=empty, user=users["admin"], options=options, confirmed=True)
     assert not SystemRun.objects.exists()
 
 
@@ -536,9 +488,7 @@ def test_staff_may_point_a_run_elsewhere_without_the_stored_key(felm_gold, users
     assert run.state == SystemRunState.DONE and run.system == "LLM rater (other-model)"
     assert not home.requests and elsewhere.requests
     assert {r["model"] for r in elsewhere.requests} == {"other-model"}
-    assert SECRET not in json.dumps(
-        elsewhere.authorizations
-    )  # the key stays with the endpoint it was entered for
+    assert SECRET not in json.dumps(elsewhere.authorizations)  # the key stays with the endpoint it was entered for
     assert SECRET not in json.dumps(run.options)
 
 
@@ -582,11 +532,7 @@ def test_rater_page_estimates_starts_and_shows_the_run(felm_gold, client, users)
             {"steps": "1", "seconds_per_call": "2", "prompt_price_per_1k": "1", "estimate": "1"},
         )
         html = estimated.content.decode()
-        assert (
-            'id="rater-start"' in html
-            and '<td class="calls">3</td>' in html
-            and 'class="cost"' in html
-        )
+        assert 'id="rater-start"' in html and '<td class="calls">3</td>' in html and 'class="cost"' in html
         assert server.requests == []
         with TestCase.captureOnCommitCallbacks(execute=True):
             started = client.post(url, {"steps": "1", "seconds_per_call": "2", "confirm": "yes"})
@@ -594,11 +540,7 @@ def test_rater_page_estimates_starts_and_shows_the_run(felm_gold, client, users)
         shown = client.get(url).content.decode()
     run = SystemRun.objects.get(project=felm_gold)
     assert run.state == SystemRunState.DONE
-    assert (
-        'data-state="done"' in shown
-        and "3 item-steps rated, 3 calls" in shown
-        and SECRET not in shown
-    )
+    assert 'data-state="done"' in shown and "3 item-steps rated, 3 calls" in shown and SECRET not in shown
     # unconfirmed: nothing starts
     client.post(url, {"steps": "1"})
     assert SystemRun.objects.count() == 1
@@ -608,12 +550,7 @@ def test_rater_page_estimates_starts_and_shows_the_run(felm_gold, client, users)
 
 def test_non_staff_admins_may_not_choose_the_model(felm_gold, client, dana, clients):
     client.force_login(dana)
-    assert (
-        client.post(
-            f"/projects/{felm_gold.id}/llm-rater/", {"model": "gpt-x", "confirm": "yes"}
-        ).status_code
-        == 403
-    )
+    assert client.post(f"/projects/{felm_gold.id}/llm-rater/", {"model": "gpt-x", "confirm": "yes"}).status_code == 403
 
     answer = api_client(dana).post(
         f"/api/projects/{felm_gold.id}/llm-rater/estimate/", {"model": "gpt-x"}, format="json"
@@ -629,9 +566,7 @@ def test_api_permissions(felm_gold, clients, users):
     for name, status in expected.items():
         assert clients[name].post(estimate_url, {}, format="json").status_code == status, name
         assert clients[name].get(runs_url).status_code == status, name
-        assert (
-            clients[name].post(runs_url, {"confirm": True}, format="json").status_code == status
-        ), name
+        assert clients[name].post(runs_url, {"confirm": True}, format="json").status_code == status, name
     assert clients["admin"].post(estimate_url, {}, format="json").status_code == 200
     assert not SystemRun.objects.exists()
 
@@ -645,12 +580,8 @@ def test_api_estimate_start_and_progress(felm_gold, clients):
             {"steps": [1], "completion_price_per_1k": 2},
             format="json",
         ).json()
-        assert (
-            estimate["calls"] == {"felm_segments": 3, "probe": 1} and estimate["cost"] is not None
-        )
-        refused = admin.post(
-            f"/api/projects/{felm_gold.id}/llm-rater/", {"steps": [1]}, format="json"
-        )
+        assert estimate["calls"] == {"felm_segments": 3, "probe": 1} and estimate["cost"] is not None
+        refused = admin.post(f"/api/projects/{felm_gold.id}/llm-rater/", {"steps": [1]}, format="json")
         assert refused.status_code == 400 and "confirm" in refused.json()
         bad = admin.post(
             f"/api/projects/{felm_gold.id}/llm-rater/estimate/",
@@ -666,9 +597,7 @@ def test_api_estimate_start_and_progress(felm_gold, clients):
             )
         assert started.status_code == 202, started.json()
     run = admin.get(started.json()["url"]).json()
-    assert (
-        run["state"] == "done" and run["ended"] and run["options"]["estimate"]["calls_total"] == 4
-    )
+    assert run["state"] == "done" and run["ended"] and run["options"]["estimate"]["calls_total"] == 4
     assert "segment" in run["scored_tasks"]
     listed = admin.get(f"/api/projects/{felm_gold.id}/llm-rater/").json()
     assert [r["id"] for r in listed] == [run["id"]]
@@ -700,9 +629,7 @@ def annotate_felm(project, users, labels_of):
         count = len(stage.content["segments"])
         for name in ("alice", "bob"):
             assignment = Assignment.objects.get(user=users[name], item_stage=stage)
-            save_annotation(
-                assignment=assignment, payload=payload(name, index, count), version=0, submit=True
-            )
+            save_annotation(assignment=assignment, payload=payload(name, index, count), version=0, submit=True)
         consolidation = stage.consolidation
         save_consolidation(
             consolidation=consolidation,
@@ -721,12 +648,7 @@ def test_rater_agreement_beside_the_annotators_equals_scikit_learn(felm_project,
     )
     rng = random.Random(7)
     truth = {(i, k): rng.random() < 0.6 for i in range(8) for k in range(4)}
-    noise = {
-        (name, i, k): rng.random() < 0.25
-        for name in ("alice", "bob")
-        for i in range(8)
-        for k in range(4)
-    }
+    noise = {(name, i, k): rng.random() < 0.25 for name in ("alice", "bob") for i in range(8) for k in range(4)}
     annotate_felm(felm_project, users, lambda name, i, k: truth[i, k] != noise[name, i, k])
     model_wrong = {i: {k + 1 for k in range(4) if rng.random() < 0.4} for i in range(8)}
 
@@ -752,14 +674,10 @@ def test_rater_agreement_beside_the_annotators_equals_scikit_learn(felm_project,
         row = rows[(run.system, name)]
         assert row["machine"] and row["units"] == 32
         assert row["cohen_kappa"] == pytest.approx(cohen_kappa_score(human, model), abs=1e-12)
-        assert row["observed_agreement"] == pytest.approx(
-            sum(a == b for a, b in zip(human, model)) / 32
-        )
+        assert row["observed_agreement"] == pytest.approx(sum(a == b for a, b in zip(human, model)) / 32)
     alice = [word[truth[i, k] != noise["alice", i, k]] for i, k in units]
     bob = [word[truth[i, k] != noise["bob", i, k]] for i, k in units]
-    assert rows[("alice", "bob")]["cohen_kappa"] == pytest.approx(
-        cohen_kappa_score(alice, bob), abs=1e-12
-    )
+    assert rows[("alice", "bob")]["cohen_kappa"] == pytest.approx(cohen_kappa_score(alice, bob), abs=1e-12)
     assert not rows[("alice", "bob")]["machine"]
 
     with_ci = rater_agreement(felm_project, 1, resamples=200, seed=3)
@@ -768,31 +686,23 @@ def test_rater_agreement_beside_the_annotators_equals_scikit_learn(felm_project,
 
     # the agreement page shows it to the consolidator
     client.force_login(users["carol"])
-    page = client.get(
-        f"/projects/{felm_project.id}/agreement/", {"resamples": "0"}
-    ).content.decode()
+    page = client.get(f"/projects/{felm_project.id}/agreement/", {"resamples": "0"}).content.decode()
     section = page[page.index('id="llm-rater-agreement"') :]
     for (first, second), row in rows.items():
         assert f"<td>{first} / {second}</td>" in section
         assert f'<td class="kappa">{floatformat(row["cohen_kappa"], 3)}' in section
 
 
-def test_before_a_run_the_section_points_to_the_rater_page(
-    felm_gold, factcheck_project, users, client
-):
+def test_before_a_run_the_section_points_to_the_rater_page(felm_gold, factcheck_project, users, client):
     assert rater_agreement(felm_gold, 1) == {
         "runs": [],
         "fields": [],
         "bootstrap": {"resamples": 0, "seed": 0},
     }
-    assert (
-        rater_agreement(factcheck_project, 3) is None
-    )  # revisions are texts: no labels to compare
+    assert rater_agreement(factcheck_project, 3) is None  # revisions are texts: no labels to compare
     client.force_login(users["carol"])
     page = client.get(f"/projects/{felm_gold.id}/agreement/").content.decode()
-    assert (
-        'id="llm-rater-agreement"' in page and f'href="/projects/{felm_gold.id}/llm-rater/"' in page
-    )
+    assert 'id="llm-rater-agreement"' in page and f'href="/projects/{felm_gold.id}/llm-rater/"' in page
 
 
 def test_factcheck_rater_agreement_meets_the_annotators_on_the_export_keys(factcheck_gold, users):
@@ -813,13 +723,9 @@ def test_factcheck_rater_agreement_meets_the_annotators_on_the_export_keys(factc
         use_llm(factcheck_gold, server)
         run = run_rater(factcheck_gold, users["admin"], steps=[1, 2])
     assert run.state == SystemRunState.DONE, run.errors
-    predicted = {
-        task: {tuple(row[:-1]): row[-1] for row in rows} for task, rows in run.predictions.items()
-    }
+    predicted = {task: {tuple(row[:-1]): row[-1] for row in rows} for task, rows in run.predictions.items()}
     stages = list(
-        ItemStage.objects.filter(item__project=factcheck_gold, stage__in=(1, 2)).select_related(
-            "item", "gold"
-        )
+        ItemStage.objects.filter(item__project=factcheck_gold, stage__in=(1, 2)).select_related("item", "gold")
     )
     flip = {"yes": "no", "no": "yes"}
     for stage in stages:  # alice answers as the gold record; bob flips step 1's checkworthiness
@@ -828,9 +734,7 @@ def test_factcheck_rater_agreement_meets_the_annotators_on_the_export_keys(factc
             if name == "bob" and stage.stage == 1:
                 for sentence in payload["sentences"]:
                     sentence["checkworthy"] = flip[sentence["checkworthy"]]
-            assignment = Assignment.objects.create(
-                item_stage=stage, user=users[name], status="submitted"
-            )
+            assignment = Assignment.objects.create(item_stage=stage, user=users[name], status="submitted")
             Annotation.objects.create(assignment=assignment, payload=payload, submitted=True)
     expected = {
         "sentence_checkworthy": {"alice": [], "bob": []},
@@ -872,21 +776,15 @@ def test_factcheck_rater_agreement_meets_the_annotators_on_the_export_keys(factc
                 assert len({label for _, label in pairs}) == 2, field  # the rater used two labels
                 row = rows[(field, (run.system, name))]
                 assert row["units"] == len(pairs) > 0
-                assert row["cohen_kappa"] == pytest.approx(
-                    cohen_kappa_score(*zip(*pairs)), abs=1e-12
-                ), (field, name)
+                assert row["cohen_kappa"] == pytest.approx(cohen_kappa_score(*zip(*pairs)), abs=1e-12), (field, name)
     step1 = {
-        (f["name"], tuple(r["compared"])): r
-        for f in rater_agreement(factcheck_gold, 1)["fields"]
-        for r in f["rows"]
+        (f["name"], tuple(r["compared"])): r for f in rater_agreement(factcheck_gold, 1)["fields"] for r in f["rows"]
     }
     assert step1[("sentence_checkworthy", ("alice", "bob"))]["observed_agreement"] == 0
     assert step1[("claim_category", ("alice", "bob"))]["observed_agreement"] == 1
 
 
-def test_a_run_under_way_shows_its_progress_and_blocks_a_second_start(
-    felm_gold, users, client, clients
-):
+def test_a_run_under_way_shows_its_progress_and_blocks_a_second_start(felm_gold, users, client, clients):
     running = SystemRun.objects.create(
         project=felm_gold,
         system="LLM rater (m)",
@@ -900,11 +798,7 @@ def test_a_run_under_way_shows_its_progress_and_blocks_a_second_start(
     )
     client.force_login(users["admin"])
     page = client.get(f"/projects/{felm_gold.id}/llm-rater/").content.decode()
-    assert (
-        '<progress max="5" value="2">' in page
-        and "rating item-steps" in page
-        and 'http-equiv="refresh"' in page
-    )
+    assert '<progress max="5" value="2">' in page and "rating item-steps" in page and 'http-equiv="refresh"' in page
     progress = clients["admin"].get(f"/api/projects/{felm_gold.id}/llm-rater/{running.id}/").json()
     assert (progress["state"], progress["units_done"], progress["units_total"]) == ("running", 2, 5)
     felm_gold.pipeline_settings = {
@@ -926,9 +820,7 @@ def test_a_run_under_way_shows_its_progress_and_blocks_a_second_start(
         started_at=long_ago, options={"steps": [1], "heartbeat": timezone.now().isoformat()}
     )
     assert rater_services.execute(running.id).state == SystemRunState.RUNNING  # it reported lately
-    SystemRun.objects.filter(pk=running.id).update(
-        options={"steps": [1], "heartbeat": long_ago.isoformat()}
-    )
+    SystemRun.objects.filter(pk=running.id).update(options={"steps": [1], "heartbeat": long_ago.isoformat()})
     assert rater_services.execute(running.id).state == SystemRunState.FAILED
 
 
@@ -943,9 +835,7 @@ def test_two_starts_at_once_exactly_one_run_is_made(racer, felm_project, users):
     same calls."""
     import_jsonl(
         felm_project,
-        jsonl(
-            [felm_line(i, [f"Sentence {i}.{k} is a claim." for k in range(3)]) for i in range(3)]
-        ),
+        jsonl([felm_line(i, [f"Sentence {i}.{k} is a claim." for k in range(3)]) for i in range(3)]),
         fmt="felm",
         labels_as="gold",
     )
@@ -960,17 +850,11 @@ def test_two_starts_at_once_exactly_one_run_is_made(racer, felm_project, users):
     with FakeLLMServer(slowly) as server:
         use_llm(felm_project, server)
         for round_ in range(3):
-            answers = racer.race(
-                [(users["admin"], "POST", path, {"steps": [1], "confirm": True})] * clients
-            )
+            answers = racer.race([(users["admin"], "POST", path, {"steps": [1], "confirm": True})] * clients)
             statuses = sorted(status for status, _ in answers)
             assert statuses == [202] + [400] * (clients - 1), answers
             winner = next(answer for status, answer in answers if status == 202)
-            assert all(
-                "under way" in json.dumps(answer) for status, answer in answers if status == 400
-            ), answers
+            assert all("under way" in json.dumps(answer) for status, answer in answers if status == 400), answers
             runs = SystemRun.objects.filter(project=felm_project, source=SystemRunSource.LLM_RATER)
             assert runs.count() == round_ + 1 and runs.order_by("-id").first().id == winner["id"]
-            assert (
-                runs.get(pk=winner["id"]).state == SystemRunState.DONE
-            )  # ran to the end before the next round
+            assert runs.get(pk=winner["id"]).state == SystemRunState.DONE  # ran to the end before the next round

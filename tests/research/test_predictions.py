@@ -221,10 +221,7 @@ def test_every_error_is_collected_with_its_line_up_to_a_cap(gold):
     ]
     many = errors_of(
         gold,
-        [
-            {"item": f"z{i}", "sentence": "sentence1", "checkworthy": "yes"}
-            for i in range(MAX_REPORTED_ERRORS + 50)
-        ],
+        [{"item": f"z{i}", "sentence": "sentence1", "checkworthy": "yes"} for i in range(MAX_REPORTED_ERRORS + 50)],
     )
     assert len(many) == MAX_REPORTED_ERRORS + 1
     assert many[-1] == (0, "(file)", f"reading stopped after {MAX_REPORTED_ERRORS} errors")
@@ -236,9 +233,7 @@ def test_an_empty_file_or_one_without_a_scored_unit_is_refused(gold):
     assert errors_of(gold, ["", "  "]) == [(0, "(file)", "contains no predictions")]
     # the factuality of the opinion claim: it exists, but no gold factuality (it was never verified)
     unverified = {"item": "q0", "sentence": "sentence1", "claim": 1, "factuality": "true"}
-    assert errors_of(gold, [unverified]) == [
-        (0, "(file)", "contains no predictions for a unit with a gold label")
-    ]
+    assert errors_of(gold, [unverified]) == [(0, "(file)", "contains no predictions for a unit with a gold label")]
 
 
 def test_a_prediction_of_a_unit_without_this_tasks_gold_is_counted_not_refused(gold):
@@ -267,10 +262,7 @@ def test_a_prediction_of_a_unit_without_this_tasks_gold_is_counted_not_refused(g
 def test_indexes_counted_from_one_are_refused_at_the_end_of_each_list(gold):
     """A passage that does not exist (q0's verified claim has two) refuses the file; so does a
     stance of a claim that was never verified (it has no passages)."""
-    one_based = [
-        {"item": "q0", "sentence": "sentence1", "claim": 0, "evidence": e, "stance": "refute"}
-        for e in (1, 2)
-    ]
+    one_based = [{"item": "q0", "sentence": "sentence1", "claim": 0, "evidence": e, "stance": "refute"} for e in (1, 2)]
     assert errors_of(gold, one_based) == [
         (
             2,
@@ -309,11 +301,7 @@ def test_one_line_feeds_every_task_of_its_key_and_field(gold):
     assert got.errors == []
     assert got.by_task["stance4"] == got.by_task["stance3"] == {("q1", "sentence1", 0, 0): "refute"}
     assert got.by_task["claim_category"] == {("q1", "sentence1", 0): "factual"}
-    assert (
-        got.by_task["factuality"]
-        == got.by_task["factuality_without_nee"]
-        == {("q1", "sentence1", 0): "unknown"}
-    )
+    assert got.by_task["factuality"] == got.by_task["factuality_without_nee"] == {("q1", "sentence1", 0): "unknown"}
 
 
 def test_numeric_item_ids_are_read_as_the_exports_strings(felm_gold):
@@ -321,9 +309,7 @@ def test_numeric_item_ids_are_read_as_the_exports_strings(felm_gold):
     assert got.errors == [] and got.by_task["segment"] == {("0", 1): "error"}
 
 
-def test_dfactscore_predictions_take_booleans_and_are_scored_per_source_model(
-    dfs_project, logged_in
-):
+def test_dfactscore_predictions_take_booleans_and_are_scored_per_source_model(dfs_project, logged_in):
     lines = [
         {"item": "A", "fact": 0, "supported": True, "global_supported": True},
         {"item": "A", "fact": 1, "supported": False},
@@ -342,35 +328,23 @@ def test_dfactscore_predictions_take_booleans_and_are_scored_per_source_model(
         (1, "fact", "item 'A' fact 9 matches no fact of the project")
     ]
     got = read(dfs_project, lines)
-    assert got.ignored == {
-        "support": 1
-    }  # A/3 is irrelevant: no FActScore decision (the default setting)
+    assert got.ignored == {"support": 1}  # A/3 is irrelevant: no FActScore decision (the default setting)
     run = make_run(dfs_project, lines, resamples=20)
     tasks = scoring.project_tasks(dfs_project)
     for name in ("support", "global_support"):
         expected = scoring.score_task(tasks[name], got.by_task[name], resamples=20)
         assert {key: run.scores[name][key] for key in expected} == json.loads(json.dumps(expected))
     assert [m["model"] for m in run.scores["support"]["paragraph_scores"]["models"]] == ["m1", "m2"]
-    page = (
-        logged_in("admin")
-        .get(f"/projects/{dfs_project.id}/leaderboard/?task=support")
-        .content.decode()
-    )
+    page = logged_in("admin").get(f"/projects/{dfs_project.id}/leaderboard/?task=support").content.decode()
     assert "Per source model: the system" in page
 
 
 # -- a run: stored, scored, refused ------------------------------------------------------------------------
 
 
-def test_the_api_answers_202_and_the_run_holds_predictions_scores_and_progress(
-    clients, gold, data_dir
-):
-    response, run = post_run(
-        clients["admin"], gold.id, system_lines(), system="checker", version="1.0", resamples=50
-    )
-    assert (
-        response.status_code == 202 and response["Location"] == response.json()["url"] == run["url"]
-    )
+def test_the_api_answers_202_and_the_run_holds_predictions_scores_and_progress(clients, gold, data_dir):
+    response, run = post_run(clients["admin"], gold.id, system_lines(), system="checker", version="1.0", resamples=50)
+    assert response.status_code == 202 and response["Location"] == response.json()["url"] == run["url"]
     assert run["url"] == f"/api/projects/{gold.id}/system-runs/{run['id']}/"
     assert run["state"] == "done" and run["errors"] == [] and run["created_by"] == "admin"
     assert (run["system"], run["version"], run["source"], run["file_name"]) == (
@@ -429,9 +403,7 @@ def test_a_file_with_errors_stores_nothing_and_the_run_lists_every_error(clients
 
 def test_a_system_and_version_is_uploaded_once_unless_replaced(clients, gold):
     first, run = post_run(clients["admin"], gold.id, system_lines(), version="1", resamples=0)
-    again, _ = post_run(
-        clients["carol"], gold.id, system_lines(wrong_every=2), version="1", resamples=0
-    )
+    again, _ = post_run(clients["carol"], gold.id, system_lines(wrong_every=2), version="1", resamples=0)
     assert again.status_code == 400
     assert again.json()["errors"] == [
         {
@@ -442,9 +414,7 @@ def test_a_system_and_version_is_uploaded_once_unless_replaced(clients, gold):
             ),
         }
     ]
-    other, second = post_run(
-        clients["admin"], gold.id, system_lines(wrong_every=2), version="2", resamples=0
-    )
+    other, second = post_run(clients["admin"], gold.id, system_lines(wrong_every=2), version="2", resamples=0)
     no_version, third = post_run(clients["admin"], gold.id, system_lines(), resamples=0)
     assert other.status_code == no_version.status_code == 202
     replaced, fourth = post_run(
@@ -461,16 +431,11 @@ def test_a_system_and_version_is_uploaded_once_unless_replaced(clients, gold):
         third["id"],
         fourth["id"],
     }
-    assert (
-        fourth["scores"]["checkworthiness"]["accuracy"]
-        != run["scores"]["checkworthiness"]["accuracy"]
-    )
+    assert fourth["scores"]["checkworthiness"]["accuracy"] != run["scores"]["checkworthiness"]["accuracy"]
 
 
 def test_a_failed_upload_is_replaced_without_asking(clients, gold):
-    _, failed = post_run(
-        clients["admin"], gold.id, [{"item": "nope", "sentence": "sentence1", "checkworthy": "yes"}]
-    )
+    _, failed = post_run(clients["admin"], gold.id, [{"item": "nope", "sentence": "sentence1", "checkworthy": "yes"}])
     assert failed["state"] == "failed"
     response, fixed = post_run(clients["admin"], gold.id, system_lines(), resamples=0)
     assert response.status_code == 202 and fixed["state"] == "done"
@@ -500,9 +465,7 @@ def test_bad_options_are_refused_before_anything_is_stored(clients, gold, data_d
 
 
 def test_a_request_without_a_file_is_refused(clients, gold):
-    response = clients["admin"].post(
-        f"/api/projects/{gold.id}/system-runs/", {"system": "x"}, format="multipart"
-    )
+    response = clients["admin"].post(f"/api/projects/{gold.id}/system-runs/", {"system": "x"}, format="multipart")
     assert response.status_code == 400 and "file" in response.json()
 
 
@@ -516,14 +479,10 @@ def test_each_run_stores_paired_differences_to_the_earlier_runs_and_the_baseline
     task = scoring.project_tasks(gold)["checkworthiness"]
     mine, theirs = second.scores["checkworthiness"], first.scores["checkworthiness"]
     diff = mine["differences"][f"run:{first.id}"]
-    assert (
-        mine["labels"] == theirs["labels"] == ["no", "yes"]
-    )  # the same labels: the point is the difference
+    assert mine["labels"] == theirs["labels"] == ["no", "yes"]  # the same labels: the point is the difference
     for name in ("accuracy", "balanced_accuracy"):
         assert diff[name]["value"] == pytest.approx(mine[name]["value"] - theirs[name]["value"])
-    assert diff["macro_f1"]["value"] == pytest.approx(
-        mine["macro"]["f1"]["value"] - theirs["macro"]["f1"]["value"]
-    )
+    assert diff["macro_f1"]["value"] == pytest.approx(mine["macro"]["f1"]["value"] - theirs["macro"]["f1"]["value"])
     assert diff["macro_f1"]["low"] <= diff["macro_f1"]["value"] <= diff["macro_f1"]["high"]
     # and it is pipeline.scoring.difference on the same units, with the run's resamples and seed
     a = {tuple(row[:-1]): row[-1] for row in second.predictions["checkworthiness"]}
@@ -540,9 +499,7 @@ def test_a_difference_with_a_system_that_left_units_out(gold):
     difference still compares them on the same units and labels (a regression: the two
     confusion matrices had different sizes)."""
     units = [Scored(i // 2, "yes" if i % 3 else "no", "yes") for i in range(12)]
-    partial = [
-        Scored(u.item, u.gold, "(no prediction)" if i < 4 else u.gold) for i, u in enumerate(units)
-    ]
+    partial = [Scored(u.item, u.gold, "(no prediction)" if i < 4 else u.gold) for i, u in enumerate(units)]
     result = difference(units, partial, labels=["no", "yes"], resamples=50)
     assert result["accuracy"]["value"] == pytest.approx(8 / 12 - 8 / 12)
     assert result["accuracy"]["low"] is not None
@@ -586,9 +543,7 @@ def test_agreed_only_scores_are_score_tasks_on_the_agreed_units(felm_gold):
     agreed = agreed_units(felm_gold, tasks)
     for name in ("segment", "response"):
         entry = run.scores[name]["agreed"]
-        expected = scoring.score_task(
-            tasks[name], predictions[name], resamples=30, seed=2, only=agreed[name]
-        )
+        expected = scoring.score_task(tasks[name], predictions[name], resamples=30, seed=2, only=agreed[name])
         assert {key: entry[key] for key in expected} == json.loads(json.dumps(expected))
         assert entry["units"] == len(agreed[name]) < run.scores[name]["units"]
         majority = scoring.score_task(
@@ -610,10 +565,7 @@ def test_a_run_is_scored_again_on_the_current_gold(clients, gold):
     assert rescored.state == SystemRunState.DONE
     assert rescored.scores["checkworthiness"]["units"] == run.scores["checkworthiness"]["units"] + 2
     assert rescored.scores["checkworthiness"]["missing"] == 2  # the new item has no predictions
-    assert (
-        rescored.scores["checkworthiness"]["fingerprint"]
-        != run.scores["checkworthiness"]["fingerprint"]
-    )
+    assert rescored.scores["checkworthiness"]["fingerprint"] != run.scores["checkworthiness"]["fingerprint"]
     assert rescored.predictions == run.predictions
 
 
@@ -646,14 +598,9 @@ def test_a_run_whose_file_is_gone_fails_with_a_reason(gold, data_dir):
 
 def test_deleting_a_run_removes_it_and_its_scores(clients, gold):
     _, run = post_run(clients["admin"], gold.id, system_lines(), resamples=0)
-    assert (
-        clients["carol"].delete(f"/api/projects/{gold.id}/system-runs/{run['id']}/").status_code
-        == 204
-    )
+    assert clients["carol"].delete(f"/api/projects/{gold.id}/system-runs/{run['id']}/").status_code == 204
     assert not SystemRun.objects.exists()
-    assert (
-        clients["admin"].get(f"/api/projects/{gold.id}/system-runs/{run['id']}/").status_code == 404
-    )
+    assert clients["admin"].get(f"/api/projects/{gold.id}/system-runs/{run['id']}/").status_code == 404
 
 
 # -- the management command ---------------------------------------------------------------------------------
@@ -692,9 +639,7 @@ def test_the_command_prints_the_scores(gold, tmp_path):
 def test_the_command_exits_with_every_bad_line(gold, tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_bytes(
-        upload(
-            [GOOD, {"item": "q0", "sentence": "sentence1", "claim": 9, "category": "factual"}, "x"]
-        ).getvalue()
+        upload([GOOD, {"item": "q0", "sentence": "sentence1", "claim": 9, "category": "factual"}, "x"]).getvalue()
     )
     with pytest.raises(CommandError) as caught:
         call_command("import_predictions", gold.name, str(path), "--system", "cli")
@@ -745,33 +690,20 @@ def test_who_may_read_runs_and_the_leaderboard(clients, scored, who, status):
     [("admin", 204), ("carol", 204), ("alice", 403), ("mallory", 404), ("anonymous", 401)],
 )
 def test_who_may_delete_a_run(clients, scored, who, status):
-    assert (
-        clients[who]
-        .delete(f"/api/projects/{scored.project_id}/system-runs/{scored.id}/")
-        .status_code
-        == status
-    )
+    assert clients[who].delete(f"/api/projects/{scored.project_id}/system-runs/{scored.id}/").status_code == status
     assert SystemRun.objects.filter(pk=scored.id).exists() == (status != 204)
 
 
 def test_a_run_of_another_project_is_not_found(clients, scored, users):
     other = create_project(name="Other", kind="factcheck", created_by=users["admin"])
-    assert (
-        clients["admin"].get(f"/api/projects/{other.id}/system-runs/{scored.id}/").status_code
-        == 404
-    )
-    assert (
-        clients["admin"].delete(f"/api/projects/{other.id}/system-runs/{scored.id}/").status_code
-        == 404
-    )
+    assert clients["admin"].get(f"/api/projects/{other.id}/system-runs/{scored.id}/").status_code == 404
+    assert clients["admin"].delete(f"/api/projects/{other.id}/system-runs/{scored.id}/").status_code == 404
 
 
 def test_a_consolidator_of_another_project_may_not_read_it(clients, scored, users):
     other = create_project(name="Theirs", kind="factcheck", created_by=users["admin"])
     add_member(project=other, user=users["mallory"], role="consolidator")
-    assert (
-        clients["mallory"].get(f"/api/projects/{scored.project_id}/system-runs/").status_code == 404
-    )
+    assert clients["mallory"].get(f"/api/projects/{scored.project_id}/system-runs/").status_code == 404
 
 
 # -- two uploads of the same system and version at once --------------------------------------------------------
@@ -805,29 +737,19 @@ def test_two_uploads_of_the_same_system_and_version_at_once_exactly_one_wins(
             ).prepare()
             for i in range(clients)
         ]
-        answers = racer.race_raw(
-            [("POST", path, request.body, dict(request.headers)) for request in prepared]
-        )
+        answers = racer.race_raw([("POST", path, request.body, dict(request.headers)) for request in prepared])
         statuses = sorted(status for status, _ in answers)
         assert statuses == [202] + [400] * (clients - 1), answers
         winner = next(answer for status, answer in answers if status == 202)
-        assert all(
-            "uploaded already" in answer["errors"][0]["message"]
-            for status, answer in answers
-            if status == 400
-        )
-        runs = SystemRun.objects.filter(
-            project=factcheck_project, system="racer", version=str(round_)
-        )
+        assert all("uploaded already" in answer["errors"][0]["message"] for status, answer in answers if status == 400)
+        runs = SystemRun.objects.filter(project=factcheck_project, system="racer", version=str(round_))
         assert list(runs.values_list("id", flat=True)) == [winner["id"]]
         assert runs.get().state == SystemRunState.DONE
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.postgres_only("the race is tested on PostgreSQL")
-def test_rescores_requested_at_once_queue_each_run_once(
-    racer, live_server, factcheck_project, users, monkeypatch
-):
+def test_rescores_requested_at_once_queue_each_run_once(racer, live_server, factcheck_project, users, monkeypatch):
     """Parallel "Score every system again" (two researchers, a double click): every scored run
     is queued exactly once and ends scored."""
     from django.test import Client
@@ -840,10 +762,7 @@ def test_rescores_requested_at_once_queue_each_run_once(
         fmt="factcheck-bench",
         labels_as="gold",
     )
-    runs = [
-        make_run(factcheck_project, system_lines(wrong_every=k), system=f"s{k}", resamples=0)
-        for k in (2, 3, 4)
-    ]
+    runs = [make_run(factcheck_project, system_lines(wrong_every=k), system=f"s{k}", resamples=0) for k in (2, 3, 4)]
     queued: list[int] = []
     lock = threading.Lock()
 
@@ -865,13 +784,9 @@ def test_rescores_requested_at_once_queue_each_run_once(
     clients = 4
     for round_ in range(3):
         queued.clear()
-        statuses = [
-            status for status, _ in racer.race_raw([("POST", path, b"", headers)] * clients)
-        ]
+        statuses = [status for status, _ in racer.race_raw([("POST", path, b"", headers)] * clients)]
         assert statuses == [302] * clients, statuses
         assert sorted(queued) == sorted(run.id for run in runs), (round_, queued)
         for run_id in queued:  # the worker's part
             prediction_services.run_system_run(run_id)
-        assert set(
-            SystemRun.objects.filter(pk__in=[r.id for r in runs]).values_list("state", flat=True)
-        ) == {"done"}
+        assert set(SystemRun.objects.filter(pk__in=[r.id for r in runs]).values_list("state", flat=True)) == {"done"}

@@ -68,9 +68,7 @@ def test_factcheck_tasks_are_keyed_like_the_exports(factcheck_project):
                 factuality=(True, "unknown"),
                 needs_edit=("no", "NA"),
             ),
-            "sentence2": bench_sentence(
-                checkworthy="opinion", claims=(), stances=(), factuality=(), needs_edit=()
-            ),
+            "sentence2": bench_sentence(checkworthy="opinion", claims=(), stances=(), factuality=(), needs_edit=()),
         },
     }
     import_jsonl(factcheck_project, jsonl([line]), fmt="factcheck-bench", labels_as="gold")
@@ -95,12 +93,8 @@ def test_factcheck_tasks_are_keyed_like_the_exports(factcheck_project):
         resamples=0,
     )
     assert result["accuracy"]["value"] == 1.0 and result["missing"] == 0
-    result = score_task(
-        tasks["stance3"], {("q7", "sentence1", 0, 0): "partially-support"}, resamples=0
-    )
-    assert (
-        result["accuracy"]["value"] == 0.5 and result["missing"] == 1
-    )  # a missing prediction is wrong
+    result = score_task(tasks["stance3"], {("q7", "sentence1", 0, 0): "partially-support"}, resamples=0)
+    assert result["accuracy"]["value"] == 0.5 and result["missing"] == 1  # a missing prediction is wrong
     only = score_task(
         tasks["stance3"],
         {("q7", "sentence1", 0, 0): "support"},
@@ -134,16 +128,10 @@ def test_factuality_with_and_without_not_enough_evidence(factcheck_project):
         ("f", "sentence1", 2): "true",
     }
     full = score_task(tasks["factuality"], predictions, resamples=0)
-    assert (
-        full["per_label"]["false"]["f1"]["value"] == 1.0
-        and full["per_label"]["true"]["f1"]["value"] == 0.0
-    )
+    assert full["per_label"]["false"]["f1"]["value"] == 1.0 and full["per_label"]["true"]["f1"]["value"] == 0.0
     without = score_task(tasks["factuality_without_nee"], predictions, resamples=0)
     assert list(without["per_label"]) == ["false", "true"] and without["units"] == 2
-    assert (
-        without["accuracy"]["value"] == 0.5
-        and without["per_label"]["true"]["recall"]["value"] == 0.0
-    )
+    assert without["accuracy"]["value"] == 0.5 and without["per_label"]["true"]["recall"]["value"] == 0.0
 
 
 def felm_line(index, labels):
@@ -259,23 +247,11 @@ def test_missing_predictions_count_as_wrong_but_stay_out_of_the_macro_average(fa
     gold = [u.gold for u in task.units]
     predicted = [predictions.get(u.key, MISSING) for u in task.units]
     labels = ["factual", "not_a_claim", "opinion"]  # gold ∪ predictions made
-    assert (
-        result["labels"] == labels and MISSING not in result["per_label"] and result["missing"] == 2
-    )
-    assert (
-        result["accuracy"]["value"]
-        == pytest.approx(accuracy_score(gold, predicted))
-        == pytest.approx(1 / 5)
-    )
-    assert result["balanced_accuracy"]["value"] == pytest.approx(
-        balanced_accuracy_score(gold, predicted)
-    )
-    macro = precision_recall_fscore_support(
-        gold, predicted, labels=labels, average="macro", zero_division=0
-    )
-    assert [result["macro"][m]["value"] for m in ("precision", "recall", "f1")] == pytest.approx(
-        macro[:3]
-    )
+    assert result["labels"] == labels and MISSING not in result["per_label"] and result["missing"] == 2
+    assert result["accuracy"]["value"] == pytest.approx(accuracy_score(gold, predicted)) == pytest.approx(1 / 5)
+    assert result["balanced_accuracy"]["value"] == pytest.approx(balanced_accuracy_score(gold, predicted))
+    macro = precision_recall_fscore_support(gold, predicted, labels=labels, average="macro", zero_division=0)
+    assert [result["macro"][m]["value"] for m in ("precision", "recall", "f1")] == pytest.approx(macro[:3])
     # the old behaviour (MISSING a fourth label) would average over four labels
     four = precision_recall_fscore_support(gold, predicted, average="macro", zero_division=0)
     assert result["macro"]["recall"]["value"] != pytest.approx(four[1])
@@ -285,9 +261,7 @@ def test_missing_predictions_count_as_wrong_but_stay_out_of_the_macro_average(fa
 
 
 def revision_line(item, original, revised):
-    sentence = bench_sentence(
-        claims=(("X is Y.", "factual"),), stances=(("refute",),), factuality=(False,)
-    )
+    sentence = bench_sentence(claims=(("X is Y.", "factual"),), stances=(("refute",),), factuality=(False,))
     sentence["text"] = original
     return {
         "id": item,
@@ -301,18 +275,12 @@ def revision_line(item, original, revised):
 def test_revision_against_the_original_and_the_gold_revision_by_hand(factcheck_project):
     import_jsonl(
         factcheck_project,
-        jsonl(
-            [revision_line("r1", "the cat sat", "the dog sat"), revision_line("r2", "a b", "a c")]
-        ),
+        jsonl([revision_line("r1", "the cat sat", "the dog sat"), revision_line("r2", "a b", "a c")]),
         fmt="factcheck-bench",
         labels_as="gold",
     )
     task = project_tasks(factcheck_project)["revision"]
-    assert (
-        task.measure == "revision"
-        and task.key_fields == ("item",)
-        and task.field == "revised_response"
-    )
+    assert task.measure == "revision" and task.key_fields == ("item",) and task.field == "revised_response"
     assert [(u.key, u.gold, u.original) for u in task.units] == [
         (("r1",), "the dog sat", "the cat sat"),
         (("r2",), "a c", "a b"),
@@ -321,26 +289,19 @@ def test_revision_against_the_original_and_the_gold_revision_by_hand(factcheck_p
     assert result["measure"] == "revision" and result["units"] == 2 and result["missing"] == 1
     # r1: "the dog sat" vs "the cat sat": 3 edits of 11 characters, "the" and "sat" of the 3 words;
     # r2 (empty): distance 1, overlap 0 against both (the paper's measures: pipeline.text_measures)
-    assert result["against_original"]["normalised_edit_distance"]["value"] == pytest.approx(
-        (3 / 11 + 1) / 2
-    )
+    assert result["against_original"]["normalised_edit_distance"]["value"] == pytest.approx((3 / 11 + 1) / 2)
     assert result["against_original"]["word_overlap"]["value"] == pytest.approx((2 / 3 + 0) / 2)
     assert result["against_gold"]["normalised_edit_distance"]["value"] == pytest.approx((0 + 1) / 2)
     assert result["against_gold"]["word_overlap"]["value"] == pytest.approx((1 + 0) / 2)
     assert result["against_gold"]["word_overlap"]["low"] is None
 
     unchanged = baselines(task, resamples=0)
-    assert (
-        set(unchanged) == {"majority"}
-        and unchanged["majority"]["title"] == "unchanged response (the original)"
-    )
+    assert set(unchanged) == {"majority"} and unchanged["majority"]["title"] == "unchanged response (the original)"
     scores = unchanged["majority"]["scores"]
     assert scores["against_original"]["normalised_edit_distance"]["value"] == 0.0
     assert scores["against_original"]["word_overlap"]["value"] == 1.0
     # r1 as above; r2 "a b" vs "a c": 1 edit of 3 characters, "a" of the 2 words
-    assert scores["against_gold"]["normalised_edit_distance"]["value"] == pytest.approx(
-        (3 / 11 + 1 / 3) / 2
-    )
+    assert scores["against_gold"]["normalised_edit_distance"]["value"] == pytest.approx((3 / 11 + 1 / 3) / 2)
     assert scores["against_gold"]["word_overlap"]["value"] == pytest.approx((2 / 3 + 1 / 2) / 2)
 
 
@@ -359,17 +320,13 @@ def test_the_gold_revisions_of_the_false_responses_score_the_papers_figures(
         import_jsonl(factcheck_project, handle, fmt="factcheck-bench", labels_as="gold")
     task = project_tasks(factcheck_project)["revision"]
     false_items = set()
-    for stage in ItemStage.objects.filter(item__project=factcheck_project, stage=3).select_related(
-        "item"
-    ):
+    for stage in ItemStage.objects.filter(item__project=factcheck_project, stage=3).select_related("item"):
         stages = {s.stage: s for s in stage.item.stages.select_related("gold")}
         labels = derived_labels(stages[1].gold.payload, stages[2].content, stages[2].gold.payload)
         if labels["response"] is False:
             false_items.add(stage.item.external_id or str(stage.item_id))
     assert len(false_items) == 61
-    result = score_task(
-        task, {u.key: u.gold for u in task.units}, resamples=0, only=[(key,) for key in false_items]
-    )
+    result = score_task(task, {u.key: u.gold for u in task.units}, resamples=0, only=[(key,) for key in false_items])
     assert result["units"] == 61
     against = result["against_original"]
     assert round(against["normalised_edit_distance"]["value"], 3) == 0.354
@@ -378,24 +335,18 @@ def test_the_gold_revisions_of_the_false_responses_score_the_papers_figures(
 
 def test_revision_intervals_resample_items_and_are_seeded(factcheck_project):
     lines = [
-        revision_line(
-            f"r{i}", f"word{i} stays here", f"word{i} {'stays' if i % 3 else 'moved'} here"
-        )
+        revision_line(f"r{i}", f"word{i} stays here", f"word{i} {'stays' if i % 3 else 'moved'} here")
         for i in range(12)
     ]
     import_jsonl(factcheck_project, jsonl(lines), fmt="factcheck-bench", labels_as="gold")
     task = project_tasks(factcheck_project)["revision"]
     predictions = {u.key: u.original for u in task.units[:8]}
     first = score_task(task, predictions, resamples=200, seed=3)
-    assert (
-        first == score_task(task, predictions, resamples=200, seed=3) and first["resamples"] == 200
-    )
+    assert first == score_task(task, predictions, resamples=200, seed=3) and first["resamples"] == 200
     for side in ("against_original", "against_gold"):
         for estimate in first[side].values():
             assert estimate["low"] <= estimate["value"] <= estimate["high"]
-    assert (
-        first["against_gold"]["word_overlap"]["low"] < first["against_gold"]["word_overlap"]["high"]
-    )
+    assert first["against_gold"]["word_overlap"]["low"] < first["against_gold"]["word_overlap"]["high"]
     only = score_task(task, predictions, resamples=0, only=[("r0",), ("r1",)])
     assert only["units"] == 2 and only["missing"] == 0
 
@@ -444,9 +395,7 @@ def test_fact_support_follows_the_released_lists_rules_fact_by_fact():
     rng = random.Random(0)
     content = {"candidates": [{"title": "p0"}, {"title": "p1"}, {"title": ""}]}
     for _ in range(300):
-        groups = [
-            {"link": rng.choice([0, 1, 2, -1, "none", None, 7])} for _ in range(rng.randrange(4))
-        ]
+        groups = [{"link": rng.choice([0, 1, 2, -1, "none", None, 7])} for _ in range(rng.randrange(4))]
         facts = [
             dfs_fact(
                 rng.choice([*range(len(groups)), None, 9]),
@@ -475,20 +424,12 @@ def test_dfactscore_labels_scores_equal_scikit_learn_and_accept_booleans(dfs_pro
     result = score_task(task, predictions, resamples=0)
     gold = [u.gold for u in task.units]
     predicted = [
-        {True: "supported", False: "not_supported"}.get(
-            predictions.get(u.key), predictions.get(u.key, MISSING)
-        )
+        {True: "supported", False: "not_supported"}.get(predictions.get(u.key), predictions.get(u.key, MISSING))
         for u in task.units
     ]
     assert predicted[2] == MISSING and result["missing"] == 1
-    assert (
-        result["accuracy"]["value"]
-        == pytest.approx(accuracy_score(gold, predicted))
-        == pytest.approx(3 / 6)
-    )
-    per_label = precision_recall_fscore_support(
-        gold, predicted, labels=["not_supported", "supported"], zero_division=0
-    )
+    assert result["accuracy"]["value"] == pytest.approx(accuracy_score(gold, predicted)) == pytest.approx(3 / 6)
+    per_label = precision_recall_fscore_support(gold, predicted, labels=["not_supported", "supported"], zero_division=0)
     for i, label in enumerate(["not_supported", "supported"]):
         got = result["per_label"][label]
         assert [
@@ -521,18 +462,14 @@ def test_dfactscore_model_numbers_against_the_humans_by_hand(dfs_project):
         {"item": "D", "model": "m1", "facts": 0, "human": None, "system": None},
     ]
     m1, m2 = support["models"]
-    assert (
-        m1["model"] == "m1" and m1["paragraphs"] == 3
-    )  # the abstention counts as a paragraph, not in the means
+    assert m1["model"] == "m1" and m1["paragraphs"] == 3  # the abstention counts as a paragraph, not in the means
     assert m1["human"]["init_score"] == pytest.approx((2 / 3 + 1 / 2) / 2)
     assert m1["system"]["init_score"] == pytest.approx((1 / 3 + 1) / 2)
     assert m1["difference"]["init_score"] == pytest.approx(1 / 12)
     # FActScore's length penalty exp(1 - 10/n) for n ≤ 10 facts
     human = (math.exp(1 - 10 / 3) * 2 / 3 + math.exp(1 - 10 / 2) * 1 / 2) / 2
     system = (math.exp(1 - 10 / 3) * 1 / 3 + math.exp(1 - 10 / 2) * 1) / 2
-    assert m1["human"]["score"] == pytest.approx(human) and m1["system"]["score"] == pytest.approx(
-        system
-    )
+    assert m1["human"]["score"] == pytest.approx(human) and m1["system"]["score"] == pytest.approx(system)
     assert m1["difference"]["score"] == pytest.approx(abs(human - system))
     assert m2["human"]["init_score"] == 0.0 and m2["difference"]["init_score"] == 0.0
     # D-FActScore: human A 1/3, B 1/2, C 1; system A 2/3, B 0, C 1
@@ -557,17 +494,11 @@ def test_dfactscore_model_numbers_against_the_humans_by_hand(dfs_project):
     assert m1["system"]["init_global_score"] == pytest.approx((2 / 3 + 0) / 2)
     assert m1["difference"]["init_global_score"] == pytest.approx(1 / 12)
     # the human numbers are the kind's own (the scores selector, the dfactscore-result export)
-    kind_numbers = {
-        m["model"]: m["human"] for m in selectors.consolidated_scores(dfs_project)["models"]
-    }
+    kind_numbers = {m["model"]: m["human"] for m in selectors.consolidated_scores(dfs_project)["models"]}
     for model in grouped["models"]:
-        assert model["human"]["init_global_score"] == pytest.approx(
-            kind_numbers[model["model"]]["init_global_score"]
-        )
+        assert model["human"]["init_global_score"] == pytest.approx(kind_numbers[model["model"]]["init_global_score"])
     for model in support["models"]:
-        assert model["human"]["init_score"] == pytest.approx(
-            kind_numbers[model["model"]]["init_score"]
-        )
+        assert model["human"]["init_score"] == pytest.approx(kind_numbers[model["model"]]["init_score"])
 
 
 def test_dfactscore_machine_predictions_and_baseline(dfs_project):
@@ -602,18 +533,13 @@ def test_dfactscore_machine_predictions_and_baseline(dfs_project):
     result = baselines(task, resamples=0, machine=machine["support"])
     assert set(result) == {"majority", "random", "machine"}
     assert result["machine"]["title"] == "the project's machine pre-annotation"
-    assert (
-        result["machine"]["scores"]["missing"] == 3
-        and result["machine"]["scores"]["accuracy"]["value"] == 0.5
-    )
+    assert result["machine"]["scores"]["missing"] == 3 and result["machine"]["scores"]["accuracy"]["value"] == 0.5
     assert "paragraph_scores" in result["machine"]["scores"]
     # another rater's answers in the same shape, for some items only
     other = machine_predictions(
         dfs_project,
         suggestion_of=lambda s: (
-            {"groups": [[0]], "links": [0], "labels": ["supported"]}
-            if s.item.external_id == "C"
-            else None
+            {"groups": [[0]], "links": [0], "labels": ["supported"]} if s.item.external_id == "C" else None
         ),
     )
     assert other == {"support": {("C", 0): "supported"}, "global_support": {("C", 0): "supported"}}
@@ -685,16 +611,14 @@ def test_factcheck_machine_predictions_of_every_step(factcheck_project):
     tasks = project_tasks(factcheck_project)
     for name, predictions in machine.items():
         assert set(predictions) <= {u.key for u in tasks[name].units}, name
-    claim_scores = baselines(
-        tasks["claim_category"], resamples=0, machine=machine["claim_category"]
-    )["machine"]["scores"]
+    claim_scores = baselines(tasks["claim_category"], resamples=0, machine=machine["claim_category"])["machine"][
+        "scores"
+    ]
     assert claim_scores["accuracy"]["value"] == 0.5 and claim_scores["missing"] == 0
     revision = baselines(tasks["revision"], resamples=0, machine=machine["revision"])
     assert set(revision) == {"majority", "machine"}
     assert revision["machine"]["scores"]["against_original"]["word_overlap"]["value"] < 1
-    assert "machine" not in baselines(
-        tasks["factuality"], resamples=0, machine=machine.get("factuality")
-    )
+    assert "machine" not in baselines(tasks["factuality"], resamples=0, machine=machine.get("factuality"))
 
     # an LLM rater's answers in the suggestions' shapes; step 2 as the payload's; bad labels dropped
     answers = {
@@ -713,10 +637,7 @@ def test_factcheck_machine_predictions_of_every_step(factcheck_project):
     stance3 = score_task(
         tasks["stance3"], rated["stance3"], resamples=0
     )  # partial support is support; passage 1 missing
-    assert (
-        stance3["per_label"]["support"]["recall"]["value"] == 1.0
-        and stance3["accuracy"]["value"] == 0.5
-    )
+    assert stance3["per_label"]["support"]["recall"]["value"] == 1.0 and stance3["accuracy"]["value"] == 0.5
 
 
 def test_machine_factuality_follows_from_the_stances_when_every_passage_has_one(factcheck_project):
@@ -751,15 +672,11 @@ def test_machine_factuality_follows_from_the_stances_when_every_passage_has_one(
     rated = machine_predictions(
         factcheck_project,
         suggestion_of=lambda s: (
-            {"claims": [{"stances": ["completely-support", "irrelevant"]}]}
-            if s.stage == 2
-            else None
+            {"claims": [{"stances": ["completely-support", "irrelevant"]}]} if s.stage == 2 else None
         ),
     )
     assert rated["factuality"] == rated["factuality_without_nee"] == {("v", "sentence1", 0): "true"}
-    scores = score_task(
-        project_tasks(factcheck_project)["factuality"], rated["factuality"], resamples=0
-    )
+    scores = score_task(project_tasks(factcheck_project)["factuality"], rated["factuality"], resamples=0)
     assert scores["accuracy"]["value"] == 1.0
 
 
@@ -771,12 +688,9 @@ def test_felm_machine_predictions_of_segments_and_responses(felm_project):
         labels_as="gold",
     )
     stages = {
-        s.item.external_id: s
-        for s in ItemStage.objects.filter(item__project=felm_project).select_related("item")
+        s.item.external_id: s for s in ItemStage.objects.filter(item__project=felm_project).select_related("item")
     }
-    ItemStage.objects.filter(pk=stages["a"].pk).update(
-        suggestion={"segments": [{"label": False}, {"label": False}]}
-    )
+    ItemStage.objects.filter(pk=stages["a"].pk).update(suggestion={"segments": [{"label": False}, {"label": False}]})
     ItemStage.objects.filter(pk=stages["b"].pk).update(
         suggestion={"segments": [{"label": True}, {"label": None}, {"label": "correct"}]}
     )
@@ -786,24 +700,13 @@ def test_felm_machine_predictions_of_segments_and_responses(felm_project):
         "response": {("a",): "error"},
     }  # b has an unlabelled segment: no response label
     tasks = project_tasks(felm_project)
-    segment = baselines(tasks["segment"], resamples=0, machine=machine["segment"])["machine"][
-        "scores"
-    ]
+    segment = baselines(tasks["segment"], resamples=0, machine=machine["segment"])["machine"]["scores"]
     gold = [u.gold for u in tasks["segment"].units]
     predicted = [machine["segment"].get(u.key, MISSING) for u in tasks["segment"].units]
     assert segment["accuracy"]["value"] == pytest.approx(accuracy_score(gold, predicted))
-    f1 = precision_recall_fscore_support(
-        gold, predicted, labels=["correct", "error"], zero_division=0
-    )[2]
-    assert [
-        segment["per_label"][label]["f1"]["value"] for label in ("correct", "error")
-    ] == pytest.approx(list(f1))
-    assert (
-        baselines(tasks["response"], resamples=0, machine=machine["response"])["machine"]["scores"][
-            "missing"
-        ]
-        == 1
-    )
+    f1 = precision_recall_fscore_support(gold, predicted, labels=["correct", "error"], zero_division=0)[2]
+    assert [segment["per_label"][label]["f1"]["value"] for label in ("correct", "error")] == pytest.approx(list(f1))
+    assert baselines(tasks["response"], resamples=0, machine=machine["response"])["machine"]["scores"]["missing"] == 1
 
 
 def test_every_kind_defines_its_tasks():

@@ -74,8 +74,6 @@ def test_the_papers_figures_for_the_revisions_of_the_false_responses():
     normalised edit distance of 0.354 and a word overlap of 0.715."""
     responses = false_responses()
     assert len(responses) == 61
-    distance = (
-        sum(normalised_edit_distance(r["response"], r["revised_response"]) for r in responses) / 61
-    )
+    distance = sum(normalised_edit_distance(r["response"], r["revised_response"]) for r in responses) / 61
     overlap = sum(word_overlap(r["response"], r["revised_response"]) for r in responses) / 61
     assert (round(distance, 3), round(overlap, 3)) == (0.354, 0.715)

@@ -30,9 +30,7 @@ def membership(project, user, role) -> Membership:
 
 
 def change_role(client, project, member: Membership, role: str):
-    return client.post(
-        f"/projects/{project.id}/members/", {"change": member.id, "role": role}, follow=True
-    )
+    return client.post(f"/projects/{project.id}/members/", {"change": member.id, "role": role}, follow=True)
 
 
 # -- member roles -------------------------------------------------------------------------------
@@ -41,9 +39,7 @@ def change_role(client, project, member: Membership, role: str):
 def test_an_admin_moves_an_annotator_to_consolidator_and_their_open_work_goes_to_the_pool(
     felm_project, felm_items, users, logged_in
 ):
-    add_member(
-        project=felm_project, user=users["mallory"], role=Role.ANNOTATOR
-    )  # free to take alice's items
+    add_member(project=felm_project, user=users["mallory"], role=Role.ANNOTATOR)  # free to take alice's items
     assert Assignment.objects.filter(user=users["alice"]).count() == 3
     response = change_role(
         logged_in("admin"),
@@ -54,15 +50,10 @@ def test_an_admin_moves_an_annotator_to_consolidator_and_their_open_work_goes_to
     assert "alice is now consolidator, no longer annotator" in response.content.decode()
     assert roles_of(felm_project, users["alice"]) == {Role.CONSOLIDATOR}
     assert not Assignment.objects.filter(user=users["alice"]).exists()
-    assert (
-        Assignment.objects.filter(user=users["mallory"], status=AssignmentStatus.ASSIGNED).count()
-        == 3
-    )
+    assert Assignment.objects.filter(user=users["mallory"], status=AssignmentStatus.ASSIGNED).count() == 3
 
 
-def test_submitted_work_stays_when_an_annotator_changes_role(
-    felm_project, open_consolidation, users, logged_in
-):
+def test_submitted_work_stays_when_an_annotator_changes_role(felm_project, open_consolidation, users, logged_in):
     change_role(
         logged_in("admin"),
         felm_project,
@@ -70,34 +61,25 @@ def test_submitted_work_stays_when_an_annotator_changes_role(
         Role.ADMIN,
     )
     assert roles_of(felm_project, users["alice"]) == {Role.ADMIN}
-    assert (
-        Assignment.objects.filter(user=users["alice"], status=AssignmentStatus.SUBMITTED).count()
-        == 1
-    )
+    assert Assignment.objects.filter(user=users["alice"], status=AssignmentStatus.SUBMITTED).count() == 1
 
 
 @pytest.mark.parametrize("who, status", [("alice", 403), ("carol", 403), ("mallory", 404)])
 def test_only_project_admins_change_roles(felm_project, users, logged_in, who, status):
     member = membership(felm_project, users["bob"], Role.ANNOTATOR)
-    response = logged_in(who).post(
-        f"/projects/{felm_project.id}/members/", {"change": member.id, "role": Role.ADMIN}
-    )
+    response = logged_in(who).post(f"/projects/{felm_project.id}/members/", {"change": member.id, "role": Role.ADMIN})
     assert response.status_code == status
     assert roles_of(felm_project, users["bob"]) == {Role.ANNOTATOR}
 
 
 def test_the_last_admin_keeps_the_admin_role(felm_project, users, logged_in):
     client = logged_in("admin")
-    response = change_role(
-        client, felm_project, membership(felm_project, users["admin"], Role.ADMIN), Role.ANNOTATOR
-    )
+    response = change_role(client, felm_project, membership(felm_project, users["admin"], Role.ADMIN), Role.ANNOTATOR)
     assert "Role not changed: a project needs an admin" in response.content.decode()
     assert roles_of(felm_project, users["admin"]) == {Role.ADMIN}
     # with a second admin the first may step down
     add_member(project=felm_project, user=users["carol"], role=Role.ADMIN)
-    change_role(
-        client, felm_project, membership(felm_project, users["admin"], Role.ADMIN), Role.ANNOTATOR
-    )
+    change_role(client, felm_project, membership(felm_project, users["admin"], Role.ADMIN), Role.ANNOTATOR)
     assert roles_of(felm_project, users["admin"]) == {Role.ANNOTATOR}
 
 
@@ -112,25 +94,17 @@ def test_a_role_the_member_already_holds_just_drops_the_old_one(felm_project, us
     assert roles_of(felm_project, users["carol"]) == {Role.CONSOLIDATOR}
 
 
-def test_a_bad_role_or_another_projects_member_changes_nothing(
-    felm_project, factcheck_project, users, logged_in
-):
+def test_a_bad_role_or_another_projects_member_changes_nothing(felm_project, factcheck_project, users, logged_in):
     client = logged_in("admin")
     member = membership(felm_project, users["bob"], Role.ANNOTATOR)
     response = change_role(client, felm_project, member, "owner")
     assert response.status_code == 200 and "Role not changed: role:" in response.content.decode()
     other = membership(factcheck_project, users["bob"], Role.ANNOTATOR)
     assert (
-        client.post(
-            f"/projects/{felm_project.id}/members/", {"change": other.id, "role": Role.ADMIN}
-        ).status_code
+        client.post(f"/projects/{felm_project.id}/members/", {"change": other.id, "role": Role.ADMIN}).status_code
         == 404
     )
-    assert (
-        roles_of(felm_project, users["bob"])
-        == roles_of(factcheck_project, users["bob"])
-        == {Role.ANNOTATOR}
-    )
+    assert roles_of(felm_project, users["bob"]) == roles_of(factcheck_project, users["bob"]) == {Role.ANNOTATOR}
 
 
 def test_the_project_page_offers_a_role_change_per_member(felm_project, logged_in):
@@ -139,9 +113,7 @@ def test_the_project_page_offers_a_role_change_per_member(felm_project, logged_i
     assert "Change role" in page
 
 
-def test_the_api_changes_and_removes_roles_for_project_admins_only(
-    felm_project, felm_items, users, clients
-):
+def test_the_api_changes_and_removes_roles_for_project_admins_only(felm_project, felm_items, users, clients):
     add_member(project=felm_project, user=users["mallory"], role=Role.ANNOTATOR)
     member = membership(felm_project, users["alice"], Role.ANNOTATOR)
     url = f"/api/projects/{felm_project.id}/members/{member.id}/"
@@ -151,26 +123,14 @@ def test_the_api_changes_and_removes_roles_for_project_admins_only(
     response = clients["admin"].patch(url, {"role": Role.CONSOLIDATOR}, format="json")
     assert response.status_code == 200 and response.json()["role"] == Role.CONSOLIDATOR
     assert roles_of(felm_project, users["alice"]) == {Role.CONSOLIDATOR}
-    assert (
-        Assignment.objects.filter(user=users["mallory"]).count() == 3
-    )  # alice's open work moved on
+    assert Assignment.objects.filter(user=users["mallory"]).count() == 3  # alice's open work moved on
     last_admin = membership(felm_project, users["admin"], Role.ADMIN)
     response = clients["admin"].delete(f"/api/projects/{felm_project.id}/members/{last_admin.id}/")
     assert response.status_code == 400 and "needs an admin" in response.json()["detail"]
     consolidator = membership(felm_project, users["alice"], Role.CONSOLIDATOR)
-    assert (
-        clients["admin"]
-        .delete(f"/api/projects/{felm_project.id}/members/{consolidator.id}/")
-        .status_code
-        == 204
-    )
+    assert clients["admin"].delete(f"/api/projects/{felm_project.id}/members/{consolidator.id}/").status_code == 204
     assert roles_of(felm_project, users["alice"]) == set()
-    assert (
-        clients["admin"]
-        .delete(f"/api/projects/{felm_project.id}/members/{consolidator.id}/")
-        .status_code
-        == 404
-    )
+    assert clients["admin"].delete(f"/api/projects/{felm_project.id}/members/{consolidator.id}/").status_code == 404
 
 
 @pytest.mark.django_db(transaction=True)
@@ -178,9 +138,7 @@ def test_the_api_changes_and_removes_roles_for_project_admins_only(
 def test_two_admins_stepping_down_at_once_leave_one_admin(racer, felm_project, users):
     for _ in range(5):
         add_member(project=felm_project, user=users["carol"], role=Role.ADMIN)
-        mine, theirs = (
-            membership(felm_project, users[name], Role.ADMIN) for name in ("admin", "carol")
-        )
+        mine, theirs = (membership(felm_project, users[name], Role.ADMIN) for name in ("admin", "carol"))
         answers = racer.race(
             [
                 (
@@ -200,13 +158,9 @@ def test_two_admins_stepping_down_at_once_leave_one_admin(racer, felm_project, u
         assert sorted(status for status, _ in answers) == [204, 400], answers
         admins = Membership.objects.filter(project=felm_project, role=Role.ADMIN)
         assert admins.count() == 1
-        if (
-            admins.get().user == users["carol"]
-        ):  # the next round starts with admin as an admin again
+        if admins.get().user == users["carol"]:  # the next round starts with admin as an admin again
             add_member(project=felm_project, user=users["admin"], role=Role.ADMIN)
-            Membership.objects.filter(
-                project=felm_project, user=users["carol"], role=Role.ADMIN
-            ).delete()
+            Membership.objects.filter(project=felm_project, user=users["carol"], role=Role.ADMIN).delete()
 
 
 # -- accounts -------------------------------------------------------------------------------------
@@ -228,11 +182,7 @@ def test_staff_create_a_user_and_add_them_to_their_project(felm_project, users, 
     )
     assert "User erin created and added to FELM test as annotator." in response.content.decode()
     erin = User.objects.get(username="erin")
-    assert (
-        erin.check_password("a-long-pass-9")
-        and erin.email == "erin@example.org"
-        and not erin.is_staff
-    )
+    assert erin.check_password("a-long-pass-9") and erin.email == "erin@example.org" and not erin.is_staff
     assert roles_of(felm_project, erin) == {Role.ANNOTATOR}
 
 
@@ -249,10 +199,7 @@ def test_non_staff_cannot_create_users_even_as_project_admins(felm_project, user
     add_member(project=felm_project, user=users["alice"], role=Role.ADMIN)
     client = logged_in("alice")
     assert client.get("/users/new/").status_code == 403
-    assert (
-        client.post("/users/new/", {"username": "eve", "password": "a-long-pass-9"}).status_code
-        == 403
-    )
+    assert client.post("/users/new/", {"username": "eve", "password": "a-long-pass-9"}).status_code == 403
     assert not User.objects.filter(username="eve").exists()
     # nor is the page offered to them
     assert "/users/new/" not in client.get(f"/projects/{felm_project.id}/").content.decode()
@@ -315,17 +262,13 @@ def test_bad_account_input_is_a_clear_form_error(users, logged_in, fields, field
 
 
 def test_the_api_reports_a_name_taken_in_another_case_under_username(users, clients):
-    response = clients["admin"].post(
-        "/api/users/", {"username": "Alice", "password": "a-long-pass-9"}, format="json"
-    )
+    response = clients["admin"].post("/api/users/", {"username": "Alice", "password": "a-long-pass-9"}, format="json")
     assert response.status_code == 400 and "username" in response.json()
     assert not User.objects.filter(username="Alice").exists()
 
 
 def test_user_text_in_the_member_list_is_escaped(felm_project, make_user, logged_in):
-    add_member(
-        project=felm_project, user=make_user('x"><script>alert(1)</script>'), role=Role.ANNOTATOR
-    )
+    add_member(project=felm_project, user=make_user('x"><script>alert(1)</script>'), role=Role.ANNOTATOR)
     page = logged_in("admin").get(f"/projects/{felm_project.id}/").content.decode()
     assert "<script>alert(1)</script>" not in page
 
@@ -382,9 +325,7 @@ def test_a_new_project_left_without_guidelines_starts_with_its_kinds_template(lo
 
 
 def test_a_project_created_through_the_api_starts_with_its_kinds_template(users, clients):
-    response = clients["admin"].post(
-        "/api/projects/", {"name": "FC", "kind": "factcheck"}, format="json"
-    )
+    response = clients["admin"].post("/api/projects/", {"name": "FC", "kind": "factcheck"}, format="json")
     assert response.status_code == 201
     assert response.json()["guidelines"] == get_kind("factcheck").guidelines_template() != ""
 
@@ -397,11 +338,7 @@ def test_the_project_form_is_prefilled_with_the_first_kinds_template_and_carries
     first_kind = form.fields["kind"].choices[0][0]
     assert form.initial["guidelines"] == get_kind(first_kind).guidelines_template()
     page = response.content.decode()
-    assert (
-        'id="guideline-templates"' in page
-        and "completely-support" in page
-        and "irrelevant_with_qst" in page
-    )
+    assert 'id="guideline-templates"' in page and "completely-support" in page and "irrelevant_with_qst" in page
 
 
 def test_the_project_form_swaps_the_template_with_the_kind_until_the_text_is_edited(
@@ -470,32 +407,21 @@ def test_gold_count_includes_imported_records_and_export_says_what_it_leaves_out
     assert "<b>2</b> gold records (2 imported)" in page
     assert "Exports 2 items; left out: 2 not consolidated yet, 1 discarded." in page
     assert "Exports 2 submitted annotations (every annotator's)." in page
-    assert (
-        "One line per unit (segment, sentence, claim, passage, fact) of the 2 submitted annotations"
-        in page
-    )
+    assert "One line per unit (segment, sentence, claim, passage, fact) of the 2 submitted annotations" in page
     # the counts are what the downloads hold
-    lines = b"".join(
-        client.get(f"/projects/{felm_project.id}/export/felm/").streaming_content
-    ).splitlines()
-    raw = b"".join(
-        client.get(f"/projects/{felm_project.id}/export/annotations/").streaming_content
-    ).splitlines()
+    lines = b"".join(client.get(f"/projects/{felm_project.id}/export/felm/").streaming_content).splitlines()
+    raw = b"".join(client.get(f"/projects/{felm_project.id}/export/annotations/").streaming_content).splitlines()
     assert (len(lines), len(raw)) == (2, 2)
 
 
 def test_consolidators_see_the_gold_count_too(felm_project, logged_in):
     import_jsonl(felm_project, jsonl([felm_line(1, ["A."])]), fmt="felm", labels_as="gold")
-    page = re.sub(
-        r"\s+", " ", logged_in("carol").get(f"/projects/{felm_project.id}/").content.decode()
-    )
+    page = re.sub(r"\s+", " ", logged_in("carol").get(f"/projects/{felm_project.id}/").content.decode())
     assert "<b>1</b> gold record (1 imported)" in page
 
 
 def test_a_three_step_project_counts_gold_per_step(factcheck_project, logged_in):
-    page = re.sub(
-        r"\s+", " ", logged_in("admin").get(f"/projects/{factcheck_project.id}/").content.decode()
-    )
+    page = re.sub(r"\s+", " ", logged_in("admin").get(f"/projects/{factcheck_project.id}/").content.decode())
     assert "step 1: 0 · step 2: 0 · step 3: 0" in page
 
 
@@ -506,18 +432,12 @@ def test_project_and_item_pages_say_step_not_stage(felm_project, felm_items, log
     client = logged_in("admin")
     project_page = client.get(f"/projects/{felm_project.id}/").content.decode()
     assert "Step 1: Annotating" in project_page
-    item_page = client.get(
-        f"/projects/{felm_project.id}/items/{felm_items[0].id}/"
-    ).content.decode()
+    item_page = client.get(f"/projects/{felm_project.id}/items/{felm_items[0].id}/").content.decode()
     settings_page = client.get(f"/projects/{felm_project.id}/settings/").content.decode()
     assert "Step 1" in item_page
     for page in (project_page, item_page, settings_page):
-        visible = re.sub(
-            r"<[^>]+>", " ", page
-        )  # words shown, not attribute names such as name="stage"
-        assert not re.search(r"\bstage\b", visible, re.IGNORECASE), re.findall(
-            r".{40}\bstage\b.{40}", visible, re.I
-        )
+        visible = re.sub(r"<[^>]+>", " ", page)  # words shown, not attribute names such as name="stage"
+        assert not re.search(r"\bstage\b", visible, re.IGNORECASE), re.findall(r".{40}\bstage\b.{40}", visible, re.I)
 
 
 def test_the_project_page_links_the_research_pages_by_role(felm_project, logged_in):

@@ -31,9 +31,7 @@ def _stored_upload() -> str:
 
 
 def _import(project, user):
-    return ImportJob.objects.create(
-        project=project, created_by=user, format="felm", file_path=_stored_upload()
-    )
+    return ImportJob.objects.create(project=project, created_by=user, format="felm", file_path=_stored_upload())
 
 
 def _corpus(project, user):
@@ -53,9 +51,7 @@ def _system_run(project, user):
 
 
 def _llm_rater(project, user):
-    return SystemRun.objects.create(
-        project=project, system="llm", source=SystemRunSource.LLM_RATER, created_by=user
-    )
+    return SystemRun.objects.create(project=project, system="llm", source=SystemRunSource.LLM_RATER, created_by=user)
 
 
 def _evidence_search(project, user):
@@ -72,9 +68,7 @@ MAKERS = {
 
 
 def _silent(job, seconds: int = 301):
-    type(job).objects.filter(pk=job.pk).update(
-        progress_at=timezone.now() - timedelta(seconds=seconds)
-    )
+    type(job).objects.filter(pk=job.pk).update(progress_at=timezone.now() - timedelta(seconds=seconds))
     job.refresh_from_db()
 
 
@@ -135,9 +129,7 @@ def test_each_kind_goes_through_the_same_lifecycle(kind, felm_project, users, se
     assert not job.stalled
 
     _silent(job)
-    assert (
-        jobs.restart(job).state == model.QUEUED
-    )  # queued again (its task is sent once this commits)
+    assert jobs.restart(job).state == model.QUEUED  # queued again (its task is sent once this commits)
     assert jobs.claim(model, job.pk)
     _silent(job)
     assert jobs.claim(model, job.pk)  # a redelivery takes over a stalled job
@@ -155,9 +147,7 @@ def test_each_kind_goes_through_the_same_lifecycle(kind, felm_project, users, se
 
 
 @pytest.mark.parametrize("kind", list(MAKERS))
-def test_each_kind_fails_with_its_errors_and_a_failed_job_is_never_stalled(
-    kind, felm_project, users
-):
+def test_each_kind_fails_with_its_errors_and_a_failed_job_is_never_stalled(kind, felm_project, users):
     job = MAKERS[kind](felm_project, users["admin"])
     model = type(job)
     jobs.claim(model, job.pk)
@@ -196,9 +186,7 @@ def test_an_end_inside_a_transaction_that_may_roll_back_keeps_the_upload(felm_pr
     assert not job.upload_path.exists()
 
 
-def test_a_job_is_stalled_after_the_setting_whatever_its_last_sign_of_life(
-    felm_project, users, settings
-):
+def test_a_job_is_stalled_after_the_setting_whatever_its_last_sign_of_life(felm_project, users, settings):
     settings.JOB_STALLED_AFTER_SECONDS = 60
     long_ago = timezone.now() - timedelta(seconds=61)
     job = _import(felm_project, users["admin"])
@@ -208,9 +196,7 @@ def test_a_job_is_stalled_after_the_setting_whatever_its_last_sign_of_life(
     job.refresh_from_db()
     assert job.stalled and job.last_sign_of_life == job.created_at
     # A running one from before progress_at existed: its start.
-    ImportJob.objects.filter(pk=job.pk).update(
-        state=JobState.RUNNING, started_at=long_ago, progress_at=None
-    )
+    ImportJob.objects.filter(pk=job.pk).update(state=JobState.RUNNING, started_at=long_ago, progress_at=None)
     job.refresh_from_db()
     assert job.stalled
     ImportJob.objects.filter(pk=job.pk).update(started_at=timezone.now())
@@ -247,17 +233,13 @@ def test_migration_0013_keeps_every_job_and_its_state_and_dates_ended_corpus_imp
     project = old.get_model("annotation", "Project").objects.create(name="P", kind="felm")
     user = old.get_model("auth", "User").objects.create(username="u")
     old_corpus = old.get_model("annotation", "Corpus")
-    ready = old_corpus.objects.create(
-        name="ready", state="ready", imported_at=imported, file_name="r.jsonl"
-    )
+    ready = old_corpus.objects.create(name="ready", state="ready", imported_at=imported, file_name="r.jsonl")
     broken = old_corpus.objects.create(name="failed", state="failed", progress_at=failed)
     queued = old_corpus.objects.create(name="queued", state="queued")
     job = old.get_model("annotation", "ImportJob").objects.create(
         project=project, format="felm", state="running", file_path="imports/x.upload", lines_read=7
     )
-    run = old.get_model("annotation", "SystemRun").objects.create(
-        project=project, system="s", state="done"
-    )
+    run = old.get_model("annotation", "SystemRun").objects.create(project=project, system="s", state="done")
     search = old.get_model("annotation", "EvidenceSearch").objects.create(
         project=project, user=user, query="q", state="failed", problems=["down"]
     )
@@ -280,12 +262,9 @@ def test_migration_0013_keeps_every_job_and_its_state_and_dates_ended_corpus_imp
             7,
             [],
         )
-        assert (
-            SystemRun.objects.get(pk=run.pk).state == "done"
-            and SystemRun.objects.get(pk=run.pk).file_size == 0
-        )
-        assert EvidenceSearch.objects.get(pk=search.pk).ended and EvidenceSearch.objects.get(
-            pk=search.pk
-        ).problems == ["down"]
+        assert SystemRun.objects.get(pk=run.pk).state == "done" and SystemRun.objects.get(pk=run.pk).file_size == 0
+        assert EvidenceSearch.objects.get(pk=search.pk).ended and EvidenceSearch.objects.get(pk=search.pk).problems == [
+            "down"
+        ]
     finally:
         MigrationExecutor(connection).migrate(leaves)

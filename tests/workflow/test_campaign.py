@@ -21,10 +21,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_the_overview_counts_items_per_step_and_each_annotators_median_time(felm_items, users):
-    first, second = (
-        Assignment.objects.get(user=users["alice"], item_stage__item=item)
-        for item in felm_items[:2]
-    )
+    first, second = (Assignment.objects.get(user=users["alice"], item_stage__item=item) for item in felm_items[:2])
     save_annotation(
         assignment=first,
         payload={"segments": [segment(True)] * 3},
@@ -62,18 +59,13 @@ def test_untouched_assignments_are_flagged_and_can_be_given_to_another_annotator
     overview = project_overview(project)
     assert overview["untouched_count"] == 1 and overview["untouched"][0] == stale
     page = logged_in("admin").get(f"/projects/{project.id}/").content.decode()
-    assert (
-        f"/projects/{project.id}/assignments/{stale.id}/reassign/" in page
-        and "not started for 3 days" in page
-    )
+    assert f"/projects/{project.id}/assignments/{stale.id}/reassign/" in page and "not started for 3 days" in page
 
     with pytest.raises(DomainError, match="add an annotator"):
         reassign(stale)  # alice already has the item: nobody else is free
     add_member(project=project, user=make_user("dave"), role="annotator")
     # dave joined: every waiting item already had its two annotators, so dave has none
-    response = logged_in("admin").post(
-        f"/projects/{project.id}/assignments/{stale.id}/reassign/", follow=True
-    )
+    response = logged_in("admin").post(f"/projects/{project.id}/assignments/{stale.id}/reassign/", follow=True)
     assert "Given to dave" in response.content.decode()
     stale.refresh_from_db()
     assert stale.user.username == "dave" and project_overview(project)["untouched_count"] == 0
@@ -81,16 +73,12 @@ def test_untouched_assignments_are_flagged_and_can_be_given_to_another_annotator
 
 def test_started_work_is_never_reassigned(felm_items, users):
     assignment = Assignment.objects.get(user=users["alice"], item_stage__item=felm_items[0])
-    save_annotation(
-        assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=False
-    )
+    save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=False)
     with pytest.raises(DomainError, match="started"):
         reassign(assignment)
 
 
-@pytest.mark.parametrize(
-    "who, status", [("admin", 200), ("carol", 200), ("alice", 403), ("mallory", 404)]
-)
+@pytest.mark.parametrize("who, status", [("admin", 200), ("carol", 200), ("alice", 403), ("mallory", 404)])
 def test_the_item_page_is_for_admins_and_consolidators(felm_items, logged_in, who, status):
     item = felm_items[0]
     assert logged_in(who).get(f"/projects/{item.project_id}/items/{item.id}/").status_code == status
@@ -181,9 +169,7 @@ def get_empty(stage):
 
 def test_an_assignment_started_by_its_annotator_keeps_its_status(felm_items, users):
     assignment = Assignment.objects.get(user=users["alice"], item_stage__item=felm_items[0])
-    save_annotation(
-        assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=False
-    )
+    save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=False)
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.IN_PROGRESS
 
@@ -194,53 +180,40 @@ def test_removing_an_annotator_gives_their_open_work_to_the_others_and_keeps_wha
     project = felm_items[0].project
     add_member(project=project, user=make_user("dave"), role="annotator")
     done = Assignment.objects.get(user=users["bob"], item_stage__item=felm_items[0])
-    save_annotation(
-        assignment=done, payload={"segments": [segment(True)] * 3}, version=0, submit=True
-    )
+    save_annotation(assignment=done, payload={"segments": [segment(True)] * 3}, version=0, submit=True)
     from annotation.models import Membership
 
     membership = Membership.objects.get(project=project, user=users["bob"], role="annotator")
     client = logged_in("admin")
-    response = client.post(
-        f"/projects/{project.id}/members/", {"remove": membership.id}, follow=True
-    )
+    response = client.post(f"/projects/{project.id}/members/", {"remove": membership.id}, follow=True)
     assert "went to the other annotators" in response.content.decode()
     bobs = Assignment.objects.filter(user=users["bob"], item_stage__item__project=project)
     assert list(bobs) == [done]  # the submitted one stays
     for item in felm_items[1:]:  # the others went to dave, who was free
-        assert sorted(
-            Assignment.objects.filter(item_stage__item=item).values_list(
-                "user__username", flat=True
-            )
-        ) == ["alice", "dave"]
+        assert sorted(Assignment.objects.filter(item_stage__item=item).values_list("user__username", flat=True)) == [
+            "alice",
+            "dave",
+        ]
 
 
-def test_the_last_admin_stays_and_too_few_annotators_are_warned_about(
-    felm_project, users, logged_in
-):
+def test_the_last_admin_stays_and_too_few_annotators_are_warned_about(felm_project, users, logged_in):
     from annotation.models import Membership
 
     admin = Membership.objects.get(project=felm_project, user=users["admin"], role="admin")
     client = logged_in("admin")
-    response = client.post(
-        f"/projects/{felm_project.id}/members/", {"remove": admin.id}, follow=True
-    )
+    response = client.post(f"/projects/{felm_project.id}/members/", {"remove": admin.id}, follow=True)
     assert "Not removed: a project needs an admin" in response.content.decode()
     assert Membership.objects.filter(pk=admin.pk).exists()
     assert "Items need 2 annotators each" not in response.content.decode()
     alice = Membership.objects.get(project=felm_project, user=users["alice"], role="annotator")
-    page = client.post(
-        f"/projects/{felm_project.id}/members/", {"remove": alice.id}, follow=True
-    ).content.decode()
+    page = client.post(f"/projects/{felm_project.id}/members/", {"remove": alice.id}, follow=True).content.decode()
     assert "Items need 2 annotators each, but the project has 1" in page
 
 
 def test_admins_change_a_projects_settings_on_its_page(felm_items, users, make_user, logged_in):
     project = felm_items[0].project
     add_member(project=project, user=make_user("dave"), role="annotator")
-    project.pipeline_settings = {
-        "llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key": "sk-secret"}
-    }
+    project.pipeline_settings = {"llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key": "sk-secret"}}
     project.save()
     client = logged_in("admin")
     page = client.get(f"/projects/{project.id}/settings/").content.decode()
@@ -265,16 +238,12 @@ def test_admins_change_a_projects_settings_on_its_page(felm_items, users, make_u
         3,
         "# New",
     )
-    assert (
-        project.pipeline_settings["llm"]["api_key"] == "sk-secret"
-    )  # the masked key kept the stored one
+    assert project.pipeline_settings["llm"]["api_key"] == "sk-secret"  # the masked key kept the stored one
     # more annotators per item: the items already handed out get their third annotator
     assert all(Assignment.objects.filter(item_stage__item=item).count() == 3 for item in felm_items)
 
 
-def test_project_admins_who_are_not_staff_cannot_change_the_llm_endpoint(
-    felm_project, users, logged_in
-):
+def test_project_admins_who_are_not_staff_cannot_change_the_llm_endpoint(felm_project, users, logged_in):
     add_member(project=felm_project, user=users["alice"], role="admin")
     client = logged_in("alice")
     response = client.post(
@@ -300,9 +269,7 @@ def test_an_admin_reopens_a_gold_record_and_restores_a_discard_with_reasons_in_t
     from annotation.services.consolidation import discard_item_stage, save_consolidation
 
     item = factcheck_project.items.create(prompt="p", response="r", external_id="x")
-    stage = ItemStage.objects.create(
-        item=item, stage=1, status=StageStatus.CONSOLIDATING, content=STEP1_CONTENT
-    )
+    stage = ItemStage.objects.create(item=item, stage=1, status=StageStatus.CONSOLIDATING, content=STEP1_CONTENT)
     consolidation = Consolidation.objects.create(item_stage=stage, draft=STEP1_GOLD)
     with django_capture_on_commit_callbacks(execute=True):
         save_consolidation(
@@ -314,19 +281,14 @@ def test_an_admin_reopens_a_gold_record_and_restores_a_discard_with_reasons_in_t
         )
     step2 = ItemStage.objects.get(item=item, stage=2)
     url = f"/api/projects/{factcheck_project.id}/items/{item.id}/stages/1/reopen/"
-    assert (
-        clients["carol"].post(url, {"reason": "x"}, format="json").status_code == 403
-    )  # admins only
+    assert clients["carol"].post(url, {"reason": "x"}, format="json").status_code == 403  # admins only
     assert clients["admin"].post(url, {}, format="json").status_code == 400  # a reason is required
 
     # the next step has work resting on the gold record: refused, nothing changes
     assignment = step2.assignments.first()
     save_annotation(assignment=assignment, payload=get_kind_empty(step2), version=0, submit=False)
     refused = clients["admin"].post(url, {"reason": "wrong claim split"}, format="json")
-    assert (
-        refused.status_code == 400
-        and "next step already has annotations" in refused.json()["detail"]
-    )
+    assert refused.status_code == 400 and "next step already has annotations" in refused.json()["detail"]
     stage.refresh_from_db()
     assert stage.status == StageStatus.DONE
 
@@ -335,10 +297,7 @@ def test_an_admin_reopens_a_gold_record_and_restores_a_discard_with_reasons_in_t
     response = clients["admin"].post(url, {"reason": "wrong claim split"}, format="json")
     assert response.status_code == 200 and response.json()["status"] == "open"
     stage.refresh_from_db()
-    assert (
-        stage.status == StageStatus.CONSOLIDATING
-        and not ItemStage.objects.filter(item=item, stage=2).exists()
-    )
+    assert stage.status == StageStatus.CONSOLIDATING and not ItemStage.objects.filter(item=item, stage=2).exists()
     consolidation.refresh_from_db()
     assert consolidation.draft == STEP1_GOLD and consolidation.status == ConsolidationStatus.OPEN
     with django_capture_on_commit_callbacks(execute=True):
@@ -350,8 +309,7 @@ def test_an_admin_reopens_a_gold_record_and_restores_a_discard_with_reasons_in_t
             submit=True,
         )
     assert (
-        ItemStage.objects.filter(item=item, stage=2).exists()
-        and GoldRecord.objects.filter(item_stage=stage).exists()
+        ItemStage.objects.filter(item=item, stage=2).exists() and GoldRecord.objects.filter(item_stage=stage).exists()
     )
 
     # a discard is restored the same way, on the item page
@@ -372,10 +330,7 @@ def test_an_admin_reopens_a_gold_record_and_restores_a_discard_with_reasons_in_t
     )
     assert "being consolidated again" in response.content.decode()
     step2.refresh_from_db()
-    assert (
-        step2.status == StageStatus.CONSOLIDATING
-        and step2.consolidation.status == ConsolidationStatus.OPEN
-    )
+    assert step2.status == StageStatus.CONSOLIDATING and step2.consolidation.status == ConsolidationStatus.OPEN
     history = client.get(f"/projects/{factcheck_project.id}/items/{item.id}/").content.decode()
     assert "gold record reopened by admin: wrong claim split" in history
     assert "discarded item restored by admin: the question is clear after all" in history

@@ -17,14 +17,10 @@ def test_item_list_omits_the_released_evidence_and_the_export_keeps_it(
     factcheck_project, users, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=True):
-        import_jsonl(
-            factcheck_project, jsonl([released_line()]), fmt="factcheck-bench", labels_as="gold"
-        )
+        import_jsonl(factcheck_project, jsonl([released_line()]), fmt="factcheck-bench", labels_as="gold")
     item = factcheck_project.items.get()
     assert step2.RELEASED_EVIDENCE_KEY in item.metadata
-    kept = {
-        key: value for key, value in item.metadata.items() if key != step2.RELEASED_EVIDENCE_KEY
-    }
+    kept = {key: value for key, value in item.metadata.items() if key != step2.RELEASED_EVIDENCE_KEY}
 
     response = api_client(users["admin"]).get(f"/api/projects/{factcheck_project.id}/items/")
     assert response.status_code == 200
@@ -32,9 +28,7 @@ def test_item_list_omits_the_released_evidence_and_the_export_keeps_it(
     assert listed["metadata"] == kept
     assert step2.RELEASED_EVIDENCE_KEY not in json.dumps(response.json())
 
-    response = api_client(users["admin"]).get(
-        f"/api/projects/{factcheck_project.id}/items/?status=done"
-    )
+    response = api_client(users["admin"]).get(f"/api/projects/{factcheck_project.id}/items/?status=done")
     assert response.json()["results"][0]["metadata"] == kept
 
     exported = "".join(export_jsonl(factcheck_project, "factcheck-bench"))

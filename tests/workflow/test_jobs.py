@@ -54,15 +54,11 @@ def test_an_integer_of_more_than_4300_digits_is_a_line_error_naming_line_column_
 ):
     huge = "9" * 5000
     line = '{"title": "T", "text": "Some text.", "meta": {"n": ' + huge + "}}"
-    corpus = corpus_of(
-        [DOCUMENTS[0], line], factcheck_project, users["admin"], django_capture_on_commit_callbacks
-    )
+    corpus = corpus_of([DOCUMENTS[0], line], factcheck_project, users["admin"], django_capture_on_commit_callbacks)
     assert corpus.state == CorpusState.FAILED
     error = corpus.errors[0]
     assert error["line"] == 2 and error["field"] == "meta.n"
-    assert (
-        f"column {line.index(huge) + 1}" in error["message"] and "5,000 digits" in error["message"]
-    )
+    assert f"column {line.index(huge) + 1}" in error["message"] and "5,000 digits" in error["message"]
     assert not Passage.objects.filter(corpus=corpus).exists()
 
 
@@ -96,9 +92,7 @@ def test_the_sentence_splitter_gives_punkt_bounded_pieces(monkeypatch):
             name,
             lambda text, *args, real=real: seen.append(len(text)) or real(text, *args),
         )
-    text = (
-        "The tower is tall. Dr. Smith went home! Did he? " * 2_000
-    )  # 96,000 characters, one block
+    text = "The tower is tall. Dr. Smith went home! Did he? " * 2_000  # 96,000 characters, one block
     sentences = segmenter.split_sentences(text)
     assert max(seen) <= segmenter.MAX_PUNKT_CHARS and len(seen) >= 5
     assert len(sentences) == 6_000 and sentences[-1] == "Did he?"
@@ -113,9 +107,7 @@ def test_a_splitter_timeout_fails_the_corpus_with_the_reason(
 
     monkeypatch.setattr("pipeline.retrieval.split_passages", times_out)
     with caplog.at_level(logging.ERROR):
-        corpus = corpus_of(
-            DOCUMENTS, factcheck_project, users["admin"], django_capture_on_commit_callbacks
-        )
+        corpus = corpus_of(DOCUMENTS, factcheck_project, users["admin"], django_capture_on_commit_callbacks)
     assert corpus.state == CorpusState.FAILED and corpus.passages == 0
     assert "TimeoutError: regular-expression match exceeded" in corpus.errors[0]["message"]
     assert not Passage.objects.filter(corpus=corpus).exists()
@@ -132,17 +124,13 @@ def _boom(*args, **kwargs):
 
 def _import_job(project, users, monkeypatch):
     project = project.__class__.objects.get(kind="felm")
-    job = create_import_job(
-        project=project, user=users["admin"], upload=jsonl([felm_line(1, ["A."])]), fmt="felm"
-    )
+    job = create_import_job(project=project, user=users["admin"], upload=jsonl([felm_line(1, ["A."])]), fmt="felm")
     monkeypatch.setattr("annotation.imports.jobs._ProgressWriter", _boom)
     return run_import, job
 
 
 def _corpus(project, users, monkeypatch):
-    corpus = create_corpus(
-        name="C", user=users["admin"], upload=upload(DOCUMENTS), projects=[project]
-    )
+    corpus = create_corpus(name="C", user=users["admin"], upload=upload(DOCUMENTS), projects=[project])
     monkeypatch.setattr("annotation.evidence.corpora.upload_path", _boom)
     return import_corpus, corpus
 
@@ -187,9 +175,7 @@ def test_an_unexpected_error_in_each_kind_of_job_ends_it_failed_with_the_reason(
     job.refresh_from_db()
     assert job.state == "failed"
     reasons = json.dumps(getattr(job, "errors", None) or getattr(job, "problems", None))
-    assert "stopped on an unexpected error" in reasons and (
-        "RuntimeError: boom" in reasons or "TypeError" in reasons
-    )
+    assert "stopped on an unexpected error" in reasons and ("RuntimeError: boom" in reasons or "TypeError" in reasons)
     assert job.state not in jobs.kind_of(job).running and not jobs.status(job)["stalled"]
 
 
@@ -197,9 +183,7 @@ def test_an_unexpected_error_in_each_kind_of_job_ends_it_failed_with_the_reason(
 
 
 def stalled_import(project, user, seconds=301) -> ImportJob:
-    job = create_import_job(
-        project=project, user=user, upload=jsonl([felm_line(1, ["A."])]), fmt="felm"
-    )
+    job = create_import_job(project=project, user=user, upload=jsonl([felm_line(1, ["A."])]), fmt="felm")
     ImportJob.objects.filter(pk=job.pk).update(
         state=ImportJobState.RUNNING, progress_at=timezone.now() - timedelta(seconds=seconds)
     )
@@ -222,9 +206,7 @@ def test_a_running_job_without_progress_for_the_setting_is_stalled(felm_project,
     assert not jobs.status(job)["stalled"]
 
 
-def test_the_api_says_what_a_queued_job_waits_for_and_that_a_running_one_stalled(
-    felm_project, users, settings
-):
+def test_the_api_says_what_a_queued_job_waits_for_and_that_a_running_one_stalled(felm_project, users, settings):
     from celery import current_app
 
     current_app.conf.task_always_eager = False  # as with a broker: the job waits for a worker
@@ -235,31 +217,20 @@ def test_the_api_says_what_a_queued_job_waits_for_and_that_a_running_one_stalled
             upload=jsonl([felm_line(1, ["A."])]),
             fmt="felm",
         )  # inside the test's transaction: the task is never sent
-        body = (
-            api_client(users["admin"])
-            .get(f"/api/projects/{felm_project.id}/imports/{job.id}/")
-            .json()
-        )
+        body = api_client(users["admin"]).get(f"/api/projects/{felm_project.id}/imports/{job.id}/").json()
     finally:
         current_app.conf.task_always_eager = True
     assert (
-        body["state_detail"].startswith("queued: waiting for a worker on queue 'interactive'")
-        and not body["stalled"]
+        body["state_detail"].startswith("queued: waiting for a worker on queue 'interactive'") and not body["stalled"]
     )
     assert body["restart_url"] == f"/api/jobs/import/{job.id}/restart/"
     job = stalled_import(felm_project, users["admin"])
-    body = (
-        api_client(users["admin"]).get(f"/api/projects/{felm_project.id}/imports/{job.id}/").json()
-    )
+    body = api_client(users["admin"]).get(f"/api/projects/{felm_project.id}/imports/{job.id}/").json()
     assert body["stalled"] and "stalled: no progress" in body["state_detail"]
 
 
 def test_interactive_work_and_bulk_work_go_to_different_queues(settings):
-    assert (
-        jobs.task_queue("annotation.tasks.run_import")
-        == settings.INTERACTIVE_QUEUE
-        == "interactive"
-    )
+    assert jobs.task_queue("annotation.tasks.run_import") == settings.INTERACTIVE_QUEUE == "interactive"
     for name in (
         "import_corpus",
         "run_evidence_search",
@@ -268,16 +239,10 @@ def test_interactive_work_and_bulk_work_go_to_different_queues(settings):
         "run_llm_rater",
     ):
         assert jobs.task_queue(f"annotation.tasks.{name}") == "interactive"
-    assert (
-        jobs.task_queue("annotation.tasks.precompute_stages")
-        == settings.CELERY_TASK_DEFAULT_QUEUE
-        == "celery"
-    )
+    assert jobs.task_queue("annotation.tasks.precompute_stages") == settings.CELERY_TASK_DEFAULT_QUEUE == "celery"
 
 
-def test_restarting_a_stalled_import_runs_it_to_the_end(
-    felm_project, users, django_capture_on_commit_callbacks
-):
+def test_restarting_a_stalled_import_runs_it_to_the_end(felm_project, users, django_capture_on_commit_callbacks):
     job = stalled_import(felm_project, users["admin"])
     with django_capture_on_commit_callbacks(execute=True):
         answer = api_client(users["admin"]).post(f"/api/jobs/import/{job.id}/restart/")
@@ -293,17 +258,11 @@ def test_a_job_that_makes_progress_or_has_ended_is_not_restarted(felm_project, u
     ImportJob.objects.filter(pk=job.pk).update(state=ImportJobState.DONE)
     answer = api_client(users["admin"]).post(f"/api/jobs/import/{job.id}/restart/")
     assert answer.status_code == 400 and "has ended" in answer.json()["detail"]
-    assert (
-        api_client(users["admin"]).post(f"/api/jobs/nothing/{job.id}/restart/").status_code == 404
-    )
+    assert api_client(users["admin"]).post(f"/api/jobs/nothing/{job.id}/restart/").status_code == 404
 
 
-def test_a_stalled_corpus_import_is_restarted_and_ends(
-    factcheck_project, users, django_capture_on_commit_callbacks
-):
-    corpus = create_corpus(
-        name="C", user=users["admin"], upload=upload(DOCUMENTS), projects=[factcheck_project]
-    )
+def test_a_stalled_corpus_import_is_restarted_and_ends(factcheck_project, users, django_capture_on_commit_callbacks):
+    corpus = create_corpus(name="C", user=users["admin"], upload=upload(DOCUMENTS), projects=[factcheck_project])
     Corpus.objects.filter(pk=corpus.pk).update(
         state=CorpusState.IMPORTING, progress_at=timezone.now() - timedelta(hours=1)
     )
@@ -324,10 +283,7 @@ def test_a_stalled_evidence_search_is_restarted_by_its_owner(
         state=EvidenceSearchState.RUNNING,
         progress_at=timezone.now() - timedelta(hours=1),
     )
-    assert (
-        api_client(users["bob"]).post(f"/api/jobs/evidence-search/{search.id}/restart/").status_code
-        == 404
-    )
+    assert api_client(users["bob"]).post(f"/api/jobs/evidence-search/{search.id}/restart/").status_code == 404
     with django_capture_on_commit_callbacks(execute=True):
         answer = api_client(users["alice"]).post(f"/api/jobs/evidence-search/{search.id}/restart/")
     assert answer.status_code == 202, answer.content
@@ -349,9 +305,7 @@ def test_a_stalled_evidence_search_is_restarted_by_its_owner(
 def test_who_may_restart_a_stalled_import(felm_project, users, make_user, who, code, monkeypatch):
     monkeypatch.setattr(run_import, "delay", lambda job_id: None)
     owner, project_admin = make_user("owner"), make_user("padmin")
-    add_member(
-        project=felm_project, user=owner, role=Role.ANNOTATOR
-    )  # once an admin, since demoted
+    add_member(project=felm_project, user=owner, role=Role.ANNOTATOR)  # once an admin, since demoted
     add_member(project=felm_project, user=project_admin, role=Role.ADMIN)
     job = stalled_import(felm_project, owner)
     user = {"owner": owner, "project_admin": project_admin}.get(who) or users[who]
@@ -361,9 +315,7 @@ def test_who_may_restart_a_stalled_import(felm_project, users, make_user, who, c
     assert job.state == (ImportJobState.QUEUED if code == 202 else ImportJobState.RUNNING)
 
 
-@pytest.mark.parametrize(
-    "who, code", [("admin", 202), ("project_admin", 202), ("carol", 403), ("mallory", 404)]
-)
+@pytest.mark.parametrize("who, code", [("admin", 202), ("project_admin", 202), ("carol", 403), ("mallory", 404)])
 def test_who_may_restart_a_stalled_corpus_system_run_and_llm_rater_run(
     factcheck_project, users, make_user, who, code, monkeypatch
 ):
@@ -373,9 +325,7 @@ def test_who_may_restart_a_stalled_corpus_system_run_and_llm_rater_run(
     add_member(project=factcheck_project, user=project_admin, role=Role.ADMIN)
     user = project_admin if who == "project_admin" else users[who]
     long_ago = timezone.now() - timedelta(hours=1)
-    corpus = create_corpus(
-        name="C", user=users["admin"], upload=upload(DOCUMENTS), projects=[factcheck_project]
-    )
+    corpus = create_corpus(name="C", user=users["admin"], upload=upload(DOCUMENTS), projects=[factcheck_project])
     Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.IMPORTING, progress_at=long_ago)
     upload_run = SystemRun.objects.create(
         project=factcheck_project,
@@ -398,10 +348,7 @@ def test_who_may_restart_a_stalled_corpus_system_run_and_llm_rater_run(
         expected = 404 if who == "carol" and kind != "system-run" else code
         assert answer.status_code == expected, (kind, answer.content)
     # a run is restarted under its own kind only
-    assert (
-        api_client(users["admin"]).post(f"/api/jobs/llm-rater/{upload_run.id}/restart/").status_code
-        == 404
-    )
+    assert api_client(users["admin"]).post(f"/api/jobs/llm-rater/{upload_run.id}/restart/").status_code == 404
 
 
 def test_make_worker_consumes_every_queue(tmp_path):
@@ -430,23 +377,16 @@ def test_an_unexpected_error_while_embedding_leaves_the_corpus_searchable_with_t
 ):
     from annotation.tasks import embed_corpus
 
-    corpus = corpus_of(
-        DOCUMENTS, factcheck_project, users["admin"], django_capture_on_commit_callbacks
-    )
+    corpus = corpus_of(DOCUMENTS, factcheck_project, users["admin"], django_capture_on_commit_callbacks)
     assert corpus.state == CorpusState.EMBEDDING  # without a broker, retrieval embeds as it goes
     monkeypatch.setattr("pipeline.retrieval.embed", _boom)
     embed_corpus.apply(args=[corpus.pk])
     corpus.refresh_from_db()
     assert corpus.state == CorpusState.READY and corpus.searchable
-    assert (
-        corpus.errors[0]["field"] == "(embedding)"
-        and "RuntimeError: boom" in corpus.errors[0]["message"]
-    )
+    assert corpus.errors[0]["field"] == "(embedding)" and "RuntimeError: boom" in corpus.errors[0]["message"]
 
 
-def test_the_llm_rater_page_shows_a_stalled_run_with_its_restart_button(
-    factcheck_project, users, client
-):
+def test_the_llm_rater_page_shows_a_stalled_run_with_its_restart_button(factcheck_project, users, client):
     run = SystemRun.objects.create(
         project=factcheck_project,
         system="LLM rater <m>",
@@ -458,10 +398,7 @@ def test_the_llm_rater_page_shows_a_stalled_run_with_its_restart_button(
     client.force_login(users["admin"])
     page = client.get(f"/projects/{factcheck_project.id}/llm-rater/").content.decode()
     assert "stalled: no progress for 7 min" in page
-    assert (
-        f'data-restart-url="/api/jobs/llm-rater/{run.id}/restart/"' in page
-        and "LLM rater &lt;m&gt;" in page
-    )
+    assert f'data-restart-url="/api/jobs/llm-rater/{run.id}/restart/"' in page and "LLM rater &lt;m&gt;" in page
     SystemRun.objects.filter(pk=run.pk).update(progress_at=timezone.now())
     page = client.get(f"/projects/{factcheck_project.id}/llm-rater/").content.decode()
     assert "restart-job" not in page and ">running</span>" in page
@@ -470,20 +407,15 @@ def test_the_llm_rater_page_shows_a_stalled_run_with_its_restart_button(
 def test_a_queued_job_says_how_many_tasks_wait_on_its_queue(felm_project, users, monkeypatch):
     from celery import current_app
 
-    job = create_import_job(
-        project=felm_project, user=users["admin"], upload=jsonl([felm_line(1, ["A."])]), fmt="felm"
-    )
+    job = create_import_job(project=felm_project, user=users["admin"], upload=jsonl([felm_line(1, ["A."])]), fmt="felm")
     lengths = {"interactive": 3}
     monkeypatch.setattr(jobs, "queue_length", lengths.get)
     current_app.conf.task_always_eager = False  # as with a broker
     try:
         assert (
-            jobs.status(job)["detail"]
-            == "queued: waiting for a worker on queue 'interactive' (3 tasks waiting there)"
+            jobs.status(job)["detail"] == "queued: waiting for a worker on queue 'interactive' (3 tasks waiting there)"
         )
-        ImportJob.objects.filter(pk=job.pk).update(
-            progress_at=timezone.now() - timedelta(minutes=9)
-        )
+        ImportJob.objects.filter(pk=job.pk).update(progress_at=timezone.now() - timedelta(minutes=9))
         job.refresh_from_db()
         found = jobs.status(job)
     finally:

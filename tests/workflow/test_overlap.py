@@ -34,13 +34,9 @@ def test_the_draw_is_reproducible_and_takes_the_share():
     assert [project.annotators_for(i) for i in range(1, 6)] == [2 if d else 1 for d in drawn[:5]]
     # another project draws other items
     assert drawn != [
-        Project(pk=8, annotators_per_item=2, overlap_share=0.1).is_overlap_item(i)
-        for i in range(1, 10_001)
+        Project(pk=8, annotators_per_item=2, overlap_share=0.1).is_overlap_item(i) for i in range(1, 10_001)
     ]
-    assert all(
-        Project(pk=7, annotators_per_item=2, overlap_share=1).is_overlap_item(i)
-        for i in range(1, 1000)
-    )
+    assert all(Project(pk=7, annotators_per_item=2, overlap_share=1).is_overlap_item(i) for i in range(1, 1000))
 
 
 @pytest.fixture
@@ -48,9 +44,7 @@ def sparse(felm_project):
     """A FELM project double-annotating 10 % of its items."""
     felm_project.overlap_share = 0.1
     felm_project.save(update_fields=["overlap_share"])
-    import_jsonl(
-        felm_project, jsonl([felm_line(i, [f"Sentence {i}."]) for i in range(ITEMS)]), fmt="felm"
-    )
+    import_jsonl(felm_project, jsonl([felm_line(i, [f"Sentence {i}."]) for i in range(ITEMS)]), fmt="felm")
     return felm_project
 
 
@@ -66,9 +60,7 @@ def assignments_per_item(project) -> dict[int, int]:
 def test_only_the_drawn_items_get_two_annotators_and_work_stays_balanced(sparse, users):
     counts = assignments_per_item(sparse)
     assert len(counts) == ITEMS
-    assert {item_id for item_id, n in counts.items() if n == 2} == {
-        i for i in counts if sparse.is_overlap_item(i)
-    }
+    assert {item_id for item_id, n in counts.items() if n == 2} == {i for i in counts if sparse.is_overlap_item(i)}
     assert set(counts.values()) == {1, 2}
     assert 0.05 < sum(n == 2 for n in counts.values()) / ITEMS < 0.16
     per_annotator = [
@@ -91,10 +83,7 @@ def test_a_single_annotated_item_takes_its_submission_as_gold_without_consolidat
     assert stage.status == StageStatus.DONE
     assert not Consolidation.objects.filter(item_stage=stage).exists()
     gold = GoldRecord.objects.get(item_stage=stage)
-    assert (
-        gold.source == GoldSource.SINGLE
-        and gold.payload["segments"][0]["comment"] == "The year is wrong."
-    )
+    assert gold.source == GoldSource.SINGLE and gold.payload["segments"][0]["comment"] == "The year is wrong."
     (record,) = [json.loads(line) for line in export_jsonl(sparse, "felm")]
     assert record["index"] == stage.item.external_id and record["labels"] == [False]
     (raw,) = [json.loads(line) for line in export_jsonl(sparse, "annotations")]
@@ -109,9 +98,7 @@ def test_a_double_annotated_item_is_consolidated_and_agreement_counts_only_those
         if not sparse.is_overlap_item(a.item_stage.item_id)
     ][:3]
     for assignment in singles:
-        save_annotation(
-            assignment=assignment, payload={"segments": [segment(True)]}, version=0, submit=True
-        )
+        save_annotation(assignment=assignment, payload={"segments": [segment(True)]}, version=0, submit=True)
     for name, label in (("alice", True), ("bob", False)):
         assignment = Assignment.objects.get(user=users[name], item_stage__item=double_item)
         seg = segment(True) if label else segment(False, "knowledge_error", "wrong")
@@ -145,9 +132,7 @@ def test_the_share_is_set_on_the_page_and_the_api(clients, users, logged_in):
         "/api/projects/", {"name": "Sparse", "kind": "felm", "overlap_share": 0.1}, format="json"
     )
     assert created.status_code == 201 and created.json()["overlap_share"] == 0.1
-    bad = clients["admin"].post(
-        "/api/projects/", {"name": "Bad", "kind": "felm", "overlap_share": 1.5}, format="json"
-    )
+    bad = clients["admin"].post("/api/projects/", {"name": "Bad", "kind": "felm", "overlap_share": 1.5}, format="json")
     assert bad.status_code == 400 and "overlap_share" in bad.json()
     project = Project.objects.get(name="Sparse")
     page = logged_in("admin").get(f"/projects/{project.id}/").content.decode()

@@ -32,10 +32,7 @@ def test_staff_create_a_project_in_the_ui(logged_in):
     )
     assert response.status_code == 302
     assert (
-        client.post(
-            "/projects/new/", {"name": "New one", "kind": "felm", "annotators_per_item": 2}
-        ).status_code
-        == 200
+        client.post("/projects/new/", {"name": "New one", "kind": "felm", "annotators_per_item": 2}).status_code == 200
     )
 
 
@@ -78,9 +75,7 @@ def test_next_item_walks_the_queue_and_ends_on_the_project(logged_in, felm_items
     from annotation.services.annotations import save_annotation
 
     for assignment in mine:
-        save_annotation(
-            assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True
-        )
+        save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True)
     done = client.get(f"/projects/{felm_items[0].project_id}/next/")
     assert done["Location"] == f"/projects/{felm_items[0].project_id}/"
 
@@ -89,10 +84,7 @@ def test_annotation_page_carries_state_for_the_script(logged_in, felm_items, use
     assignment = Assignment.objects.filter(user=users["alice"]).first()
     response = logged_in("alice").get(f"/assignments/{assignment.id}/")
     state = response.context["state"]
-    assert (
-        state["version"] == 0
-        and state["api_url"] == f"/api/assignments/{assignment.id}/annotation/"
-    )
+    assert state["version"] == 0 and state["api_url"] == f"/api/assignments/{assignment.id}/annotation/"
     assert len(state["content"]["segments"]) == 3 and state["read_only"] is False
     assert "comparison" not in response.content.decode()
 
@@ -125,18 +117,14 @@ def test_admin_dashboard_shows_progress_and_item_states(logged_in, felm_items):
 
 def test_admin_adds_a_member_in_the_ui(logged_in, felm_project, users):
     client = logged_in("admin")
-    client.post(
-        f"/projects/{felm_project.id}/members/", {"username": "mallory", "role": "annotator"}
-    )
+    client.post(f"/projects/{felm_project.id}/members/", {"username": "mallory", "role": "annotator"})
     assert felm_project.memberships.filter(user=users["mallory"], role="annotator").exists()
     response = client.post(
         f"/projects/{felm_project.id}/members/",
         {"username": "ghost", "role": "annotator"},
         follow=True,
     )
-    assert (
-        "Member not added: username: no user named &#x27;ghost&#x27;" in response.content.decode()
-    )
+    assert "Member not added: username: no user named &#x27;ghost&#x27;" in response.content.decode()
 
 
 def test_the_add_member_form_offers_annotator_first(logged_in, felm_project):
@@ -150,10 +138,7 @@ def test_export_download_streams_jsonl(logged_in, felm_project):
     import_jsonl(felm_project, jsonl([felm_line(5, ["A."])]), fmt="felm", labels_as="gold")
     response = logged_in("admin").get(f"/projects/{felm_project.id}/export/felm/")
     assert response.status_code == 200 and response.streaming
-    assert (
-        "attachment" in response["Content-Disposition"]
-        and "FELM-test-felm.jsonl" in response["Content-Disposition"]
-    )
+    assert "attachment" in response["Content-Disposition"] and "FELM-test-felm.jsonl" in response["Content-Disposition"]
     assert json.loads(b"".join(response.streaming_content))["index"] == "5"
 
 
@@ -196,9 +181,7 @@ def test_consolidator_sees_what_waits_for_consolidation(logged_in, felm_items):
     from annotation.services.annotations import save_annotation
 
     for assignment in Assignment.objects.filter(item_stage__item=felm_items[0]):
-        save_annotation(
-            assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True
-        )
+        save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True)
     page = logged_in("carol").get(f"/projects/{felm_items[0].project_id}/").content.decode()
     assert "<b>1</b> waiting for consolidation" in page and "Consolidate the next item" in page
     assert (
@@ -211,9 +194,7 @@ def test_a_submitted_annotation_page_is_read_only(logged_in, felm_items, users):
     from annotation.services.annotations import save_annotation
 
     assignment = Assignment.objects.filter(user=users["alice"]).first()
-    save_annotation(
-        assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True
-    )
+    save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True)
     state = logged_in("alice").get(f"/assignments/{assignment.id}/").context["state"]
     assert state["submitted"] is True and state["read_only"] is True
 
@@ -222,10 +203,7 @@ def test_error_pages_say_why_and_lead_home(logged_in, felm_items, users):
     client = logged_in("alice")
     forbidden = client.get(f"/projects/{felm_items[0].project_id}/agreement/")
     assert forbidden.status_code == 403
-    assert (
-        "Not allowed" in forbidden.content.decode()
-        and "Your role in this project" in forbidden.content.decode()
-    )
+    assert "Not allowed" in forbidden.content.decode() and "Your role in this project" in forbidden.content.decode()
     bob_assignment = Assignment.objects.filter(user=users["bob"]).first()
     missing = client.get(f"/assignments/{bob_assignment.id}/")
     assert missing.status_code == 404 and 'href="/"' in missing.content.decode()
@@ -236,9 +214,7 @@ def test_discard_from_the_consolidation_page(logged_in, felm_items):
 
     item = felm_items[0]
     for assignment in Assignment.objects.filter(item_stage__item=item):
-        save_annotation(
-            assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True
-        )
+        save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True)
     consolidation = item.stages.get().consolidation
     client = logged_in("carol")
     client.post(f"/consolidations/{consolidation.id}/discard/", {"reason": ""})
@@ -251,9 +227,7 @@ def test_discard_from_the_consolidation_page(logged_in, felm_items):
     assert "<b>Discarded</b> by carol: unclear &lt;script&gt;" in page and XSS not in page
 
 
-def test_demo_loader_is_idempotent_and_gives_a_working_project(
-    db, django_capture_on_commit_callbacks
-):
+def test_demo_loader_is_idempotent_and_gives_a_working_project(db, django_capture_on_commit_callbacks):
     from django.core.management import call_command
 
     from annotation.models import Project
@@ -264,14 +238,10 @@ def test_demo_loader_is_idempotent_and_gives_a_working_project(
     project = Project.objects.get(name="Demo FELM")
     assert project.items.count() == 5
     assert Assignment.objects.filter(item_stage__item__project=project).count() == 10
-    assert all(
-        stage.content["segments"] for item in project.items.all() for stage in item.stages.all()
-    )
+    assert all(stage.content["segments"] for item in project.items.all() for stage in item.stages.all())
     factcheck = Project.objects.get(name="Demo Factcheck-Bench")
     stages = [stage for item in factcheck.items.all() for stage in item.stages.all()]
-    assert len(stages) == 3 and all(
-        s.status == "annotating" and s.suggestion["sentences"] for s in stages
-    )
+    assert len(stages) == 3 and all(s.status == "annotating" and s.suggestion["sentences"] for s in stages)
     # step 2: step 1 came as gold, the evidence from the demo corpus, a third rater on every item
     step2 = Project.objects.get(name="Demo Factcheck-Bench step 2")
     assert step2.third_rater == "always" and step2.corpora.get().passages > 0
@@ -281,17 +251,14 @@ def test_demo_loader_is_idempotent_and_gives_a_working_project(
     assert len(claims) == 6 and all(claim["evidence"] and not claim["problems"] for claim in claims)
     assert all(p["url"].startswith("https://demo.example/") for c in claims for p in c["evidence"])
     # D-FActScore: paragraphs about people who share a name, each with its candidate pages, pre-annotated
-    dfactscore = ItemStage.objects.filter(item__project__name="Demo D-FActScore").order_by(
-        "item_id"
-    )
+    dfactscore = ItemStage.objects.filter(item__project__name="Demo D-FActScore").order_by("item_id")
     assert [s.item.external_id for s in dfactscore] == [
         "mara-quell",
         "tobias-wrenfield",
         "ilse-varga-doon",
     ]
     assert all(
-        s.status == "annotating" and len(s.content["candidates"]) >= 2 and s.suggestion["groups"]
-        for s in dfactscore
+        s.status == "annotating" and len(s.content["candidates"]) >= 2 and s.suggestion["groups"] for s in dfactscore
     )
 
 
@@ -299,39 +266,25 @@ def test_consolidation_list_filters_by_status_and_shows_the_current_filter(logge
     from annotation.services.annotations import save_annotation
 
     for assignment in Assignment.objects.filter(item_stage__item=felm_items[0]):
-        save_annotation(
-            assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True
-        )
+        save_annotation(assignment=assignment, payload={"segments": [segment(True)] * 3}, version=0, submit=True)
     client = logged_in("carol")
     base = f"/projects/{felm_items[0].project_id}/consolidations/"
-    assert (
-        'aria-current="page" class="current">to do (open or waiting)<'
-        in client.get(base).content.decode()
-    )
+    assert 'aria-current="page" class="current">to do (open or waiting)<' in client.get(base).content.decode()
     assert "Nothing here." in client.get(base + "?status=done").content.decode()
     listing = client.get(base + "?status=all").content.decode()
-    assert (
-        "/consolidations/" in listing
-        and 'class="current">all<' in listing
-        and "Nothing here." not in listing
-    )
+    assert "/consolidations/" in listing and 'class="current">all<' in listing and "Nothing here." not in listing
     assert client.get(base + "?status=nonsense").status_code == 404
 
 
 def test_unknown_addresses_and_expired_forms_get_readable_pages(client, users, felm_items):
     missing = client.get("/no/such/page/")
-    assert (
-        missing.status_code == 404
-        and "There is nothing at this address." in missing.content.decode()
-    )
+    assert missing.status_code == 404 and "There is nothing at this address." in missing.content.decode()
     assert "Resolver404" not in missing.content.decode()
     from django.test import Client
 
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(users["alice"])
-    expired = strict.post(
-        f"/assignments/{Assignment.objects.filter(user=users['alice']).first().id}/reopen/"
-    )
+    expired = strict.post(f"/assignments/{Assignment.objects.filter(user=users['alice']).first().id}/reopen/")
     assert expired.status_code == 403 and "This form has expired" in expired.content.decode()
 
 
@@ -350,27 +303,18 @@ def test_home_counts_imported_gold_records_too(logged_in, felm_project):
         fmt="felm",
         labels_as="gold",
     )
-    assert (
-        "0 waiting for consolidation · 3 gold records"
-        in logged_in("carol").get("/").content.decode()
-    )
+    assert "0 waiting for consolidation · 3 gold records" in logged_in("carol").get("/").content.decode()
 
 
 def test_discarding_on_the_page_asks_for_confirmation(logged_in, open_consolidation):
     page = logged_in("carol").get(f"/consolidations/{open_consolidation.id}/").content.decode()
     # forms.js asks before sending a form with data-confirm (no inline handler: the pages are CSP-friendly)
-    assert (
-        'class="discard"' in page
-        and 'data-confirm="Discard this item?' in page
-        and "js/forms.js" in page
-    )
+    assert 'class="discard"' in page and 'data-confirm="Discard this item?' in page and "js/forms.js" in page
 
 
 def test_queues_name_items_not_assignment_ids_and_the_site_has_a_favicon(logged_in, felm_items):
     page = logged_in("alice").get(f"/projects/{felm_items[0].project_id}/").content.decode()
     queue = page[page.index("Your queue") :]
     queue = queue[: queue.index("</table>")]
-    assert (
-        "<th>Item</th><th>Step</th>" in queue and f"<td>{felm_items[0].external_id}</td>" in queue
-    )
+    assert "<th>Item</th><th>Step</th>" in queue and f"<td>{felm_items[0].external_id}</td>" in queue
     assert "favicon.svg" in page

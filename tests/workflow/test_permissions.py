@@ -54,9 +54,7 @@ def test_anonymous_pages_redirect_to_login(client, felm_project):
 
 
 def test_annotator_cannot_read_another_annotators_annotation(clients, bob_assignment):
-    assert (
-        clients["alice"].get(f"/api/assignments/{bob_assignment.id}/annotation/").status_code == 404
-    )
+    assert clients["alice"].get(f"/api/assignments/{bob_assignment.id}/annotation/").status_code == 404
     assert clients["alice"].get(f"/api/assignments/{bob_assignment.id}/").status_code == 404
 
 
@@ -75,20 +73,12 @@ def test_annotator_cannot_open_another_annotators_page(client, users, bob_assign
 
 
 def test_annotator_assignment_list_never_shows_others_even_without_mine(clients, felm_items):
-    rows = (
-        clients["alice"]
-        .get(f"/api/projects/{felm_items[0].project_id}/assignments/")
-        .json()["results"]
-    )
+    rows = clients["alice"].get(f"/api/projects/{felm_items[0].project_id}/assignments/").json()["results"]
     assert rows and {r["username"] for r in rows} == {"alice"}
 
 
 def test_admin_assignment_list_shows_everyone_without_payloads(clients, felm_items):
-    rows = (
-        clients["admin"]
-        .get(f"/api/projects/{felm_items[0].project_id}/assignments/")
-        .json()["results"]
-    )
+    rows = clients["admin"].get(f"/api/projects/{felm_items[0].project_id}/assignments/").json()["results"]
     assert {r["username"] for r in rows} == {"alice", "bob"}
     assert all("payload" not in r for r in rows)
 
@@ -104,9 +94,7 @@ def test_annotator_cannot_read_the_consolidation(clients, open_consolidation):
     )
     assert response.status_code == 404
     assert (
-        clients["alice"]
-        .post(f"/api/consolidations/{open_consolidation.id}/discard/", {"reason": "x"})
-        .status_code
+        clients["alice"].post(f"/api/consolidations/{open_consolidation.id}/discard/", {"reason": "x"}).status_code
         == 404
     )
 
@@ -114,49 +102,31 @@ def test_annotator_cannot_read_the_consolidation(clients, open_consolidation):
 def test_annotator_cannot_open_the_consolidation_pages(client, users, open_consolidation):
     client.force_login(users["alice"])
     assert client.get(f"/consolidations/{open_consolidation.id}/").status_code == 403
-    assert (
-        client.get(
-            f"/projects/{open_consolidation.item_stage.item.project_id}/consolidations/"
-        ).status_code
-        == 403
-    )
+    assert client.get(f"/projects/{open_consolidation.item_stage.item.project_id}/consolidations/").status_code == 403
 
 
 def test_consolidator_can_read_the_consolidation(clients, open_consolidation):
     assert clients["carol"].get(f"/api/consolidations/{open_consolidation.id}/").status_code == 200
 
 
-def test_consolidator_of_another_project_cannot_read_the_consolidation(
-    clients, users, open_consolidation
-):
+def test_consolidator_of_another_project_cannot_read_the_consolidation(clients, users, open_consolidation):
     other = create_project(name="other", kind="felm", created_by=users["admin"])
     add_member(project=other, user=users["mallory"], role=Role.CONSOLIDATOR)
-    assert (
-        clients["mallory"].get(f"/api/consolidations/{open_consolidation.id}/").status_code == 404
-    )
+    assert clients["mallory"].get(f"/api/consolidations/{open_consolidation.id}/").status_code == 404
 
 
 def test_non_member_cannot_see_the_project(clients, felm_project, client, users):
     assert clients["mallory"].get(f"/api/projects/{felm_project.id}/").status_code == 404
-    assert felm_project.id not in [
-        p["id"] for p in clients["mallory"].get("/api/projects/").json()["results"]
-    ]
-    assert (
-        clients["mallory"].get(f"/api/projects/{felm_project.id}/assignments/?mine=1").status_code
-        == 404
-    )
+    assert felm_project.id not in [p["id"] for p in clients["mallory"].get("/api/projects/").json()["results"]]
+    assert clients["mallory"].get(f"/api/projects/{felm_project.id}/assignments/?mine=1").status_code == 404
     client.force_login(users["mallory"])
     assert client.get(f"/projects/{felm_project.id}/").status_code == 404
 
 
 def test_annotator_cannot_export(clients, felm_items, client, users):
     project_id = felm_items[0].project_id
-    assert (
-        clients["alice"].get(f"/api/projects/{project_id}/export/?format=felm").status_code == 403
-    )
-    assert (
-        clients["carol"].get(f"/api/projects/{project_id}/export/?format=felm").status_code == 403
-    )
+    assert clients["alice"].get(f"/api/projects/{project_id}/export/?format=felm").status_code == 403
+    assert clients["carol"].get(f"/api/projects/{project_id}/export/?format=felm").status_code == 403
     client.force_login(users["alice"])
     assert client.get(f"/projects/{project_id}/export/felm/").status_code == 403
 
@@ -172,10 +142,7 @@ def test_annotator_cannot_import_or_add_members(clients, felm_project):
         == 403
     )
     assert clients["alice"].post(f"/api/projects/{felm_project.id}/import/", {}).status_code == 403
-    assert (
-        clients["alice"].patch(f"/api/projects/{felm_project.id}/", {"name": "mine"}).status_code
-        == 403
-    )
+    assert clients["alice"].patch(f"/api/projects/{felm_project.id}/", {"name": "mine"}).status_code == 403
 
 
 def test_annotator_cannot_see_agreement(clients, felm_project):
@@ -184,26 +151,15 @@ def test_annotator_cannot_see_agreement(clients, felm_project):
 
 def test_only_staff_create_projects_and_users(clients):
     assert clients["alice"].post("/api/projects/", {"name": "x", "kind": "felm"}).status_code == 403
-    assert (
-        clients["alice"]
-        .post("/api/users/", {"username": "x", "password": "long-enough-1"})
-        .status_code
-        == 403
-    )
+    assert clients["alice"].post("/api/users/", {"username": "x", "password": "long-enough-1"}).status_code == 403
     assert clients["alice"].get("/api/users/").status_code == 403
 
 
 def test_project_admin_role_grants_admin_actions_without_staff(clients, users, felm_project):
     add_member(project=felm_project, user=users["mallory"], role=Role.ADMIN)
+    assert clients["mallory"].get(f"/api/projects/{felm_project.id}/export/?format=felm").status_code == 200
     assert (
-        clients["mallory"].get(f"/api/projects/{felm_project.id}/export/?format=felm").status_code
-        == 200
-    )
-    assert (
-        clients["mallory"]
-        .patch(f"/api/projects/{felm_project.id}/", {"guidelines": "Be careful."})
-        .status_code
-        == 200
+        clients["mallory"].patch(f"/api/projects/{felm_project.id}/", {"guidelines": "Be careful."}).status_code == 200
     )
 
 
@@ -213,14 +169,9 @@ def test_annotator_sees_assignment_only_when_stage_is_open(
     from annotation.imports.items import import_jsonl
     from annotation.models import ItemStage, StageStatus
 
-    import_jsonl(
-        felm_project, jsonl([{"prompt": "q", "response": "One. Two."}]), fmt="plain"
-    )  # task not yet run
+    import_jsonl(felm_project, jsonl([{"prompt": "q", "response": "One. Two."}]), fmt="plain")  # task not yet run
     assert ItemStage.objects.get(item__project=felm_project).status == StageStatus.PRECOMPUTING
-    assert (
-        clients["alice"].get(f"/api/projects/{felm_project.id}/assignments/?mine=1").json()["count"]
-        == 0
-    )
+    assert clients["alice"].get(f"/api/projects/{felm_project.id}/assignments/?mine=1").json()["count"] == 0
 
 
 def test_forms_require_csrf(users, felm_project):
@@ -228,9 +179,7 @@ def test_forms_require_csrf(users, felm_project):
 
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(users["admin"])
-    response = browser.post(
-        f"/projects/{felm_project.id}/members/", {"username": "mallory", "role": "annotator"}
-    )
+    response = browser.post(f"/projects/{felm_project.id}/members/", {"username": "mallory", "role": "annotator"})
     assert response.status_code == 403
 
 

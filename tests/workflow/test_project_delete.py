@@ -26,17 +26,13 @@ def test_delete_answers_204_and_leaves_nothing(clients, felm_items):
 
 
 def test_the_tasks_of_a_deleted_project_stop_without_an_error(felm_project, monkeypatch):
-    monkeypatch.setattr(
-        "annotation.imports.items.enqueue_precompute", lambda stage_ids: None
-    )  # queued, not run
+    monkeypatch.setattr("annotation.imports.items.enqueue_precompute", lambda stage_ids: None)  # queued, not run
     import_jsonl(
         felm_project,
         jsonl([{"prompt": f"Q{i}?", "response": f"Answer {i}. Two sentences."} for i in range(3)]),
         fmt="plain",
     )
-    stage_ids = list(
-        ItemStage.objects.filter(item__project=felm_project).values_list("id", flat=True)
-    )
+    stage_ids = list(ItemStage.objects.filter(item__project=felm_project).values_list("id", flat=True))
     item_ids = list(felm_project.items.values_list("id", flat=True))
     gone = Project.objects.get(pk=felm_project.pk)
     Project.objects.filter(pk=felm_project.pk).delete()

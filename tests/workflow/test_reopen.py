@@ -76,10 +76,7 @@ def test_the_annotation_page_offers_reopening_while_it_is_possible(client, felm_
 
     response = client.post(f"/assignments/{alice.id}/reopen/", follow=True)
     assert "your answer is a draft again" in response.content.decode()
-    assert (
-        response.context["state"]["read_only"] is False
-        and response.context["state"]["version"] == 2
-    )
+    assert response.context["state"]["read_only"] is False and response.context["state"]["version"] == 2
 
     save_annotation(assignment=alice, payload=ALL_CORRECT, version=2, submit=True)
     save_annotation(
@@ -116,11 +113,7 @@ def test_the_api_reopens_the_callers_own_submission(clients, felm_items, users):
     assert clients["bob"].post(url).status_code == 404
     assert clients["admin"].post(url).status_code == 404
     answer = clients["alice"].post(url)
-    assert (
-        answer.status_code == 200
-        and answer.json()["submitted"] is False
-        and answer.json()["version"] == 2
-    )
+    assert answer.status_code == 200 and answer.json()["submitted"] is False and answer.json()["version"] == 2
     saved = clients["alice"].put(
         f"/api/assignments/{alice.id}/annotation/",
         {"payload": ALL_CORRECT, "version": 2, "submit": True},

@@ -16,10 +16,7 @@ pytestmark = pytest.mark.django_db
 
 
 def pre_blocks(page: str) -> list[str]:
-    return [
-        html.unescape(text)
-        for text in re.findall(r'<pre class="json">(.*?)</pre>', page, flags=re.S)
-    ]
+    return [html.unescape(text) for text in re.findall(r'<pre class="json">(.*?)</pre>', page, flags=re.S)]
 
 
 def test_the_item_page_shows_the_gold_record_and_the_suggestion_as_json(felm_project, logged_in):
@@ -29,28 +26,18 @@ def test_the_item_page_shows_the_gold_record_and_the_suggestion_as_json(felm_pro
     import_jsonl(felm_project, jsonl([record]), fmt="felm", labels_as="gold")
     item = felm_project.items.get()
     stage = ItemStage.objects.get(item=item)
-    stage.suggestion = {
-        "segments": [{"label": None, "error_type": "knowledge_error"}, {"label": True}]
-    }
+    stage.suggestion = {"segments": [{"label": None, "error_type": "knowledge_error"}, {"label": True}]}
     stage.provenance = {"suggestion": "test", "ok": True}
     stage.save()
     page = logged_in("admin").get(f"/projects/{felm_project.id}/items/{item.id}/").content.decode()
     assert "<b>green</b>" not in page  # escaped as any text
     blocks = pre_blocks(page)
-    parsed = [
-        json.loads(text) for text in blocks
-    ]  # every block is JSON (Python's dict text is not)
+    parsed = [json.loads(text) for text in blocks]  # every block is JSON (Python's dict text is not)
     gold = GoldRecord.objects.get(item_stage=stage).payload
     assert gold in parsed and stage.suggestion in parsed and stage.content in parsed
-    assert (
-        '"label": null' in "".join(blocks)
-        and "None" not in "".join(blocks)
-        and "True" not in "".join(blocks)
-    )
+    assert '"label": null' in "".join(blocks) and "None" not in "".join(blocks) and "True" not in "".join(blocks)
     assert "ça va" in "".join(blocks)  # not \\u escapes
-    summary = re.search(r"Machine suggestion — (.*?)</summary>", page).group(
-        1
-    )  # the provenance, one line of JSON
+    summary = re.search(r"Machine suggestion — (.*?)</summary>", page).group(1)  # the provenance, one line of JSON
     assert json.loads(html.unescape(summary)) == {"suggestion": "test", "ok": True}
 
 
@@ -74,6 +61,4 @@ def test_factcheck_bench_lines_carry_the_item_id_and_a_reimport_keeps_it(factche
     import_jsonl(again, jsonl(exported), fmt="factcheck-bench", labels_as="gold")
     assert [i.external_id for i in again.items.order_by("id")] == [line["id"] for line in exported]
     assert all("id" not in i.metadata for i in again.items.all())
-    assert [
-        json.loads(line) for line in export_jsonl(again, "factcheck-bench")
-    ] == exported  # exact round trip
+    assert [json.loads(line) for line in export_jsonl(again, "factcheck-bench")] == exported  # exact round trip

@@ -38,9 +38,7 @@ def test_escalation_mode_opens_the_consolidation_at_once(factcheck_project, user
     assert not stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists()
 
 
-def test_always_mode_waits_for_a_blind_third_rater_then_merges_three_answers(
-    factcheck_project, users, dave
-):
+def test_always_mode_waits_for_a_blind_third_rater_then_merges_three_answers(factcheck_project, users, dave):
     factcheck_project.third_rater = ThirdRater.ALWAYS
     factcheck_project.save()
     add_member(project=factcheck_project, user=dave, role=Role.ANNOTATOR)
@@ -62,15 +60,10 @@ def test_always_mode_waits_for_a_blind_third_rater_then_merges_three_answers(
             submit=False,
         )
 
-    save_annotation(
-        assignment=third, payload={"claims": [answer([CS, IR])]}, version=0, submit=True
-    )
+    save_annotation(assignment=third, payload={"claims": [answer([CS, IR])]}, version=0, submit=True)
     stage.refresh_from_db()
     consolidation.refresh_from_db()
-    assert (
-        stage.status == StageStatus.CONSOLIDATING
-        and consolidation.status == ConsolidationStatus.OPEN
-    )
+    assert stage.status == StageStatus.CONSOLIDATING and consolidation.status == ConsolidationStatus.OPEN
     # all three agree on passage 0; passage 1 is disputed (irrelevant, refute, irrelevant)
     assert consolidation.draft["claims"][0]["stances"] == [CS, None]
     assert "claims[0].stances[1]" in consolidation.disagreed
@@ -78,9 +71,7 @@ def test_always_mode_waits_for_a_blind_third_rater_then_merges_three_answers(
     assert all(len(row) == 3 for row in consolidation.alignment[0])
 
 
-def test_a_third_rater_is_never_one_of_the_two_nor_given_without_a_free_annotator(
-    factcheck_project, users, dave
-):
+def test_a_third_rater_is_never_one_of_the_two_nor_given_without_a_free_annotator(factcheck_project, users, dave):
     factcheck_project.third_rater = ThirdRater.ALWAYS
     factcheck_project.save()
     stage = step2_item(factcheck_project)
@@ -99,9 +90,7 @@ def test_a_third_rater_is_never_one_of_the_two_nor_given_without_a_free_annotato
     assert not waiting_without_third_rater(factcheck_project).exists()
 
 
-def test_a_consolidator_escalates_with_a_reason_and_is_not_made_the_third_rater(
-    factcheck_project, users, dave
-):
+def test_a_consolidator_escalates_with_a_reason_and_is_not_made_the_third_rater(factcheck_project, users, dave):
     # carol consolidates and also annotates: she has seen A and B, so she must not be the third rater
     add_member(project=factcheck_project, user=users["carol"], role=Role.ANNOTATOR)
     add_member(project=factcheck_project, user=dave, role=Role.ANNOTATOR)
@@ -111,22 +100,15 @@ def test_a_consolidator_escalates_with_a_reason_and_is_not_made_the_third_rater(
     consolidation = stage.consolidation
     with pytest.raises(DomainError, match="reason"):
         escalate(consolidation=consolidation, user=users["carol"], reason="  ")
-    escalated = escalate(
-        consolidation=consolidation, user=users["carol"], reason="stances contradict"
-    )
-    assert (
-        escalated.status == ConsolidationStatus.WAITING
-        and escalated.escalation_reason == "stances contradict"
-    )
+    escalated = escalate(consolidation=consolidation, user=users["carol"], reason="stances contradict")
+    assert escalated.status == ConsolidationStatus.WAITING and escalated.escalation_reason == "stances contradict"
     third = stage.assignments.get(role=AssignmentRole.THIRD_RATER)
     assert third.user.username not in annotators | {"carol"}
     with pytest.raises(DomainError):  # once is enough
         escalate(consolidation=escalated, user=users["carol"], reason="again")
 
 
-def test_escalation_without_a_free_annotator_waits_and_the_pages_say_so(
-    factcheck_project, users, make_user, logged_in
-):
+def test_escalation_without_a_free_annotator_waits_and_the_pages_say_so(factcheck_project, users, make_user, logged_in):
     """The README's rule (issue 21.9): the item waits, the consolidation and project pages say
     why, and the next annotator added is its third rater."""
     stage = step2_item(factcheck_project)
@@ -135,16 +117,11 @@ def test_escalation_without_a_free_annotator_waits_and_the_pages_say_so(
     carol = logged_in("carol")
     before = carol.get(f"/consolidations/{consolidation.id}/").content.decode()
     assert "No annotator is free to be the third rater now: the item will wait" in before
-    answer_page = carol.post(
-        f"/consolidations/{consolidation.id}/escalate/", {"reason": "cannot settle"}, follow=True
-    )
+    answer_page = carol.post(f"/consolidations/{consolidation.id}/escalate/", {"reason": "cannot settle"}, follow=True)
     assert "the item waits until an annotator is added" in answer_page.content.decode()
     consolidation.refresh_from_db()
     stage.refresh_from_db()
-    assert (
-        consolidation.status == ConsolidationStatus.WAITING
-        and stage.status == StageStatus.ANNOTATING
-    )
+    assert consolidation.status == ConsolidationStatus.WAITING and stage.status == StageStatus.ANNOTATING
     assert not stage.assignments.filter(role=AssignmentRole.THIRD_RATER).exists()
     waiting = carol.get(f"/consolidations/{consolidation.id}/").content.decode()
     assert (
@@ -181,9 +158,7 @@ def test_agreement_leaves_third_raters_out(factcheck_project, users, dave):
     stage = step2_item(factcheck_project)
     submit_all(stage, [{"claims": [answer([CS, IR])]}, {"claims": [answer([CS, IR])]}])
     third = stage.assignments.get(role=AssignmentRole.THIRD_RATER)
-    save_annotation(
-        assignment=third, payload={"claims": [answer([RE, RE])]}, version=0, submit=True
-    )
+    save_annotation(assignment=third, payload={"claims": [answer([RE, RE])]}, version=0, submit=True)
     result = project_agreement(factcheck_project, stage=2)
     assert result["fields"]["stance"]["observed_agreement"] == 1.0
     assert third.user.username not in {a["username"] for a in result["annotators"]}
@@ -195,9 +170,7 @@ def test_escalation_through_the_api_and_the_page(factcheck_project, users, dave,
     submit_all(stage, [{"claims": [answer([CS, RE])]}, {"claims": [answer([RE, CS])]}])
     consolidation = stage.consolidation
     url = f"/api/consolidations/{consolidation.id}/escalate/"
-    assert (
-        clients["alice"].post(url, {"reason": "x"}, format="json").status_code == 404
-    )  # annotators cannot
+    assert clients["alice"].post(url, {"reason": "x"}, format="json").status_code == 404  # annotators cannot
     assert clients["carol"].post(url, {}, format="json").status_code == 400
     client.force_login(users["carol"])
     page = client.get(f"/consolidations/{consolidation.id}/").content.decode()
@@ -208,22 +181,16 @@ def test_escalation_through_the_api_and_the_page(factcheck_project, users, dave,
     assert "Waiting for the third rater" in page and "stances &lt;b&gt;contradict&lt;/b&gt;" in page
     assert "Ask a third rater" not in page
     assert clients["carol"].post(url, {"reason": "again"}, format="json").status_code == 400
-    listing = client.get(
-        f"/projects/{factcheck_project.id}/consolidations/?status=waiting"
-    ).content.decode()
+    listing = client.get(f"/projects/{factcheck_project.id}/consolidations/?status=waiting").content.decode()
     assert f"/consolidations/{consolidation.id}/" in listing
 
     # the third rater's page says who they are; the consolidation page then shows three columns
     third = stage.assignments.get(role=AssignmentRole.THIRD_RATER)
 
-    assert (
-        api_client(third.user).get(f"/api/assignments/{third.id}/").json()["role"] == "third_rater"
-    )
+    assert api_client(third.user).get(f"/api/assignments/{third.id}/").json()["role"] == "third_rater"
     client.force_login(third.user)
     assert "You are the third rater" in client.get(f"/assignments/{third.id}/").content.decode()
-    save_annotation(
-        assignment=third, payload={"claims": [answer([CS, CS])]}, version=0, submit=True
-    )
+    save_annotation(assignment=third, payload={"claims": [answer([CS, CS])]}, version=0, submit=True)
     detail = clients["carol"].get(f"/api/consolidations/{consolidation.id}/").json()
     assert detail["status"] == "open" and [a["role"] for a in detail["annotations"]] == [
         "annotator",
@@ -241,27 +208,17 @@ def test_the_project_form_and_api_set_the_third_rater(users, logged_in, clients)
     from annotation.models import Project
 
     assert Project.objects.get(name="Always").third_rater == ThirdRater.ALWAYS
-    created = (
-        clients["admin"]
-        .post("/api/projects/", {"name": "Via API", "kind": "factcheck"}, format="json")
-        .json()
-    )
+    created = clients["admin"].post("/api/projects/", {"name": "Via API", "kind": "factcheck"}, format="json").json()
     assert created["third_rater"] == "escalation"
-    changed = clients["admin"].patch(
-        f"/api/projects/{created['id']}/", {"third_rater": "always"}, format="json"
-    )
+    changed = clients["admin"].patch(f"/api/projects/{created['id']}/", {"third_rater": "always"}, format="json")
     assert changed.json()["third_rater"] == "always"
-    bad = clients["admin"].patch(
-        f"/api/projects/{created['id']}/", {"third_rater": "sometimes"}, format="json"
-    )
+    bad = clients["admin"].patch(f"/api/projects/{created['id']}/", {"third_rater": "sometimes"}, format="json")
     assert bad.status_code == 400 and "third_rater" in bad.json()
     page = logged_in("admin").get(f"/projects/{created['id']}/").content.decode()
     assert page  # renders with the setting
 
 
-def test_a_waiting_project_warns_when_nobody_can_be_the_third_rater(
-    factcheck_project, users, logged_in
-):
+def test_a_waiting_project_warns_when_nobody_can_be_the_third_rater(factcheck_project, users, logged_in):
     factcheck_project.third_rater = ThirdRater.ALWAYS
     factcheck_project.save()
     stage = step2_item(factcheck_project)
@@ -271,9 +228,7 @@ def test_a_waiting_project_warns_when_nobody_can_be_the_third_rater(
     assert "no annotator of the project is free" in page
 
 
-def test_nobody_consolidates_an_item_they_annotated(
-    factcheck_project, users, make_user, clients, client
-):
+def test_nobody_consolidates_an_item_they_annotated(factcheck_project, users, make_user, clients, client):
     """Issue 10: a user who is annotator and consolidator never gets a consolidation of an item
     they annotated (page, next link, API), and the project page warns when everyone who can
     consolidate also annotates."""
@@ -305,22 +260,13 @@ def test_nobody_consolidates_an_item_they_annotated(
     client.force_login(users["bob"])
     assert client.get(f"/consolidations/{consolidation.id}/").status_code == 403
     response = client.get(f"/projects/{factcheck_project.id}/consolidations/next/")
-    assert (
-        response.status_code == 302
-        and f"/consolidations/{consolidation.id}/" not in response["Location"]
-    )
+    assert response.status_code == 302 and f"/consolidations/{consolidation.id}/" not in response["Location"]
     consolidation.refresh_from_db()
     assert consolidation.status == ConsolidationStatus.OPEN
 
     client.force_login(users["admin"])
-    assert (
-        "Everyone who can consolidate"
-        not in client.get(f"/projects/{factcheck_project.id}/").content.decode()
-    )
+    assert "Everyone who can consolidate" not in client.get(f"/projects/{factcheck_project.id}/").content.decode()
     add_member(
         project=factcheck_project, user=users["admin"], role=Role.ANNOTATOR
     )  # admin, carol, bob all annotate now
-    assert (
-        "Everyone who can consolidate"
-        in client.get(f"/projects/{factcheck_project.id}/").content.decode()
-    )
+    assert "Everyone who can consolidate" in client.get(f"/projects/{factcheck_project.id}/").content.decode()

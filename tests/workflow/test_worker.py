@@ -17,8 +17,7 @@ pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 def test_import_segmentation_finishes_through_a_worker_process(worker, felm_project):
     records = [
-        {"prompt": f"q{i}", "response": f"Claim {i} is one sentence. Claim {i} has a second one."}
-        for i in range(5)
+        {"prompt": f"q{i}", "response": f"Claim {i} is one sentence. Claim {i} has a second one."} for i in range(5)
     ]
     result = import_jsonl(felm_project, jsonl(records), fmt="plain")
     assert result.precomputing == 5
@@ -58,9 +57,7 @@ def test_a_task_whose_worker_dies_is_finished_by_another_worker(start_worker, fa
         stages = ItemStage.objects.filter(item__project=factcheck_project, stage=1)
         fast_recovery = {"CELERY_VISIBILITY_TIMEOUT": "3"}
         first = start_worker("first", **fast_recovery)
-        records = [
-            {"prompt": f"q{i}", "response": f"Item {i} is about one thing."} for i in range(items)
-        ]
+        records = [{"prompt": f"q{i}", "response": f"Item {i} is about one thing."} for i in range(items)]
         assert import_jsonl(factcheck_project, jsonl(records), fmt="plain").precomputing == items
 
         wait_for(lambda: stages.exclude(status=StageStatus.PRECOMPUTING).exists(), 60, first)
@@ -71,11 +68,7 @@ def test_a_task_whose_worker_dies_is_finished_by_another_worker(start_worker, fa
         # Nothing half written: a stage is either fully pre-annotated or untouched.
         for stage in stages.all():
             if stage.status == StageStatus.PRECOMPUTING:
-                assert (
-                    stage.suggestion is None
-                    and stage.provenance == {}
-                    and not stage.assignments.exists()
-                )
+                assert stage.suggestion is None and stage.provenance == {} and not stage.assignments.exists()
             else:
                 assert stage.provenance["backend"] == "llm" and stage.suggestion["sentences"]
 
@@ -117,9 +110,7 @@ def test_an_uploaded_import_is_run_by_a_worker_process_with_visible_progress(
     assert job["state"] == "done", job
     assert job["result"]["items"] == lines and job["result"]["assignments"] == 2 * lines
     assert job["lines_read"] == lines and job["bytes_read"] == job["file_size"]
-    assert any(state == "running" and 0 < read < lines for state, read in seen), seen[
-        :: max(1, len(seen) // 20)
-    ]
+    assert any(state == "running" and 0 < read < lines for state, read in seen), seen[:: max(1, len(seen) // 20)]
     # the job is marked done inside the import's transaction; the worker deletes the upload just after
     wait_for(lambda: not list((data_dir / "imports").iterdir()), 10, worker)
 
@@ -171,9 +162,7 @@ def test_a_corpus_is_imported_and_embedded_by_a_worker_and_step_2_retrieves_from
     }
     import_jsonl(factcheck_project, jsonl([line]), fmt="factcheck-bench", labels_as="gold")
     step2 = ItemStage.objects.get(item__project=factcheck_project, stage=2)
-    wait_for(
-        lambda: ItemStage.objects.get(pk=step2.pk).status != StageStatus.PRECOMPUTING, 120, worker
-    )
+    wait_for(lambda: ItemStage.objects.get(pk=step2.pk).status != StageStatus.PRECOMPUTING, 120, worker)
     step2.refresh_from_db()
     assert step2.status != StageStatus.FAILED, step2.precompute_error
     (checked,) = step2.content["claims"]

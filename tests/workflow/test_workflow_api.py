@@ -30,21 +30,14 @@ def test_token_endpoint_returns_a_token(users, client):
 
 
 def test_token_endpoint_refuses_a_wrong_password(users, client):
-    assert (
-        client.post("/api/auth/token/", {"username": "alice", "password": "wrong"}).status_code
-        == 400
-    )
+    assert client.post("/api/auth/token/", {"username": "alice", "password": "wrong"}).status_code == 400
 
 
 def test_admin_sets_up_a_project_through_the_api(clients, users):
     admin = clients["admin"]
-    created = admin.post(
-        "/api/users/", {"username": "dave", "password": "long-enough-1"}, format="json"
-    )
+    created = admin.post("/api/users/", {"username": "dave", "password": "long-enough-1"}, format="json")
     assert created.status_code == 201, created.content
-    project = admin.post(
-        "/api/projects/", {"name": "P", "kind": "felm", "annotators_per_item": 2}, format="json"
-    )
+    project = admin.post("/api/projects/", {"name": "P", "kind": "felm", "annotators_per_item": 2}, format="json")
     assert project.status_code == 201, project.content
     project_id = project.json()["id"]
     assert project.json()["my_roles"] == ["admin"]
@@ -69,11 +62,7 @@ def test_admin_sets_up_a_project_through_the_api(clients, users):
     ]
     response, job = post_import(admin, project_id, jsonl(records), "plain")
     assert response.status_code == 202, response.content
-    assert (
-        job["state"] == "done"
-        and job["result"]["items"] == 2
-        and job["result"]["precomputing"] == 2
-    )
+    assert job["state"] == "done" and job["result"]["items"] == 2 and job["result"]["precomputing"] == 2
     items = admin.get(f"/api/projects/{project_id}/items/").json()["results"]
     assert [i["stages"][0]["status"] for i in items] == ["annotating", "annotating"]
     assert items[0]["stages"][0]["content"]["segments"] == [
@@ -90,15 +79,9 @@ def test_admin_sets_up_a_project_through_the_api(clients, users):
 
 def test_members_and_users_reject_bad_input(clients, felm_project):
     admin = clients["admin"]
+    assert admin.post("/api/users/", {"username": "x", "password": "short"}, format="json").status_code == 400
     assert (
-        admin.post("/api/users/", {"username": "x", "password": "short"}, format="json").status_code
-        == 400
-    )
-    assert (
-        admin.post(
-            "/api/users/", {"username": "alice", "password": "long-enough-1"}, format="json"
-        ).status_code
-        == 400
+        admin.post("/api/users/", {"username": "alice", "password": "long-enough-1"}, format="json").status_code == 400
     )
     bad_role = admin.post(
         f"/api/projects/{felm_project.id}/members/",
@@ -144,9 +127,7 @@ def test_annotator_joining_later_gets_the_unfilled_items(users, make_user):
     import_jsonl(project, jsonl([felm_line(i, ["A."]) for i in range(3)]), fmt="felm")
     assert Assignment.objects.filter(item_stage__item__project=project).count() == 3
     add_member(project=project, user=users["bob"], role=Role.ANNOTATOR)
-    assert (
-        Assignment.objects.filter(item_stage__item__project=project, user=users["bob"]).count() == 3
-    )
+    assert Assignment.objects.filter(item_stage__item__project=project, user=users["bob"]).count() == 3
 
 
 def test_my_assignments_list_only_the_callers_items_with_segments(clients, felm_items, users):
@@ -161,20 +142,9 @@ def test_my_assignments_list_only_the_callers_items_with_segments(clients, felm_
 
 def test_pagination_accepts_page_size_up_to_1000(clients, felm_items):
     project_id = felm_items[0].project_id
-    page = (
-        clients["alice"]
-        .get(f"/api/projects/{project_id}/assignments/?mine=1&page_size=2&page=2")
-        .json()
-    )
+    page = clients["alice"].get(f"/api/projects/{project_id}/assignments/?mine=1&page_size=2&page=2").json()
     assert page["count"] == 3 and len(page["results"]) == 1
-    assert (
-        len(
-            clients["admin"]
-            .get(f"/api/projects/{project_id}/items/?page_size=1000")
-            .json()["results"]
-        )
-        == 3
-    )
+    assert len(clients["admin"].get(f"/api/projects/{project_id}/items/?page_size=1000").json()["results"]) == 3
     # above the cap was silently cut to 1000; now it is refused, naming the parameter
     too_many = clients["admin"].get(f"/api/projects/{project_id}/items/?page_size=5000")
     assert too_many.status_code == 400 and "page_size" in too_many.json()
@@ -273,9 +243,7 @@ def submit_both(clients, users, item, alice_segments, bob_segments):
         assert response.status_code == 200, response.content
 
 
-def test_consolidation_opens_after_both_submit_with_agreed_fields_prefilled(
-    clients, felm_items, users
-):
+def test_consolidation_opens_after_both_submit_with_agreed_fields_prefilled(clients, felm_items, users):
     item = felm_items[0]
     project_id = item.project_id
     alice = [
@@ -352,9 +320,7 @@ def test_consolidation_draft_version_conflict(clients, felm_items, users):
     same = [segment(True)] * 3
     submit_both(clients, users, item, same, same)
     consolidation_id = (
-        clients["carol"]
-        .get(f"/api/projects/{item.project_id}/consolidations/")
-        .json()["results"][0]["id"]
+        clients["carol"].get(f"/api/projects/{item.project_id}/consolidations/").json()["results"][0]["id"]
     )
     first = clients["carol"].put(
         f"/api/consolidations/{consolidation_id}/",
@@ -374,9 +340,7 @@ def test_discard_needs_a_reason_and_marks_the_item(clients, felm_items, users):
     item = felm_items[0]
     submit_both(clients, users, item, [segment(True)] * 3, [segment(True)] * 3)
     consolidation_id = (
-        clients["carol"]
-        .get(f"/api/projects/{item.project_id}/consolidations/")
-        .json()["results"][0]["id"]
+        clients["carol"].get(f"/api/projects/{item.project_id}/consolidations/").json()["results"][0]["id"]
     )
     assert (
         clients["carol"]
@@ -408,9 +372,7 @@ def test_export_felm_is_the_released_shape_field_for_field(clients, felm_items, 
     ]
     submit_both(clients, users, item, alice, alice)
     consolidation_id = (
-        clients["carol"]
-        .get(f"/api/projects/{item.project_id}/consolidations/")
-        .json()["results"][0]["id"]
+        clients["carol"].get(f"/api/projects/{item.project_id}/consolidations/").json()["results"][0]["id"]
     )
     clients["carol"].put(
         f"/api/consolidations/{consolidation_id}/",
@@ -451,9 +413,7 @@ def test_export_annotations_has_every_annotator_with_times(clients, felm_items, 
         [segment(True)] * 3,
         [segment(False, "fooled", "no")] + [segment(True)] * 2,
     )
-    records = read_jsonl(
-        clients["admin"].get(f"/api/projects/{item.project_id}/export/?format=annotations")
-    )
+    records = read_jsonl(clients["admin"].get(f"/api/projects/{item.project_id}/export/?format=annotations"))
     assert [r["annotator"] for r in records] == ["alice", "bob"]
     assert records[1]["payload"]["segments"][0]["error_type"] == "fooled"
     assert all(r["submitted_at"] and r["started_at"] and r["external_id"] == "0" for r in records)
@@ -475,19 +435,12 @@ def test_openapi_schema_and_docs_are_served(client, users):
 
 def test_pipeline_settings_are_validated_and_the_api_key_is_never_shown(clients, felm_project):
     url = f"/api/projects/{felm_project.id}/"
-    bad = clients["admin"].patch(
-        url, {"pipeline_settings": {"segmentation": "words"}}, format="json"
-    )
+    bad = clients["admin"].patch(url, {"pipeline_settings": {"segmentation": "words"}}, format="json")
     assert bad.status_code == 400 and "segmentation" in str(bad.json()["pipeline_settings"])
     bad = clients["admin"].patch(url, {"pipeline_settings": {"llm": {"url": "x"}}}, format="json")
-    assert bad.status_code == 400 and "unknown llm settings: url" in str(
-        bad.json()["pipeline_settings"]
-    )
+    assert bad.status_code == 400 and "unknown llm settings: url" in str(bad.json()["pipeline_settings"])
     settings = {"llm": {"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key": "secret-key"}}
-    assert (
-        clients["admin"].patch(url, {"pipeline_settings": settings}, format="json").status_code
-        == 200
-    )
+    assert clients["admin"].patch(url, {"pipeline_settings": settings}, format="json").status_code == 200
     felm_project.refresh_from_db()
     assert felm_project.pipeline_settings["llm"]["api_key"] == "secret-key"
     for name in ("admin", "alice"):
@@ -495,9 +448,7 @@ def test_pipeline_settings_are_validated_and_the_api_key_is_never_shown(clients,
         assert shown["api_key"] == "********" and shown["model"] == "m"
     # sending the masked value back keeps the stored key
     shown = clients["admin"].get(url).json()["pipeline_settings"]
-    assert (
-        clients["admin"].patch(url, {"pipeline_settings": shown}, format="json").status_code == 200
-    )
+    assert clients["admin"].patch(url, {"pipeline_settings": shown}, format="json").status_code == 200
     felm_project.refresh_from_db()
     assert felm_project.pipeline_settings["llm"]["api_key"] == "secret-key"
 
@@ -513,9 +464,7 @@ def test_pipeline_settings_are_validated_and_the_api_key_is_never_shown(clients,
         ({"model": 3}, "llm.model must be a string, not 3"),
     ],
 )
-def test_llm_settings_of_the_wrong_type_are_refused_before_any_item_fails(
-    clients, felm_project, llm, message
-):
+def test_llm_settings_of_the_wrong_type_are_refused_before_any_item_fails(clients, felm_project, llm, message):
     bad = clients["admin"].patch(
         f"/api/projects/{felm_project.id}/", {"pipeline_settings": {"llm": llm}}, format="json"
     )
@@ -532,7 +481,5 @@ def test_llm_settings_of_the_right_types_are_kept(clients, felm_project):
         "concurrency": 3,
         "api_key": None,
     }
-    ok = clients["admin"].patch(
-        f"/api/projects/{felm_project.id}/", {"pipeline_settings": {"llm": llm}}, format="json"
-    )
+    ok = clients["admin"].patch(f"/api/projects/{felm_project.id}/", {"pipeline_settings": {"llm": llm}}, format="json")
     assert ok.status_code == 200

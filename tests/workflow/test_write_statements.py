@@ -11,9 +11,7 @@ from tests.helpers.factcheck import released_line
 
 @pytest.mark.django_db
 @pytest.mark.postgres_only("the statements are PostgreSQL's")
-def test_a_draft_save_on_postgresql_takes_seven_statements_and_writes_both_rows(
-    clients, felm_items, users
-):
+def test_a_draft_save_on_postgresql_takes_seven_statements_and_writes_both_rows(clients, felm_items, users):
     assignment = Assignment.objects.get(user=users["alice"], item_stage__item=felm_items[0])
     url = f"/api/assignments/{assignment.id}/annotation/"
     first = clients["alice"].put(
@@ -32,9 +30,7 @@ def test_a_draft_save_on_postgresql_takes_seven_statements_and_writes_both_rows(
         ]
     }
     with CaptureQueriesContext(connection) as captured:
-        response = clients["alice"].put(
-            url, {"payload": payload, "version": 1, "active_seconds": 7}, format="json"
-        )
+        response = clients["alice"].put(url, {"payload": payload, "version": 1, "active_seconds": 7}, format="json")
     assert response.status_code == 200, response.content
     statements = [q["sql"] for q in captured.captured_queries]
     # token, BEGIN, key-share the project (the lock order, annotation/services/locks.py), lock the
@@ -44,10 +40,7 @@ def test_a_draft_save_on_postgresql_takes_seven_statements_and_writes_both_rows(
     assert "set_config" in statements[3] and "FOR UPDATE" in statements[3]
 
     annotation = Annotation.objects.get(assignment=assignment)
-    assert (
-        annotation.version == 2
-        and annotation.payload["segments"][0]["comment"] == "wrong: it is 1889"
-    )
+    assert annotation.version == 2 and annotation.payload["segments"][0]["comment"] == "wrong: it is 1889"
     assert annotation.updated_at > before and not annotation.submitted
     assignment.refresh_from_db()
     assert assignment.active_seconds == 12 and assignment.status == AssignmentStatus.IN_PROGRESS
@@ -100,11 +93,7 @@ def test_export_lines_are_stored_through_copy_and_replaced_in_place(
             fmt="factcheck-bench",
             labels_as="gold",
         )
-    stored = list(
-        ExportLine.objects.filter(
-            item__project=factcheck_project, format="factcheck-bench"
-        ).order_by("id")
-    )
+    stored = list(ExportLine.objects.filter(item__project=factcheck_project, format="factcheck-bench").order_by("id"))
     assert len(stored) == 2
     ExportLine.objects.filter(pk=stored[0].pk).update(stamp="stale", line="{}\n")
     ExportLine.objects.filter(pk=stored[1].pk).delete()
@@ -112,11 +101,7 @@ def test_export_lines_are_stored_through_copy_and_replaced_in_place(
         assert store_export_lines(factcheck_project, [line.item_id for line in stored]) == 2
     assert not [q["sql"][:80] for q in captured.captured_queries if "unnest" in q["sql"].lower()]
     again = list(
-        ExportLine.objects.filter(
-            item__project=factcheck_project, format="factcheck-bench"
-        ).order_by("item_id")
+        ExportLine.objects.filter(item__project=factcheck_project, format="factcheck-bench").order_by("item_id")
     )
-    assert [(line.item_id, line.stamp, line.line) for line in again] == [
-        (s.item_id, s.stamp, s.line) for s in stored
-    ]
+    assert [(line.item_id, line.stamp, line.line) for line in again] == [(s.item_id, s.stamp, s.line) for s in stored]
     assert again[0].pk == stored[0].pk  # replaced in place

@@ -63,9 +63,7 @@ class DfactscoreKind(KindSpec):
     rater_reads_metadata = True
     has_paragraph_scores = True
 
-    def consolidated_scores(
-        self, rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500
-    ) -> dict:
+    def consolidated_scores(self, rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500) -> dict:
         return consolidated_scores(rows, settings, paragraph_limit)
 
     def page_extras(self, settings_of: Callable[[], dict | None]) -> dict:
@@ -102,9 +100,7 @@ class DfactscoreKind(KindSpec):
             ),
         }
 
-    def gold_units(
-        self, tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]], settings: dict
-    ) -> None:
+    def gold_units(self, tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]], settings: dict) -> None:
         """Per fact, as the project's ``irrelevant`` setting counts facts in its scores."""
         support, global_support = tasks["support"], tasks["global_support"]
         irrelevant = dfactscore_settings(settings)["irrelevant"]
@@ -112,13 +108,9 @@ class DfactscoreKind(KindSpec):
         for row in rows_of(metadata=False):
             item = item_key(row)
             models[item] = row["source"]
-            for index, supported, global_supported in fact_support(
-                row["content"], row["gold"], irrelevant
-            ):
+            for index, supported, global_supported in fact_support(row["content"], row["gold"], irrelevant):
                 support.units.append(GoldUnit((item, index), SUPPORT_LABELS[supported]))
-                global_support.units.append(
-                    GoldUnit((item, index), SUPPORT_LABELS[global_supported])
-                )
+                global_support.units.append(GoldUnit((item, index), SUPPORT_LABELS[global_supported]))
         support.models = global_support.models = models
 
     def existing_units(self, rows_of: Callable[..., Iterable[dict]]) -> set[tuple]:
@@ -179,9 +171,7 @@ class DfactscoreKind(KindSpec):
         )
 
         facts = [fact["text"] for fact in content["facts"]] if "facts" in content else None
-        candidates = [
-            {key: c[key] for key in ("title", "url", "text")} for c in content.get("candidates", [])
-        ]
+        candidates = [{key: c[key] for key in ("title", "url", "text")} for c in content.get("candidates", [])]
         result = preannotate(
             content.get("name") or (item_metadata or {}).get("name", ""),
             response,
@@ -225,14 +215,10 @@ class DfactscoreKind(KindSpec):
 
     # -- agreement --------------------------------------------------------------------------
 
-    def agreement_units(
-        self, stage: int, payloads: dict[Hashable, dict]
-    ) -> dict[str, dict[Any, dict]]:
+    def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
         units: dict[str, dict[Any, dict]] = {name: {} for name in self.agreement_fields}
         for rater, payload in payloads.items():
-            if "facts" in payload and isinstance(
-                payload.get("individuals"), int
-            ):  # a whole payload
+            if "facts" in payload and isinstance(payload.get("individuals"), int):  # a whole payload
                 parts = {
                     "individuals": [payload["individuals"]],
                     **{
@@ -319,27 +305,19 @@ class DfactscoreKind(KindSpec):
     def export_options(self, settings: dict) -> dict:
         return {"irrelevant": dfactscore_settings(settings)["irrelevant"]}
 
-    def export_lines(
-        self, fmt: str, rows: Iterable[dict], irrelevant: str = "exclude"
-    ) -> Iterable[dict]:
+    def export_lines(self, fmt: str, rows: Iterable[dict], irrelevant: str = "exclude") -> Iterable[dict]:
         """``dfactscore``: one line per paragraph; ``dfactscore-result``: one line per model in the
         released result shape. Rows come in item order, so models are grouped here: only each
         paragraph's small score record is kept per model until the end."""
         if fmt == "dfactscore":
             for row in rows:
-                yield paragraph_record(
-                    row, paragraph_scores(row["content"], row["gold"], irrelevant)
-                )
+                yield paragraph_record(row, paragraph_scores(row["content"], row["gold"], irrelevant))
             return
         if fmt != "dfactscore-result":
-            raise ValueError(
-                f"export format {fmt!r} is not one of {', '.join(self.export_formats)}"
-            )
+            raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.export_formats)}")
         by_model: dict[str, list[dict]] = {}
         for row in rows:
-            by_model.setdefault(row["source"], []).append(
-                paragraph_scores(row["content"], row["gold"], irrelevant)
-            )
+            by_model.setdefault(row["source"], []).append(paragraph_scores(row["content"], row["gold"], irrelevant))
         for model, paragraphs in by_model.items():
             yield {"model": model, **model_scores(paragraphs)}
 

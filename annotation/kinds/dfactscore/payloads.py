@@ -15,9 +15,7 @@ def check_payload(content: dict, payload: Any, *, complete: bool) -> dict:
     pages = len(content.get("candidates") or [])
     passes = content.get("passes") or {}
     if not isinstance(payload, dict):
-        raise PayloadError(
-            [field_error("payload", "must be an object with individuals, groups and facts")]
-        )
+        raise PayloadError([field_error("payload", "must be an object with individuals, groups and facts")])
     errors: list[dict] = []
     individuals = payload.get("individuals")
     if isinstance(individuals, bool) or not isinstance(individuals, int) or individuals < 0:
@@ -26,25 +24,14 @@ def check_payload(content: dict, payload: Any, *, complete: bool) -> dict:
         errors.append(field_error("individuals", "must be at least 1: the paragraph has facts"))
     groups = payload.get("groups")
     if not isinstance(groups, list) or len(groups) != individuals:
-        raise PayloadError(
-            [
-                field_error(
-                    "groups", f"must be a list with one object per individual ({individuals})"
-                )
-            ]
-        )
+        raise PayloadError([field_error("groups", f"must be a list with one object per individual ({individuals})")])
     raw_facts = payload.get("facts")
     if not isinstance(raw_facts, list) or len(raw_facts) != len(facts):
         count = f", not {len(raw_facts)}" if isinstance(raw_facts, list) else ""
-        raise PayloadError(
-            [field_error("facts", f"must be a list with one object per fact ({len(facts)}){count}")]
-        )
-    normal_groups = [
-        check_group(index, raw, pages, complete, errors) for index, raw in enumerate(groups)
-    ]
+        raise PayloadError([field_error("facts", f"must be a list with one object per fact ({len(facts)}){count}")])
+    normal_groups = [check_group(index, raw, pages, complete, errors) for index, raw in enumerate(groups)]
     normal_facts = [
-        check_fact(index, raw, individuals, pages, passes, complete, errors)
-        for index, raw in enumerate(raw_facts)
+        check_fact(index, raw, individuals, pages, passes, complete, errors) for index, raw in enumerate(raw_facts)
     ]
     if complete:
         held = {fact["group"] for fact in normal_facts}
@@ -72,11 +59,7 @@ def check_group(index: int, raw: Any, pages: int, complete: bool, errors: list[d
     link = raw.get("link")
     if link is None:
         if complete:
-            errors.append(
-                field_error(
-                    f"{path}.link", "is required: link the individual to a page or to none of these"
-                )
-            )
+            errors.append(field_error(f"{path}.link", "is required: link the individual to a page or to none of these"))
     elif link != NONE and not index_in(link, pages):
         errors.append(
             field_error(
@@ -118,20 +101,12 @@ def check_fact(
     if fact["label"] is not None and fact["label"] not in LABELS:
         errors.append(field_error(f"{path}.label", f"must be one of {', '.join(LABELS)}"))
     elif fact["label"] is None and complete:
-        errors.append(
-            field_error(f"{path}.label", "is required: supported, not supported or irrelevant")
-        )
+        errors.append(field_error(f"{path}.label", "is required: supported, not supported or irrelevant"))
     if fact["any_page"] is not None and fact["any_page"] not in ANY_PAGE:
         errors.append(field_error(f"{path}.any_page", f"must be one of {', '.join(ANY_PAGE)}"))
     elif fact["any_page"] is None and complete and passes.get("factscore_pass"):
-        errors.append(
-            field_error(f"{path}.any_page", "is required: is the fact supported by any page?")
-        )
-    if (
-        fact["entity"] is not None
-        and fact["entity"] != NONE
-        and not index_in(fact["entity"], pages)
-    ):
+        errors.append(field_error(f"{path}.any_page", "is required: is the fact supported by any page?"))
+    if fact["entity"] is not None and fact["entity"] != NONE and not index_in(fact["entity"], pages):
         errors.append(
             field_error(
                 f"{path}.entity",
@@ -141,9 +116,7 @@ def check_fact(
             )
         )
     elif fact["entity"] is None and complete and passes.get("entity_pass"):
-        errors.append(
-            field_error(f"{path}.entity", "is required: which page's person is the fact about?")
-        )
+        errors.append(field_error(f"{path}.entity", "is required: which page's person is the fact about?"))
     return fact
 
 

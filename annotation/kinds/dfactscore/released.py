@@ -35,11 +35,7 @@ def parse_line(data: dict, line: int) -> ParsedItem:
         for index, fact in enumerate(facts):
             if not isinstance(fact, str) or not fact.strip():
                 raise ImportLineError(line, f"atomic_facts[{index}]", "must be a non-empty string")
-    released = {
-        key: _parse_decisions(data, key, line)
-        for key in ("decisions", "global_decisions")
-        if key in data
-    }
+    released = {key: _parse_decisions(data, key, line) for key in ("decisions", "global_decisions") if key in data}
     if facts is None and released:
         # The facts annotators see: the grouped list's atoms (the labels D-FActScore judges), else the plain one's.
         given = released.get("global_decisions") or released.get("decisions") or []
@@ -71,9 +67,7 @@ def _parse_candidates(data: dict, line: int) -> list[dict]:
         raise ImportLineError(
             line,
             "candidates",
-            "must be a list of {title, url, text} objects"
-            if "candidates" in data
-            else "is missing",
+            "must be a list of {title, url, text} objects" if "candidates" in data else "is missing",
         )
     parsed, titles = [], set()
     for index, candidate in enumerate(candidates):
@@ -82,9 +76,7 @@ def _parse_candidates(data: dict, line: int) -> list[dict]:
             raise ImportLineError(line, path, "must be an object with title, url and text")
         title = require_str(candidate, "title", line, path=f"{path}.title")
         if title in titles:
-            raise ImportLineError(
-                line, f"{path}.title", f"{title!r} names an earlier candidate too"
-            )
+            raise ImportLineError(line, f"{path}.title", f"{title!r} names an earlier candidate too")
         titles.add(title)
         url = candidate.get("url")
         if not is_valid_url(url):
@@ -109,17 +101,13 @@ def _parse_decisions(data: dict, key: str, line: int) -> list[dict] | None:
     if value is None:
         return None
     if not isinstance(value, list):
-        raise ImportLineError(
-            line, key, "must be null or a list of {atom, is_supported, supporting_topic} objects"
-        )
+        raise ImportLineError(line, key, "must be null or a list of {atom, is_supported, supporting_topic} objects")
     for index, entry in enumerate(value):
         path = f"{key}[{index}]"
         if not isinstance(entry, dict):
             raise ImportLineError(line, path, "must be an object with atom and is_supported")
         if not isinstance(entry.get("atom"), str):
-            raise ImportLineError(
-                line, f"{path}.atom", "must be a string" if "atom" in entry else "is missing"
-            )
+            raise ImportLineError(line, f"{path}.atom", "must be a string" if "atom" in entry else "is missing")
         if entry.get("is_supported") is not None and not isinstance(entry["is_supported"], bool):
             raise ImportLineError(line, f"{path}.is_supported", "must be true, false or null")
     return value
@@ -139,12 +127,8 @@ def build_content(name: str, response: str, facts: list[str], candidates: list[d
     spans = sentence_spans(response, sentences)
     return {
         "name": name,
-        "facts": [
-            {"text": fact, "span": fact_span(fact, response, sentences, spans)} for fact in facts
-        ],
-        "candidates": [
-            {**candidate, "passages": split_page(candidate["text"])} for candidate in candidates
-        ],
+        "facts": [{"text": fact, "span": fact_span(fact, response, sentences, spans)} for fact in facts],
+        "candidates": [{**candidate, "passages": split_page(candidate["text"])} for candidate in candidates],
     }
 
 
@@ -154,9 +138,7 @@ def gold_from_released(facts: list[str], candidates: list[dict], released: dict,
     form one individual linked to that page; a fact the grouped list marks unsupported has no
     known individual (the release does not say), so its group stays open. The entries themselves
     are kept under ``released``: the item's scores are computed from them, exactly."""
-    titles = {
-        candidate["title"]: index for candidate, index in zip(candidates, range(len(candidates)))
-    }
+    titles = {candidate["title"]: index for candidate, index in zip(candidates, range(len(candidates)))}
     grouped = _by_atom(released.get("global_decisions"))
     plain = _by_atom(released.get("decisions"))
     groups: list[dict] = []
@@ -164,9 +146,7 @@ def gold_from_released(facts: list[str], candidates: list[dict], released: dict,
     payload_facts = []
     for text in facts:
         fact = empty_fact()
-        if (entry := grouped.get(_norm(text))) is not None and isinstance(
-            entry.get("is_supported"), bool
-        ):
+        if (entry := grouped.get(_norm(text))) is not None and isinstance(entry.get("is_supported"), bool):
             fact["label"] = "supported" if entry["is_supported"] else "not_supported"
             # a page the candidates do not hold (or no page) leaves the fact's individual open:
             # the scores come from the kept entries, not from the grouping
@@ -177,9 +157,7 @@ def gold_from_released(facts: list[str], candidates: list[dict], released: dict,
                     group_of_page[page] = len(groups)
                     groups.append({"link": page})
                 fact["group"] = group_of_page[page]
-        if (entry := plain.get(_norm(text))) is not None and isinstance(
-            entry.get("is_supported"), bool
-        ):
+        if (entry := plain.get(_norm(text))) is not None and isinstance(entry.get("is_supported"), bool):
             fact["any_page"] = "supported" if entry["is_supported"] else "not_supported"
         payload_facts.append(fact)
     return {
@@ -215,9 +193,7 @@ def suggestion_from_gold(labels: dict) -> dict:
 
 def check_released(released: Any, errors: list[dict]) -> dict:
     if not isinstance(released, dict) or set(released) - {"decisions", "global_decisions"}:
-        errors.append(
-            field_error("released", "must be an object with decisions and global_decisions")
-        )
+        errors.append(field_error("released", "must be an object with decisions and global_decisions"))
         return {}
     for key in released:
         try:

@@ -25,16 +25,11 @@ def rater_inputs(item: dict) -> tuple[str, list[str], list[dict]]:
     return (
         name,
         [fact["text"] for fact in content.get("facts") or []],
-        [
-            {key: c.get(key) or "" for key in ("title", "url", "text")}
-            for c in content.get("candidates") or []
-        ],
+        [{key: c.get(key) or "" for key in ("title", "url", "text")} for c in content.get("candidates") or []],
     )
 
 
-def consolidated_scores(
-    rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500
-) -> dict:
+def consolidated_scores(rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500) -> dict:
     """FActScore and D-FActScore of the consolidated paragraphs, per paragraph (the first
     ``paragraph_limit``) and per source model, for the human gold records and for the machine
     pre-annotation of the same paragraphs, with the absolute difference per model (the paper
@@ -77,9 +72,7 @@ def consolidated_scores(
         }
         if theirs is not None:
             entry["difference"] = {
-                key: abs(ours[key] - theirs[key])
-                if ours[key] is not None and theirs[key] is not None
-                else None
+                key: abs(ours[key] - theirs[key]) if ours[key] is not None and theirs[key] is not None else None
                 for key in ("init_score", "init_global_score")
             }
         models.append(entry)
@@ -126,11 +119,7 @@ def paragraph_record(row: dict, scores: dict) -> dict:
     candidates = content.get("candidates") or []
 
     def title(page):
-        return (
-            candidates[page]["title"]
-            if isinstance(page, int) and 0 <= page < len(candidates)
-            else None
-        )
+        return candidates[page]["title"] if isinstance(page, int) and 0 <= page < len(candidates) else None
 
     links = [group["link"] for group in gold["groups"]]
     metadata = row.get("metadata") or {}
@@ -163,18 +152,13 @@ def paragraph_record(row: dict, scores: dict) -> dict:
     return record
 
 
-def fact_support(
-    content: dict, payload: dict, irrelevant: str = "exclude"
-) -> Iterator[tuple[int, bool, bool]]:
+def fact_support(content: dict, payload: dict, irrelevant: str = "exclude") -> Iterator[tuple[int, bool, bool]]:
     """(fact index, supported by any page, supported by its group's linked page) for each fact
     FActScore and D-FActScore count: the rules of pipeline.dfactscore_scores.released_lists,
     fact by fact (its lists do not keep the facts' indexes, which scoring keys units by)."""
     candidates = content.get("candidates") or []
     titles = {c: candidate.get("title") or None for c, candidate in enumerate(candidates)}
-    links = [
-        titles.get(g.get("link")) if type(g.get("link")) is int else None
-        for g in payload.get("groups") or []
-    ]
+    links = [titles.get(g.get("link")) if type(g.get("link")) is int else None for g in payload.get("groups") or []]
     for index, fact in enumerate(payload.get("facts") or []):
         label = fact.get("label")
         if label is None or (label == "irrelevant" and irrelevant == "exclude"):
@@ -183,11 +167,7 @@ def fact_support(
         linked = links[group] if type(group) is int and 0 <= group < len(links) else None
         global_supported = label == "supported" and linked is not None
         any_page = fact.get("any_page")
-        supported = (
-            any_page == "supported"
-            if any_page is not None and label != "irrelevant"
-            else global_supported
-        )
+        supported = any_page == "supported" if any_page is not None and label != "irrelevant" else global_supported
         yield index, supported, global_supported
 
 
@@ -208,11 +188,7 @@ def machine_payload(suggestion: dict | None, count: int) -> dict | None:
     for index in range(count):
         judged = support[index] or []
         answer = any_page[index] or (
-            ("supported" if any(s.get("supported") for s in judged) else "not_supported")
-            if judged
-            else None
+            ("supported" if any(s.get("supported") for s in judged) else "not_supported") if judged else None
         )
-        facts.append(
-            {"group": partition[index], "label": labels[index], "any_page": answer, "entity": None}
-        )
+        facts.append({"group": partition[index], "label": labels[index], "any_page": answer, "entity": None})
     return {"individuals": len(groups), "groups": groups, "facts": facts}

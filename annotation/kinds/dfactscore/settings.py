@@ -33,11 +33,7 @@ def settings_error(section: Any) -> str | None:
         if section.get(key, DEFAULT_SETTINGS[key]) not in choices:
             return f"dfactscore.{key} must be one of {', '.join(choices)}, not {section[key]!r}"
     threshold = section.get("support_threshold", DEFAULT_SETTINGS["support_threshold"])
-    if (
-        isinstance(threshold, bool)
-        or not isinstance(threshold, (int, float))
-        or not 0 <= threshold <= 1
-    ):
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
         return f"dfactscore.support_threshold must be a number from 0 to 1, not {threshold!r}"
     return None
 

@@ -122,9 +122,7 @@ class FactcheckKind(KindSpec):
         config = LLMConfig.from_env(settings.get("llm"))
         result = suggest_step1(prompt, response, config, sentences=content.get("sentences") or None)
         sentences = [s["text"] for s in result["sentences"]]
-        suggestion = {
-            "sentences": [{k: v for k, v in s.items() if k != "text"} for s in result["sentences"]]
-        }
+        suggestion = {"sentences": [{k: v for k, v in s.items() if k != "text"} for s in result["sentences"]]}
         return {
             "content": {"sentences": sentences},
             "suggestion": suggestion,
@@ -137,9 +135,7 @@ class FactcheckKind(KindSpec):
     def stage_guideline(self, stage: int) -> str:
         return step3.GUIDELINE if stage == 3 else ""
 
-    def retrieve_unit(
-        self, stage: int, content: dict, index: int, settings: dict, evidence_search
-    ) -> dict:
+    def retrieve_unit(self, stage: int, content: dict, index: int, settings: dict, evidence_search) -> dict:
         claim = {key: content["claims"][index][key] for key in ("sentence", "claim", "text")}
         return retrieve_evidence([claim], settings, evidence_search())["content"]["claims"][0]
 
@@ -159,9 +155,7 @@ class FactcheckKind(KindSpec):
     def merge(self, stage: int, content: dict, payloads: list[dict]) -> MergeResult:
         return self._steps[stage].merge(content, payloads)
 
-    def agreement_units(
-        self, stage: int, payloads: dict[Hashable, dict]
-    ) -> dict[str, dict[Any, dict]]:
+    def agreement_units(self, stage: int, payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]]:
         return self._steps[stage].agreement_units(payloads)
 
     def agreement_unit_values(
@@ -177,27 +171,19 @@ class FactcheckKind(KindSpec):
     ) -> Iterable[tuple[str, tuple, Any]]:
         if stage == 1:
             return step1.suggestion_predictions(content, suggestion, gold)
-        return (
-            self._steps[stage].suggestion_predictions(content, suggestion)
-            if stage in self._steps
-            else ()
-        )
+        return self._steps[stage].suggestion_predictions(content, suggestion) if stage in self._steps else ()
 
     # -- export -----------------------------------------------------------------------------
 
     def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:
         if fmt != "factcheck-bench":
-            raise ValueError(
-                f"export format {fmt!r} is not one of {', '.join(self.export_formats)}"
-            )
+            raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.export_formats)}")
         for row in rows:
             yield benchmark_record(row)
 
     def archive_files(self, fmt: str) -> tuple[str, ...]:
         if fmt != "factcheck-subtasks":
-            raise ValueError(
-                f"export format {fmt!r} is not one of {', '.join(self.archive_formats)}"
-            )
+            raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.archive_formats)}")
         return subtasks.FILES
 
     def export_archive(self, fmt: str, rows: Iterable[dict]) -> Iterable[tuple[str, dict]]:

@@ -128,17 +128,13 @@ def _carries_step2(released: list[dict], step1: list[dict]) -> bool:
     A line of our own export made before step 2 was consolidated has empty lists: no step 2."""
     if any(isinstance(s.get(f), list) and s.get(f) for s in released for f in STEP2_FIELDS):
         return True
-    return not any(s["claims"] for s in step1) and all(
-        f in s for s in released for f in STEP2_FIELDS
-    )
+    return not any(s["claims"] for s in step1) and all(f in s for s in released for f in STEP2_FIELDS)
 
 
 def _choice(data: dict, key: str, choices: tuple, path: str, line: int):
     value = data.get(key)
     if value not in choices:
-        raise ImportLineError(
-            line, f"{path}.{key}", f"must be one of {', '.join(choices)}, not {value!r}"
-        )
+        raise ImportLineError(line, f"{path}.{key}", f"must be one of {', '.join(choices)}, not {value!r}")
     return value
 
 
@@ -154,9 +150,7 @@ def _released_step1(sentence: dict, path: str, line: int) -> dict:
     ):
         values = sentence.get(key, [])
         if not isinstance(values, list) or len(values) != len(claims):
-            raise ImportLineError(
-                line, f"{path}.{key}", f"must be a list with one entry per claim ({len(claims)})"
-            )
+            raise ImportLineError(line, f"{path}.{key}", f"must be a list with one entry per claim ({len(claims)})")
         for index, value in enumerate(values):
             if value not in choices:
                 raise ImportLineError(
@@ -170,12 +164,8 @@ def _released_step1(sentence: dict, path: str, line: int) -> dict:
         raise ImportLineError(line, f"{path}.decontext", "must be a string")
     return {
         "decontext": decontext,
-        "importance": _choice(
-            sentence, "most_importance_sentence", SENTENCE_IMPORTANCE, path, line
-        ),
-        "checkworthy": _choice(
-            sentence, "sentence_checkworthiness", SENTENCE_CHECKWORTHY, path, line
-        ),
+        "importance": _choice(sentence, "most_importance_sentence", SENTENCE_IMPORTANCE, path, line),
+        "checkworthy": _choice(sentence, "sentence_checkworthiness", SENTENCE_CHECKWORTHY, path, line),
         "claims": [
             {"text": text, "category": category, "importance": importance}
             for text, category, importance in zip(
@@ -189,15 +179,11 @@ def _released_claim(sentence: dict, j: int, path: str, line: int) -> dict:
     """The nine step-2 values of claim ``j``, their shapes checked."""
     values = {field: sentence[field][j] for field in STEP2_FIELDS}
     for field in ("auto_evidence", "auto_evidence_url", "stance_claim_autoEvid"):
-        if not isinstance(values[field], list) or not all(
-            isinstance(v, str) for v in values[field]
-        ):
+        if not isinstance(values[field], list) or not all(isinstance(v, str) for v in values[field]):
             raise ImportLineError(line, f"{path}.{field}[{j}]", "must be a list of strings")
     passages = len(values["auto_evidence"])
     if len(values["auto_evidence_url"]) != passages:
-        raise ImportLineError(
-            line, f"{path}.auto_evidence_url[{j}]", f"must have one URL per passage ({passages})"
-        )
+        raise ImportLineError(line, f"{path}.auto_evidence_url[{j}]", f"must have one URL per passage ({passages})")
     if values["stance_claim_autoEvid"] and len(values["stance_claim_autoEvid"]) != passages:
         raise ImportLineError(
             line,
@@ -244,9 +230,7 @@ def _released_step2(item: ParsedItem, released: list[dict], paths: list[str], li
         for field in STEP2_FIELDS:
             value = sentence.get(field)
             if not isinstance(value, list):
-                raise ImportLineError(
-                    line, f"{path}.{field}", "must be a list with one entry per claim"
-                )
+                raise ImportLineError(line, f"{path}.{field}", "must be a list with one entry per claim")
             if len(value) != len(claims) and not (field == "revised_claims" and not claims):
                 raise ImportLineError(
                     line,
@@ -260,9 +244,7 @@ def _released_step2(item: ParsedItem, released: list[dict], paths: list[str], li
             values = _released_claim(sentence, j, path, line)
             evidence = [
                 step2.released_passage(t, u, k + 1)
-                for k, (t, u) in enumerate(
-                    zip(values["auto_evidence"], values["auto_evidence_url"])
-                )
+                for k, (t, u) in enumerate(zip(values["auto_evidence"], values["auto_evidence_url"]))
             ]
             carried_claims.append({"text": text, "evidence": evidence})
             per_claim[(s, j)] = (values, evidence)
@@ -300,9 +282,7 @@ def _carries_step3(data: dict, released: list[dict]) -> bool:
     return bool(data.get("revised_response")) or any(s.get("revised_decontext") for s in released)
 
 
-def _released_step3(
-    item: ParsedItem, data: dict, released: list[dict], paths: list[str], line: int
-) -> None:
+def _released_step3(item: ParsedItem, data: dict, released: list[dict], paths: list[str], line: int) -> None:
     """Stage-3 content (from the step-1 and step-2 gold) and gold payload. The released derived
     labels, and a revised sentence that is not a string (a list, in 7 released sentences), are
     kept in ``released`` and come back unchanged on export."""
@@ -317,9 +297,7 @@ def _released_step3(
             kept["sentences"][str(s)] = {"revised_decontext": _encode(value)}
             value = " ".join(value)
         elif not isinstance(value, str):
-            raise ImportLineError(
-                line, f"{path}.revised_decontext", "must be a string (or a list of strings)"
-            )
+            raise ImportLineError(line, f"{path}.revised_decontext", "must be a string (or a list of strings)")
         label = sentence.get("sentence_factuality_label")
         if label not in (True, False, NA, None):
             raise ImportLineError(
@@ -340,9 +318,7 @@ def _released_step3(
     }
     content = step3.build_content(item.content[1], item.labels[1], item.content[2], item.labels[2])
     try:
-        payload = step3.validate_payload(
-            content, {"sentences": revised, "response": response}, complete=False
-        )
+        payload = step3.validate_payload(content, {"sentences": revised, "response": response}, complete=False)
     except PayloadError as exc:
         first = exc.errors[0]
         raise ImportLineError(line, f"step 3: {first['field']}", first["message"]) from None
@@ -364,13 +340,9 @@ def _payload_claim(values: dict, passages: int) -> dict:
         else None,
         "manual_evidence": manual,
         "factuality": {True: "true", False: "false", NA: None}.get(factuality, factuality),
-        "needs_edit": values["if_claim_needs_edit"]
-        if values["if_claim_needs_edit"] != NA
-        else None,
+        "needs_edit": values["if_claim_needs_edit"] if values["if_claim_needs_edit"] != NA else None,
         "correction": values["revised_claims"],
-        "used_evidence": parse_used_evidence(
-            values["usedEvidence_index_in_revision"], passages, len(manual)
-        ),
+        "used_evidence": parse_used_evidence(values["usedEvidence_index_in_revision"], passages, len(manual)),
     }
 
 
@@ -387,8 +359,7 @@ def render_human_evidence(entries: list[dict]) -> str:
     if not entries:
         return NA
     return "\n\n".join(
-        e["text"] if not e["url"] or e["url"] in e["text"] else f"{e['url']}\n{e['text']}"
-        for e in entries
+        e["text"] if not e["url"] or e["url"] in e["text"] else f"{e['url']}\n{e['text']}" for e in entries
     )
 
 
@@ -417,16 +388,12 @@ def render_claim(evidence: list[dict], answer: dict) -> dict:
     """A payload claim in the released step-2 vocabularies."""
     factuality = answer["factuality"]
     return {
-        "auto_evidence": [
-            step2.restore_nuls(p["text"], p.get("nul_offsets") or []) for p in evidence
-        ],
+        "auto_evidence": [step2.restore_nuls(p["text"], p.get("nul_offsets") or []) for p in evidence],
         "auto_evidence_url": [p["url"] for p in evidence],
         "stance_claim_autoEvid": list(answer["stances"]),
         "if_automatic_evidence_enough_to_verify": answer["decided"] or NA,
         "human_evidence": render_human_evidence(answer["manual_evidence"]),
-        "claims_factuality_label": {"true": True, "false": False, None: NA}.get(
-            factuality, factuality
-        ),
+        "claims_factuality_label": {"true": True, "false": False, None: NA}.get(factuality, factuality),
         "if_claim_needs_edit": answer["needs_edit"] or NA,
         "revised_claims": answer["correction"],
         "usedEvidence_index_in_revision": render_used_evidence(answer["used_evidence"]),
@@ -477,10 +444,7 @@ def _step2_sentences(step1_gold: dict, stage2: dict) -> list[dict]:
     """Per sentence, the step-2 fields (and the extra fields) from the step-2 content and gold."""
     content, gold = stage2["content"], stage2["gold"]
     released = gold.get("released") or {}
-    verified = {
-        (c["sentence"], c["claim"]): (c, a)
-        for c, a in zip(content.get("claims", []), gold.get("claims", []))
-    }
+    verified = {(c["sentence"], c["claim"]): (c, a) for c, a in zip(content.get("claims", []), gold.get("claims", []))}
     result = []
     for s, sentence in enumerate(step1_gold["sentences"]):
         fields = {f: [] for f in (*STEP2_FIELDS, *EXTRA_FIELDS)}
@@ -493,9 +457,7 @@ def _step2_sentences(step1_gold: dict, stage2: dict) -> list[dict]:
                     **{f: v for f, v in kept.items() if f in STEP2_FIELDS},
                 }
                 fields["auto_evidence_reliable"].append(list(answer["reliable"]))
-                fields["human_evidence_metadata"].append(
-                    [dict(e) for e in answer["manual_evidence"]]
-                )
+                fields["human_evidence_metadata"].append([dict(e) for e in answer["manual_evidence"]])
             else:
                 values = _unverified_claim(claim["text"])
                 if kept.get("claim") == claim["text"]:
@@ -546,19 +508,13 @@ def benchmark_record(row: dict) -> dict:
     step2_fields = _step2_sentences(row["gold"], stage2) if stage2 else None
     step3_fields = _step3_fields(row["gold"], stage2, stage3) if stage2 and stage3 else None
     sentences = {}
-    for index, (text, gold) in enumerate(
-        zip(row["content"]["sentences"], row["gold"]["sentences"]), start=1
-    ):
+    for index, (text, gold) in enumerate(zip(row["content"]["sentences"], row["gold"]["sentences"]), start=1):
         claims = gold["claims"]
         later = (
             step2_fields[index - 1]
             if step2_fields
             else {
-                **{
-                    key: list(value)
-                    for key, value in LATER_STEP_FIELDS.items()
-                    if isinstance(value, list)
-                },
+                **{key: list(value) for key, value in LATER_STEP_FIELDS.items() if isinstance(value, list)},
                 **{key: [] for key in EXTRA_FIELDS},
             }
         )

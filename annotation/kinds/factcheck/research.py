@@ -95,19 +95,13 @@ def gold_units(tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]]) -
         item = item_key(row)
         for s, sentence in enumerate(row["gold"]["sentences"]):
             sentence_key = f"sentence{s + 1}"
-            tasks["checkworthiness"].units.append(
-                GoldUnit((item, sentence_key), checkworthy(sentence["checkworthy"]))
-            )
+            tasks["checkworthiness"].units.append(GoldUnit((item, sentence_key), checkworthy(sentence["checkworthy"])))
             for c, claim in enumerate(sentence["claims"]):
-                tasks["claim_category"].units.append(
-                    GoldUnit((item, sentence_key, c), claim["category"])
-                )
+                tasks["claim_category"].units.append(GoldUnit((item, sentence_key, c), claim["category"]))
         stage2 = row["stages"].get(2)
         if not stage2:
             continue
-        for claim, answer in zip(
-            stage2["content"].get("claims", []), stage2["gold"].get("claims", [])
-        ):
+        for claim, answer in zip(stage2["content"].get("claims", []), stage2["gold"].get("claims", [])):
             key = (item, f"sentence{claim['sentence'] + 1}", claim["claim"])
             for e, stance in enumerate(answer.get("stances") or []):
                 if stance:
@@ -120,9 +114,7 @@ def gold_units(tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]]) -
                     tasks["factuality_without_nee"].units.append(GoldUnit(key, label))
         stage3 = row["stages"].get(3)
         if stage3:  # step 3 opens only after step 2
-            tasks["revision"].units.append(
-                GoldUnit((item,), stage3["gold"].get("response") or "", row["response"])
-            )
+            tasks["revision"].units.append(GoldUnit((item,), stage3["gold"].get("response") or "", row["response"]))
 
 
 def existing_units(rows_of: Callable[..., Iterable[dict]]) -> set[tuple]:
@@ -132,9 +124,7 @@ def existing_units(rows_of: Callable[..., Iterable[dict]]) -> set[tuple]:
         keys.add((item,))
         for s, sentence in enumerate(row["gold"].get("sentences") or []):
             keys.add((item, f"sentence{s + 1}"))
-            keys.update(
-                (item, f"sentence{s + 1}", c) for c in range(len(sentence.get("claims") or []))
-            )
+            keys.update((item, f"sentence{s + 1}", c) for c in range(len(sentence.get("claims") or [])))
         for claim in ((row["stages"].get(2) or {}).get("content") or {}).get("claims") or []:
             keys.update(
                 (item, f"sentence{claim['sentence'] + 1}", claim["claim"], e)
@@ -206,9 +196,7 @@ def rate(step: int, items: list[dict], settings: dict, config) -> list:
     for item in items:
         if step == 1:
             sentences, gold_claims = _step1_inputs(item)
-            ratings.append(
-                rater.rate_factcheck_step1(item["response"], sentences, gold_claims, config)
-            )
+            ratings.append(rater.rate_factcheck_step1(item["response"], sentences, gold_claims, config))
         elif step == 2:
             ratings.append(rater.rate_factcheck_step2(item["content"].get("claims") or [], config))
         else:

@@ -47,11 +47,7 @@ def parse_tool_input(data: dict, line: int) -> ParsedItem:
     """The original tool's step-1 screen input: sentences and machine "atomic claims"."""
     response = require_str(data, "response", line)
     sentences = data.get("sentences")
-    if (
-        not isinstance(sentences, list)
-        or not sentences
-        or not all(isinstance(s, str) and s.strip() for s in sentences)
-    ):
+    if not isinstance(sentences, list) or not sentences or not all(isinstance(s, str) and s.strip() for s in sentences):
         raise ImportLineError(line, "sentences", "must be a non-empty list of non-empty strings")
     atomic = data.get("atomic claims", [])
     if not isinstance(atomic, list) or (atomic and len(atomic) != len(sentences)):
@@ -105,10 +101,7 @@ def empty_payload(content: dict, suggestion: dict | None) -> dict:
         if not hint:
             sentences.append(empty_sentence(text))
             continue
-        claims = [
-            {"text": c.get("text", ""), "category": None, "importance": None}
-            for c in hint.get("claims", [])
-        ]
+        claims = [{"text": c.get("text", ""), "category": None, "importance": None} for c in hint.get("claims", [])]
         sentences.append(empty_sentence(hint.get("decontext") or text, claims))
     return {"sentences": sentences}
 
@@ -116,9 +109,7 @@ def empty_payload(content: dict, suggestion: dict | None) -> dict:
 def validate_payload(content: dict, payload: Any, *, complete: bool) -> dict:
     expected = len(content.get("sentences", []))
     if not isinstance(payload, dict) or not isinstance(payload.get("sentences"), list):
-        raise PayloadError(
-            [field_error("sentences", "must be a list with one object per sentence")]
-        )
+        raise PayloadError([field_error("sentences", "must be a list with one object per sentence")])
     if len(payload["sentences"]) != expected:
         raise PayloadError(
             [
@@ -129,9 +120,7 @@ def validate_payload(content: dict, payload: Any, *, complete: bool) -> dict:
             ]
         )
     errors: list[dict] = []
-    sentences = [
-        _validate_sentence(i, raw, complete, errors) for i, raw in enumerate(payload["sentences"])
-    ]
+    sentences = [_validate_sentence(i, raw, complete, errors) for i, raw in enumerate(payload["sentences"])]
     if errors:
         raise PayloadError(errors)
     return {"sentences": sentences}
@@ -195,9 +184,7 @@ def _validate_sentence(index: int, raw: Any, complete: bool, errors: list[dict])
     for claim_index, claim in enumerate(claims):
         claim_path = f"{path}.claims[{claim_index}]"
         if not isinstance(claim, dict):
-            errors.append(
-                field_error(claim_path, "must be an object with text, category and importance")
-            )
+            errors.append(field_error(claim_path, "must be an object with text, category and importance"))
             continue
         sentence["claims"].append(
             {
@@ -239,10 +226,7 @@ def merge(content: dict, payloads: list[dict]) -> MergeResult:
         path = f"sentences[{index}]"
         sentence = empty_sentence()
         for key in ("decontext", "importance", "checkworthy"):
-            values = [
-                claim_text.normalise(v[key]) if isinstance(v[key], str) else v[key]
-                for v in versions
-            ]
+            values = [claim_text.normalise(v[key]) if isinstance(v[key], str) else v[key] for v in versions]
             if all(v == values[0] for v in values):
                 sentence[key] = values[0]  # agreed up to whitespace: the gold gets it tidied
             else:
@@ -254,9 +238,7 @@ def merge(content: dict, payloads: list[dict]) -> MergeResult:
             present = [versions[k]["claims"][i] for k, i in enumerate(row) if i is not None]
             claim = {"text": "", "category": None, "importance": None}
             for key in claim:
-                values = [
-                    claim_text.normalise(c[key]) if key == "text" else c[key] for c in present
-                ]
+                values = [claim_text.normalise(c[key]) if key == "text" else c[key] for c in present]
                 if len(present) == len(versions) and all(v == values[0] for v in values):
                     claim[key] = values[0]
                 else:
@@ -307,10 +289,7 @@ def unit_values(content: dict, payloads: dict[Hashable, dict]) -> Iterator[tuple
             if row is not None:
                 if pivot_is_gold and index not in pivot_claims:
                     pivot_claims[index] = [
-                        r[0]
-                        for r in align_claims(
-                            [p["sentences"][index]["claims"] for p in payloads.values()]
-                        )
+                        r[0] for r in align_claims([p["sentences"][index]["claims"] for p in payloads.values()])
                     ]
                 ids["claim"] = pivot_claims[index][row] if pivot_is_gold else None
             yield ids, field, values
@@ -322,25 +301,18 @@ def extra_agreement(items: Iterable[AgreementItem]) -> dict:
     between, with_machine = [], {}
     for item in items:
         raters = list(item.payloads)
-        decompositions = {
-            r: [[c["text"] for c in s["claims"]] for s in item.payloads[r]["sentences"]]
-            for r in raters
-        }
+        decompositions = {r: [[c["text"] for c in s["claims"]] for s in item.payloads[r]["sentences"]] for r in raters}
         if len(raters) >= 2:
             between.extend(zip(decompositions[raters[0]], decompositions[raters[1]]))
         if item.suggestion:
-            machine = [
-                [c.get("text", "") for c in s.get("claims", [])]
-                for s in item.suggestion["sentences"]
-            ]
+            machine = [[c.get("text", "") for c in s.get("claims", [])] for s in item.suggestion["sentences"]]
             for rater in raters:
                 with_machine.setdefault(rater, []).extend(zip(decompositions[rater], machine))
     return {
         "decomposition": {
             "between_annotators": decomposition_agreement(between),
             "annotator_vs_machine": {
-                rater: decomposition_agreement(pairs)
-                for rater, pairs in sorted(with_machine.items())
+                rater: decomposition_agreement(pairs) for rater, pairs in sorted(with_machine.items())
             },
         }
     }
@@ -366,16 +338,10 @@ def suggestion_predictions(
         if gold_sentences is None:
             rows = [(j, j) for j in range(len(machine))]
         else:
-            gold_claims = (
-                gold_sentences[index].get("claims", []) if index < len(gold_sentences) else []
-            )
+            gold_claims = gold_sentences[index].get("claims", []) if index < len(gold_sentences) else []
             rows = align_claims([gold_claims, machine])
         for gold_index, machine_index in rows:
-            if (
-                gold_index is not None
-                and machine_index is not None
-                and machine[machine_index].get("category")
-            ):
+            if gold_index is not None and machine_index is not None and machine[machine_index].get("category"):
                 yield "claim_category", (key, gold_index), machine[machine_index]["category"]
 
 
@@ -387,10 +353,7 @@ def align_claims(claim_lists: list[list[dict]]) -> list[list[int | None]]:
     rows: list[list[int | None]] = [[i] for i in range(len(texts[0]))]
     for column, other in enumerate(texts[1:], start=1):
         row_texts = [next(texts[k][i] for k, i in enumerate(row) if i is not None) for row in rows]
-        rows = [
-            (rows[r] if r is not None else [None] * column) + [j]
-            for r, j in claim_text.align(row_texts, other)
-        ]
+        rows = [(rows[r] if r is not None else [None] * column) + [j] for r, j in claim_text.align(row_texts, other)]
     return rows
 
 

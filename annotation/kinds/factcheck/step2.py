@@ -151,9 +151,7 @@ def retrieve_evidence(claims: list[dict], settings: dict, search) -> dict:
         passage_stride=passages.get("stride"),
     )
     for claim, found in zip(claims, result["claims"]):
-        claim.update(
-            queries=found["queries"], evidence=found["evidence"], problems=found["problems"]
-        )
+        claim.update(queries=found["queries"], evidence=found["evidence"], problems=found["problems"])
     return {
         "content": {"claims": claims},
         "suggestion": None,
@@ -161,9 +159,7 @@ def retrieve_evidence(claims: list[dict], settings: dict, search) -> dict:
     }
 
 
-def precompute(
-    previous_gold: dict | None, settings: dict, evidence_search, item_metadata: dict | None
-) -> dict:
+def precompute(previous_gold: dict | None, settings: dict, evidence_search, item_metadata: dict | None) -> dict:
     """Step-2 content. Claims the item's released evidence covers (same sentence, same text up to
     whitespace) take the released passages; only the others are retrieved."""
     claims = checkworthy_claims(previous_gold or {})
@@ -183,9 +179,7 @@ def precompute(
             claim.update(queries=[], evidence=[dict(p) for p in evidence], problems=[])
     sources = ["factcheck-bench"] if len(missing) < len(claims) else []
     if missing:
-        retrieved = retrieve_evidence(
-            missing, settings, evidence_search() if evidence_search else None
-        )
+        retrieved = retrieve_evidence(missing, settings, evidence_search() if evidence_search else None)
         sources += [s for s in retrieved["provenance"]["evidence"]["sources"] if s not in sources]
     return {
         "content": {"claims": claims},
@@ -279,9 +273,7 @@ def _validate_claim(index: int, claim: dict, raw: Any, complete: bool, errors: l
         )
         stances = [None] * passages
     out["stances"] = [
-        validate_choice(
-            s, STANCES, f"{path}.stances[{k}]", complete, errors, "stance of this passage"
-        )
+        validate_choice(s, STANCES, f"{path}.stances[{k}]", complete, errors, "stance of this passage")
         for k, s in enumerate(stances)
     ]
     reliable = raw.get("reliable")
@@ -314,9 +306,7 @@ def _validate_claim(index: int, claim: dict, raw: Any, complete: bool, errors: l
         errors,
         "whether the evidence decides the claim",
     )
-    out["manual_evidence"] = _validate_manual(
-        raw.get("manual_evidence"), f"{path}.manual_evidence", complete, errors
-    )
+    out["manual_evidence"] = _validate_manual(raw.get("manual_evidence"), f"{path}.manual_evidence", complete, errors)
     out["factuality"] = validate_choice(
         raw.get("factuality"), FACTUALITY, f"{path}.factuality", complete, errors, "factuality"
     )
@@ -365,15 +355,12 @@ def _validate_claim(index: int, claim: dict, raw: Any, complete: bool, errors: l
             )
         if edit == "yes":
             if not correction.strip():
-                errors.append(
-                    field_error(f"{path}.correction", "is required when the claim needs an edit")
-                )
+                errors.append(field_error(f"{path}.correction", "is required when the claim needs an edit"))
             if not out["used_evidence"]:
                 errors.append(
                     field_error(
                         f"{path}.used_evidence",
-                        "is required when the claim needs an edit: "
-                        "name the evidence the correction rests on",
+                        "is required when the claim needs an edit: name the evidence the correction rests on",
                     )
                 )
     return out
@@ -389,11 +376,7 @@ def _validate_manual(raw: Any, path: str, complete: bool, errors: list[dict]) ->
     for m, entry in enumerate(raw):
         where = f"{path}[{m}]"
         if not isinstance(entry, dict):
-            errors.append(
-                field_error(
-                    where, "must be an object with text, url, query, reliable and sufficient"
-                )
-            )
+            errors.append(field_error(where, "must be an object with text, url, query, reliable and sufficient"))
             continue
         item = {}
         for key in ("text", "url", "query"):
@@ -404,15 +387,11 @@ def _validate_manual(raw: Any, path: str, complete: bool, errors: list[dict]) ->
                 value = ""
             item[key] = value
         if complete and not item["text"].strip():
-            errors.append(
-                field_error(f"{where}.text", "is required: quote the evidence or remove it")
-            )
+            errors.append(field_error(f"{where}.text", "is required: quote the evidence or remove it"))
         if item["url"] and not is_valid_url(item["url"]):
             errors.append(field_error(f"{where}.url", "must be an http or https URL"))
         elif complete and not item["url"]:
-            errors.append(
-                field_error(f"{where}.url", "is required: give the evidence's http or https URL")
-            )
+            errors.append(field_error(f"{where}.url", "is required: give the evidence's http or https URL"))
         for key in ("reliable", "sufficient"):
             value = entry.get(key)
             if not _is_bool_or_none(value):
@@ -445,11 +424,7 @@ def _validate_used(raw: Any, passages: int, manual: int, path: str, errors: list
             and value[len(MANUAL) :].isascii()
         ):
             if int(value[len(MANUAL) :]) >= manual:
-                errors.append(
-                    field_error(
-                        where, f"names manual evidence that does not exist (there are {manual})"
-                    )
-                )
+                errors.append(field_error(where, f"names manual evidence that does not exist (there are {manual})"))
                 continue
             value = f"{MANUAL}{int(value[len(MANUAL) :])}"
         else:
@@ -513,9 +488,7 @@ def merge(content: dict, payloads: list[dict]) -> MergeResult:
                 if rows[keys[key]][column] is None:
                     rows[keys[key]][column] = m
         for r, row in enumerate(rows):
-            entries = [
-                versions[c]["manual_evidence"][m] for c, m in enumerate(row) if m is not None
-            ]
+            entries = [versions[c]["manual_evidence"][m] for c, m in enumerate(row) if m is not None]
             entry = dict(entries[0])
             for key in ("query", "reliable", "sufficient"):
                 if not _same([e[key] for e in entries]):
@@ -583,9 +556,7 @@ def unit_values(content: dict, payloads: dict[Hashable, dict]) -> Iterator[tuple
             yield ids, field, values
 
 
-def suggestion_predictions(
-    content: dict, suggestion: dict | None
-) -> Iterator[tuple[str, tuple, str]]:
+def suggestion_predictions(content: dict, suggestion: dict | None) -> Iterator[tuple[str, tuple, str]]:
     """Stances and factuality as predictions of the scoring tasks (``stance4``/``stance3``,
     ``factuality``/``factuality_without_nee``). The content's claims are the gold step-1 claims
     step 2 verifies, so no alignment is needed. A suggestion in the payload's shape
@@ -601,21 +572,10 @@ def suggestion_predictions(
             stances = [(p.get("stance_hint") or {}).get("label") for p in passages]
             factuality = None
         else:
-            answer = (
-                suggested[index]
-                if index < len(suggested) and isinstance(suggested[index], dict)
-                else {}
-            )
+            answer = suggested[index] if index < len(suggested) and isinstance(suggested[index], dict) else {}
             stances, factuality = answer.get("stances") or [], answer.get("factuality")
-        if (
-            not factuality
-            and passages
-            and len(stances) >= len(passages)
-            and all(stances[: len(passages)])
-        ):
-            factuality = verdict_from_stances(
-                stances[: len(passages)]
-            )  # every passage judged: the votes decide
+        if not factuality and passages and len(stances) >= len(passages) and all(stances[: len(passages)]):
+            factuality = verdict_from_stances(stances[: len(passages)])  # every passage judged: the votes decide
         for k, stance in enumerate(stances[: len(passages)]):
             if stance:
                 yield "stance4", (*key, k), stance
@@ -640,9 +600,7 @@ def extra_agreement(items: Iterable[AgreementItem]) -> dict:
             if first.get("needs_edit") == "yes" and second.get("needs_edit") == "yes":
                 both += 1
                 distances.append(
-                    claim_text.normalised_edit_distance(
-                        first.get("correction", ""), second.get("correction", "")
-                    )
+                    claim_text.normalised_edit_distance(first.get("correction", ""), second.get("correction", ""))
                 )
     return {
         "corrections": {

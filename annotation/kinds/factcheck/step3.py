@@ -45,24 +45,18 @@ def claim_verdict(answer: dict | None) -> str:
     return UNKNOWN if edit == "not_enough_evidence" else TRUE
 
 
-def build_content(
-    step1_content: dict, step1_gold: dict, step2_content: dict, step2_gold: dict
-) -> dict:
+def build_content(step1_content: dict, step1_gold: dict, step2_content: dict, step2_gold: dict) -> dict:
     verified = {
         (c["sentence"], c["claim"]): answer
         for c, answer in zip(step2_content.get("claims", []), step2_gold.get("claims", []))
     }
     sentences = []
-    for s, (text, gold) in enumerate(
-        zip(step1_content.get("sentences", []), step1_gold.get("sentences", []))
-    ):
+    for s, (text, gold) in enumerate(zip(step1_content.get("sentences", []), step1_gold.get("sentences", []))):
         claims = []
         for j, claim in enumerate(gold.get("claims", [])):
             answer = verified.get((s, j))
             verdict = claim_verdict(answer)
-            corrected = (
-                (answer.get("correction") or "") if verdict in (FALSE, DELETED) else claim["text"]
-            )
+            corrected = (answer.get("correction") or "") if verdict in (FALSE, DELETED) else claim["text"]
             claims.append({"text": claim["text"], "verdict": verdict, "corrected": corrected})
         sentences.append(
             {
@@ -124,20 +118,14 @@ def empty_payload(content: dict, suggestion: dict | None) -> dict:
     response = (suggestion or {}).get("response")
     return {
         "sentences": sentences,
-        "response": response
-        if response is not None
-        else join_sentences(s["revised"] for s in sentences),
+        "response": response if response is not None else join_sentences(s["revised"] for s in sentences),
     }
 
 
-def _text(
-    value: Any, path: str, complete: bool, errors: list[dict], *, allow_empty: bool
-) -> str | None:
+def _text(value: Any, path: str, complete: bool, errors: list[dict], *, allow_empty: bool) -> str | None:
     if value is None:
         if complete:
-            errors.append(
-                field_error(path, "is required: take an annotator's revision or write one")
-            )
+            errors.append(field_error(path, "is required: take an annotator's revision or write one"))
         return None
     if not isinstance(value, str):
         errors.append(field_error(path, "must be a string"))
@@ -150,16 +138,13 @@ def _text(
 def validate_payload(content: dict, payload: Any, *, complete: bool) -> dict:
     sentences = content.get("sentences", [])
     if not isinstance(payload, dict) or not isinstance(payload.get("sentences"), list):
-        raise PayloadError(
-            [field_error("sentences", "must be a list with one object per sentence")]
-        )
+        raise PayloadError([field_error("sentences", "must be a list with one object per sentence")])
     if len(payload["sentences"]) != len(sentences):
         raise PayloadError(
             [
                 field_error(
                     "sentences",
-                    f"has {len(payload['sentences'])} entries, the item has "
-                    f"{len(sentences)} sentences",
+                    f"has {len(payload['sentences'])} entries, the item has {len(sentences)} sentences",
                 )
             ]
         )
@@ -237,19 +222,13 @@ def unit_values(content: dict, payloads: dict[Hashable, dict]) -> Iterator[tuple
 def _compare(pairs: list[tuple[str, str]]) -> dict:
     return {
         "pairs": len(pairs),
-        "identical_share": mean(
-            claim_text.normalise(a) == claim_text.normalise(b) for a, b in pairs
-        )
+        "identical_share": mean(claim_text.normalise(a) == claim_text.normalise(b) for a, b in pairs)
         if pairs
         else None,
-        "mean_normalised_edit_distance": mean(
-            claim_text.normalised_edit_distance(a, b) for a, b in pairs
-        )
+        "mean_normalised_edit_distance": mean(claim_text.normalised_edit_distance(a, b) for a, b in pairs)
         if pairs
         else None,
-        "mean_word_overlap": mean(claim_text.word_overlap(a, b) for a, b in pairs)
-        if pairs
-        else None,
+        "mean_word_overlap": mean(claim_text.word_overlap(a, b) for a, b in pairs) if pairs else None,
     }
 
 
@@ -264,8 +243,7 @@ def extra_agreement(items: Iterable[AgreementItem]) -> dict:
         if len(raters) >= 2:
             a, b = (item.payloads[r] for r in raters[:2])
             between["sentences"] += [
-                (x["revised"] or "", y["revised"] or "")
-                for x, y in zip(a["sentences"], b["sentences"])
+                (x["revised"] or "", y["revised"] or "") for x, y in zip(a["sentences"], b["sentences"])
             ]
             between["responses"].append((a.get("response") or "", b.get("response") or ""))
         if item.suggestion:
@@ -275,9 +253,7 @@ def extra_agreement(items: Iterable[AgreementItem]) -> dict:
                     (x["revised"] or "", y["revised"])
                     for x, y in zip(payload["sentences"], item.suggestion.get("sentences", []))
                 ]
-                mine["responses"].append(
-                    (payload.get("response") or "", item.suggestion.get("response") or "")
-                )
+                mine["responses"].append((payload.get("response") or "", item.suggestion.get("response") or ""))
     return {
         "revisions": {
             "between_annotators": {unit: _compare(pairs) for unit, pairs in between.items()},
@@ -292,9 +268,7 @@ def extra_agreement(items: Iterable[AgreementItem]) -> dict:
 # -- scoring ------------------------------------------------------------------------------------
 
 
-def suggestion_predictions(
-    content: dict, suggestion: dict | None
-) -> Iterator[tuple[str, tuple, str]]:
+def suggestion_predictions(content: dict, suggestion: dict | None) -> Iterator[tuple[str, tuple, str]]:
     """The machine's revised response as a prediction of the ``revision`` task (subtask 5)."""
     response = (suggestion or {}).get("response")
     if isinstance(response, str):
@@ -322,13 +296,7 @@ def derived_labels(step1_gold: dict, step2_content: dict, step2_gold: dict) -> d
     sentences = []
     for s in range(len(step1_gold.get("sentences", []))):
         verified = answers.get(s, [])
-        sentences.append(
-            NA if not verified else all(a.get("factuality") == "true" for a in verified)
-        )
+        sentences.append(NA if not verified else all(a.get("factuality") == "true" for a in verified))
     every = [a for group in answers.values() for a in group]
-    response = (
-        NA
-        if not every
-        else not any(a.get("needs_edit") in ("yes", "not_enough_evidence") for a in every)
-    )
+    response = NA if not every else not any(a.get("needs_edit") in ("yes", "not_enough_evidence") for a in every)
     return {"sentences": sentences, "response": response}

@@ -40,9 +40,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("result", help="the result JSON file")
-        parser.add_argument(
-            "generations", help="the generations JSONL file, one line per generation"
-        )
+        parser.add_argument("generations", help="the generations JSONL file, one line per generation")
         parser.add_argument("--output", "-o", help="file to write (default: standard output)")
 
     def handle(self, *args, **options):
@@ -50,9 +48,7 @@ class Command(BaseCommand):
             with open(options["result"], encoding="utf-8") as file:
                 result = json.load(file)
         except (OSError, ValueError) as exc:
-            raise CommandError(
-                f"{options['result']}: cannot read the result file ({exc})"
-            ) from None
+            raise CommandError(f"{options['result']}: cannot read the result file ({exc})") from None
         if not isinstance(result, dict):
             raise CommandError(f"{options['result']}: must hold one JSON object")
         generations = []
@@ -64,18 +60,12 @@ class Command(BaseCommand):
                     try:
                         data = json.loads(text)
                     except ValueError as exc:
-                        raise CommandError(
-                            f"{options['generations']}, line {number}: not JSON ({exc})"
-                        ) from None
+                        raise CommandError(f"{options['generations']}, line {number}: not JSON ({exc})") from None
                     if not isinstance(data, dict):
-                        raise CommandError(
-                            f"{options['generations']}, line {number}: must be a JSON object"
-                        )
+                        raise CommandError(f"{options['generations']}, line {number}: must be a JSON object")
                     generations.append(data)
         except OSError as exc:
-            raise CommandError(
-                f"{options['generations']}: cannot read the generations file ({exc})"
-            ) from None
+            raise CommandError(f"{options['generations']}: cannot read the generations file ({exc})") from None
         lines = result_lines(result, generations)
         out = open(options["output"], "w", encoding="utf-8") if options["output"] else sys.stdout
         try:

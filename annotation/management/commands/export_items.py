@@ -15,9 +15,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("project", help="project id or name")
-        parser.add_argument(
-            "--format", required=True, help="felm, annotations, … (see the project kind)"
-        )
+        parser.add_argument("--format", required=True, help="felm, annotations, … (see the project kind)")
         parser.add_argument("--output", "-o", help="file to write (default: standard output)")
 
     def handle(self, *args, **options):
@@ -27,9 +25,7 @@ class Command(BaseCommand):
         stream = export(project, options["format"])
         binary = stream.content_type == "application/zip"
         if binary and not options["output"]:
-            raise CommandError(
-                f"--format {options['format']} writes a zip archive: give --output FILE"
-            )
+            raise CommandError(f"--format {options['format']} writes a zip archive: give --output FILE")
         out = (
             open(options["output"], "wb" if binary else "w", encoding=None if binary else "utf-8")
             if options["output"]

@@ -16,14 +16,10 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path", help="JSONL file, one document a line")
         parser.add_argument("--name", required=True)
-        parser.add_argument(
-            "--project", action="append", default=[], help="project id or name (repeatable)"
-        )
+        parser.add_argument("--project", action="append", default=[], help="project id or name (repeatable)")
         parser.add_argument("--passage-sentences", type=int, default=5)
         parser.add_argument("--passage-stride", type=int, default=2)
-        parser.add_argument(
-            "--embed", action="store_true", help="embed all passages now (can take long)"
-        )
+        parser.add_argument("--embed", action="store_true", help="embed all passages now (can take long)")
 
     def handle(self, *args, **options):
         projects = [find_project(key) for key in options["project"]]
@@ -41,9 +37,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         corpus = run_corpus_import(corpus.id)  # a no-op if the in-process task has run it
         if corpus.state == CorpusState.FAILED:
-            details = "\n".join(
-                f"  line {e['line']}, field {e['field']}: {e['message']}" for e in corpus.errors
-            )
+            details = "\n".join(f"  line {e['line']}, field {e['field']}: {e['message']}" for e in corpus.errors)
             raise CommandError(f"corpus {corpus.name} not imported:\n{details}")
         self.stdout.write(
             f"corpus {corpus.id} ({corpus.name}): {corpus.documents} documents, {corpus.passages} passages"
@@ -52,6 +46,4 @@ class Command(BaseCommand):
             while embed_next_batch(corpus.id):
                 corpus.refresh_from_db()
                 self.stdout.write(f"  embedded {corpus.embedded} of {corpus.passages}")
-        self.stdout.write(
-            self.style.SUCCESS(f"corpus {corpus.id} is {corpus.get_state_display().lower()}")
-        )
+        self.stdout.write(self.style.SUCCESS(f"corpus {corpus.id} is {corpus.get_state_display().lower()}"))

@@ -28,9 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("project", help="project id or name")
         parser.add_argument("path", help="JSONL file of predictions")
         parser.add_argument("--system", required=True, help="the fact-checker's name")
-        parser.add_argument(
-            "--version", default="", dest="system_version", help="the system's version (optional)"
-        )
+        parser.add_argument("--version", default="", dest="system_version", help="the system's version (optional)")
         parser.add_argument(
             "--resamples",
             type=int,
@@ -38,9 +36,7 @@ class Command(BaseCommand):
             help=f"bootstrap resamples of the 95 %% intervals, 0 to {MAX_RESAMPLES} (default {DEFAULT_RESAMPLES})",
         )
         parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
-        parser.add_argument(
-            "--replace", action="store_true", help="replace the scores of this system and version"
-        )
+        parser.add_argument("--replace", action="store_true", help="replace the scores of this system and version")
 
     def handle(self, *args, **options):
         project = find_project(options["project"])
@@ -60,12 +56,7 @@ class Command(BaseCommand):
         except (ImportFailed, UploadTooLarge) as exc:
             errors = getattr(exc, "errors", None)
             raise CommandError(
-                "refused:\n"
-                + (
-                    "\n".join(f"  {e['field']}: {e['message']}" for e in errors)
-                    if errors
-                    else f"  {exc}"
-                )
+                "refused:\n" + ("\n".join(f"  {e['field']}: {e['message']}" for e in errors) if errors else f"  {exc}")
             ) from exc
         except OSError as exc:
             raise CommandError(str(exc)) from exc
@@ -73,14 +64,10 @@ class Command(BaseCommand):
         if run is None:
             raise CommandError("the run was deleted while it was scored")
         if run.state == SystemRunState.FAILED:
-            details = "\n".join(
-                f"  line {e['line']}, field {e['field']}: {e['message']}" for e in run.errors
-            )
+            details = "\n".join(f"  line {e['line']}, field {e['field']}: {e['message']}" for e in run.errors)
             raise CommandError(f"nothing stored:\n{details}")
         if run.state != SystemRunState.DONE:
-            self.stdout.write(
-                self.style.WARNING(f"run {run.id} is {run.state}: a worker is scoring it")
-            )
+            self.stdout.write(self.style.WARNING(f"run {run.id} is {run.state}: a worker is scoring it"))
             return
         label = f"{run.system} {run.version}".strip()
         self.stdout.write(self.style.SUCCESS(f"scored {label} on {project.name} (run {run.id})"))
@@ -90,9 +77,7 @@ class Command(BaseCommand):
             )
             self._write_scores("  ", entry)
             for baseline in entry["baselines"].values():
-                self._write_scores(
-                    f"  baseline {baseline['title']}: ", baseline["scores"], inline=True
-                )
+                self._write_scores(f"  baseline {baseline['title']}: ", baseline["scores"], inline=True)
             if entry.get("agreed"):
                 self.stdout.write(f"  agreed units only ({entry['agreed']['units']} units):")
                 self._write_scores("    ", entry["agreed"])
@@ -102,9 +87,7 @@ class Command(BaseCommand):
         parts = []
         for name, title in METRICS[measure]:
             value = metric(scores, name)
-            interval = (
-                f" [{value['low']:.3f}, {value['high']:.3f}]" if value["low"] is not None else ""
-            )
+            interval = f" [{value['low']:.3f}, {value['high']:.3f}]" if value["low"] is not None else ""
             parts.append(f"{title} {value['value']:.3f}{interval}")
         if inline:
             self.stdout.write(prefix + "; ".join(parts))

@@ -96,15 +96,10 @@ STEP2_PROJECT = (
 
 
 class Command(BaseCommand):
-    help = (
-        "Create demo users (password %s) and demo FELM and Factcheck-Bench projects."
-        % DEMO_PASSWORD
-    )
+    help = "Create demo users (password %s) and demo FELM and Factcheck-Bench projects." % DEMO_PASSWORD
 
     def handle(self, *args, **options):
-        first_run = not Project.objects.filter(
-            name__in=[name for name, *_ in DEMO_PROJECTS]
-        ).exists()
+        first_run = not Project.objects.filter(name__in=[name for name, *_ in DEMO_PROJECTS]).exists()
         log = Path(settings.DATA_DIR) / "log" / "load_demo.log"
         if first_run:
             shown = os.path.relpath(log) if not os.path.relpath(log).startswith("..") else log
@@ -155,9 +150,7 @@ class Command(BaseCommand):
                     os.close(fd)
                 if failed:
                     tail = log.read_text(errors="replace").splitlines()[-20:]
-                    self.stderr.write(
-                        "Loading the demo failed; the end of %s:\n%s" % (log, "\n".join(tail))
-                    )
+                    self.stderr.write("Loading the demo failed; the end of %s:\n%s" % (log, "\n".join(tail)))
 
     def load(self):
         User = get_user_model()
@@ -173,9 +166,7 @@ class Command(BaseCommand):
         for name, kind, guidelines, filename in DEMO_PROJECTS:
             if Project.objects.filter(name=name).exists():
                 continue
-            project = create_project(
-                name=name, kind=kind, created_by=users["admin"], guidelines=guidelines
-            )
+            project = create_project(name=name, kind=kind, created_by=users["admin"], guidelines=guidelines)
             for username, role in (
                 ("alice", Role.ANNOTATOR),
                 ("bob", Role.ANNOTATOR),
@@ -207,9 +198,7 @@ class Command(BaseCommand):
             add_member(project=project, user=users[username], role=role)
         # The corpus's import is queued first, so it is searchable when step 2's retrieval runs.
         with open(DEMO_DIR / corpus_file, "rb") as handle:
-            create_corpus(
-                name="Demo evidence", user=users["admin"], upload=handle, projects=[project]
-            )
+            create_corpus(name="Demo evidence", user=users["admin"], upload=handle, projects=[project])
         with open(DEMO_DIR / items_file, "rb") as handle:
             import_jsonl(project, handle, fmt="factcheck-bench", labels_as="gold")
 

@@ -26,15 +26,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("corpus", nargs="*", type=int, help="corpus id (repeatable)")
         parser.add_argument("--all", action="store_true", help="every imported corpus")
-        parser.add_argument(
-            "--check", action="store_true", help="only report whether the stored vectors match"
-        )
-        parser.add_argument(
-            "--if-stale", action="store_true", help="re-embed only corpora whose vectors differ"
-        )
-        parser.add_argument(
-            "--now", action="store_true", help="embed here instead of in a worker (can take long)"
-        )
+        parser.add_argument("--check", action="store_true", help="only report whether the stored vectors match")
+        parser.add_argument("--if-stale", action="store_true", help="re-embed only corpora whose vectors differ")
+        parser.add_argument("--now", action="store_true", help="embed here instead of in a worker (can take long)")
         parser.add_argument(
             "--min-agreement",
             type=float,
@@ -42,9 +36,7 @@ class Command(BaseCommand):
             help="mean cosine of the sample below which vectors differ (default %(default)s: "
             "int8 and float32 vectors of the same model agree at about 0.994)",
         )
-        parser.add_argument(
-            "--sample", type=int, default=AGREEMENT_SAMPLE, help="passages compared per corpus"
-        )
+        parser.add_argument("--sample", type=int, default=AGREEMENT_SAMPLE, help="passages compared per corpus")
 
     def handle(self, *args, **options):
         from pipeline.retrieval import (
@@ -54,11 +46,7 @@ class Command(BaseCommand):
         if options["all"] == bool(options["corpus"]):
             raise CommandError("name corpus ids or --all (not both)")
         if options["all"]:
-            corpora = list(
-                Corpus.objects.filter(
-                    state__in=[CorpusState.EMBEDDING, CorpusState.READY]
-                ).order_by("id")
-            )
+            corpora = list(Corpus.objects.filter(state__in=[CorpusState.EMBEDDING, CorpusState.READY]).order_by("id"))
         else:
             found = {c.id: c for c in Corpus.objects.filter(id__in=options["corpus"])}
             missing = [str(i) for i in options["corpus"] if i not in found]
@@ -79,9 +67,7 @@ class Command(BaseCommand):
                         f"stored vectors {'differ from' if stale else 'match'} this backend's "
                         f"(mean cosine {agreement:.4f} over {options['sample']} passages at most)"
                     )
-                self.stdout.write(
-                    f"{label}: {corpus.embedded} of {corpus.passages} passages embedded; {verdict}"
-                )
+                self.stdout.write(f"{label}: {corpus.embedded} of {corpus.passages} passages embedded; {verdict}")
                 if options["check"] or not stale:
                     continue
             here = options["now"] or dispatch.runs_in_process()  # without a broker, here too
@@ -94,8 +80,6 @@ class Command(BaseCommand):
                     corpus.refresh_from_db()
                     self.stdout.write(f"  embedded {corpus.embedded} of {corpus.passages}")
                 corpus.refresh_from_db()
-                self.stdout.write(
-                    self.style.SUCCESS(f"{label} re-embedded: {corpus.get_state_display().lower()}")
-                )
+                self.stdout.write(self.style.SUCCESS(f"{label} re-embedded: {corpus.get_state_display().lower()}"))
             else:
                 self.stdout.write(self.style.SUCCESS(f"{label}: vectors cleared, embedding queued"))
