@@ -164,6 +164,22 @@ def make_run(project, lines, system="checker", version="", **options) -> SystemR
     return run
 
 
+def post_run(client, project_id, lines, **fields):
+    """POST predictions to the API, let the task run (on commit, eagerly), then read the run."""
+    fields.setdefault("system", "checker")
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        response = client.post(
+            f"/api/projects/{project_id}/system-runs/",
+            {"file": upload(lines), **fields},
+            format="multipart",
+        )
+    if response.status_code != 202:
+        return response, None
+    run = client.get(response["Location"])
+    assert run.status_code == 200, run.content
+    return response, run.json()
+
+
 def read(project, lines):
     return read_predictions(scoring.project_tasks(project), upload(lines), known=scoring.existing_units(project))
 
