@@ -7,11 +7,11 @@ import random
 import pytest
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, precision_recall_fscore_support
 
-from annotation import selectors
 from annotation.imports.items import import_jsonl
 from annotation.kinds import get_kind
 from annotation.kinds.dfactscore import fact_support
 from annotation.models import ItemStage
+from annotation.research import selectors
 from annotation.research.scoring import (
     MISSING,
     baselines,
