@@ -196,6 +196,21 @@ def lines_with_an_extra_label():
     return lines
 
 
+def felm_gold_line(index, labels):
+    segments = [f"Segment {i}." for i in range(len(labels))]
+    return {
+        "index": index,
+        "prompt": "p",
+        "response": " ".join(segments),
+        "segmented_response": segments,
+        "labels": labels,
+        "comment": ["" if ok else "wrong" for ok in labels],
+        "type": [None if ok else "knowledge_error" for ok in labels],
+        "ref": [],
+        "source": "s",
+    }
+
+
 def felm_gold_project(users):
     """A FELM project: six items of three segments with gold records, each annotated by alice
     and bob, who disagree on segment 1 of the even items."""

@@ -117,7 +117,7 @@ def test_factcheck_subtasks_lead_with_accuracy_and_macro_and_claim_factuality_wi
 
 
 def test_dfactscore_ranks_by_how_close_the_per_model_score_is_to_the_humans(dfs_project):  # noqa: F811
-    # human FActScore: m1 (2/3 + 1/2) / 2, m2 0 (tests/research/test_scoring.py)
+    # human FActScore: m1 (2/3 + 1/2) / 2, m2 0 (tests/research/test_scoring_dfactscore.py)
     close = make_run(
         dfs_project,
         [

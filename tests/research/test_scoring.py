@@ -1,30 +1,22 @@
 """annotation.research.scoring: tasks from a project's gold, keyed like the exports; baselines; Table 3;
-subtask 5 (revision); D-FActScore per fact and per model; the machine pre-annotation as a system."""
-
-import math
-import random
+subtask 5 (revision); the tasks every kind defines."""
 
 import pytest
 from sklearn.metrics import accuracy_score, balanced_accuracy_score, precision_recall_fscore_support
 
-from annotation import selectors
 from annotation.imports.items import import_jsonl
-from annotation.kinds import get_kind
-from annotation.kinds.dfactscore import fact_support
 from annotation.models import ItemStage
 from annotation.research.scoring import (
     MISSING,
     baselines,
-    machine_predictions,
     project_tasks,
     response_predictions,
     score_task,
     task_definitions,
 )
-from pipeline.dfactscore_scores import released_lists
 from tests.helpers.builders import jsonl
 from tests.helpers.paths import shared_data_path
-from tests.helpers.research import DFS_GOLD, bench_sentence, dfs_fact
+from tests.helpers.research import bench_sentence, felm_gold_line
 
 
 def three(estimate):
@@ -134,25 +126,10 @@ def test_factuality_with_and_without_not_enough_evidence(factcheck_project):
     assert without["accuracy"]["value"] == 0.5 and without["per_label"]["true"]["recall"]["value"] == 0.0
 
 
-def felm_line(index, labels):
-    segments = [f"Segment {i}." for i in range(len(labels))]
-    return {
-        "index": index,
-        "prompt": "p",
-        "response": " ".join(segments),
-        "segmented_response": segments,
-        "labels": labels,
-        "comment": ["" if ok else "wrong" for ok in labels],
-        "type": [None if ok else "knowledge_error" for ok in labels],
-        "ref": [],
-        "source": "s",
-    }
-
-
 def test_felm_segment_and_response_level(felm_project):
     import_jsonl(
         felm_project,
-        jsonl([felm_line("a", [True, False]), felm_line("b", [True, True, True])]),
+        jsonl([felm_gold_line("a", [True, False]), felm_gold_line("b", [True, True, True])]),
         fmt="felm",
         labels_as="gold",
     )
@@ -187,7 +164,7 @@ def test_felm_segment_and_response_level(felm_project):
 def test_baselines_are_seeded_and_scored_on_every_unit(felm_project):
     import_jsonl(
         felm_project,
-        jsonl([felm_line(str(i), [i % 3 != 0, True]) for i in range(12)]),
+        jsonl([felm_gold_line(str(i), [i % 3 != 0, True]) for i in range(12)]),
         fmt="felm",
         labels_as="gold",
     )
@@ -349,364 +326,6 @@ def test_revision_intervals_resample_items_and_are_seeded(factcheck_project):
     assert first["against_gold"]["word_overlap"]["low"] < first["against_gold"]["word_overlap"]["high"]
     only = score_task(task, predictions, resamples=0, only=[("r0",), ("r1",)])
     assert only["units"] == 2 and only["missing"] == 0
-
-
-# -- D-FActScore --------------------------------------------------------------------------------------
-
-
-def test_dfactscore_tasks_per_fact_as_the_papers_lists_count_them(dfs_project):
-    tasks = project_tasks(dfs_project)
-    assert set(tasks) == {"support", "global_support"}
-    support, global_support = tasks["support"], tasks["global_support"]
-    assert support.key_fields == ("item", "fact") and support.field == "supported"
-    assert global_support.field == "global_supported"
-    # the irrelevant fact A/3 is left out (the default setting)
-    assert [(u.key, u.gold) for u in support.units] == [
-        (("A", 0), "supported"),
-        (("A", 1), "supported"),
-        (("A", 2), "not_supported"),
-        (("B", 0), "supported"),
-        (("B", 1), "not_supported"),
-        (("C", 0), "not_supported"),
-    ]
-    assert [u.gold for u in global_support.units] == [
-        "supported",
-        "not_supported",
-        "not_supported",
-        "supported",
-        "not_supported",
-        "supported",
-    ]
-    assert support.models == {"A": "m1", "B": "m1", "C": "m2", "D": "m1"}
-    # the fact keys are the agreement export's ("fact": index) and the dfactscore export's list positions
-    units = get_kind("dfactscore").agreement_unit_values(1, {}, {"gold": DFS_GOLD["A"]})
-    assert sorted({ids["fact"] for ids, name, _ in units if name == "label"}) == [0, 1, 2, 3]
-    assert support.accepts(True) and support.accepts("not_supported") and not support.accepts(1)
-    dfs_project.pipeline_settings = {
-        **dfs_project.pipeline_settings,
-        "dfactscore": {"irrelevant": "not_supported"},
-    }
-    dfs_project.save()
-    counted = project_tasks(dfs_project)["global_support"]
-    assert (("A", 3), "not_supported") in [(u.key, u.gold) for u in counted.units]
-
-
-def test_fact_support_follows_the_released_lists_rules_fact_by_fact():
-    rng = random.Random(0)
-    content = {"candidates": [{"title": "p0"}, {"title": "p1"}, {"title": ""}]}
-    for _ in range(300):
-        groups = [{"link": rng.choice([0, 1, 2, -1, "none", None, 7])} for _ in range(rng.randrange(4))]
-        facts = [
-            dfs_fact(
-                rng.choice([*range(len(groups)), None, 9]),
-                rng.choice(["supported", "not_supported", "irrelevant", None]),
-                rng.choice(["supported", "not_supported", None]),
-            )
-            for _ in range(rng.randrange(6))
-        ]
-        payload = {"individuals": len(groups), "groups": groups, "facts": facts}
-        for mode in ("exclude", "not_supported"):
-            decisions, global_decisions = released_lists(content, payload, mode)
-            ours = list(fact_support(content, payload, mode))
-            assert [s for _, s, _ in ours] == [e["is_supported"] for e in decisions or []]
-            assert [g for _, _, g in ours] == [e["is_supported"] for e in global_decisions or []]
-
-
-def test_dfactscore_labels_scores_equal_scikit_learn_and_accept_booleans(dfs_project):
-    task = project_tasks(dfs_project)["support"]
-    predictions = {
-        ("A", 0): True,
-        ("A", 1): False,
-        ("B", 0): "supported",
-        ("B", 1): True,
-        ("C", 0): False,
-    }
-    result = score_task(task, predictions, resamples=0)
-    gold = [u.gold for u in task.units]
-    predicted = [
-        {True: "supported", False: "not_supported"}.get(predictions.get(u.key), predictions.get(u.key, MISSING))
-        for u in task.units
-    ]
-    assert predicted[2] == MISSING and result["missing"] == 1
-    assert result["accuracy"]["value"] == pytest.approx(accuracy_score(gold, predicted)) == pytest.approx(3 / 6)
-    per_label = precision_recall_fscore_support(gold, predicted, labels=["not_supported", "supported"], zero_division=0)
-    for i, label in enumerate(["not_supported", "supported"]):
-        got = result["per_label"][label]
-        assert [
-            got["precision"]["value"],
-            got["recall"]["value"],
-            got["f1"]["value"],
-            got["support"],
-        ] == pytest.approx([per_label[0][i], per_label[1][i], per_label[2][i], per_label[3][i]])
-
-
-def test_dfactscore_model_numbers_against_the_humans_by_hand(dfs_project):
-    tasks = project_tasks(dfs_project)
-    # FActScore: human A 2/3, B 1/2, C 0; system A 1/3 (A/2 missing: not supported), B 2/2, C 0
-    support = score_task(
-        tasks["support"],
-        {("A", 0): True, ("A", 1): False, ("B", 0): "supported", ("B", 1): True, ("C", 0): False},
-        resamples=0,
-    )["paragraph_scores"]
-    assert support["score"] == "factscore"
-    assert support["paragraphs"] == [
-        {
-            "item": "A",
-            "model": "m1",
-            "facts": 3,
-            "human": pytest.approx(2 / 3),
-            "system": pytest.approx(1 / 3),
-        },
-        {"item": "B", "model": "m1", "facts": 2, "human": 0.5, "system": 1.0},
-        {"item": "C", "model": "m2", "facts": 1, "human": 0.0, "system": 0.0},
-        {"item": "D", "model": "m1", "facts": 0, "human": None, "system": None},
-    ]
-    m1, m2 = support["models"]
-    assert m1["model"] == "m1" and m1["paragraphs"] == 3  # the abstention counts as a paragraph, not in the means
-    assert m1["human"]["init_score"] == pytest.approx((2 / 3 + 1 / 2) / 2)
-    assert m1["system"]["init_score"] == pytest.approx((1 / 3 + 1) / 2)
-    assert m1["difference"]["init_score"] == pytest.approx(1 / 12)
-    # FActScore's length penalty exp(1 - 10/n) for n ≤ 10 facts
-    human = (math.exp(1 - 10 / 3) * 2 / 3 + math.exp(1 - 10 / 2) * 1 / 2) / 2
-    system = (math.exp(1 - 10 / 3) * 1 / 3 + math.exp(1 - 10 / 2) * 1) / 2
-    assert m1["human"]["score"] == pytest.approx(human) and m1["system"]["score"] == pytest.approx(system)
-    assert m1["difference"]["score"] == pytest.approx(abs(human - system))
-    assert m2["human"]["init_score"] == 0.0 and m2["difference"]["init_score"] == 0.0
-    # D-FActScore: human A 1/3, B 1/2, C 1; system A 2/3, B 0, C 1
-    grouped = score_task(
-        tasks["global_support"],
-        {
-            ("A", 0): True,
-            ("A", 1): True,
-            ("A", 2): False,
-            ("B", 0): False,
-            ("B", 1): False,
-            ("C", 0): True,
-        },
-        resamples=0,
-    )["paragraph_scores"]
-    m1 = grouped["models"][0]
-    assert grouped["score"] == "dfactscore" and set(m1["human"]) == {
-        "init_global_score",
-        "global_score",
-    }
-    assert m1["human"]["init_global_score"] == pytest.approx((1 / 3 + 1 / 2) / 2)
-    assert m1["system"]["init_global_score"] == pytest.approx((2 / 3 + 0) / 2)
-    assert m1["difference"]["init_global_score"] == pytest.approx(1 / 12)
-    # the human numbers are the kind's own (the scores selector, the dfactscore-result export)
-    kind_numbers = {m["model"]: m["human"] for m in selectors.consolidated_scores(dfs_project)["models"]}
-    for model in grouped["models"]:
-        assert model["human"]["init_global_score"] == pytest.approx(kind_numbers[model["model"]]["init_global_score"])
-    for model in support["models"]:
-        assert model["human"]["init_score"] == pytest.approx(kind_numbers[model["model"]]["init_score"])
-
-
-def test_dfactscore_machine_predictions_and_baseline(dfs_project):
-    stage = ItemStage.objects.get(item__project=dfs_project, item__external_id="A")
-    stage.suggestion = {
-        "groups": [[0, 1], [2, 3]],
-        "links": [0, None],
-        "support": [
-            [{"candidate": 0, "supported": True}],
-            [{"candidate": 0, "supported": False}, {"candidate": 1, "supported": True}],
-            [],
-            [],
-        ],
-        "labels": ["supported", "not_supported", "supported", "irrelevant"],
-    }
-    stage.save()
-    machine = machine_predictions(dfs_project)
-    # any page: f0 and f1 judged supported by some page; f2 not judged, so its group's (none); f3 irrelevant
-    assert machine["support"] == {
-        ("A", 0): "supported",
-        ("A", 1): "supported",
-        ("A", 2): "not_supported",
-        ("A", 3): "not_supported",
-    }
-    assert machine["global_support"] == {
-        ("A", 0): "supported",
-        ("A", 1): "not_supported",
-        ("A", 2): "not_supported",
-        ("A", 3): "not_supported",
-    }
-    task = project_tasks(dfs_project)["support"]
-    result = baselines(task, resamples=0, machine=machine["support"])
-    assert set(result) == {"majority", "random", "machine"}
-    assert result["machine"]["title"] == "the project's machine pre-annotation"
-    assert result["machine"]["scores"]["missing"] == 3 and result["machine"]["scores"]["accuracy"]["value"] == 0.5
-    assert "paragraph_scores" in result["machine"]["scores"]
-    # another rater's answers in the same shape, for some items only
-    other = machine_predictions(
-        dfs_project,
-        suggestion_of=lambda s: (
-            {"groups": [[0]], "links": [0], "labels": ["supported"]} if s.item.external_id == "C" else None
-        ),
-    )
-    assert other == {"support": {("C", 0): "supported"}, "global_support": {("C", 0): "supported"}}
-
-
-# -- the machine pre-annotation of Factcheck-Bench and FELM ------------------------------------------
-
-
-def test_factcheck_machine_predictions_of_every_step(factcheck_project):
-    sentence = bench_sentence(
-        claims=(("Paris is the capital of France.", "factual"), ("I like Paris.", "opinion")),
-        stances=(("completely-support", "irrelevant"), ()),
-        factuality=(True, "unknown"),
-        needs_edit=("no", "NA"),
-    )
-    line = {
-        "id": "m",
-        "prompt": "p",
-        "response": "Paris is the capital of France. I like it.",
-        "revised_response": "Paris is the capital of France.",
-        "sentences": {"sentence1": sentence},
-    }
-    import_jsonl(factcheck_project, jsonl([line]), fmt="factcheck-bench", labels_as="gold")
-    stages = {s.stage: s for s in ItemStage.objects.filter(item__project=factcheck_project)}
-    assert machine_predictions(factcheck_project) == {}  # imported gold, no machine yet
-    # step 1: the machine splits the sentence its own way; its claims land on the gold claims they match
-    stages[1].suggestion = {
-        "sentences": [
-            {
-                "decontext": "x",
-                "importance": "yes",
-                "checkworthy": "no",
-                "claims": [
-                    {"text": "I really like Paris.", "category": "opinion", "importance": None},
-                    {"text": "Cheese is tasty.", "category": "factual", "importance": None},
-                    {
-                        "text": "Paris is the capital of France.",
-                        "category": "not_a_claim",
-                        "importance": None,
-                    },
-                ],
-            }
-        ]
-    }
-    stages[1].save()
-    content = stages[2].content
-    content["claims"][0]["evidence"][0]["stance_hint"] = {
-        "label": "refute",
-        "backend": "llm",
-        "model": "m",
-        "fallback": False,
-        "error": None,
-    }
-    stages[2].content = content
-    stages[2].save()
-    stages[3].suggestion = {
-        "sentences": [{"revised": "Paris is France's capital."}],
-        "response": "Paris is France's capital.",
-    }
-    stages[3].save()
-    machine = machine_predictions(factcheck_project)
-    assert machine == {
-        "checkworthiness": {("m", "sentence1"): "no"},
-        "claim_category": {("m", "sentence1", 0): "not_a_claim", ("m", "sentence1", 1): "opinion"},
-        "stance4": {("m", "sentence1", 0, 0): "refute"},
-        "stance3": {("m", "sentence1", 0, 0): "refute"},
-        "revision": {("m",): "Paris is France's capital."},
-    }
-    tasks = project_tasks(factcheck_project)
-    for name, predictions in machine.items():
-        assert set(predictions) <= {u.key for u in tasks[name].units}, name
-    claim_scores = baselines(tasks["claim_category"], resamples=0, machine=machine["claim_category"])["machine"][
-        "scores"
-    ]
-    assert claim_scores["accuracy"]["value"] == 0.5 and claim_scores["missing"] == 0
-    revision = baselines(tasks["revision"], resamples=0, machine=machine["revision"])
-    assert set(revision) == {"majority", "machine"}
-    assert revision["machine"]["scores"]["against_original"]["word_overlap"]["value"] < 1
-    assert "machine" not in baselines(tasks["factuality"], resamples=0, machine=machine.get("factuality"))
-
-    # an LLM rater's answers in the suggestions' shapes; step 2 as the payload's; bad labels dropped
-    answers = {
-        1: None,
-        2: {"claims": [{"stances": ["partially-support", "bogus"], "factuality": "false"}]},
-        3: {"response": "Paris is the French capital."},
-    }
-    rated = machine_predictions(factcheck_project, suggestion_of=lambda s: answers[s.stage])
-    assert rated == {
-        "stance4": {("m", "sentence1", 0, 0): "partially-support"},
-        "stance3": {("m", "sentence1", 0, 0): "partially-support"},
-        "factuality": {("m", "sentence1", 0): "false"},
-        "factuality_without_nee": {("m", "sentence1", 0): "false"},
-        "revision": {("m",): "Paris is the French capital."},
-    }
-    stance3 = score_task(
-        tasks["stance3"], rated["stance3"], resamples=0
-    )  # partial support is support; passage 1 missing
-    assert stance3["per_label"]["support"]["recall"]["value"] == 1.0 and stance3["accuracy"]["value"] == 0.5
-
-
-def test_machine_factuality_follows_from_the_stances_when_every_passage_has_one(factcheck_project):
-    """Subtask 4 for systems that judge passages only (stance hints, an LLM rater's stances)."""
-    sentence = bench_sentence(
-        claims=(("Paris is the capital of France.", "factual"),),
-        stances=(("completely-support", "irrelevant"),),
-        factuality=(True,),
-        needs_edit=("no",),
-    )
-    line = {
-        "id": "v",
-        "prompt": "p",
-        "response": "Paris is the capital of France.",
-        "sentences": {"sentence1": sentence},
-    }
-    import_jsonl(factcheck_project, jsonl([line]), fmt="factcheck-bench", labels_as="gold")
-    stage2 = ItemStage.objects.get(item__project=factcheck_project, stage=2)
-    content = stage2.content
-    for passage, label in zip(content["claims"][0]["evidence"], ("refute", "irrelevant")):
-        passage["stance_hint"] = {
-            "label": label,
-            "backend": "llm",
-            "model": "m",
-            "fallback": False,
-            "error": None,
-        }
-    stage2.content = content
-    stage2.save()
-    machine = machine_predictions(factcheck_project)
-    assert machine["factuality"] == {("v", "sentence1", 0): "false"}
-    rated = machine_predictions(
-        factcheck_project,
-        suggestion_of=lambda s: (
-            {"claims": [{"stances": ["completely-support", "irrelevant"]}]} if s.stage == 2 else None
-        ),
-    )
-    assert rated["factuality"] == rated["factuality_without_nee"] == {("v", "sentence1", 0): "true"}
-    scores = score_task(project_tasks(factcheck_project)["factuality"], rated["factuality"], resamples=0)
-    assert scores["accuracy"]["value"] == 1.0
-
-
-def test_felm_machine_predictions_of_segments_and_responses(felm_project):
-    import_jsonl(
-        felm_project,
-        jsonl([felm_line("a", [True, False]), felm_line("b", [True, True, True])]),
-        fmt="felm",
-        labels_as="gold",
-    )
-    stages = {
-        s.item.external_id: s for s in ItemStage.objects.filter(item__project=felm_project).select_related("item")
-    }
-    ItemStage.objects.filter(pk=stages["a"].pk).update(suggestion={"segments": [{"label": False}, {"label": False}]})
-    ItemStage.objects.filter(pk=stages["b"].pk).update(
-        suggestion={"segments": [{"label": True}, {"label": None}, {"label": "correct"}]}
-    )
-    machine = machine_predictions(felm_project)
-    assert machine == {
-        "segment": {("a", 0): "error", ("a", 1): "error", ("b", 0): "correct", ("b", 2): "correct"},
-        "response": {("a",): "error"},
-    }  # b has an unlabelled segment: no response label
-    tasks = project_tasks(felm_project)
-    segment = baselines(tasks["segment"], resamples=0, machine=machine["segment"])["machine"]["scores"]
-    gold = [u.gold for u in tasks["segment"].units]
-    predicted = [machine["segment"].get(u.key, MISSING) for u in tasks["segment"].units]
-    assert segment["accuracy"]["value"] == pytest.approx(accuracy_score(gold, predicted))
-    f1 = precision_recall_fscore_support(gold, predicted, labels=["correct", "error"], zero_division=0)[2]
-    assert [segment["per_label"][label]["f1"]["value"] for label in ("correct", "error")] == pytest.approx(list(f1))
-    assert baselines(tasks["response"], resamples=0, machine=machine["response"])["machine"]["scores"]["missing"] == 1
 
 
 def test_every_kind_defines_its_tasks():
