@@ -2,7 +2,8 @@
  * label each fact against that page. The annotator's page and, with {consolidation: true}, the
  * consolidator's. Payload shape: annotation/kinds/dfactscore.py (validate_payload). */
 import * as common from "./common.js";
-import {choices, classes, compareRow, el, keyName, suggested, theirBox, withKeys} from "./common.js";
+import {choices, classes, compareRow, el, suggested, theirBox, withKeys} from "./common.js";
+import {REQUIRED_FIELD_KEYS} from "./keys.js";
 import {pageSaver} from "./save.js";
 import {lacking, leaves} from "./completeness.js";
 import {endPage, submitAndContinue} from "./ending.js";
@@ -196,16 +197,18 @@ function start(state, options = {}) {
     return fields;
   }
 
-  // The key of each requirement, as the legend lists it (the requirements are the server's passes).
-  const KEY_OF = {individuals: "+", group: "1–9", label: KEYS.label.join(" / "), any_page: KEYS.any_page.map(keyName).join(" / "),
-    entity: "e, then 1–9", link: "g, then 1–9"};
-  const withKey = (name, what) => (KEY_OF[name] ? `${what} (${KEY_OF[name]})` : what);
+  // The key of each requirement (keys.js), by its path: "facts[3].label" -> "s / n / i".
+  const KEY_OF = REQUIRED_FIELD_KEYS["dfactscore/1"];
+  const withKey = (path, what) => {
+    const key = KEY_OF[path.replace(/\[\d+\]/g, "[]")];
+    return key ? `${what} (${key})` : what;
+  };
 
   /* What is still required, counted by kind: "9 × supported by any page? (a / ⇧A)". */
   function stillRequired() {
     const counts = new Map();
     leaves(lacks()).forEach((lack) => {
-      const text = withKey(lack.field, lack.rule.counted_as || lack.name);
+      const text = withKey(lack.path, lack.rule.counted_as || lack.name);
       counts.set(text, (counts.get(text) || 0) + 1);
     });
     return [...counts].map(([text, n]) => `${n} × ${text}`);
@@ -410,7 +413,7 @@ function start(state, options = {}) {
     entityOptions)) : null,
     passes.entity_pass ? theirRow(i, "entity", (v) => pageName(v)) : null,
     i === current && factLacks(i).length && !readOnly ? el("p", {className: "dfs-still hint"},
-      `Still required for this fact: ${factLacks(i).map(([name, what]) => withKey(name, what)).join("; ")}`) : null,
+      `Still required for this fact: ${factLacks(i).map(([name, what]) => withKey(`facts[${i}].${name}`, what)).join("; ")}`) : null,
     supportHints(i));
     const old = factsEl.children[i];
     if (old) old.replaceWith(node);

@@ -10,6 +10,7 @@ import pytest
 
 from annotation.kinds import KINDS
 from annotation.kinds.page_rules import RULES, page_rules
+from tests.helpers.page_rules import rule_paths
 from tests.helpers.paths import REPO_ROOT as REPO
 
 SCRIPTS = sorted((REPO / "static" / "js").glob("*.js"))
@@ -124,3 +125,15 @@ def test_no_completeness_rule_is_written_into_a_script():
     assert (REPO / "static" / "js" / "completeness.js").exists()
     for kind, stage in (("factcheck", 2), ("factcheck", 3), ("dfactscore", 1)):
         assert page_rules(kind, stage)["completeness"], (kind, stage)
+
+
+def test_every_required_field_has_a_key():
+    text = script_text(REPO / "static" / "js" / "keys.js")
+    keys = json.loads(re.search(r"^export const REQUIRED_FIELD_KEYS = (\{.*?^\});$", text, re.M | re.S).group(1))
+    with_rules = {
+        f"{kind}/{stage}": rules["completeness"] for (kind, stage), rules in RULES.items() if "completeness" in rules
+    }
+    assert set(keys) == set(with_rules)
+    for page, rules in with_rules.items():
+        assert set(keys[page]) == rule_paths(rules), page
+        assert all(keys[page].values()), page

@@ -11,21 +11,10 @@ from annotation.kinds.base import PayloadError
 from annotation.kinds.page_rules import page_rules
 from annotation.models import Assignment
 from tests.helpers.factcheck import CS, IR, answer, content, manual
+from tests.helpers.page_rules import rule_paths
 
 # Where a step's rules apply: step 2's to each claim answer, the others' to the whole payload.
 UNIT_PREFIX = {("factcheck", 2): "claims[]."}
-
-
-def rule_paths(rules: list[dict], prefix: str = "") -> set[str]:
-    """The field paths the rules require, list indexes as []: "claims[].stances[]"."""
-    paths = set()
-    for rule in rules:
-        path = prefix + rule["field"]
-        if "rules" in rule:
-            paths |= rule_paths(rule["rules"], f"{path}[].")
-        else:
-            paths.add(f"{path}[]" if rule.get("each") else path)
-    return paths
 
 
 def pattern(field: str) -> str:
