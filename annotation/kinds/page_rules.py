@@ -1,6 +1,7 @@
 """What an annotation page is handed about its kind and step: the label lists ([value, text],
 values from the kinds' own vocabularies) and the rules the page checks before a submit. The
-page scripts hold keys and layout only; every label a page shows comes from here."""
+page scripts hold keys and layout only; every label a page shows and every completeness rule
+(``completeness``, applied by static/js/completeness.js) comes from here."""
 
 from .dfactscore.settings import ANY_PAGE
 from .dfactscore.settings import LABELS as DFACTSCORE_LABELS
@@ -22,6 +23,76 @@ def labelled(values, texts) -> list[list]:
 
 YES_NO = ((True, False), ("Yes", "No"))
 
+
+def rule(field: str, name: str, **more) -> dict:
+    """One completeness rule (the shape static/js/completeness.js documents): ``field`` must be
+    filled, ``name`` is what the page calls it."""
+    return {"field": field, "name": name, **more}
+
+
+# What a step-2 claim answer needs on submit (step2.validate_payload, its rules 1-7).
+NOT_ENOUGH_EVIDENCE = NEEDS_EDIT[2]
+FACTCHECK_STEP2_COMPLETENESS = [
+    rule("stances", "stance of passage", each=True),
+    rule("reliable", "reliability of passage", each=True, when_each={"stances": {"not": [None, STANCES[3]]}}),
+    rule("decided", "whether the evidence decides the claim"),
+    rule(
+        "manual_evidence",
+        "your evidence",
+        rules=[
+            rule("text", "text"),
+            rule("url", "an http(s) URL", filled="http_url"),
+            rule("reliable", "reliable"),
+            rule("sufficient", "sufficient"),
+        ],
+    ),
+    rule(
+        "manual_evidence",
+        "evidence you found (the retrieved passages do not decide the claim), or “not enough evidence”",
+        when={"decided": DECIDED[1]},
+        unless={"needs_edit": NOT_ENOUGH_EVIDENCE},
+    ),
+    rule("factuality", "factuality"),
+    rule("needs_edit", "whether the claim needs an edit"),
+    rule("correction", "the corrected claim", when={"needs_edit": NEEDS_EDIT[0]}),
+    rule(
+        "used_evidence",
+        "the evidence the correction uses (tick “correction uses it”)",
+        when={"needs_edit": NEEDS_EDIT[0]},
+    ),
+]
+
+# What a step-3 answer needs on submit (step3.validate_payload): every sentence's revision
+# (an empty one deletes the sentence) and a revised response that is not empty.
+FACTCHECK_STEP3_COMPLETENESS = [
+    rule("sentences", "sentence", rules=[rule("revised", "revision", filled="set")]),
+    rule("response", "the revised response"),
+]
+
+# What a D-FActScore answer needs on submit (dfactscore.payloads.check_payload); "$name" reads
+# the item's passes.
+DFACTSCORE_COMPLETENESS = [
+    rule("individuals", "how many individuals?", min=1, when={"facts": {"filled": True}}),
+    rule("groups", "individual", rules=[rule("link", "page link", filled="set")]),
+    rule(
+        "groups",
+        "no facts in it",
+        each=True,
+        referenced_by=["facts", "group"],
+        counted_as="an individual with no facts",
+    ),
+    rule(
+        "facts",
+        "fact",
+        rules=[
+            rule("group", "individual", filled="set"),
+            rule("label", "label"),
+            rule("any_page", "supported by any page?", when={"$factscore_pass": True}),
+            rule("entity", "who it is about", filled="set", when={"$entity_pass": True}),
+        ],
+    ),
+]
+
 RULES: dict[tuple[str, int], dict] = {
     ("felm", 1): {
         "choices": {
@@ -41,6 +112,7 @@ RULES: dict[tuple[str, int], dict] = {
             # how a label reads inside a sentence (suggestions, the annotators' answers)
             "label_text": labelled(DFACTSCORE_LABELS, ("supported", "not supported", "irrelevant")),
         },
+        "completeness": DFACTSCORE_COMPLETENESS,
     },
     ("factcheck", 1): {
         "choices": {
@@ -73,6 +145,7 @@ RULES: dict[tuple[str, int], dict] = {
         },
         # factuality follows the edit decision in every released claim: one sets the other
         "factuality_for_edit": FACTUALITY_FOR_EDIT,
+        "completeness": FACTCHECK_STEP2_COMPLETENESS,
     },
     ("factcheck", 3): {
         "choices": {
@@ -81,6 +154,7 @@ RULES: dict[tuple[str, int], dict] = {
                 ("true", "corrected", "not enough evidence", "deleted", "not checked"),
             ),
         },
+        "completeness": FACTCHECK_STEP3_COMPLETENESS,
     },
 }
 

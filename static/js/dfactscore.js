@@ -2,8 +2,10 @@
  * label each fact against that page. The annotator's page and, with {consolidation: true}, the
  * consolidator's. Payload shape: annotation/kinds/dfactscore.py (validate_payload). */
 import * as common from "./common.js";
-import {choices, classes, compareRow, el, keyName, suggested, theirBox, withKeys} from "./common.js";
+import {choices, classes, compareRow, el, suggested, theirBox, withKeys} from "./common.js";
+import {REQUIRED_FIELD_KEYS} from "./keys.js";
 import {pageSaver} from "./save.js";
+import {lacking, leaves} from "./completeness.js";
 import {endPage, submitAndContinue} from "./ending.js";
 
 // The keys of the label lists, in the order of the lists the kind hands the page (state.rules).
@@ -49,6 +51,8 @@ function start(state, options = {}) {
   const LABELS = withKeys(rules.label, KEYS.label);
   const ANY_PAGE = withKeys(rules.any_page, KEYS.any_page);
   const LABEL_TEXT = Object.fromEntries(rules.label_text);
+  const COMPLETENESS = state.rules.completeness;
+  const FACT_RULES = COMPLETENESS.find((rule) => rule.field === "facts").rules;
   const content = state.content || {};
   const factTexts = (content.facts || []).map((f) => f.text);
   const candidates = content.candidates || [];
@@ -142,30 +146,21 @@ function start(state, options = {}) {
 
   // -- what is still missing -------------------------------------------------------------------
 
+  // By the kind's completeness rules (state.rules.completeness); "$factscore_pass" and the like
+  // read the item's passes. A lack is [field, what the page calls it].
+  const lacks = () => lacking(COMPLETENESS, data, passes);
+
   function factLacks(i) {
-    const fact = data.facts[i];
-    return [
-      !(Number.isInteger(fact.group) && fact.group < data.individuals) && ["group", "individual"],
-      !fact.label && ["label", "label"],
-      passes.factscore_pass && !fact.any_page && ["any_page", "supported by any page?"],
-      passes.entity_pass && (fact.entity === null || fact.entity === undefined) && ["entity", "who it is about"],
-    ].filter(Boolean);
+    return lacking(FACT_RULES, data.facts[i], passes).map((lack) => [lack.field, lack.name]);
   }
 
   function groupLacks(g) {
-    return [
-      (data.groups[g].link === null || data.groups[g].link === undefined) && ["link", "page link"],
-      !data.facts.some((f) => f.group === g) && ["", "no facts in it"],
-    ].filter(Boolean);
+    return lacks().filter((lack) => lack.field === "groups" && lack.index === g)
+      .flatMap((lack) => (lack.lacks ? lack.lacks.map((inner) => [inner.field, inner.name]) : [["", lack.name]]));
   }
 
   function missingFields() {
-    const fields = [];
-    if (data.individuals === 0 && factTexts.length) fields.push({field: "individuals", message: "how many individuals?"});
-    data.groups.forEach((_, g) => groupLacks(g).forEach(([name, what]) =>
-      fields.push({field: `groups[${g}]${name ? `.${name}` : ""}`, message: what})));
-    data.facts.forEach((_, i) => factLacks(i).forEach(([name, what]) => fields.push({field: `facts[${i}].${name}`, message: `${what} missing`})));
-    return fields;
+    return leaves(lacks()).map((lack) => ({field: lack.path, message: lack.path.startsWith("facts[") ? `${lack.name} missing` : lack.name}));
   }
 
   /* "facts[3].label" -> "Fact 4, label"; "groups[0].link" -> "Individual 1, link" */
@@ -202,18 +197,20 @@ function start(state, options = {}) {
     return fields;
   }
 
-  // The key of each requirement, as the legend lists it (the requirements are the server's passes).
-  const KEY_OF = {group: "1–9", label: KEYS.label.join(" / "), any_page: KEYS.any_page.map(keyName).join(" / "),
-    entity: "e, then 1–9", link: "g, then 1–9"};
-  const withKey = (name, what) => (KEY_OF[name] ? `${what} (${KEY_OF[name]})` : what);
+  // The key of each requirement (keys.js), by its path: "facts[3].label" -> "s / n / i".
+  const KEY_OF = REQUIRED_FIELD_KEYS["dfactscore/1"];
+  const withKey = (path, what) => {
+    const key = KEY_OF[path.replace(/\[\d+\]/g, "[]")];
+    return key ? `${what} (${key})` : what;
+  };
 
   /* What is still required, counted by kind: "9 × supported by any page? (a / ⇧A)". */
   function stillRequired() {
     const counts = new Map();
-    const add = (text) => counts.set(text, (counts.get(text) || 0) + 1);
-    if (data.individuals === 0 && factTexts.length) add("how many individuals? (+)");
-    data.groups.forEach((_, g) => groupLacks(g).forEach(([name, what]) => add(withKey(name, name ? what : "an individual with no facts"))));
-    data.facts.forEach((_, i) => factLacks(i).forEach(([name, what]) => add(withKey(name, what))));
+    leaves(lacks()).forEach((lack) => {
+      const text = withKey(lack.path, lack.rule.counted_as || lack.name);
+      counts.set(text, (counts.get(text) || 0) + 1);
+    });
     return [...counts].map(([text, n]) => `${n} × ${text}`);
   }
 
@@ -416,7 +413,7 @@ function start(state, options = {}) {
     entityOptions)) : null,
     passes.entity_pass ? theirRow(i, "entity", (v) => pageName(v)) : null,
     i === current && factLacks(i).length && !readOnly ? el("p", {className: "dfs-still hint"},
-      `Still required for this fact: ${factLacks(i).map(([name, what]) => withKey(name, what)).join("; ")}`) : null,
+      `Still required for this fact: ${factLacks(i).map(([name, what]) => withKey(`facts[${i}].${name}`, what)).join("; ")}`) : null,
     supportHints(i));
     const old = factsEl.children[i];
     if (old) old.replaceWith(node);

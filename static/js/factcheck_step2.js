@@ -31,6 +31,7 @@ const MANUAL_RELIABLE = withKeys(RULES.manual_reliable, ["r", "R"]);
 const SUFFICIENT = withKeys(RULES.sufficient, ["a", "A"]);
 // Factuality follows the edit decision in every released claim (server rule 6): one sets the other.
 const FACTUALITY_FOR_EDIT = pageState.rules.factuality_for_edit;
+const COMPLETENESS = pageState.rules.completeness;
 const EDIT_FOR_FACTUALITY = Object.fromEntries(Object.entries(FACTUALITY_FOR_EDIT).map(([edit, factuality]) => [factuality, edit]));
 
 const KEY_LEGEND = [
@@ -240,7 +241,7 @@ function start(state, options = {}) {
   function renderList() {
     const byPosition = new Map(claims.map((c, i) => [`${c.sentence}/${c.claim}`, i]));
     const claimButton = (i) => {
-      const done = !missing(claims[i], answers[i]).length;
+      const done = !missing(COMPLETENESS, answers[i]).length;
       const disputes = consolidation ? [...disagreed].filter((p) => p.startsWith(`claims[${i}].`) || p.startsWith(`claims[${i}]`)).length : 0;
       return el("li", {className: classes("fc2-claim-item", done ? "done" : "todo", i === current && "current",
         errorsAt(`claims[${i}]`).length && "invalid")},
@@ -274,7 +275,7 @@ function start(state, options = {}) {
   }
 
   function updateCompleteness() {
-    const done = claims.filter((c, i) => !missing(c, answers[i]).length).length;
+    const done = answers.filter((answer) => !missing(COMPLETENESS, answer).length).length;
     completenessEl.textContent = `${done}/${claims.length} claims done`;
     if (!readOnly) {
       const ready = done === claims.length;
@@ -287,7 +288,7 @@ function start(state, options = {}) {
 
   function fillMissing(node) {
     if (!claims.length) return;
-    const lacks = missing(claims[current], answers[current]);
+    const lacks = missing(COMPLETENESS, answers[current]);
     node.classList.toggle("done", !lacks.length);
     node.replaceChildren(lacks.length ? `Still to do: ${lacks.join("; ")}` : "This claim is done.");
   }
@@ -480,7 +481,7 @@ function start(state, options = {}) {
 
   async function submit() {
     if (readOnly) return;
-    const todo = common.incomplete(claims.map((c, i) => missing(c, answers[i])), "claim", "claims");
+    const todo = common.incomplete(answers.map((answer) => missing(COMPLETENESS, answer)), "claim", "claims");
     if (todo) {
       select(todo.index);
       errors = [todo.error];

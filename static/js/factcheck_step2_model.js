@@ -1,6 +1,6 @@
 /* Factcheck-Bench step 2's claim answers as plain data: blank answers, readable field paths,
  * what a claim still lacks (factcheck_step2.js draws the page). */
-import {isHttpUrl} from "./common.js";
+import {describe, lacking} from "./completeness.js";
 
 export const MANUAL = "manual:";
 // The box an annotator ticks on evidence their correction uses (its text, and what a hint names).
@@ -40,30 +40,8 @@ export function usedLabel(value) {
   return typeof value === "string" ? `your evidence ${Number(value.slice(MANUAL.length)) + 1}` : `passage ${value + 1}`;
 }
 
-/* What a claim still lacks before it can be submitted: the server's completeness rules. */
-export function missing(claim, answer) {
-  const out = [];
-  const unstanced = answer.stances.map((s, k) => (s ? null : k + 1)).filter(Boolean);
-  if (unstanced.length) out.push(`stance of passage ${unstanced.join(", ")}`);
-  const unrated = answer.stances.map((s, k) => (s && s !== "irrelevant" && answer.reliable[k] === null ? k + 1 : null)).filter(Boolean);
-  if (unrated.length) out.push(`reliability of passage ${unrated.join(", ")}`);
-  if (!answer.decided) out.push("whether the evidence decides the claim");
-  answer.manual_evidence.forEach((m, k) => {
-    const lacks = [];
-    if (!m.text.trim()) lacks.push("text");
-    if (!isHttpUrl(m.url)) lacks.push("an http(s) URL");
-    if (m.reliable === null) lacks.push("reliable");
-    if (m.sufficient === null) lacks.push("sufficient");
-    if (lacks.length) out.push(`your evidence ${k + 1}: ${lacks.join(", ")}`);
-  });
-  if (answer.decided === "no" && !answer.manual_evidence.length && answer.needs_edit !== "not_enough_evidence") {
-    out.push("evidence you found (the retrieved passages do not decide the claim), or “not enough evidence”");
-  }
-  if (!answer.factuality) out.push("factuality");
-  if (!answer.needs_edit) out.push("whether the claim needs an edit");
-  if (answer.needs_edit === "yes") {
-    if (!answer.correction.trim()) out.push("the corrected claim");
-    if (!answer.used_evidence.length) out.push("the evidence the correction uses (tick “correction uses it”)");
-  }
-  return out;
+/* What a claim still lacks before it can be submitted, in words, by the kind's completeness
+ * rules (state.rules.completeness: the server's). */
+export function missing(rules, answer) {
+  return describe(lacking(rules, answer));
 }

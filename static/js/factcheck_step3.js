@@ -14,10 +14,12 @@ import {classes, el, theirBox} from "./common.js";
 import {pageSaver} from "./save.js";
 import {endPage, submitAndContinue} from "./ending.js";
 import * as WordDiff from "./diff.js";
+import {lacking} from "./completeness.js";
 
 // How a claim came out of step 2, in the kind's words (state.rules, annotation/kinds/page_rules.py).
 const {state: pageState, consolidation: consolidating} = common.pageState();
 const VERDICT = Object.fromEntries(pageState.rules.choices.verdict);
+const COMPLETENESS = pageState.rules.completeness;
 const KEY_LEGEND = [
   ["j / ↓, k / ↑", "next / previous sentence"],
   ["Enter", "edit the selected sentence's revision"],
@@ -89,10 +91,9 @@ function start(state, options = {}) {
   const saver = pageSaver({state, consolidation, payload: () => ({sentences, response}),
     onErrors: (list) => { errors = list; render(); }});
 
+  /* What is still to do, by the kind's completeness rules (state.rules.completeness). */
   function missing() {
-    const out = sentences.map((s, i) => (s.revised === null ? `sentence ${i + 1}` : null)).filter(Boolean);
-    if (response === null || !normalise(response)) out.push("the revised response");
-    return out;
+    return lacking(COMPLETENESS, {sentences, response}).map((lack) => (lack.index === undefined ? lack.name : `${lack.name} ${lack.index + 1}`));
   }
 
   function changed() {

@@ -37,3 +37,21 @@ if (window.matchMedia("(max-width: 900px)").matches) {
 export function legendLine(options, what) {
   return [options.map(([, , key]) => keyName(key)).join(" / "), `${what}: ${options.map(([, text]) => text.toLowerCase()).join(" / ")}`];
 }
+
+/* The key that fills each field a kind's completeness rules require (state.rules.completeness),
+ * per page ("kind/step"), by the field's path with list indexes as []: every required field can
+ * be reached from the keyboard (tests/project/test_js_modules.py checks the list is whole).
+ * Written as JSON so the test can read it. */
+export const REQUIRED_FIELD_KEYS = {
+  "factcheck/2": {
+    "stances[]": "1 / 2 / 3 / 4", "reliable[]": "r / ⇧R", "decided": "d / ⇧D",
+    "manual_evidence": "m", "manual_evidence[].text": "m, then type", "manual_evidence[].url": "m, then type",
+    "manual_evidence[].reliable": "r / ⇧R", "manual_evidence[].sufficient": "a / ⇧A",
+    "factuality": "t / f / u", "needs_edit": "⇧Y / ⇧N / ⇧U", "correction": "c", "used_evidence": "g"
+  },
+  "factcheck/3": {"sentences[].revised": "Enter", "response": "r"},
+  "dfactscore/1": {
+    "individuals": "+", "groups[].link": "g, then 1–9", "groups[]": "1–9", "facts[].group": "1–9",
+    "facts[].label": "s / n / i", "facts[].any_page": "a / ⇧A", "facts[].entity": "e, then 1–9"
+  }
+};

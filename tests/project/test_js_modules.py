@@ -10,6 +10,7 @@ import pytest
 
 from annotation.kinds import KINDS
 from annotation.kinds.page_rules import RULES, page_rules
+from tests.helpers.page_rules import rule_paths
 from tests.helpers.paths import REPO_ROOT as REPO
 
 SCRIPTS = sorted((REPO / "static" / "js").glob("*.js"))
@@ -103,3 +104,36 @@ def test_the_annotation_page_hands_the_script_its_rules(felm_items, users, clien
     state = json.loads(re.search(r'<script id="state" type="application/json">(.*?)</script>', page, re.S).group(1))
     assert state["rules"] == json.loads(json.dumps(page_rules("felm", 1)))
     assert 'data-page="annotate"' in page and '<script type="module" src="/static/js/felm.js"></script>' in page
+
+
+def rule_names(rules: list[dict]) -> set[str]:
+    return {name for rule in rules for name in (rule["name"], *rule_names(rule.get("rules", [])))}
+
+
+def test_no_completeness_rule_is_written_into_a_script():
+    """What a submit needs comes from the kind (state.rules.completeness), applied by the one
+    evaluator in completeness.js: no page script names a requirement of its own."""
+    # names of three words or more: a shorter one ("page link") may also name a field in an error
+    names = {
+        name for rules in RULES.values() for name in rule_names(rules.get("completeness", [])) if name.count(" ") >= 2
+    }
+    assert {"stance of passage", "the revised response", "supported by any page?"} <= names
+    for script in SCRIPTS:
+        text = script_text(script)
+        written = {name for name in names if re.search(r"[\"'`]" + re.escape(name) + r"[\"'`]", text)}
+        assert not written, f"{script.name} writes the requirements {sorted(written)}: they come from state.rules"
+    assert (REPO / "static" / "js" / "completeness.js").exists()
+    for kind, stage in (("factcheck", 2), ("factcheck", 3), ("dfactscore", 1)):
+        assert page_rules(kind, stage)["completeness"], (kind, stage)
+
+
+def test_every_required_field_has_a_key():
+    text = script_text(REPO / "static" / "js" / "keys.js")
+    keys = json.loads(re.search(r"^export const REQUIRED_FIELD_KEYS = (\{.*?^\});$", text, re.M | re.S).group(1))
+    with_rules = {
+        f"{kind}/{stage}": rules["completeness"] for (kind, stage), rules in RULES.items() if "completeness" in rules
+    }
+    assert set(keys) == set(with_rules)
+    for page, rules in with_rules.items():
+        assert set(keys[page]) == rule_paths(rules), page
+        assert all(keys[page].values()), page
