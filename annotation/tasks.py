@@ -18,7 +18,7 @@ from annotation.evidence import search as evidence_search
 from annotation.exports import lines as export_lines
 from annotation.imports import jobs as import_jobs
 from annotation.models import Project
-from annotation.research import agreement_cache, llm_rater, predictions
+from annotation.research import agreement_cache, llm_rater_run, predictions
 from annotation.services import jobs, stages
 
 EMBED_TASK_SECONDS = 30
@@ -148,16 +148,16 @@ def score_system_run(self, run_id: int) -> dict:
 
 @shared_task(bind=True, max_retries=3)
 def run_llm_rater(self, run_id: int) -> dict:
-    """Rate a project's items with an LLM, then score the answers (research.llm_rater.execute).
+    """Rate a project's items with an LLM, then score the answers (research.llm_rater_run.execute).
     A redelivery while the run is under way elsewhere does nothing; a database that stays
     unreachable fails the run after the retries."""
     run, failed = run_retrying_on_database_errors(
         self,
-        llm_rater.execute,
-        llm_rater.fail_run,
+        llm_rater_run.execute,
+        llm_rater_run.fail_run,
         run_id,
         "stored",
-        before_retry=llm_rater.requeue_run,
+        before_retry=llm_rater_run.requeue_run,
     )
     return {"run": run_id, "state": "failed" if failed else run.state if run else None}
 

@@ -1,5 +1,8 @@
 """The LLM rater: the pipeline's LLM backend answering a project's items as an automatic
-annotator, scored like an uploaded system (a SystemRun of source LLM_RATER).
+annotator, scored like an uploaded system (a SystemRun of source LLM_RATER). This module is its
+side the pages and the API use: the run's options, its endpoint, the item-steps it rates and what
+it reads of them, the estimate, starting a run and reading runs; annotation.research.llm_rater_run
+executes a run.
 
 It rates the item-steps that have a consolidated gold record (the only ones a prediction can
 be scored on; their units are the gold record's units), with the pre-annotation functions of
@@ -11,32 +14,21 @@ pre-annotation uses them. Staff may point a run at another model or base URL; th
 then goes only to the base URL it was entered for (pipeline.llm.drop_foreign_server_key), and a
 key is never taken here, stored in the run or shown: a key for another endpoint belongs in the
 project's LLM settings.
-
-The run (Celery task ``run_llm_rater``, body ``execute``) probes the endpoint first (a dead one
-fails the run at once, nothing rated), then rates item-step after item-step keeping each answer
-in the stored suggestion's shape; a failed call or an unusable answer is recorded in ``errors``
-and the run goes on, unless the endpoint stops answering (probed again after an item that got
-no answer at all), which fails the run. The answers become predictions through
-annotation.research.scoring.machine_predictions, and research.predictions scores them.
 """
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, InterfaceError, OperationalError, transaction
-from django.db.models import Q
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation import dispatch, selectors
 from annotation.exceptions import DomainError
-from annotation.imports.reading import line_error
 from annotation.kinds import get_kind
 from annotation.models import (
     ItemStage,
@@ -46,23 +38,13 @@ from annotation.models import (
     SystemRunSource,
     SystemRunState,
 )
-from annotation.research import predictions as prediction_services
-from annotation.research import scoring
-from annotation.services import jobs
 from annotation.services.locks import lock_project_for_change
 
-logger = logging.getLogger(__name__)
-
-# Steps the rater answers, per kind (every step with something a model can label).
 # Above this many item-steps of one step, the estimate plans an even sample of them and scales.
 ESTIMATE_SAMPLE = 200
-MAX_ERRORS = 200
 MAX_SECONDS_PER_CALL = 3600.0
 MAX_RESAMPLES = 10_000
 DEFAULT_RESAMPLES = 1000
-# A RUNNING run whose worker has not reported for this long is taken over by a redelivery.
-STALE_AFTER = timedelta(minutes=15)
-HEARTBEAT_SECONDS = 30
 STAFF_ONLY = {
     "model": "only staff may choose another model: the LLM settings, and what a run spends, are theirs",
     "base_url": "only staff may point the rater at another endpoint: it decides where the items' texts go",
@@ -257,18 +239,14 @@ def stages_to_rate(project: Project, steps):
     ).order_by("stage", "item_id")
 
 
-def _with_inputs(queryset, project: Project):
+def with_inputs(queryset, project: Project):
     """The rows the rater reads: an item's metadata (e.g. the released evidence, tens of KB)
     only where the kind reads it (D-FActScore may take the paragraph's name from it)."""
     queryset = queryset.select_related("item", "gold")
     return queryset if get_kind(project.kind).rater_reads_metadata else queryset.defer("item__metadata")
 
 
-def _item_key(stage: ItemStage) -> str:
-    return stage.item.external_id or str(stage.item_id)
-
-
-def _inputs(project: Project, stage: ItemStage) -> dict:
+def stage_inputs(project: Project, stage: ItemStage) -> dict:
     """What a kind's rater hooks read of an item-step (KindSpec.rater_plan, rate)."""
     return {
         "prompt": stage.item.prompt,
@@ -294,7 +272,7 @@ def _sample(queryset, total: int):
 
 def _plan(project: Project, step: int, stages: list[ItemStage]) -> list:
     return get_kind(project.kind).rater_plan(
-        step, [_inputs(project, s) for s in stages], project.pipeline_settings or {}
+        step, [stage_inputs(project, s) for s in stages], project.pipeline_settings or {}
     )
 
 
@@ -308,7 +286,7 @@ def estimate(project: Project, options: RaterOptions) -> dict:
     config = rater_config(project, options)
     weighted, counts, sampled = [], {}, {}
     for step in options.steps:
-        queryset = _with_inputs(stages_to_rate(project, [step]), project)
+        queryset = with_inputs(stages_to_rate(project, [step]), project)
         total = queryset.count()
         counts[step] = total
         if not total:
@@ -399,207 +377,6 @@ def _create(project: Project, user, summary: dict, options: RaterOptions) -> Sys
         except IntegrityError:
             continue
     raise DomainError("could not name the run: too many runs of this model started this second")
-
-
-# -- running ------------------------------------------------------------------------------------
-
-
-class EndpointDead(Exception):
-    pass
-
-
-class _Run:
-    """The state of one executing run: answers so far, errors, progress written to the row."""
-
-    def __init__(self, run: SystemRun, config):
-        self.run, self.config = run, config
-        self.outputs: dict[int, dict | None] = {}
-        self.errors: list[dict] = []
-        self.more_errors = 0
-        self.done = self.calls = self.answered = 0
-        self.options = dict(run.options or {})
-        self.beat = timezone.now()
-
-    def record(self, stage: ItemStage, rating) -> None:
-        self.outputs[stage.id] = rating.suggestion
-        self.calls += rating.calls
-        self.answered += rating.answered
-        for message in rating.errors:
-            if len(self.errors) < MAX_ERRORS:
-                self.errors.append(line_error(0, f"item {_item_key(stage)}, step {stage.stage}", message))
-            else:
-                self.more_errors += 1
-        if rating.calls and not rating.answered:
-            self.check_endpoint()
-
-    def check_endpoint(self) -> None:
-        from pipeline.llm_rater import (
-            probe,  # loads NLTK and scikit-learn: kept out of web start-up
-        )
-
-        problem = probe(self.config)
-        if problem:
-            raise EndpointDead(problem)
-
-    def progress(self, count: int = 1) -> None:
-        self.done += count
-        now = timezone.now()
-        values = {"units_done": self.done}
-        if (now - self.beat).total_seconds() >= HEARTBEAT_SECONDS:
-            self.beat = now
-            self.options["heartbeat"] = now.isoformat()
-            values["options"] = self.options
-        jobs.progress(SystemRun, self.run.pk, **values)
-
-    def all_errors(self) -> list[dict]:
-        more = (
-            [line_error(0, "(run)", f"and {self.more_errors} more units without an answer")] if self.more_errors else []
-        )
-        return self.errors + more
-
-
-def _claim(run_id: int) -> bool:
-    """Only the delivery that moves the run to RUNNING rates it; a run left RUNNING by a worker
-    that stopped reporting STALE_AFTER ago is taken over (and rated again from the start)."""
-    if not SystemRun.objects.filter(pk=run_id, source=SystemRunSource.LLM_RATER).exists():
-        return False
-    # Not jobs' "stalled" takeover: one LLM call may take longer than JOB_STALLED_AFTER_SECONDS.
-    if jobs.claim(SystemRun, run_id, take_running="none", units_done=0):
-        return True
-    now = timezone.now()
-    run = SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING, source=SystemRunSource.LLM_RATER).first()
-    if run is None:
-        return False
-    beat = (run.options or {}).get("heartbeat")
-    last = datetime.fromisoformat(beat) if beat else run.started_at
-    if last is not None and now - last < STALE_AFTER:
-        return False
-    return bool(
-        SystemRun.objects.filter(Q(started_at=run.started_at), pk=run_id, state=SystemRunState.RUNNING).update(
-            started_at=now, units_done=0, progress_at=now
-        )
-    )
-
-
-def _fail(run_id: int, errors: list[dict]) -> None:
-    jobs.fail(SystemRun, run_id, errors[: MAX_ERRORS + 1], predictions={}, scores=None)
-
-
-def fail_run(run_id: int, message: str) -> None:
-    """End a run that cannot go on (e.g. the database stayed unreachable)."""
-    _fail(run_id, [line_error(0, "(server)", message)])
-
-
-def requeue_run(run_id: int) -> None:
-    """Hand a run back to the queue before the task retries (the retry rates from the start)."""
-    jobs.requeue(SystemRun, run_id)
-
-
-def execute(run_id: int) -> SystemRun | None:
-    """Rate, convert and score a queued run (the Celery task's body)."""
-    if not _claim(run_id):
-        return SystemRun.objects.filter(pk=run_id).first()
-    run = SystemRun.objects.select_related("project").get(pk=run_id)
-    project = run.project
-    options = RaterOptions.from_stored(run.options or {})
-    config = rater_config(project, options)
-    state = _Run(run, config)
-    where = f"the LLM endpoint {endpoint_name(config.base_url) or '(none configured)'} (model {config.model or 'none'})"
-    try:
-        state.check_endpoint()
-    except EndpointDead as exc:
-        _fail(
-            run_id,
-            [line_error(0, "(endpoint)", f"{where} did not answer: {exc}; nothing was rated")],
-        )
-        return SystemRun.objects.get(pk=run_id)
-    try:
-        _rate(project, options, config, state)
-        return _finish(run_id, project, state)
-    except EndpointDead as exc:
-        _fail(
-            run_id,
-            [
-                line_error(
-                    0,
-                    "(endpoint)",
-                    f"{where} stopped answering after {state.done} item-steps: {exc}; nothing was stored",
-                ),
-                *state.all_errors(),
-            ],
-        )
-    except Exception as exc:
-        if isinstance(exc, (OperationalError, InterfaceError)):
-            raise
-        logger.exception("LLM rater run %s failed", run_id)
-        _fail(
-            run_id,
-            [
-                line_error(
-                    0,
-                    "(server)",
-                    f"the run stopped on an internal error ({type(exc).__name__}); nothing was stored",
-                )
-            ],
-        )
-    return SystemRun.objects.get(pk=run_id)
-
-
-def _rate(project: Project, options: RaterOptions, config, state: _Run) -> None:
-    kind = get_kind(project.kind)
-    size = kind.rater_batch_size()
-    settings = project.pipeline_settings or {}
-    for step in options.steps:
-        batch: list[ItemStage] = []
-        for stage in _with_inputs(stages_to_rate(project, [step]), project).iterator(chunk_size=max(size, 50)):
-            batch.append(stage)
-            if len(batch) == size:
-                _rate_batch(kind, step, batch, project, settings, config, state)
-                batch = []
-        if batch:
-            _rate_batch(kind, step, batch, project, settings, config, state)
-
-
-def _rate_batch(
-    kind, step: int, stages: list[ItemStage], project: Project, settings: dict, config, state: _Run
-) -> None:
-    ratings = kind.rate(step, [_inputs(project, s) for s in stages], settings, config)
-    for stage, rating in zip(stages, ratings):
-        state.record(stage, rating)
-    state.progress(len(stages))
-
-
-def _finish(run_id: int, project: Project, state: _Run) -> SystemRun:
-    predicted = scoring.machine_predictions(project, suggestion_of=lambda stage: state.outputs.get(stage.id))
-    rated = {"item_steps": state.done, "calls": state.calls, "answered": state.answered}
-    options = {**state.options, "rated": rated}
-    errors = state.all_errors()
-    if not any(predicted.values()):
-        _fail(
-            run_id,
-            [
-                line_error(
-                    0,
-                    "(run)",
-                    f"the model gave no usable answer in {state.calls} calls; nothing was stored",
-                ),
-                *errors,
-            ],
-        )
-        SystemRun.objects.filter(pk=run_id).update(options=options)
-        return SystemRun.objects.get(pk=run_id)
-    SystemRun.objects.filter(pk=run_id, state=SystemRunState.RUNNING).update(
-        predictions=prediction_services.stored_form(predicted), options=options, errors=errors
-    )
-    # Scoring is research.predictions' (the same as an uploaded system's): the one call site.
-    prediction_services.run_system_run(run_id)
-    run = SystemRun.objects.get(pk=run_id)
-    # Scoring writes its own errors (none when it succeeds): the rater's unanswered units stay listed.
-    SystemRun.objects.filter(pk=run_id).update(
-        errors=(run.errors or []) + errors if run.state == SystemRunState.FAILED else errors
-    )
-    run.refresh_from_db()
-    return run
 
 
 # -- reading runs -------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from annotation.models import (
     StageStatus,
 )
 from annotation.params import parse_natural
-from annotation.research import agreement
+from annotation.research import agreement, agreement_bootstrap
 
 User = get_user_model()
 
@@ -223,7 +223,7 @@ def project_agreement(
         "bootstrap": {
             "resamples": resamples,
             "seed": seed,
-            "level": agreement.CI_LEVEL,
+            "level": agreement_bootstrap.CI_LEVEL,
             "resampled": "items",
         },
         "fields": fields,

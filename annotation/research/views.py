@@ -26,11 +26,12 @@ from annotation.kinds import get_kind
 from annotation.models import Role, SystemRun, SystemRunState
 from annotation.pages import project_for
 from annotation.params import parse_natural
-from annotation.research import agreement, agreement_cache, plots, scoring
+from annotation.research import agreement_cache, plots, scoring
 from annotation.research import leaderboard as boards
 from annotation.research import llm_rater as rater_services
 from annotation.research import predictions as prediction_services
 from annotation.research import selectors as research_selectors
+from annotation.research.agreement_tables import agreement_tables
 from annotation.research.forms import PredictionsForm
 from annotation.services import jobs
 
@@ -409,7 +410,7 @@ def agreement_page(request, project_id):
         ]
         field["plots"] = plots.agreement_figures(field, kind.value_name)
         field["downloads"] = {table: links(table, name) for table in ("matrix", "pairs", "over_time", "versus_gold")}
-    downloads = {table: links(table) for table in agreement.agreement_tables(result, rater)} if found.ready else {}
+    downloads = {table: links(table) for table in agreement_tables(result, rater)} if found.ready else {}
     status_query = keep.copy()
     status_query.setlist("stage", [str(stage)])
     # one link per step, keeping the bootstrap options
@@ -504,7 +505,7 @@ def _bad_download(message: str) -> HttpResponse:
 def _agreement_download(request, project, result: dict, fmt: str, rater: dict | None) -> HttpResponse:
     """One table of the agreement page (``?table=``, optionally one field's rows: ``?field=``) as
     a CSV or JSON file named after the project, step and table."""
-    tables = agreement.agreement_tables(result, rater)
+    tables = agreement_tables(result, rater)
     name, field = request.GET.get("table", ""), request.GET.get("field")
     if name not in tables:
         return _bad_download(f"table: must be one of {', '.join(tables)}, not {name[:40]!r}")

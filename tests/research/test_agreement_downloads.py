@@ -11,7 +11,7 @@ import pytest
 
 from annotation.exports import downloads
 from annotation.models import Annotation, Assignment, GoldRecord, ItemStage, StageStatus
-from annotation.research import agreement
+from annotation.research.agreement_tables import agreement_tables
 from tests.helpers.research import build_campaign
 
 PAGE = "/projects/{}/agreement/"
@@ -273,7 +273,7 @@ def test_the_llm_rater_table_is_a_table_too():
             }
         ],
     }
-    assert "llm_rater" not in agreement.agreement_tables(result)
-    table = agreement.agreement_tables(result, rater)["llm_rater"]
+    assert "llm_rater" not in agreement_tables(result)
+    table = agreement_tables(result, rater)["llm_rater"]
     assert table["rows"] == [["label", "gpt", "alice", True, 10, 0.8, 0.6, 0.9, 0.5, 0.2, 0.7]]
     assert len(table["columns"]) == len(table["rows"][0])

@@ -10,6 +10,7 @@ from django.utils import timezone
 from annotation.imports.items import import_jsonl
 from annotation.models import Role, SystemRun, SystemRunSource, SystemRunState
 from annotation.research import llm_rater as rater_services
+from annotation.research import llm_rater_run
 from annotation.services.projects import add_member
 from tests.helpers.builders import api_client, felm_line, jsonl
 from tests.helpers.fake_llm import FakeLLMServer, FakeReply
@@ -161,14 +162,14 @@ def test_a_run_under_way_shows_its_progress_and_blocks_a_second_start(felm_rater
         )
     # a redelivered task leaves a run another worker is rating alone, until that worker has been
     # silent for STALE_AFTER: then it takes the run over (here: fails it on the dead endpoint)
-    assert rater_services.execute(running.id).state == SystemRunState.RUNNING
-    long_ago = timezone.now() - rater_services.STALE_AFTER
+    assert llm_rater_run.execute(running.id).state == SystemRunState.RUNNING
+    long_ago = timezone.now() - llm_rater_run.STALE_AFTER
     SystemRun.objects.filter(pk=running.id).update(
         started_at=long_ago, options={"steps": [1], "heartbeat": timezone.now().isoformat()}
     )
-    assert rater_services.execute(running.id).state == SystemRunState.RUNNING  # it reported lately
+    assert llm_rater_run.execute(running.id).state == SystemRunState.RUNNING  # it reported lately
     SystemRun.objects.filter(pk=running.id).update(options={"steps": [1], "heartbeat": long_ago.isoformat()})
-    assert rater_services.execute(running.id).state == SystemRunState.FAILED
+    assert llm_rater_run.execute(running.id).state == SystemRunState.FAILED
 
 
 # -- two starts at once ------------------------------------------------------------------------------

@@ -145,7 +145,7 @@ def _llm_rater(project, users, monkeypatch):
     run = SystemRun.objects.create(
         project=project, system="llm", source=SystemRunSource.LLM_RATER, options={"steps": [1]}
     )
-    monkeypatch.setattr("annotation.research.llm_rater.rater_config", _boom)
+    monkeypatch.setattr("annotation.research.llm_rater_run.rater_config", _boom)
     return run_llm_rater, run
 
 
