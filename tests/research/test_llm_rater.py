@@ -10,6 +10,7 @@ import pytest
 from annotation.imports.items import import_jsonl
 from annotation.models import GoldRecord, ItemStage, StageStatus, SystemRun, SystemRunSource, SystemRunState
 from annotation.research import llm_rater as rater_services
+from annotation.research import llm_rater_run
 from annotation.services.projects import create_project
 from pipeline import llm_rater as rater
 from pipeline.parsing import ParseError
@@ -185,7 +186,7 @@ def test_estimate_of_a_large_step_is_planned_from_a_sample(felm_rater_gold, user
 
 
 def test_felm_run_predicts_every_segment_and_is_scored(felm_rater_gold, users, monkeypatch):
-    monkeypatch.setattr(rater_services, "HEARTBEAT_SECONDS", 0)
+    monkeypatch.setattr(llm_rater_run, "HEARTBEAT_SECONDS", 0)
     with FakeLLMServer(rater_responder()) as server:
         use_llm(felm_rater_gold, server)
         run = run_rater(felm_rater_gold, users["admin"])
