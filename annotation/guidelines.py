@@ -1,10 +1,9 @@
 """Project guidelines: the Markdown template of each kind and its rendering to safe HTML."""
 
-import bleach
-from markdown_it import MarkdownIt
+from functools import cache
 
-ALLOWED_TAGS = [
-    *bleach.sanitizer.ALLOWED_TAGS,
+# Beyond bleach's defaults (inline tags and lists).
+EXTRA_TAGS = [
     "p",
     "h1",
     "h2",
@@ -23,20 +22,26 @@ ALLOWED_TAGS = [
     "th",
     "td",
 ]
-ALLOWED_ATTRIBUTES = {**bleach.sanitizer.ALLOWED_ATTRIBUTES, "ol": ["start"]}
 
-# CommonMark: a list nested by 2 spaces (or 4) renders nested, unlike python-markdown, which
-# needs 4. Raw HTML in the text is shown as text, not passed through; bleach then keeps only the
-# tags above (and markdown-it refuses javascript: links) — a second guard, not the first.
-_renderer = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+
+@cache
+def _tools():
+    """The Markdown renderer and the sanitiser's allowed tags and attributes."""
+    # bleach and markdown-it: only the guidelines page needs them, web workers start without them
+    import bleach
+    from markdown_it import MarkdownIt
+
+    # CommonMark: a list nested by 2 spaces (or 4) renders nested, unlike python-markdown, which
+    # needs 4. Raw HTML in the text is shown as text, not passed through; bleach then keeps only
+    # the allowed tags (and markdown-it refuses javascript: links) — a second guard, not the first.
+    renderer = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    tags = [*bleach.sanitizer.ALLOWED_TAGS, *EXTRA_TAGS]
+    attributes = {**bleach.sanitizer.ALLOWED_ATTRIBUTES, "ol": ["start"]}
+    return bleach, renderer, tags, attributes
 
 
 def render(text: str) -> str:
     """The guidelines as HTML safe to put in a page."""
-    html = _renderer.render(text or "_No guidelines yet._")
-    return bleach.clean(
-        html,
-        tags=ALLOWED_TAGS,
-        attributes=ALLOWED_ATTRIBUTES,
-        protocols=["http", "https", "mailto"],
-    )
+    bleach, renderer, tags, attributes = _tools()
+    html = renderer.render(text or "_No guidelines yet._")
+    return bleach.clean(html, tags=tags, attributes=attributes, protocols=["http", "https", "mailto"])

@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 GAMMA = 10  # FActScore's length penalty: paragraphs of at most this many facts are penalised
 IRRELEVANT_MODES = ("exclude", "not_supported")
@@ -137,6 +139,8 @@ def length_penalty(facts: int) -> float:
 
 
 def _mean(values: list[float]) -> float | None:
+    import numpy as np  # numpy: web workers start without it (the kind imports this module)
+
     return float(np.mean(values)) if values else None
 
 
@@ -187,6 +191,8 @@ def partition_agreements(
     """``partition_agreement`` of many paragraphs at once, vectorised (scikit-learn's validation
     costs ~1 ms a call, 10 s for 10,000 paragraphs). The same pair-counting formula as
     ``sklearn.metrics.adjusted_rand_score``, from each paragraph's contingency table."""
+    import numpy as np  # numpy: web workers start without it (the kind imports this module)
+
     rows, la, lb = [], [], []
     for number, (groups_a, groups_b) in enumerate(pairs):
         a, b = _assigned(groups_a, groups_b)

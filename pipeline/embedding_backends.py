@@ -50,8 +50,10 @@ import tempfile
 from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -310,6 +312,8 @@ class OnnxEncoder:
         self._inputs = {i.name for i in self.session.get_inputs()}
 
     def _batch(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np  # numpy: web workers start without it
+
         encodings = self.tokenizer.encode_batch(list(texts))
         length = max(len(e.ids) for e in encodings)
         ids = np.zeros((len(encodings), length), dtype=np.int64)
@@ -335,6 +339,8 @@ class OnnxEncoder:
         show_progress_bar: bool = False,
         **_ignored,
     ) -> np.ndarray:
+        import numpy as np  # numpy: web workers start without it
+
         texts = [sentences] if isinstance(sentences, str) else list(sentences)
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)

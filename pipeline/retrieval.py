@@ -21,12 +21,13 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-
-import numpy as np
-from rapidfuzz import fuzz
+from typing import TYPE_CHECKING
 
 from pipeline import embedding_backends
 from pipeline.segmenter import split_sentences
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PASSAGE_SENTENCES = 5
 PASSAGE_STRIDE = 2
@@ -185,6 +186,8 @@ def embedding_model():
 def embed(texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
     """Unit-length float32 vectors, one row per text (cosine similarity is a dot product);
     ``batch_size``: texts a model call (default ``EMBEDDING_BATCH_SIZE``, 32)."""
+    import numpy as np  # numpy: web workers load the kinds without it
+
     if not texts:
         return np.zeros((0, EMBEDDING_DIMENSIONS), dtype=np.float32)
     if batch_size is None:
@@ -202,6 +205,8 @@ def embed(texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
 
 
 def _nearest(similarities: np.ndarray, k: int) -> list[tuple[int, float]]:
+    import numpy as np  # numpy: web workers load the kinds without it
+
     k = min(k, len(similarities))
     if k < 1:
         return []
@@ -225,6 +230,8 @@ def dense_search_many(
     """:func:`dense_search` for each row of ``query_vectors``, in one pass over ``vectors``: the
     scan is bound by reading the matrix (150 MB at 100,000 passages), not by arithmetic, so a
     claim's four queries cost about twice what one does, not four times."""
+    import numpy as np  # numpy: web workers load the kinds without it
+
     query_vectors = np.asarray(query_vectors, dtype=np.float32)
     if query_vectors.ndim == 1:
         query_vectors = query_vectors[None, :]
@@ -291,6 +298,9 @@ def rank_candidates(
     copy, and one page gives at most ``max_per_source`` passages, so five passages are five
     pieces of evidence.
     """
+    import numpy as np  # numpy: web workers load the kinds without it
+    from rapidfuzz import fuzz  # rapidfuzz: web workers load the kinds without it
+
     unique: dict[str, Candidate] = {}
     for candidate in candidates:
         key = " ".join(candidate.text.split())
@@ -362,6 +372,8 @@ def offline_queries(claim: str) -> list[str]:
 
 def dedupe_queries(queries: Iterable[str], ratio: int = NEAR_DUPLICATE_RATIO) -> list[str]:
     """Queries in order, without near-duplicates (an LLM often asks one question twice)."""
+    from rapidfuzz import fuzz  # rapidfuzz: web workers load the kinds without it
+
     kept: list[str] = []
     for query in queries:
         query = " ".join((query or "").split())

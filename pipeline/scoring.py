@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFAULT_RESAMPLES = 1000
 CONFIDENCE = 0.95
@@ -49,6 +50,8 @@ def score(
 ) -> dict:
     """Accuracy, balanced accuracy, macro and per-label P/R/F1 of ``units``, each as
     ``{"value", "low", "high"}`` (``low``/``high`` None when ``resamples`` is 0)."""
+    import numpy as np  # numpy: web workers start without it
+
     if resamples < 0:
         raise ValueError("resamples must be 0 or more")
     if not units:
@@ -103,6 +106,8 @@ def _confusions(
     """The scored labels and per-item confusion counts, flattened (true × predicted), with the
     scored labels first and any other label present after them (in ``units`` or in ``also``: a
     paired comparison needs both systems' matrices over the same labels)."""
+    import numpy as np  # numpy: web workers start without it
+
     present = sorted({u.gold for u in units} | {u.predicted for u in units} | {u.predicted for u in also})
     if labels is None:
         labels = present
@@ -145,6 +150,8 @@ def difference(
     items and gold, in the same order). ``labels`` scores ``first`` and ``second_labels``
     (default: ``labels``) ``second``, so that each side's macro figures are those its own
     ``score`` shows; with neither, both use the union of both systems' labels."""
+    import numpy as np  # numpy: web workers start without it
+
     if len(first) != len(second) or any(a.item != b.item or a.gold != b.gold for a, b in zip(first, second)):
         raise ValueError("the two systems must be scored on the same units in the same order")
     if not first:
@@ -192,6 +199,8 @@ def difference(
 def resample_weights(n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK) -> Iterable[np.ndarray]:
     """How often each item is drawn in each resample, ``chunk`` resamples at a time
     (arrays of shape (≤ chunk, n_items)). The draws are those of ``bootstrap_indices``."""
+    import numpy as np  # numpy: web workers start without it
+
     rng = np.random.default_rng(seed)
     done = 0
     while done < resamples:
@@ -223,6 +232,8 @@ def means_with_ci(
 ) -> dict[Hashable, dict]:
     """``mean_with_ci`` of several equally long columns of values (name → values) over the same
     resampled items, drawn once: the intervals of one system's numbers come from the same draws."""
+    import numpy as np  # numpy: web workers start without it
+
     if resamples < 0:
         raise ValueError("resamples must be 0 or more")
     names = list(columns)
@@ -254,6 +265,8 @@ def means_with_ci(
 def bootstrap_indices(n_items: int, resamples: int, seed: int = 0, chunk: int = CHUNK) -> list[np.ndarray]:
     """The items each resample draws (the same draws as ``resample_weights``): for tests and
     for statistics that need the resampled data itself."""
+    import numpy as np  # numpy: web workers start without it
+
     rng = np.random.default_rng(seed)
     result: list[np.ndarray] = []
     while len(result) < resamples:
@@ -265,6 +278,8 @@ def bootstrap_indices(n_items: int, resamples: int, seed: int = 0, chunk: int = 
 def _metrics(confusion: np.ndarray, size: int, kept: int) -> dict[str, np.ndarray]:
     """Metrics of a stack of flattened confusion matrices (rows: resamples); the first ``kept``
     labels are the ones scored per label and in the macro means."""
+    import numpy as np  # numpy: web workers start without it
+
     matrix = confusion.reshape(-1, size, size)
     true_count = matrix.sum(axis=2)
     predicted_count = matrix.sum(axis=1)
@@ -308,6 +323,8 @@ def constant_predictions(gold: Sequence[str], label: str) -> list[str]:
 
 def random_predictions(gold: Sequence[str], seed: int = 0) -> list[str]:
     """Labels drawn independently with the gold's label frequencies (seeded)."""
+    import numpy as np  # numpy: web workers start without it
+
     counts = Counter(gold)
     labels = sorted(counts)
     if not labels:

@@ -14,7 +14,14 @@ paper's 0.715 and 0.354 (tests/research/test_text_measures.py). Every figure the
 or "normalised edit distance" comes from here; docs/measures.md has the definitions.
 """
 
-from rapidfuzz.distance import Levenshtein
+from functools import cache
+
+
+@cache
+def _levenshtein():
+    from rapidfuzz.distance import Levenshtein  # rapidfuzz: web workers start without it
+
+    return Levenshtein
 
 
 def word_overlap(a: str, b: str) -> float:
@@ -29,4 +36,4 @@ def word_overlap(a: str, b: str) -> float:
 def normalised_edit_distance(a: str, b: str) -> float:
     a, b = a or "", b or ""
     longer = max(len(a), len(b))
-    return Levenshtein.distance(a, b) / longer if longer else 0.0
+    return _levenshtein().distance(a, b) / longer if longer else 0.0

@@ -15,7 +15,6 @@ corpus's vectors again.
 import logging
 from pathlib import Path
 
-import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
@@ -443,6 +442,8 @@ def embedding_agreement(corpus_id: int, sample: int = AGREEMENT_SAMPLE) -> float
     """Mean cosine between the stored vectors of the corpus's first ``sample`` embedded passages
     and what the current embedding backend makes of them; None when nothing is embedded. The
     corpus does not record which model made its vectors, so this compares them instead."""
+    import numpy as np  # numpy: web workers start without it
+
     from pipeline.retrieval import embed  # loads NLTK and scikit-learn: kept out of web start-up
 
     rows = list(

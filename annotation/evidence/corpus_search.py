@@ -15,15 +15,20 @@ searches (with the text of the passages found), then one for the text of the pas
 dense scan found. Candidates' vectors come from the mapped index, not the database.
 """
 
+from __future__ import annotations
+
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 from django.db import connection
 
 from annotation.evidence import vector_index
 from annotation.models import Corpus, Passage, Project
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _lock = threading.Lock()
 
@@ -175,6 +180,8 @@ def _dense_scan(readers: list[vector_index.Reader], query_vectors: np.ndarray, k
 
 def dense_hits_many(corpora: list[Corpus], query_vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
     """(passage id, cosine) of the ``k`` nearest passages to each row of ``query_vectors``."""
+    import numpy as np  # numpy: web workers start without it
+
     return _dense_scan(_readers(corpora), np.asarray(query_vectors, dtype=np.float32), k)
 
 
@@ -192,11 +199,15 @@ def _scan_in_background(readers: list[vector_index.Reader], query_vectors: np.nd
 
 
 def dense_hits(corpora: list[Corpus], query_vector, k: int) -> list[tuple[int, float]]:
+    import numpy as np  # numpy: web workers start without it
+
     return dense_hits_many(corpora, np.asarray(query_vector, dtype=np.float32)[None, :], k)[0]
 
 
 def _indexed_vectors(readers: list[vector_index.Reader], passage_ids: list[int]) -> dict:
     """{passage id: vector} of the passages the corpora's indexes hold (read from the mapped files)."""
+    import numpy as np  # numpy: web workers start without it
+
     found = {}
     wanted = np.asarray(passage_ids, dtype=np.int64)
     for reader in readers:
@@ -211,6 +222,8 @@ def corpus_search(project: Project, *, embed_missing: bool = True):
     """A ``pipeline.factcheck_step2.SearchFn`` over the project's searchable corpora, or None
     when it has none. ``embed_missing``: embed (and store) candidates that have no vector yet.
     Its ``many(queries, vectors, k)`` searches several queries at once (one list per query)."""
+    import numpy as np  # numpy: web workers start without it
+
     corpora = searchable_corpora(project)
     if not corpora:
         return None

@@ -32,11 +32,14 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 from django.conf import settings
 
 from annotation import dispatch
+
+if TYPE_CHECKING:
+    import numpy as np
 
 logger = logging.getLogger(__name__)
 
@@ -146,6 +149,8 @@ def prewarm_in_background() -> threading.Thread | None:
 
 def _build_ann(vectors: np.ndarray, path: Path) -> None:
     """An IVF index with 8-bit scalar quantisation of ``vectors`` (labels: row numbers)."""
+    import numpy as np  # numpy: web workers start without it
+
     faiss = _faiss()
     rows = len(vectors)
     nlist = int(min(65_536, max(16, 4 * np.sqrt(rows))))
@@ -169,6 +174,8 @@ def _write_index(index, path: Path) -> None:
 
 
 def _extend_ann(old: Path, vectors: np.ndarray, start: int, path: Path) -> None:
+    import numpy as np  # numpy: web workers start without it
+
     faiss = _faiss()
     index = faiss.read_index(str(old))
     for first in range(start, len(vectors), 100_000):
@@ -179,6 +186,8 @@ def _extend_ann(old: Path, vectors: np.ndarray, start: int, path: Path) -> None:
 
 def _stored_vectors(corpus_id: int, after: int, through: int):
     """(ids, vectors) blocks of the corpus's stored embeddings with after < id <= through, in id order."""
+    import numpy as np  # numpy: web workers start without it
+
     from annotation.models import Passage
 
     while True:
@@ -236,6 +245,8 @@ def sync(corpus_id: int, through: int | None = None, *, rebuild: bool = False) -
 def _check_first_row(corpus_id: int, directory: Path, meta: dict) -> None:
     """Re-embedding goes in id order, so vectors made again (another model, or cleared and made
     again on another machine) show in the first row: one row read a sync."""
+    import numpy as np  # numpy: web workers start without it
+
     from annotation.models import Passage
 
     if not meta["rows"]:
@@ -280,6 +291,8 @@ def _fresh(directory: Path, model: str, owner: str = "None") -> dict:
 
 def _append(corpus_id: int, directory: Path, meta: dict, through: int, source=None) -> dict:
     """``source``: (ids, vectors) blocks after the index's last id (default: PostgreSQL's)."""
+    import numpy as np  # numpy: web workers start without it
+
     generation, rows = meta["generation"], meta["rows"]
     vectors_path, ids_path = (
         directory / f"vectors-{generation}.f32",
@@ -339,6 +352,8 @@ class Reader:
 
     def row_of(self, passage_ids: np.ndarray) -> np.ndarray:
         """The row of each passage id, -1 where the index has none."""
+        import numpy as np  # numpy: web workers start without it
+
         passage_ids = np.asarray(passage_ids, dtype=np.int64)
         if not self.rows:
             return np.full(len(passage_ids), -1, dtype=np.int64)
@@ -347,6 +362,8 @@ class Reader:
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         """(passage id, cosine) of the ``k`` nearest passages to each query, best first."""
+        import numpy as np  # numpy: web workers start without it
+
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         if not self.rows or k < 1:
             return [[] for _ in queries]
@@ -373,6 +390,8 @@ class Reader:
 
 
 def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    import numpy as np  # numpy: web workers start without it
+
     k = min(k, len(scores))
     if k < 1:
         return np.empty(0, dtype=np.int64)
@@ -392,6 +411,8 @@ def _stamp(directory: Path) -> tuple:
 
 
 def _open(corpus_id: int, directory: Path, model: str, stamp: tuple) -> Reader:
+    import numpy as np  # numpy: web workers start without it
+
     meta = _read_meta(directory, model)
     rows, generation = meta["rows"], meta["generation"]
     if rows:

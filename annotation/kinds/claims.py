@@ -4,7 +4,7 @@ Used to line up two annotators' decompositions of a sentence for consolidation a
 The two measures are the paper's (pipeline.text_measures), re-exported here for the kinds.
 """
 
-from rapidfuzz import fuzz
+from functools import cache
 
 from pipeline.text_measures import (  # noqa: F401 (the kinds' names)
     normalised_edit_distance,
@@ -21,9 +21,16 @@ def normalise(text: str) -> str:
     return " ".join((text or "").split())
 
 
+@cache
+def _fuzz():
+    from rapidfuzz import fuzz  # rapidfuzz: web workers start without it
+
+    return fuzz
+
+
 def similarity(a: str, b: str) -> float:
     """0..1, insensitive to word order and case (token-sort ratio)."""
-    return fuzz.token_sort_ratio(normalise(a).lower(), normalise(b).lower()) / 100
+    return _fuzz().token_sort_ratio(normalise(a).lower(), normalise(b).lower()) / 100
 
 
 def align(

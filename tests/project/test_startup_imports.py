@@ -24,6 +24,7 @@ HEAVY = (
     "faiss",
     "transformers",
     "openai",
+    "numpy",
 )
 
 SCRIPT = """
