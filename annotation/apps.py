@@ -1,6 +1,7 @@
 from pathlib import Path
 
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class AnnotationConfig(AppConfig):
@@ -9,8 +10,6 @@ class AnnotationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from django.conf import settings
-
         # The core pre-annotates with the evidence wing's search without importing the wing (imported
         # here, not at the top: models load only once the app registry is ready).
         from annotation.evidence.corpus_search import corpus_search

@@ -61,6 +61,7 @@ def set_up(tmp: Path, items: int) -> dict:
 
     from annotation import tasks
     from annotation.exports import formats as exports
+    from annotation.imports import items as item_imports
     from annotation.imports.items import import_jsonl
     from annotation.models import Assignment, Role
     from annotation.services.annotations import save_annotation
@@ -103,7 +104,8 @@ def set_up(tmp: Path, items: int) -> dict:
             add_member(project=project, user=user, role=Role.ADMIN)
     path = tmp / "felm.jsonl"
     generate_felm_jsonl(path, items, seed=7)
-    tasks.enqueue_store_export_lines = lambda *a, **k: None
+    # the set-up's export lines are stored once, below, not per import
+    item_imports.enqueue_store_export_lines = lambda *a, **k: None
     with path.open("rb") as handle:
         import_jsonl(felm, handle, fmt="felm", labels_as="ignore")
     rng = random.Random(3)

@@ -18,6 +18,7 @@ app.autodiscover_tasks()
 @signals.worker_process_init.connect
 def _prewarm_vector_index(**_):
     """VECTOR_INDEX_PREWARM: import faiss on a thread once a worker process is up (vector_index)."""
+    # the app registry is ready only after the config module loads
     from annotation.evidence.vector_index import prewarm_in_background
 
     prewarm_in_background()

@@ -4,6 +4,7 @@ bind and timeouts)."""
 
 def post_worker_init(worker):
     """VECTOR_INDEX_PREWARM: import faiss on a thread once a worker is up (annotation.evidence.vector_index)."""
+    # the app registry is ready only after the config module loads
     from annotation.evidence.vector_index import prewarm_in_background
 
     prewarm_in_background()

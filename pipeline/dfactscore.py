@@ -367,6 +367,7 @@ def link_groups(
     if not candidates or not len(groups):
         return [None] * len(groups)
     if method == "hungarian":
+        # heavy: loaded only where this is computed
         from scipy.optimize import (
             linear_sum_assignment,  # scipy: heavy, only where this is computed
         )

@@ -177,6 +177,7 @@ def _assigned(groups_a: Sequence[int | None], groups_b: Sequence[int | None]) ->
 def partition_agreement(groups_a: Sequence[int | None], groups_b: Sequence[int | None]) -> float | None:
     """Adjusted Rand index of two annotators' fact → group assignments (facts either left
     ungrouped are left out; None when no fact is grouped by both)."""
+    # heavy: loaded only where this is computed
     from sklearn.metrics import (
         adjusted_rand_score,  # scikit-learn: heavy, only where this is computed
     )

@@ -102,6 +102,7 @@ def batch_size() -> int:
 
 def onnx_providers(device: str) -> list[str]:
     """ONNX Runtime's providers for ``device``: CUDA first when asked for (or ``auto``) and present."""
+    # heavy optional backend: loaded only when chosen
     import onnxruntime
 
     available = onnxruntime.get_available_providers()
@@ -121,6 +122,7 @@ def onnx_providers(device: str) -> list[str]:
 
 
 def torch_device(device: str) -> str:
+    # heavy optional backend: loaded only when chosen
     import torch
 
     if device != "cpu" and torch.cuda.is_available():
@@ -142,6 +144,7 @@ def cache_dir() -> Path:
 
 def load_torch_model(device: str = "cpu"):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # heavy optional backend: loaded only when chosen
     from sentence_transformers import (
         SentenceTransformer,  # torch: heavy, only for the torch backend
     )
@@ -283,6 +286,8 @@ class OnnxEncoder:
         device: str = "cpu",
     ):
         import onnxruntime  # onnxruntime: heavy, only for the ONNX backends
+
+        # heavy optional backend: loaded only when chosen
         from tokenizers import Tokenizer
 
         self.backend = backend

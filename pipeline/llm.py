@@ -152,9 +152,11 @@ class LLMClient:
     def check_address(self) -> None:
         """Raise ``openai.APIConnectionError`` naming the reason when the guard refuses the base
         URL, before the client would retry a refused request."""
+        # httpx: loaded where a client is built, not at start-up
         import httpx2
         import openai  # loaded already by __init__
 
+        # the guard (httpx): loaded where a client is built
         from pipeline import outbound
 
         try:

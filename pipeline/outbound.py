@@ -229,6 +229,7 @@ class GuardedTransport:
     settings import it to check the OUTBOUND_* values at start-up."""
 
     def __init__(self, policy: Callable[[], OutboundPolicy], inner: httpx2.BaseTransport | None = None):
+        # httpx: loaded where a client is built, not at start-up
         import httpx2
 
         self.policy = policy
@@ -242,6 +243,7 @@ class GuardedTransport:
         self.inner.__exit__(*exc_info)
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        # httpx: loaded where a client is built, not at start-up
         import httpx2
 
         target = check_url(str(request.url), self.policy())
@@ -273,6 +275,7 @@ def guarded_client(
     **kwargs,
 ) -> httpx2.Client:
     """An httpx client whose every request goes through the guard (no proxies from the env)."""
+    # httpx: loaded where a client is built, not at start-up
     import httpx2
 
     return httpx2.Client(

@@ -191,6 +191,7 @@ def embed(texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
     if not texts:
         return np.zeros((0, EMBEDDING_DIMENSIONS), dtype=np.float32)
     if batch_size is None:
+        # with onnxruntime or torch: kept out of web start-up
         from pipeline.embedding_backends import batch_size as configured
 
         batch_size = configured()

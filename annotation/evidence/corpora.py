@@ -251,6 +251,7 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
     It streams the upload (bounded memory whatever its size) and records after each batch, in the
     batch's transaction, the last line written: a task redelivered after its worker died resumes
     after that line instead of starting over. ``cancel_corpus_import`` stops it between batches."""
+    # loads NLTK and scikit-learn: kept out of web start-up
     from pipeline.retrieval import (
         split_passages,  # loads NLTK and scikit-learn: kept out of web start-up
     )

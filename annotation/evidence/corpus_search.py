@@ -132,6 +132,7 @@ def _search_postgresql(corpora: list[Corpus], queries: list[str], k: int, with_t
 
 
 def _lexical_in_memory(corpus: Corpus, query: str, k: int) -> list[tuple[int, float]]:
+    # loads NLTK and scikit-learn: kept out of web start-up
     from pipeline.retrieval import (
         LexicalIndex,  # loads NLTK and scikit-learn: kept out of web start-up
     )

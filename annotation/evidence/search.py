@@ -35,10 +35,15 @@ def run_search(search_id: int) -> EvidenceSearch | None:
     if not jobs.claim(EvidenceSearch, search_id):
         return None
     search = EvidenceSearch.objects.select_related("project").get(pk=search_id)
+    # loads NLTK and scikit-learn: kept out of web start-up
     from pipeline.evidence_search import (
         search_passages,  # loads NLTK and scikit-learn: kept out of web start-up
     )
+
+    # loads NLTK and scikit-learn: kept out of web start-up
     from pipeline.retrieval import embed
+
+    # loads the openai client: only where an LLM or search API is called
     from pipeline.websearch import WebSearchConfig
 
     settings = search.project.pipeline_settings or {}

@@ -26,6 +26,7 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import mmap
 import os
 import shutil
 import threading
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 
 from annotation import dispatch
+from annotation.models import Corpus, Passage
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,6 +74,7 @@ def root() -> Path:
 
 def model_key() -> str:
     """The embedding model the vectors come from: an index of another model's vectors is not used."""
+    # with onnxruntime or torch: kept out of web start-up
     from pipeline.embedding_backends import MODEL_NAME, chosen_backend
 
     return f"{MODEL_NAME}-{chosen_backend()}"
@@ -188,8 +191,6 @@ def _stored_vectors(corpus_id: int, after: int, through: int):
     """(ids, vectors) blocks of the corpus's stored embeddings with after < id <= through, in id order."""
     import numpy as np  # numpy: web workers start without it
 
-    from annotation.models import Passage
-
     while True:
         rows = list(
             Passage.objects.filter(corpus_id=corpus_id, embedding__isnull=False, id__gt=after, id__lte=through)
@@ -211,7 +212,6 @@ def sync(corpus_id: int, through: int | None = None, *, rebuild: bool = False) -
     corpus's ``embedded_through``): append what is new, fold a long tail into the ANN index,
     and rebuild from PostgreSQL whatever is missing, corrupt or stale (``rebuild``: whatever
     is there, which a reader could not open). Returns the meta."""
-    from annotation.models import Corpus
 
     row = Corpus.objects.filter(pk=corpus_id).values_list("embedded_through", "imported_at").first() or (0, None)
     through = row[0] if through is None else through
@@ -246,8 +246,6 @@ def _check_first_row(corpus_id: int, directory: Path, meta: dict) -> None:
     """Re-embedding goes in id order, so vectors made again (another model, or cleared and made
     again on another machine) show in the first row: one row read a sync."""
     import numpy as np  # numpy: web workers start without it
-
-    from annotation.models import Passage
 
     if not meta["rows"]:
         return
@@ -441,7 +439,6 @@ def _open(corpus_id: int, directory: Path, model: str, stamp: tuple) -> Reader:
 def _random_access(mapped: np.memmap) -> None:
     """Rows are read one here and one there (candidates, re-scoring): without this the kernel
     reads 128 KiB around each, and a process maps most of a 1.5 GiB file after 1,000 queries."""
-    import mmap
 
     handle = getattr(mapped, "_mmap", None)
     if handle is not None and hasattr(mmap, "MADV_RANDOM"):

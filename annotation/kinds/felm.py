@@ -107,6 +107,7 @@ class FelmKind(KindSpec):
         return listed_units(rows_of, "segments")
 
     def rater_batch_size(self) -> int:
+        # loads NLTK and scikit-learn: kept out of web start-up
         from pipeline.llm_rater import (
             FELM_BATCH,  # loads NLTK and scikit-learn: kept out of web start-up
         )
@@ -114,6 +115,7 @@ class FelmKind(KindSpec):
         return FELM_BATCH
 
     def rater_plan(self, step: int, items: list[dict], settings: dict) -> list:
+        # loads NLTK and scikit-learn: kept out of web start-up
         from pipeline.llm_rater import (
             plan_felm,  # loads NLTK and scikit-learn: kept out of web start-up
         )
@@ -121,6 +123,7 @@ class FelmKind(KindSpec):
         return plan_felm([(i["prompt"], i["content"].get("segments") or []) for i in items])
 
     def rate(self, step: int, items: list[dict], settings: dict, config) -> list:
+        # loads NLTK and scikit-learn: kept out of web start-up
         from pipeline.llm_rater import (
             rate_felm_items,  # loads NLTK and scikit-learn: kept out of web start-up
         )

@@ -281,6 +281,8 @@ def estimate(project: Project, options: RaterOptions) -> dict:
     time and cost (pipeline.llm_rater.estimate says how), the endpoint and model it will use.
     Projects with more than ESTIMATE_SAMPLE item-steps in a step are planned from a sample."""
     from pipeline import llm_rater as rater  # loads NLTK and scikit-learn: kept out of web start-up
+
+    # loads the openai client: only where an LLM or search API is called
     from pipeline.llm import usable
 
     config = rater_config(project, options)

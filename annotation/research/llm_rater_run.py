@@ -74,6 +74,7 @@ class _Run:
             self.check_endpoint()
 
     def check_endpoint(self) -> None:
+        # loads NLTK and scikit-learn: kept out of web start-up
         from pipeline.llm_rater import (
             probe,  # loads NLTK and scikit-learn: kept out of web start-up
         )

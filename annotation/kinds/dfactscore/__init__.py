@@ -117,6 +117,7 @@ class DfactscoreKind(KindSpec):
         return listed_units(rows_of, "facts")
 
     def rater_plan(self, step: int, items: list[dict], settings: dict) -> list:
+        # loads NLTK and scikit-learn: kept out of web start-up
         from pipeline.llm_rater import (
             plan_dfactscore,  # loads NLTK and scikit-learn: kept out of web start-up
         )
@@ -128,6 +129,7 @@ class DfactscoreKind(KindSpec):
         return batches
 
     def rate(self, step: int, items: list[dict], settings: dict, config) -> list:
+        # loads NLTK and scikit-learn: kept out of web start-up
         from pipeline.llm_rater import (
             rate_dfactscore,  # loads NLTK and scikit-learn: kept out of web start-up
         )
@@ -166,6 +168,7 @@ class DfactscoreKind(KindSpec):
         item_metadata: dict | None = None,
         earlier: dict | None = None,
     ) -> dict:
+        # loads NLTK and scikit-learn: kept out of web start-up
         from pipeline.dfactscore import (
             preannotate,  # models load only where items are pre-annotated
         )

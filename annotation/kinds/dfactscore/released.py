@@ -121,6 +121,8 @@ def build_content(name: str, response: str, facts: list[str], candidates: list[d
         sentence_spans,
         split_page,
     )
+
+    # loads NLTK and scikit-learn: kept out of web start-up
     from pipeline.segmenter import split_sentences
 
     sentences = split_sentences(response)

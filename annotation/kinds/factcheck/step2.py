@@ -134,8 +134,14 @@ def retrieve_evidence(claims: list[dict], settings: dict, search) -> dict:
         ClaimToCheck,
         suggest_step2,
     )
+
+    # loads the openai client: only where an LLM or search API is called
     from pipeline.llm import LLMConfig
+
+    # loads NLTK and scikit-learn: kept out of web start-up
     from pipeline.retrieval import embed
+
+    # loads the openai client: only where an LLM or search API is called
     from pipeline.websearch import WebSearchConfig
 
     web = WebSearchConfig.from_env(settings.get("web_search"))

@@ -76,6 +76,8 @@ def join_sentences(revised: Iterable[str | None]) -> str:
 def suggest(content: dict, settings: dict, question: str) -> dict:
     """The machine revision of each sentence and of the response, with its provenance."""
     from pipeline.llm import LLMConfig  # loads the openai client: only where an LLM is called
+
+    # loads NLTK and scikit-learn: kept out of web start-up
     from pipeline.revision import ClaimOutcome, SentenceToRevise, suggest_revisions
 
     revision = settings.get("revision") or {}

@@ -39,6 +39,7 @@ class Command(BaseCommand):
         parser.add_argument("--sample", type=int, default=AGREEMENT_SAMPLE, help="passages compared per corpus")
 
     def handle(self, *args, **options):
+        # loads NLTK and scikit-learn: kept out of web start-up
         from pipeline.retrieval import (
             embedding_model,  # loads NLTK and scikit-learn: kept out of web start-up
         )
