@@ -13,7 +13,7 @@ from annotation import selectors
 from annotation.evidence.corpora import MAX_PASSAGE_SENTENCES
 from annotation.json_values import MAX_JSON_DEPTH, nul_path, too_deep
 from annotation.kinds import KINDS
-from annotation.kinds.factcheck.step2 import RELEASED_EVIDENCE_KEY
+from annotation.kinds.factcheck.step2_content import RELEASED_EVIDENCE_KEY
 from annotation.models import (
     Assignment,
     Consolidation,
