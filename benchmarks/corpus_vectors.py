@@ -14,7 +14,7 @@ DIM = 384
 
 def fold_seconds(directory: Path, meta: dict, vectors, tmp: Path) -> float | None:
     """Time to fold the last 20,000 vectors into the ANN index (the worker's periodic step)."""
-    from annotation import vector_index
+    from annotation.evidence import vector_index
 
     if not meta["ann"]:
         return None
