@@ -1,11 +1,12 @@
 from django.urls import path, register_converter
 
-from . import views
 from .evidence import views as evidence_views
 from .exports import views as export_views
 from .imports import views as import_views
 from .params import NATURAL
 from .research import views as research_views
+from .views import annotate as annotate_views
+from .views import projects as project_views
 
 
 class IdConverter:
@@ -26,24 +27,24 @@ register_converter(IdConverter, "id")
 app_name = "annotation"
 
 urlpatterns = [
-    path("", views.home, name="home"),
-    path("projects/new/", views.project_create, name="project-create"),
-    path("users/new/", views.user_create, name="user-create"),
-    path("projects/<id:project_id>/", views.project_detail, name="project"),
-    path("projects/<id:project_id>/guidelines/", views.guidelines, name="guidelines"),
-    path("projects/<id:project_id>/settings/", views.project_edit, name="project-edit"),
+    path("", project_views.home, name="home"),
+    path("projects/new/", project_views.project_create, name="project-create"),
+    path("users/new/", project_views.user_create, name="user-create"),
+    path("projects/<id:project_id>/", project_views.project_detail, name="project"),
+    path("projects/<id:project_id>/guidelines/", project_views.guidelines, name="guidelines"),
+    path("projects/<id:project_id>/settings/", project_views.project_edit, name="project-edit"),
     path("projects/<id:project_id>/import/", import_views.project_import, name="project-import"),
-    path("projects/<id:project_id>/members/", views.project_members, name="project-members"),
+    path("projects/<id:project_id>/members/", project_views.project_members, name="project-members"),
     path(
         "projects/<id:project_id>/corpora/",
         evidence_views.project_corpus_upload,
         name="project-corpora",
     ),
     path("projects/<id:project_id>/retry/", import_views.project_retry_failed, name="project-retry"),
-    path("projects/<id:project_id>/items/<id:item_id>/", views.item_page, name="item"),
+    path("projects/<id:project_id>/items/<id:item_id>/", project_views.item_page, name="item"),
     path(
         "projects/<id:project_id>/assignments/<id:assignment_id>/reassign/",
-        views.reassign,
+        project_views.reassign,
         name="reassign",
     ),
     path(
@@ -79,24 +80,24 @@ urlpatterns = [
         research_views.system_run_delete,
         name="system-run-delete",
     ),
-    path("projects/<id:project_id>/next/", views.next_item, name="next-item"),
-    path("projects/<id:project_id>/consolidations/", views.consolidation_list, name="consolidations"),
+    path("projects/<id:project_id>/next/", annotate_views.next_item, name="next-item"),
+    path("projects/<id:project_id>/consolidations/", annotate_views.consolidation_list, name="consolidations"),
     path(
         "projects/<id:project_id>/consolidations/next/",
-        views.next_consolidation,
+        annotate_views.next_consolidation,
         name="next-consolidation",
     ),
-    path("assignments/<id:assignment_id>/", views.annotate, name="annotate"),
-    path("assignments/<id:assignment_id>/reopen/", views.reopen_submission, name="reopen"),
-    path("consolidations/<id:consolidation_id>/", views.consolidate, name="consolidate"),
+    path("assignments/<id:assignment_id>/", annotate_views.annotate, name="annotate"),
+    path("assignments/<id:assignment_id>/reopen/", annotate_views.reopen_submission, name="reopen"),
+    path("consolidations/<id:consolidation_id>/", annotate_views.consolidate, name="consolidate"),
     path(
         "consolidations/<id:consolidation_id>/discard/",
-        views.consolidation_discard,
+        annotate_views.consolidation_discard,
         name="consolidation-discard",
     ),
     path(
         "consolidations/<id:consolidation_id>/escalate/",
-        views.consolidation_escalate,
+        annotate_views.consolidation_escalate,
         name="consolidation-escalate",
     ),
 ]

@@ -15,12 +15,8 @@ from annotation.evidence import corpora as corpus_services
 from annotation.models import Corpus
 from annotation.params import NATURAL
 
-from .serializers import (
-    CorpusCreateSerializer,
-    CorpusProjectsSerializer,
-    CorpusSerializer,
-    ErrorSerializer,
-)
+from .job_serializers import CorpusCreateSerializer, CorpusProjectsSerializer, CorpusSerializer
+from .serializers import ErrorSerializer
 
 ERROR_400 = OpenApiResponse(ErrorSerializer, description="invalid input")
 ERROR_404 = OpenApiResponse(ErrorSerializer, description="no such corpus, or not one of the caller's projects")

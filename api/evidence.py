@@ -12,7 +12,7 @@ from annotation.evidence import search as evidence_search_services
 from annotation.kinds import get_kind
 from annotation.models import ItemStage
 
-from . import serializers
+from . import job_serializers, serializers
 from .common import ERROR_400, ID
 
 
@@ -20,10 +20,10 @@ class EvidenceActions:
     """``/projects/{id}/evidence-searches/`` (and ``{search_id}/``), ``items/{item_id}/claims/{claim}/retrieve/``."""
 
     @extend_schema(
-        request=serializers.EvidenceSearchRequestSerializer,
+        request=job_serializers.EvidenceSearchRequestSerializer,
         responses={
             202: OpenApiResponse(
-                serializers.EvidenceSearchSerializer,
+                job_serializers.EvidenceSearchSerializer,
                 description="queued: poll the search's url until its state is done or failed",
             ),
             400: ERROR_400,
@@ -37,17 +37,17 @@ class EvidenceActions:
         project = self.get_object()
         if not get_kind(project.kind).searches_evidence:
             raise ValidationError({"detail": "this kind of project has no evidence step"})
-        data = serializers.EvidenceSearchRequestSerializer(data=request.data)
+        data = job_serializers.EvidenceSearchRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         search = evidence_search_services.start_search(project=project, user=request.user, **data.validated_data)
         search.refresh_from_db()  # without a broker the task has already run
-        body = serializers.EvidenceSearchSerializer(search).data
+        body = job_serializers.EvidenceSearchSerializer(search).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
     @extend_schema(
         parameters=[OpenApiParameter("search_id", int, OpenApiParameter.PATH, description="the search's id")],
         responses={
-            200: serializers.EvidenceSearchSerializer,
+            200: job_serializers.EvidenceSearchSerializer,
             404: OpenApiResponse(serializers.ErrorSerializer, description="no search of the caller's with this id"),
         },
     )
@@ -62,7 +62,7 @@ class EvidenceActions:
         search = selectors.evidence_search(self.get_object(), request.user, search_id)
         if search is None:
             raise NotFound("no such search of yours in this project")
-        return Response(serializers.EvidenceSearchSerializer(search).data)
+        return Response(job_serializers.EvidenceSearchSerializer(search).data)
 
     @extend_schema(
         parameters=[

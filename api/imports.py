@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from annotation import selectors
 from annotation.imports import jobs as import_jobs
 
-from . import serializers
+from . import job_serializers, serializers
 from .common import ID, refuse_oversized_upload
 
 
@@ -17,10 +17,10 @@ class ImportActions:
     """``/projects/{id}/import/``, ``imports/`` and ``imports/{job_id}/``."""
 
     @extend_schema(
-        request={"multipart/form-data": serializers.ImportSerializer},
+        request={"multipart/form-data": job_serializers.ImportSerializer},
         responses={
             202: OpenApiResponse(
-                serializers.ImportJobSerializer,
+                job_serializers.ImportJobSerializer,
                 description="stored and queued: poll the job's url until its state is done or failed",
             ),
             400: OpenApiResponse(
@@ -47,7 +47,7 @@ class ImportActions:
         """
         project = self.get_object()
         refuse_oversized_upload(request)
-        data = serializers.ImportSerializer(data=request.data)
+        data = job_serializers.ImportSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         job = import_jobs.create_import_job(
             project=project,
@@ -59,20 +59,20 @@ class ImportActions:
             domain=data.validated_data["domain"],
         )
         job.refresh_from_db()  # without a broker the task has already run
-        body = serializers.ImportJobSerializer(job).data
+        body = job_serializers.ImportJobSerializer(job).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
-    @extend_schema(responses=serializers.ImportJobSerializer(many=True))
+    @extend_schema(responses=job_serializers.ImportJobSerializer(many=True))
     @action(detail=True, methods=["get"])
     def imports(self, request, pk=None):
         """The project's imports, newest first."""
         page = self.paginate_queryset(selectors.import_jobs(self.get_object()))
-        return self.get_paginated_response(serializers.ImportJobSerializer(page, many=True).data)
+        return self.get_paginated_response(job_serializers.ImportJobSerializer(page, many=True).data)
 
     @extend_schema(
         parameters=[OpenApiParameter("job_id", int, OpenApiParameter.PATH, description="the import job's id")],
         responses={
-            200: serializers.ImportJobSerializer,
+            200: job_serializers.ImportJobSerializer,
             404: OpenApiResponse(serializers.ErrorSerializer, description="no such job in a project of the caller's"),
         },
     )
@@ -82,4 +82,4 @@ class ImportActions:
         job = selectors.import_jobs(self.get_object()).filter(pk=job_id).first()
         if job is None:
             raise NotFound("no such import in this project")
-        return Response(serializers.ImportJobSerializer(job).data)
+        return Response(job_serializers.ImportJobSerializer(job).data)

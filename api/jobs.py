@@ -16,7 +16,8 @@ from annotation import selectors
 from annotation.exceptions import DomainError
 from annotation.services import jobs
 
-from .serializers import ErrorSerializer, job_fields
+from .job_serializers import job_fields
+from .serializers import ErrorSerializer
 
 
 class JobStatusSerializer(drf_serializers.Serializer):

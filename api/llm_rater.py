@@ -14,7 +14,8 @@ from rest_framework.views import APIView
 from annotation import selectors
 from annotation.research import llm_rater as rater_services
 
-from .serializers import ErrorSerializer, job_fields
+from .job_serializers import job_fields
+from .serializers import ErrorSerializer
 
 
 class RaterOptionsSerializer(serializers.Serializer):

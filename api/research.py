@@ -14,7 +14,7 @@ from annotation.research import leaderboard as leaderboard_selectors
 from annotation.research import predictions as prediction_services
 from annotation.research import selectors as research_selectors
 
-from . import serializers
+from . import job_serializers, serializers
 from .common import (
     ERROR_400,
     FALSE_VALUES,
@@ -33,7 +33,7 @@ class ResearchActions:
         responses={
             200: OpenApiTypes.OBJECT,
             202: OpenApiResponse(
-                serializers.AgreementPendingSerializer,
+                job_serializers.AgreementPendingSerializer,
                 description=(
                     "not computed yet for the step's current data: a Celery task computes it (one "
                     "per project, step, resamples and seed); ask the same address again after "
@@ -98,13 +98,13 @@ class ResearchActions:
             headers={"Location": url, "Retry-After": str(retry)},
         )
 
-    @extend_schema(methods=["GET"], responses=serializers.SystemRunSerializer(many=True))
+    @extend_schema(methods=["GET"], responses=job_serializers.SystemRunSerializer(many=True))
     @extend_schema(
         methods=["POST"],
-        request={"multipart/form-data": serializers.SystemRunCreateSerializer},
+        request={"multipart/form-data": job_serializers.SystemRunCreateSerializer},
         responses={
             202: OpenApiResponse(
-                serializers.SystemRunSerializer,
+                job_serializers.SystemRunSerializer,
                 description="stored and queued: poll the run's url until its state is done or failed",
             ),
             400: OpenApiResponse(
@@ -134,9 +134,9 @@ class ResearchActions:
         project = self.get_object()
         if request.method == "GET":
             page = self.paginate_queryset(leaderboard_selectors.system_runs(project))
-            return self.get_paginated_response(serializers.SystemRunSerializer(page, many=True).data)
+            return self.get_paginated_response(job_serializers.SystemRunSerializer(page, many=True).data)
         refuse_oversized_upload(request)
-        data = serializers.SystemRunCreateSerializer(data=request.data)
+        data = job_serializers.SystemRunCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         run = prediction_services.create_system_run(
             project=project,
@@ -145,14 +145,14 @@ class ResearchActions:
             **{k: v for k, v in data.validated_data.items() if k != "file"},
         )
         run.refresh_from_db()  # without a broker the task has already run
-        body = serializers.SystemRunSerializer(run).data
+        body = job_serializers.SystemRunSerializer(run).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
     @extend_schema(
         methods=["GET"],
         parameters=[OpenApiParameter("run_id", int, OpenApiParameter.PATH, description="the run's id")],
         responses={
-            200: serializers.SystemRunSerializer,
+            200: job_serializers.SystemRunSerializer,
             404: OpenApiResponse(serializers.ErrorSerializer, description="no such run in this project"),
         },
     )
@@ -179,7 +179,7 @@ class ResearchActions:
         if request.method == "DELETE":
             prediction_services.delete_system_run(run)
             return Response(status=status.HTTP_204_NO_CONTENT)
-        return Response(serializers.SystemRunSerializer(run).data)
+        return Response(job_serializers.SystemRunSerializer(run).data)
 
     @extend_schema(
         responses={200: OpenApiTypes.OBJECT, 400: ERROR_400},

@@ -4,7 +4,7 @@ stances of it (with a new version), nothing changes once an annotator has submit
 import pytest
 
 from annotation.evidence.retrieval import retrieve_again
-from annotation.kinds.factcheck import step2
+from annotation.kinds.factcheck import step2_content
 from annotation.models import Annotation, ItemStage, StageStatus
 from annotation.services.annotations import save_annotation
 from annotation.services.assignments import assign_open_stages
@@ -33,7 +33,7 @@ def new_passages(monkeypatch):
             claim.update(queries=["again"], evidence=[passage(k + 10) for k in range(3)], problems=[])
         return {"content": {"claims": claims}, "suggestion": None, "provenance": {}}
 
-    monkeypatch.setattr(step2, "retrieve_evidence", fake)
+    monkeypatch.setattr(step2_content, "retrieve_evidence", fake)
     monkeypatch.setattr("annotation.kinds.factcheck.retrieve_evidence", fake)
     return asked
 

@@ -9,7 +9,7 @@ import pytest
 from annotation.exceptions import ImportFailed
 from annotation.exports.formats import export_jsonl
 from annotation.imports.items import import_jsonl
-from annotation.kinds.factcheck import step2
+from annotation.kinds.factcheck import step2_content
 from annotation.kinds.factcheck.benchmark import STEP2_FIELDS, benchmark_record
 from annotation.models import GoldRecord, ItemStage, StageStatus
 from annotation.services.annotations import save_annotation
@@ -253,11 +253,11 @@ def test_opening_step2_uses_the_released_evidence_instead_of_retrieving(
     def no_retrieval(*args, **kwargs):
         raise AssertionError("the released evidence must replace retrieval")
 
-    monkeypatch.setattr(step2, "retrieve_evidence", no_retrieval)
+    monkeypatch.setattr(step2_content, "retrieve_evidence", no_retrieval)
     with django_capture_on_commit_callbacks(execute=True):  # step 1 is pre-annotated offline
         import_jsonl(factcheck_project, jsonl([released_line()]), fmt="factcheck-bench", labels_as="ignore")
     item = factcheck_project.items.get()
-    assert item.metadata[step2.RELEASED_EVIDENCE_KEY]["sentences"][0]["claims"][0]["text"] == CLAIM
+    assert item.metadata[step2_content.RELEASED_EVIDENCE_KEY]["sentences"][0]["claims"][0]["text"] == CLAIM
     with django_capture_on_commit_callbacks(execute=True):
         stage = consolidate_step1(factcheck_project, users, [f" {CLAIM}  "])  # the same claim, up to whitespace
     stage.refresh_from_db()
@@ -287,7 +287,7 @@ def test_claims_the_released_evidence_does_not_cover_are_retrieved(
             "provenance": {"evidence": {"sources": ["corpus"]}},
         }
 
-    monkeypatch.setattr(step2, "retrieve_evidence", fake_retrieval)
+    monkeypatch.setattr(step2_content, "retrieve_evidence", fake_retrieval)
     with django_capture_on_commit_callbacks(execute=True):  # step 1 is pre-annotated offline
         import_jsonl(factcheck_project, jsonl([released_line()]), fmt="factcheck-bench", labels_as="ignore")
     with django_capture_on_commit_callbacks(execute=True):

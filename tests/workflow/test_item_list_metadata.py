@@ -7,7 +7,7 @@ import pytest
 
 from annotation.exports.formats import export_jsonl
 from annotation.imports.items import import_jsonl
-from annotation.kinds.factcheck import step2
+from annotation.kinds.factcheck import step2_content
 from tests.helpers.builders import api_client, jsonl
 from tests.helpers.factcheck import released_line
 
@@ -19,14 +19,14 @@ def test_item_list_omits_the_released_evidence_and_the_export_keeps_it(
     with django_capture_on_commit_callbacks(execute=True):
         import_jsonl(factcheck_project, jsonl([released_line()]), fmt="factcheck-bench", labels_as="gold")
     item = factcheck_project.items.get()
-    assert step2.RELEASED_EVIDENCE_KEY in item.metadata
-    kept = {key: value for key, value in item.metadata.items() if key != step2.RELEASED_EVIDENCE_KEY}
+    assert step2_content.RELEASED_EVIDENCE_KEY in item.metadata
+    kept = {key: value for key, value in item.metadata.items() if key != step2_content.RELEASED_EVIDENCE_KEY}
 
     response = api_client(users["admin"]).get(f"/api/projects/{factcheck_project.id}/items/")
     assert response.status_code == 200
     listed = response.json()["results"][0]
     assert listed["metadata"] == kept
-    assert step2.RELEASED_EVIDENCE_KEY not in json.dumps(response.json())
+    assert step2_content.RELEASED_EVIDENCE_KEY not in json.dumps(response.json())
 
     response = api_client(users["admin"]).get(f"/api/projects/{factcheck_project.id}/items/?status=done")
     assert response.json()["results"][0]["metadata"] == kept

@@ -1,9 +1,9 @@
 """Factcheck-Bench (Wang et al.): three serial steps per item. Step 1 (``step1.py``):
-decomposition, decontextualisation, checkworthiness and importance. Step 2 (``step2.py``):
-evidence stance, factuality and correction, pre-annotated by evidence retrieval, with a third
-rater at consolidation (``Project.third_rater``). Step 3 (``step3.py``): each sentence and the
-whole response revised from the verified claims. The released file's shape is read and written
-in ``benchmark.py``.
+decomposition, decontextualisation, checkworthiness and importance. Step 2 (``step2.py``; its
+content, ``step2_content.py``): evidence stance, factuality and correction, pre-annotated by
+evidence retrieval, with a third rater at consolidation (``Project.third_rater``). Step 3
+(``step3.py``): each sentence and the whole response revised from the verified claims. The
+released file's shape is read and written in ``benchmark.py``.
 """
 
 from collections.abc import Hashable, Iterable
@@ -11,7 +11,7 @@ from typing import Any
 
 from ..base import AgreementItem, KindSpec, MergeResult, ParsedItem
 from ..felm import parse_plain_line
-from . import research, step1, step2, step3, subtasks
+from . import research, step1, step2, step2_content, step3, subtasks
 from .benchmark import LATER_STEP_FIELDS, SENTENCE_KEY, benchmark_record, parse_benchmark_line
 from .step1 import (
     CLAIM_CATEGORIES,
@@ -22,7 +22,7 @@ from .step1 import (
     decomposition_agreement,
     empty_sentence,
 )
-from .step2 import checkworthy_claims, retrieve_evidence
+from .step2_content import checkworthy_claims, retrieve_evidence
 
 
 class FactcheckKind(KindSpec):
@@ -98,7 +98,7 @@ class FactcheckKind(KindSpec):
         earlier: dict | None = None,
     ) -> dict:
         if stage == 2:
-            return step2.precompute(previous_gold, settings, evidence_search, item_metadata)
+            return step2_content.precompute(previous_gold, settings, evidence_search, item_metadata)
         if stage == 3:
             earlier = earlier or {}
             step1, step2_ = earlier.get(1) or {}, earlier.get(2) or {}

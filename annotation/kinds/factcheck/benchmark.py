@@ -11,11 +11,11 @@ stance per passage, ``[]`` for "NA" claims), ``if_automatic_evidence_enough_to_v
 here), ``usedEvidence_index_in_revision`` (1-based passage numbers "1,5", "self-retrieved" for
 the annotator's own evidence, "-1" for none, and free notes).
 
-Import maps these onto step 2's content and payload (``step2.py``). What the payload cannot
-hold is kept in the gold record's ``released`` so the export gives it back unchanged:
-``released["claims"]["<sentence>/<claim>"]`` holds, for a verified claim, the released values
-whose rendering from the payload differs (e.g. ``"1, 5, 2"``, ``" "`` as human evidence), and for
-a claim step 2 does not verify (not factual) all nine values plus its ``claim`` text;
+Import maps these onto step 2's content and payload (``step2_content.py``, ``step2.py``). What the
+payload cannot hold is kept in the gold record's ``released`` so the export gives it back unchanged:
+``released["claims"]["<sentence>/<claim>"]`` holds, for a verified claim, the released values whose
+rendering from the payload differs (e.g. ``"1, 5, 2"``, ``" "`` as human evidence), and for a claim
+step 2 does not verify (not factual) all nine values plus its ``claim`` text;
 ``released["sentences"]["<sentence>"]["revised_claims"]`` the list of a sentence without claims.
 Strings there may be ``{"nul_free": text, "nul_offsets": [...]}``: PostgreSQL cannot store U+0000,
 which the released evidence holds (evidence passages keep it as ``nul_offsets``). A gold record
@@ -39,7 +39,7 @@ from ..base import (
     optional_str,
     require_str,
 )
-from . import step2, step3
+from . import step2, step2_content, step3
 from .step1 import CLAIM_CATEGORIES, CLAIM_IMPORTANCE, SENTENCE_CHECKWORTHY, SENTENCE_IMPORTANCE
 
 SENTENCE_KEY = re.compile(r"^sentence(\d+)$")
@@ -243,14 +243,14 @@ def _released_step2(item: ParsedItem, released: list[dict], paths: list[str], li
         for j, text in enumerate(claims):
             values = _released_claim(sentence, j, path, line)
             evidence = [
-                step2.released_passage(t, u, k + 1)
+                step2_content.released_passage(t, u, k + 1)
                 for k, (t, u) in enumerate(zip(values["auto_evidence"], values["auto_evidence_url"]))
             ]
             carried_claims.append({"text": text, "evidence": evidence})
             per_claim[(s, j)] = (values, evidence)
         carried.append({"claims": carried_claims})
     content_claims, payload_claims = [], []
-    for claim in step2.checkworthy_claims(item.labels[1]):
+    for claim in step2_content.checkworthy_claims(item.labels[1]):
         values, evidence = per_claim.pop((claim["sentence"], claim["claim"]))
         content_claims.append({**claim, "queries": [], "evidence": evidence, "problems": []})
         answer = _payload_claim(values, len(evidence))
@@ -271,7 +271,7 @@ def _released_step2(item: ParsedItem, released: list[dict], paths: list[str], li
         payload["released"] = extras
     if where := nul_path(payload, "step 2"):
         raise ImportLineError(line, where, "contains U+0000, which cannot be stored")
-    item.metadata[step2.RELEASED_EVIDENCE_KEY] = {"sentences": carried}
+    item.metadata[step2_content.RELEASED_EVIDENCE_KEY] = {"sentences": carried}
     item.content[2] = content
     item.labels[2] = payload
 
@@ -388,7 +388,7 @@ def render_claim(evidence: list[dict], answer: dict) -> dict:
     """A payload claim in the released step-2 vocabularies."""
     factuality = answer["factuality"]
     return {
-        "auto_evidence": [step2.restore_nuls(p["text"], p.get("nul_offsets") or []) for p in evidence],
+        "auto_evidence": [step2_content.restore_nuls(p["text"], p.get("nul_offsets") or []) for p in evidence],
         "auto_evidence_url": [p["url"] for p in evidence],
         "stance_claim_autoEvid": list(answer["stances"]),
         "if_automatic_evidence_enough_to_verify": answer["decided"] or NA,
@@ -403,7 +403,7 @@ def render_claim(evidence: list[dict], answer: dict) -> dict:
 def _encode(value):
     """Released values as PostgreSQL can store them (U+0000 moved out of strings)."""
     if isinstance(value, str) and "\x00" in value:
-        text, offsets = step2.strip_nuls(value)
+        text, offsets = step2_content.strip_nuls(value)
         return {"nul_free": text, "nul_offsets": offsets}
     if isinstance(value, list):
         return [_encode(v) for v in value]
@@ -414,7 +414,7 @@ def _encode(value):
 
 def _decode(value):
     if isinstance(value, dict) and set(value) == {"nul_free", "nul_offsets"}:
-        return step2.restore_nuls(value["nul_free"], value["nul_offsets"])
+        return step2_content.restore_nuls(value["nul_free"], value["nul_offsets"])
     if isinstance(value, list):
         return [_decode(v) for v in value]
     if isinstance(value, dict):
