@@ -62,8 +62,8 @@ worker: install
 # Lint (pyproject.toml's ruff rules, and the code as ruff formats it), then the suite, measuring
 # the coverage of the app's code: below COVERAGE_FLOOR percent the run fails. The floor is the
 # embedded run's total less a point or two (the PostgreSQL run covers more); raise it as it grows.
-# Measured 2026-11-26 on the embedded run of the whole suite: 90.8 % (11,984 statements).
-COVERAGE_FLOOR ?= 89
+# Measured 2026-11-26 on the embedded run of the whole suite: 95 % (12,296 statements, 636 missed).
+COVERAGE_FLOOR ?= 93
 COVERAGE := --cov=annotation --cov=api --cov=pipeline --cov=config --cov-report=term:skip-covered
 
 test: install-dev
