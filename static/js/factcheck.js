@@ -1,7 +1,9 @@
 /*
  * Factcheck-Bench step 1 (Wang et al., Figure 11): decontextualise each sentence of a
  * response, judge its importance and checkworthiness, decompose it into atomic claims with a
- * category and an importance each. start(state) drives the annotator's page;
+ * category and an importance each. The page's state is one object (pageOf); each region is
+ * drawn by its own render function; every change goes through changed(page), which saves.
+ * start(state) drives the annotator's page;
  * start(state, {consolidation: true}) the consolidator's, where the same editor
  * holds the gold record and every field can be taken from either annotator.
  *
@@ -12,7 +14,7 @@ import {classes, el, labelOf, suggested, theirBox, withKeys} from "./common.js";
 import {pageSaver} from "./save.js";
 import {endPage, submitAndContinue} from "./ending.js";
 import {legendLine} from "./keys.js";
-import {autosize, blankClaim, blankSentence, clone, normalise, readablePath, sentenceLacks} from "./factcheck_model.js";
+import {autosize, blankClaim, blankSentence, clone, linkClaimsToRows, normalise, readablePath, sentenceLacks, theirClaim} from "./factcheck_model.js";
 
 // The page state, with the kind's label lists (state.rules, annotation/kinds/page_rules.py);
 // the page adds a key to each entry, in list order.
@@ -50,496 +52,477 @@ const readable = {
   category: (v) => labelOf(CATEGORIES, v),
   claimImportance: (v) => labelOf(CLAIM_IMPORTANCE, v),
 };
-function start(state, options = {}) {
-  const consolidation = Boolean(options.consolidation);
-  const readOnly = Boolean(state.read_only);
-  const texts = state.content.sentences || [];
-  const sentences = (state.payload.sentences || []).map(blankSentence);
-  const hints = (state.suggestion && state.suggestion.sentences) || [];
-  const provenance = state.provenance || {};
+
+/* The page, in one object: what the server handed it, the annotator's answers (sentences),
+ * where the cursor is, the errors shown, the undo of a reset, and its DOM regions. */
+function pageOf(state, consolidation) {
   const {disagreed, annotations, alignment} = common.theirAnswers(state);
-
-  const listEl = document.getElementById("sentences");
   const parts = common.pageParts();
-  const {editorEl, errorsEl, completenessEl, submitButton} = parts;
+  const sentences = (state.payload.sentences || []).map(blankSentence);
+  return {
+    state, consolidation, readOnly: Boolean(state.read_only),
+    texts: state.content.sentences || [],
+    sentences,
+    hints: (state.suggestion && state.suggestion.sentences) || [],
+    provenance: state.provenance || {},
+    disagreed, annotations, alignment,
+    // Consolidation: each gold claim remembers its alignment row (the row of the annotators'
+    // claims it came from), so comparisons follow it when it is moved, and rows left out of
+    // the gold record can be brought back.
+    rowOf: new WeakMap(),
+    current: 0,
+    claimCursor: sentences.map(() => 0),
+    errors: [],   // [{field, message}] from the server or from a refused submit
+    undo: null,   // {index, sentence} after "Reset to suggestion"
+    saver: null,
+    parts, listEl: document.getElementById("sentences"), ...parts,
+  };
+}
 
-  let current = 0;
-  const claimCursor = sentences.map(() => 0);
-  let errors = [];         // [{field, message}] from the server or from a refused submit
-  let undo = null;         // {index, sentence} after "Reset to suggestion"
+function disagreementCount(page, index) {
+  const prefix = `sentences[${index}].`;
+  return [...page.disagreed].filter((path) => path.startsWith(prefix)).length;
+}
 
-  // Consolidation: each gold claim remembers its alignment row (the row of the annotators'
-  // claims it came from), so comparisons follow it when it is moved, and rows left out of
-  // the gold record can be brought back.
-  const rowOf = new WeakMap();
-  if (consolidation) linkClaimsToRows();
+const theirClaimOf = (page, k, row) => theirClaim(page.annotations, page.alignment, k, page.current, row);
 
-  const saver = pageSaver({
-    state, consolidation, payload: () => ({sentences}),
-    extra: () => ({draft_rows: sentences.map((s) => s.claims.map((claim) => (rowOf.has(claim) ? rowOf.get(claim) : null)))}),
-    onErrors: (list) => { errors = list; renderErrors(); renderEditor(); renderList(); },
+// -- changes -----------------------------------------------------------------------------
+
+/* The one path of every change: redraw what it touches, then save. */
+function changed(page, {rerender = true} = {}) {
+  page.undo = null;
+  if (rerender) renderEditor(page);
+  renderList(page);
+  renderCompleteness(page);
+  page.saver.schedule();
+}
+
+function setSentence(page, patch) {
+  if (page.readOnly) return;
+  Object.assign(page.sentences[page.current], patch);
+  changed(page);
+}
+
+function setClaim(page, row, patch) {
+  const claims = page.sentences[page.current].claims;
+  if (page.readOnly || !claims[row]) return;
+  page.claimCursor[page.current] = row;
+  Object.assign(claims[row], patch);
+  changed(page);
+}
+
+function addClaim(page, claim = blankClaim(), {focus = true, at} = {}) {
+  if (page.readOnly) return;
+  const claims = page.sentences[page.current].claims;
+  const position = at ?? (claims.length ? page.claimCursor[page.current] + 1 : 0);
+  claims.splice(position, 0, claim);
+  page.claimCursor[page.current] = position;
+  changed(page);
+  if (focus) focusClaimText(page);
+}
+
+function removeClaim(page, row = page.claimCursor[page.current]) {
+  const claims = page.sentences[page.current].claims;
+  if (page.readOnly || !claims[row]) return;
+  claims.splice(row, 1);
+  page.claimCursor[page.current] = Math.max(0, Math.min(row, claims.length - 1));
+  changed(page);
+}
+
+function moveClaim(page, delta, row = page.claimCursor[page.current]) {
+  const claims = page.sentences[page.current].claims;
+  const target = row + delta;
+  if (page.readOnly || !claims[row] || target < 0 || target >= claims.length) return;
+  [claims[row], claims[target]] = [claims[target], claims[row]];
+  page.claimCursor[page.current] = target;
+  changed(page);
+  scrollClaimIntoView(page);
+}
+
+function resetToSuggestion(page) {
+  const current = page.current;
+  const hint = page.hints[current];
+  if (page.readOnly || !hint) return;
+  const before = clone(page.sentences[current]);
+  page.sentences[current] = blankSentence({
+    decontext: hint.decontext || page.texts[current],
+    claims: (hint.claims || []).map((c) => ({text: c.text, category: null, importance: null})),
+  });
+  page.claimCursor[current] = 0;
+  changed(page);
+  page.undo = {index: current, sentence: before};
+  renderEditor(page);
+}
+
+function undoReset(page) {
+  if (!page.undo) return;
+  page.sentences[page.undo.index] = blankSentence(page.undo.sentence);
+  changed(page);
+}
+
+function useWholeSentence(page, annotationIndex) {
+  if (page.readOnly) return;
+  const current = page.current;
+  const theirs = page.annotations[annotationIndex].payload.sentences[current];
+  const rows = page.alignment[current] || [];
+  const claims = theirs.claims.map(blankClaim);
+  claims.forEach((claim, j) => {
+    const row = rows.findIndex((r) => r[annotationIndex] === j);
+    if (row >= 0) page.rowOf.set(claim, row);
+  });
+  page.sentences[current] = {...blankSentence(theirs), claims};
+  page.claimCursor[current] = 0;
+  changed(page);
+}
+
+function useTheirClaim(page, row, annotationIndex, claimIndexInGold) {
+  const theirs = theirClaimOf(page, annotationIndex, row);
+  if (!theirs) return;
+  if (claimIndexInGold === undefined) {
+    // bring a left-out row back, after the gold claims of earlier rows
+    const claims = page.sentences[page.current].claims;
+    const position = claims.filter((c) => page.rowOf.has(c) && page.rowOf.get(c) < row).length;
+    const claim = blankClaim(theirs);
+    page.rowOf.set(claim, row);
+    addClaim(page, claim, {focus: false, at: position});
+  } else setClaim(page, claimIndexInGold, blankClaim(theirs));
+}
+
+// -- navigation --------------------------------------------------------------------------
+
+function select(page, index) {
+  const next = Math.max(0, Math.min(page.sentences.length - 1, index));
+  const moved = next !== page.current;
+  page.current = next;
+  if (moved) page.undo = null;
+  render(page);
+  page.listEl.children[page.current]?.scrollIntoView({block: "nearest"});
+  const top = page.editorEl.getBoundingClientRect().top;
+  if (moved && (top < 0 || top > window.innerHeight * 0.5)) page.editorEl.scrollIntoView({block: "start"});
+}
+
+const claimNodes = (page) => page.editorEl.querySelectorAll(".fc-claim");
+
+function selectClaim(page, row) {
+  const claims = page.sentences[page.current].claims;
+  if (!claims.length) return;
+  page.claimCursor[page.current] = Math.max(0, Math.min(claims.length - 1, row));
+  claimNodes(page).forEach((node, r) => node.classList.toggle("current", r === page.claimCursor[page.current]));
+  scrollClaimIntoView(page);
+}
+
+function scrollClaimIntoView(page) {
+  claimNodes(page)[page.claimCursor[page.current]]?.scrollIntoView({block: "nearest"});
+}
+
+function focusAtEnd(field) {
+  if (!field || field.disabled) return;
+  field.focus();
+  field.setSelectionRange(field.value.length, field.value.length);
+}
+
+const focusClaimText = (page) => focusAtEnd(claimNodes(page)[page.claimCursor[page.current]]?.querySelector(".fc-claim-text"));
+const focusDecontext = (page) => focusAtEnd(page.editorEl.querySelector(".fc-decontext"));
+
+// -- rendering: the sentence list, the completeness, the errors --------------------------
+
+function render(page) {
+  renderEditor(page);
+  renderList(page);
+}
+
+function errorsAt(page, path) {
+  return page.errors.filter((e) => e.field === path || (e.field || "").startsWith(`${path}.`) || (e.field || "").startsWith(`${path}[`));
+}
+
+function renderList(page) {
+  const {sentences, current} = page;
+  page.listEl.replaceChildren(...sentences.map((sentence, i) => {
+    const done = !missing(sentence).length;
+    const disputes = page.consolidation ? disagreementCount(page, i) : 0;
+    return el("li", {className: classes("fc-sentence", done ? "done" : "todo", i === current && "current",
+      errorsAt(page, `sentences[${i}]`).length && "invalid"), "data-index": i},
+      el("button", {type: "button", className: "fc-sentence-pick", "aria-current": i === current ? "true" : null,
+        onclick: () => select(page, i)},
+        el("span", {className: "fc-sentence-text"}, page.texts[i]),
+        el("span", {className: "fc-sentence-meta"},
+          el("span", {className: `badge fc-state ${done ? "done" : "todo"}`}, done ? "done" : "todo"),
+          ` ${sentence.claims.length} claim${sentence.claims.length === 1 ? "" : "s"}`,
+          disputes ? el("span", {className: "badge fc-disputes"}, `${disputes} disagreement${disputes === 1 ? "" : "s"}`) : null)));
+  }));
+}
+
+function renderCompleteness(page) {
+  const done = page.sentences.filter((s) => !missing(s).length).length;
+  page.completenessEl.textContent = `${done}/${page.sentences.length} sentences done`;
+  const ready = done === page.sentences.length;
+  if (!page.readOnly) {
+    page.submitButton.setAttribute("aria-disabled", ready ? "false" : "true");
+    page.submitButton.title = ready ? "Ctrl+Enter" : "Every sentence must be done first (Ctrl+Enter shows what is missing)";
+  }
+  const missingEl = page.editorEl.querySelector(".fc-missing");
+  if (missingEl) renderMissing(page, missingEl);
+}
+
+function renderMissing(page, node) {
+  const lacks = missing(page.sentences[page.current]);
+  node.classList.toggle("done", !lacks.length);
+  node.replaceChildren(lacks.length ? `Still to do: ${lacks.join("; ")}` : "This sentence is done.");
+}
+
+function renderErrors(page) {
+  page.errorsEl.replaceChildren(...page.errors.map((e) => el("li", {}, e.field ? `${readablePath(e.field)}: ${e.message}` : e.message)));
+}
+
+// -- rendering: the editor of the current sentence ---------------------------------------
+
+const choices = (page, options, value, onPick, settings = {}) => common.choices(options, value, onPick, {...settings, readOnly: page.readOnly});
+const compareRow = (page, boxes, agreed) => common.compareRow(boxes, agreed, page.annotations.length);
+
+/* The annotators' values of a sentence field, each with its "Use A" / "Use B" button. */
+function comparison(page, field, show, pick) {
+  if (!page.consolidation) return null;
+  const values = page.annotations.map((a) => a.payload.sentences[page.current][field]);
+  const agreed = values.every((v) => normalise(String(v)) === normalise(String(values[0])));
+  return compareRow(page, page.annotations.map((annotation, k) => theirBox(annotation, show(values[k]),
+    page.readOnly ? null : el("button", {type: "button", className: "small fc-use", onclick: () => pick(values[k])}, `Use ${annotation.slot}`))),
+  agreed);
+}
+
+function theirClaimView(claim) {
+  if (!claim) return el("span", {className: "fc-none"}, "no claim in this row");
+  return el("div", {className: "fc-their-claim"},
+    el("div", {className: "fc-their-text"}, claim.text || "(empty)"),
+    el("div", {className: "fc-their-labels"}, `${readable.category(claim.category)} · importance ${readable.claimImportance(claim.importance)}`));
+}
+
+/* The annotators' claims of one alignment row; goldIndex undefined: the row is not in the gold record. */
+function claimComparison(page, row, goldIndex) {
+  if (!page.consolidation || row === undefined) return null;
+  const theirs = page.annotations.map((_, k) => theirClaimOf(page, k, row));
+  const agreed = theirs.every((c) => c && theirs[0] && normalise(c.text) === normalise(theirs[0].text)
+    && c.category === theirs[0].category && c.importance === theirs[0].importance);
+  return compareRow(page, page.annotations.map((annotation, k) => theirBox(annotation, theirClaimView(theirs[k]),
+    page.readOnly || !theirs[k] ? null : el("button", {type: "button", className: "small fc-use",
+      onclick: (event) => { event.stopPropagation(); useTheirClaim(page, row, k, goldIndex); }},
+    goldIndex === undefined ? `Add ${annotation.slot}'s` : `Use ${annotation.slot}`))),
+  agreed);
+}
+
+/* The machine's category or importance for a claim whose text is still the suggested one. */
+function claimHint(page, claim, field) {
+  const hint = (page.hints[page.current]?.claims || []).find((c) => normalise(c.text) === normalise(claim.text));
+  if (!hint) return null;
+  return field === "category" ? suggested(hint.category, readable.category) : suggested(hint.importance, readable.claimImportance);
+}
+
+function renderClaim(page, claim, r) {
+  const {consolidation, readOnly} = page;
+  const sentencePath = `sentences[${page.current}]`;
+  const row = page.rowOf.get(claim);
+  const disagree = (field) => consolidation && row !== undefined && page.disagreed.has(`${sentencePath}.claims[${row}].${field}`);
+  const invalid = (field) => page.errors.some((e) => e.field === `${sentencePath}.claims[${r}].${field}`);
+  const count = page.sentences[page.current].claims.length;
+  const text = el("textarea", {
+    className: classes("fc-claim-text", disagree("text") && "disagree", invalid("text") && "invalid"),
+    rows: 1, value: claim.text, disabled: readOnly, "aria-label": `Claim ${r + 1}`, placeholder: "the atomic claim, understandable on its own",
+    oninput: (event) => { claim.text = event.target.value; autosize(event.target); changed(page, {rerender: false}); },
+    onfocus: () => selectClaim(page, r),
+    onkeydown: (event) => { if (event.key === "Enter" && !event.ctrlKey && !event.metaKey) { event.preventDefault(); event.target.blur(); } },
+  });
+  return el("li", {className: `fc-claim${r === page.claimCursor[page.current] ? " current" : ""}`, "data-index": r, onclick: () => selectClaim(page, r)},
+    el("div", {className: "fc-claim-line"},
+      el("span", {className: "fc-claim-number"}, `${r + 1}.`),
+      text,
+      readOnly ? null : el("span", {className: "fc-claim-tools"},
+        el("button", {type: "button", className: "small fc-up", title: "move up (Alt+↑)", disabled: r === 0,
+          onclick: (event) => { event.stopPropagation(); moveClaim(page, -1, r); }}, "↑"),
+        el("button", {type: "button", className: "small fc-down", title: "move down (Alt+↓)", disabled: r === count - 1,
+          onclick: (event) => { event.stopPropagation(); moveClaim(page, 1, r); }}, "↓"),
+        el("button", {type: "button", className: "small fc-remove", title: consolidation ? "remove this row from the gold record (Delete)" : "remove (Delete)",
+          onclick: (event) => { event.stopPropagation(); removeClaim(page, r); }}, "Remove"))),
+    el("div", {className: "fc-claim-choices"},
+      el("span", {className: "fc-choice-line"},
+        el("span", {className: "fc-choice-label"}, "Category"),
+        choices(page, CATEGORIES, claim.category, (v) => setClaim(page, r, {category: v}),
+          {className: "fc-category", disagree: disagree("category"), invalid: invalid("category")}),
+        claimHint(page, claim, "category")),
+      el("span", {className: "fc-choice-line"},
+        el("span", {className: "fc-choice-label"}, "Importance"),
+        choices(page, CLAIM_IMPORTANCE, claim.importance, (v) => setClaim(page, r, {importance: v}),
+          {className: "fc-claim-importance", disagree: disagree("importance"), invalid: invalid("importance")}),
+        claimHint(page, claim, "importance"))),
+    claimComparison(page, row, r));
+}
+
+function provenanceNote(page) {
+  const {provenance, current: index} = page;
+  if (page.consolidation) return null;
+  if (!page.hints.length) return el("p", {className: "fc-provenance"}, "No machine suggestion for this item: decompose the sentence yourself.");
+  const parts = [];
+  if (provenance.backend) parts.push(`backend ${provenance.backend}`);
+  if (provenance.model) parts.push(`model ${provenance.model}`);
+  if (provenance.segmenter) parts.push(`segmenter ${provenance.segmenter}`);
+  const fallback = (provenance.decomposition && provenance.decomposition.fallback_sentences) || [];
+  return el("p", {className: "fc-provenance"},
+    "Pre-filled from machine suggestions",
+    parts.length ? ` (${parts.join(", ")})` : " (imported with the item)",
+    ". The judgements are yours: suggestions are shown, not selected.",
+    Array.isArray(fallback) && fallback.includes(index) ? " The model's answer for this sentence could not be used; the offline decomposition is shown." : "");
+}
+
+function headTools(page) {
+  const i = page.current;
+  if (page.readOnly) return null;
+  if (page.consolidation) {
+    return el("span", {className: "fc-head-tools"}, page.annotations.map((annotation, k) => el("button", {type: "button", className: "small fc-use-sentence",
+      "data-slot": annotation.slot, onclick: () => useWholeSentence(page, k)}, `Use ${annotation.slot}'s whole sentence`)));
+  }
+  return el("span", {className: "fc-head-tools"},
+    page.undo && page.undo.index === i ? el("button", {type: "button", className: "small fc-undo", onclick: () => undoReset(page)}, "Undo reset") : null,
+    page.hints[i] ? el("button", {type: "button", className: "small fc-reset", title: "restore the suggested decontextualised sentence and claims; clears your judgements of this sentence",
+      onclick: () => resetToSuggestion(page)}, "Reset to suggestion") : null);
+}
+
+function renderEditor(page) {
+  const {consolidation, readOnly, annotations} = page;
+  const i = page.current;
+  const sentence = page.sentences[i];
+  const hint = page.hints[i] || {};
+  const path = `sentences[${i}]`;
+  const disagree = (field) => consolidation && page.disagreed.has(`${path}.${field}`);
+  const invalid = (field) => page.errors.some((e) => e.field === `${path}.${field}`);
+  const rows = page.alignment[i] || [];
+  const inGold = new Set(sentence.claims.map((c) => page.rowOf.get(c)).filter((r) => r !== undefined));
+  const leftOut = consolidation ? rows.map((_, r) => r).filter((r) => !inGold.has(r)) : [];
+
+  /* A sentence label: its choices (and more after them), the hint, each annotator's value. */
+  const labelField = (key, label, options, more = null) => {
+    const pick = (v) => setSentence(page, {[key]: v});
+    return el("div", {className: classes("fc-field", disagree(key) && "disagree")},
+      el("div", {className: "fc-choice-line"},
+        el("span", {className: "fc-field-label"}, label),
+        el("div", {className: "fc-choice-options"},
+          choices(page, options, sentence[key], pick, {className: `fc-${key}`, invalid: invalid(key)}),
+          suggested(hint[key], readable[key]),
+          more)),
+      comparison(page, key, (v) => el("div", {className: "fc-their-value"}, readable[key](v)), pick));
+  };
+
+  const decontext = el("textarea", {
+    className: classes("fc-decontext", invalid("decontext") && "invalid"), rows: 2, value: sentence.decontext, disabled: readOnly,
+    id: "fc-decontext", placeholder: "the sentence rewritten to be understood without the rest of the response",
+    oninput: (event) => { sentence.decontext = event.target.value; autosize(event.target); changed(page, {rerender: false}); },
   });
 
-  // -- consolidation helpers -------------------------------------------------------------
+  // (replaceChildren would write null as text: skip the absent parts)
+  page.editorEl.replaceChildren(...[
+    el("div", {className: "fc-editor-head"},
+      el("h2", {}, `Sentence ${i + 1} `, el("small", {}, `of ${page.sentences.length}`)),
+      el("span", {className: "spacer"}),
+      headTools(page)),
+    el("blockquote", {className: "fc-original"}, page.texts[i]),
+    provenanceNote(page),
+    el("p", {className: "fc-missing", role: "status"}),
 
-  function theirClaim(annotationIndex, sentenceIndex, row) {
-    const rows = alignment[sentenceIndex] || [];
-    const claimIndex = rows[row] ? rows[row][annotationIndex] : null;
-    if (claimIndex === null || claimIndex === undefined) return null;
-    return annotations[annotationIndex].payload.sentences[sentenceIndex].claims[claimIndex] || null;
+    el("div", {className: classes("fc-field", disagree("decontext") && "disagree")},
+      el("label", {className: "fc-field-label", for: "fc-decontext"}, "Decontextualised sentence ", el("kbd", {}, "d")),
+      decontext,
+      comparison(page, "decontext", (v) => el("div", {className: "fc-their-text"}, v || "(empty)"), (v) => setSentence(page, {decontext: v}))),
+
+    labelField("importance", "Importance", SENTENCE_IMPORTANCE),
+    labelField("checkworthy", "Checkworthy", CHECKWORTHY, [
+      el("span", {className: "fc-or"}, "not checkworthy as:"),
+      choices(page, CHECKWORTHY_MORE, sentence.checkworthy, (v) => setSentence(page, {checkworthy: v}),
+        {className: "fc-checkworthy fc-checkworthy-more", invalid: invalid("checkworthy")})]),
+
+    el("section", {className: classes("fc-claims", disagree("claims") && "disagree")},
+      el("h3", {className: "fc-claims-title"}, "Claims ",
+        el("small", {}, consolidation
+          ? annotations.map((a) => `${a.slot}: ${a.payload.sentences[i].claims.length}`).join(" · ") + " — one row per aligned claim"
+          : "atomic, each understandable on its own")),
+      sentence.claims.length
+        ? el("ol", {className: "fc-claim-list"}, sentence.claims.map((claim, r) => renderClaim(page, claim, r)))
+        : el("p", {className: "hint fc-no-claims"}, "No claims: this sentence makes no claim, or press a to add one."),
+      leftOut.length ? el("div", {className: "fc-left-out"},
+        el("h4", {}, "Rows left out of the gold record"),
+        leftOut.map((row) => el("div", {className: "fc-left-out-row", "data-row": row}, claimComparison(page, row, undefined)))) : null,
+      readOnly ? null : el("button", {type: "button", className: "fc-add", onclick: () => addClaim(page)}, "Add claim ", el("kbd", {}, "a"))),
+  ].filter(Boolean));
+  renderMissing(page, page.editorEl.querySelector(".fc-missing"));
+  page.editorEl.querySelectorAll("textarea").forEach(autosize);
+}
+
+// -- submit and keys ---------------------------------------------------------------------
+
+async function submit(page) {
+  if (page.readOnly) return;
+  const todo = common.incomplete(page.sentences.map(missing), "sentence", "sentences");
+  if (todo) {
+    select(page, todo.index);
+    page.errors = [todo.error];
+    renderErrors(page);
+    renderList(page);
+    return;
   }
+  await submitAndContinue(page.saver, page.submitButton, page.state.next_url);
+}
 
-  function rowTexts(sentenceIndex, row) {
-    return annotations.map((_, k) => theirClaim(k, sentenceIndex, row)).filter(Boolean).map((c) => normalise(c.text));
-  }
-
-  function linkClaimsToRows() {
-    // A saved draft says which row each claim came from. Without that (a draft saved before
-    // rows were recorded), claims are matched to rows by text first (same position
-    // preferred), then by position; the opened draft has one claim per row.
-    const saved = state.draft_rows || [];
-    sentences.forEach((sentence, i) => {
-      const rows = alignment[i] || [];
-      if (Array.isArray(saved[i]) && saved[i].length === sentence.claims.length) {
-        sentence.claims.forEach((claim, r) => { if (saved[i][r] !== null && saved[i][r] < rows.length) rowOf.set(claim, saved[i][r]); });
-        return;
-      }
-      const used = new Set();
-      const unmatched = [];
-      sentence.claims.forEach((claim, r) => {
-        const text = normalise(claim.text);
-        const matches = (row) => !used.has(row) && text && rowTexts(i, row).includes(text);
-        const row = matches(r) ? r : rows.findIndex((_, k) => matches(k));
-        if (row >= 0) { rowOf.set(claim, row); used.add(row); } else unmatched.push([claim, r]);
-      });
-      for (const [claim, r] of unmatched) {
-        if (r < rows.length && !used.has(r) && !normalise(claim.text)) { rowOf.set(claim, r); used.add(r); }
-      }
-    });
-  }
-
-  function disagreementCount(index) {
-    const prefix = `sentences[${index}].`;
-    return [...disagreed].filter((path) => path.startsWith(prefix)).length;
-  }
-
-  // -- changes ---------------------------------------------------------------------------
-
-  function changed({rerender = true} = {}) {
-    undo = null;
-    if (rerender) renderEditor();
-    renderList();
-    updateCompleteness();
-    saver.schedule();
-  }
-
-  function setSentence(patch) {
-    if (readOnly) return;
-    Object.assign(sentences[current], patch);
-    changed();
-  }
-
-  function setClaim(row, patch) {
-    const claims = sentences[current].claims;
-    if (readOnly || !claims[row]) return;
-    claimCursor[current] = row;
-    Object.assign(claims[row], patch);
-    changed();
-  }
-
-  function addClaim(claim = blankClaim(), {focus = true, at} = {}) {
-    if (readOnly) return;
-    const claims = sentences[current].claims;
-    const position = at ?? (claims.length ? claimCursor[current] + 1 : 0);
-    claims.splice(position, 0, claim);
-    claimCursor[current] = position;
-    changed();
-    if (focus) focusClaimText();
-  }
-
-  function removeClaim(row = claimCursor[current]) {
-    const claims = sentences[current].claims;
-    if (readOnly || !claims[row]) return;
-    claims.splice(row, 1);
-    claimCursor[current] = Math.max(0, Math.min(row, claims.length - 1));
-    changed();
-  }
-
-  function moveClaim(delta, row = claimCursor[current]) {
-    const claims = sentences[current].claims;
-    const target = row + delta;
-    if (readOnly || !claims[row] || target < 0 || target >= claims.length) return;
-    [claims[row], claims[target]] = [claims[target], claims[row]];
-    claimCursor[current] = target;
-    changed();
-    scrollClaimIntoView();
-  }
-
-  function resetToSuggestion() {
-    const hint = hints[current];
-    if (readOnly || !hint) return;
-    const before = clone(sentences[current]);
-    sentences[current] = blankSentence({
-      decontext: hint.decontext || texts[current],
-      claims: (hint.claims || []).map((c) => ({text: c.text, category: null, importance: null})),
-    });
-    claimCursor[current] = 0;
-    changed();
-    undo = {index: current, sentence: before};
-    renderEditor();
-  }
-
-  function undoReset() {
-    if (!undo) return;
-    sentences[undo.index] = blankSentence(undo.sentence);
-    changed();
-  }
-
-  function useWholeSentence(annotationIndex) {
-    if (readOnly) return;
-    const theirs = annotations[annotationIndex].payload.sentences[current];
-    const rows = alignment[current] || [];
-    const claims = theirs.claims.map(blankClaim);
-    claims.forEach((claim, j) => {
-      const row = rows.findIndex((r) => r[annotationIndex] === j);
-      if (row >= 0) rowOf.set(claim, row);
-    });
-    sentences[current] = {...blankSentence(theirs), claims};
-    claimCursor[current] = 0;
-    changed();
-  }
-
-  function useTheirClaim(row, annotationIndex, claimIndexInGold) {
-    const theirs = theirClaim(annotationIndex, current, row);
-    if (!theirs) return;
-    if (claimIndexInGold === undefined) {
-      // bring a left-out row back, after the gold claims of earlier rows
-      const claims = sentences[current].claims;
-      const position = claims.filter((c) => rowOf.has(c) && rowOf.get(c) < row).length;
-      const claim = blankClaim(theirs);
-      rowOf.set(claim, row);
-      addClaim(claim, {focus: false, at: position});
-    } else setClaim(claimIndexInGold, blankClaim(theirs));
-  }
-
-  // -- navigation ------------------------------------------------------------------------
-
-  function select(index) {
-    const next = Math.max(0, Math.min(sentences.length - 1, index));
-    const moved = next !== current;
-    current = next;
-    if (moved) undo = null;
-    renderEditor();
-    renderList();
-    listEl.children[current]?.scrollIntoView({block: "nearest"});
-    const top = editorEl.getBoundingClientRect().top;
-    if (moved && (top < 0 || top > window.innerHeight * 0.5)) editorEl.scrollIntoView({block: "start"});
-  }
-
-  function selectClaim(row) {
-    const claims = sentences[current].claims;
-    if (!claims.length) return;
-    claimCursor[current] = Math.max(0, Math.min(claims.length - 1, row));
-    editorEl.querySelectorAll(".fc-claim").forEach((node, r) => node.classList.toggle("current", r === claimCursor[current]));
-    scrollClaimIntoView();
-  }
-
-  function scrollClaimIntoView() {
-    editorEl.querySelectorAll(".fc-claim")[claimCursor[current]]?.scrollIntoView({block: "nearest"});
-  }
-
-  function focusClaimText() {
-    const field = editorEl.querySelectorAll(".fc-claim")[claimCursor[current]]?.querySelector(".fc-claim-text");
-    if (!field || field.disabled) return;
-    field.focus();
-    field.setSelectionRange(field.value.length, field.value.length);
-  }
-
-  function focusDecontext() {
-    const field = editorEl.querySelector(".fc-decontext");
-    if (!field || field.disabled) return;
-    field.focus();
-    field.setSelectionRange(field.value.length, field.value.length);
-  }
-
-  // -- rendering -------------------------------------------------------------------------
-
-  function errorsAt(path) {
-    return errors.filter((e) => e.field === path || (e.field || "").startsWith(`${path}.`) || (e.field || "").startsWith(`${path}[`));
-  }
-
-  function renderList() {
-    listEl.replaceChildren(...sentences.map((sentence, i) => {
-      const done = !missing(sentence).length;
-      const disputes = consolidation ? disagreementCount(i) : 0;
-      return el("li", {className: classes("fc-sentence", done ? "done" : "todo", i === current && "current",
-        errorsAt(`sentences[${i}]`).length && "invalid"), "data-index": i},
-        el("button", {type: "button", className: "fc-sentence-pick", "aria-current": i === current ? "true" : null,
-          onclick: () => select(i)},
-          el("span", {className: "fc-sentence-text"}, texts[i]),
-          el("span", {className: "fc-sentence-meta"},
-            el("span", {className: `badge fc-state ${done ? "done" : "todo"}`}, done ? "done" : "todo"),
-            ` ${sentence.claims.length} claim${sentence.claims.length === 1 ? "" : "s"}`,
-            disputes ? el("span", {className: "badge fc-disputes"}, `${disputes} disagreement${disputes === 1 ? "" : "s"}`) : null)));
-    }));
-  }
-
-  function updateCompleteness() {
-    const done = sentences.filter((s) => !missing(s).length).length;
-    completenessEl.textContent = `${done}/${sentences.length} sentences done`;
-    const ready = done === sentences.length;
-    if (!readOnly) {
-      submitButton.setAttribute("aria-disabled", ready ? "false" : "true");
-      submitButton.title = ready ? "Ctrl+Enter" : "Every sentence must be done first (Ctrl+Enter shows what is missing)";
+function onKey(page, event) {
+  const target = event.target;
+  if (event.ctrlKey || event.metaKey || event.isComposing) return;
+  if (target.tagName === "BUTTON" && (event.key === "Enter" || event.key === " ")) return;
+  // Alt+↑/↓ move the selected claim
+  if (event.altKey) {
+    if (event.key === "ArrowUp" || event.key === "ArrowDown") {
+      event.preventDefault();
+      moveClaim(page, event.key === "ArrowUp" ? -1 : 1);
     }
-    const missingEl = editorEl.querySelector(".fc-missing");
-    if (missingEl) fillMissing(missingEl);
+    return;
   }
-
-  function fillMissing(node) {
-    const lacks = missing(sentences[current]);
-    node.classList.toggle("done", !lacks.length);
-    node.replaceChildren(lacks.length ? `Still to do: ${lacks.join("; ")}` : "This sentence is done.");
+  const current = page.current;
+  const claim = page.claimCursor[current];
+  const navigation = {
+    j: () => select(page, current + 1), ArrowDown: () => select(page, current + 1),
+    k: () => select(page, current - 1), ArrowUp: () => select(page, current - 1),
+    "]": () => selectClaim(page, claim + 1), "[": () => selectClaim(page, claim - 1),
+  };
+  const edits = {
+    d: () => focusDecontext(page),
+    Enter: () => focusClaimText(page),
+    a: () => addClaim(page),
+    Delete: () => removeClaim(page),
+  };
+  if (page.consolidation) {
+    // Shift+A, Shift+B: take that annotator's whole sentence
+    (page.state.annotations || []).forEach((annotation, k) => { edits[annotation.slot] = () => useWholeSentence(page, k); });
   }
+  for (const [value, , key] of SENTENCE_IMPORTANCE) edits[key] = () => setSentence(page, {importance: value});
+  for (const [value, , key] of [...CHECKWORTHY, ...CHECKWORTHY_MORE]) edits[key] = () => setSentence(page, {checkworthy: value});
+  for (const [value, , key] of CATEGORIES) edits[key] = () => setClaim(page, claim, {category: value});
+  for (const [value, , key] of CLAIM_IMPORTANCE) edits[key] = () => setClaim(page, claim, {importance: value});
+  const action = navigation[event.key] || (page.readOnly ? null : edits[event.key]);
+  if (action) { event.preventDefault(); action(); }
+}
 
-  function renderErrors() {
-    errorsEl.replaceChildren(...errors.map((e) => el("li", {}, e.field ? `${readablePath(e.field)}: ${e.message}` : e.message)));
-  }
+// -- start -------------------------------------------------------------------------------
 
-  const choices = (options, value, onPick, settings = {}) => common.choices(options, value, onPick, {...settings, readOnly});
-  const compareRow = (boxes, agreed) => common.compareRow(boxes, agreed, annotations.length);
-
-  /* The annotators' values of a sentence field, each with its "Use A" / "Use B" button. */
-  function comparison(field, show, pick) {
-    if (!consolidation) return null;
-    const values = annotations.map((a) => a.payload.sentences[current][field]);
-    const agreed = values.every((v) => normalise(String(v)) === normalise(String(values[0])));
-    return compareRow(annotations.map((annotation, k) => theirBox(annotation, show(values[k]),
-      readOnly ? null : el("button", {type: "button", className: "small fc-use", onclick: () => pick(values[k])}, `Use ${annotation.slot}`))),
-    agreed);
-  }
-
-  function theirClaimView(claim) {
-    if (!claim) return el("span", {className: "fc-none"}, "no claim in this row");
-    return el("div", {className: "fc-their-claim"},
-      el("div", {className: "fc-their-text"}, claim.text || "(empty)"),
-      el("div", {className: "fc-their-labels"}, `${readable.category(claim.category)} · importance ${readable.claimImportance(claim.importance)}`));
-  }
-
-  /* The annotators' claims of one alignment row; goldIndex undefined: the row is not in the gold record. */
-  function claimComparison(row, goldIndex) {
-    if (!consolidation || row === undefined) return null;
-    const theirs = annotations.map((_, k) => theirClaim(k, current, row));
-    const agreed = theirs.every((c) => c && theirs[0] && normalise(c.text) === normalise(theirs[0].text)
-      && c.category === theirs[0].category && c.importance === theirs[0].importance);
-    return compareRow(annotations.map((annotation, k) => theirBox(annotation, theirClaimView(theirs[k]),
-      readOnly || !theirs[k] ? null : el("button", {type: "button", className: "small fc-use",
-        onclick: (event) => { event.stopPropagation(); useTheirClaim(row, k, goldIndex); }},
-      goldIndex === undefined ? `Add ${annotation.slot}'s` : `Use ${annotation.slot}`))),
-    agreed);
-  }
-
-  /* The machine's category or importance for a claim whose text is still the suggested one. */
-  function claimHint(claim, field) {
-    const hint = (hints[current]?.claims || []).find((c) => normalise(c.text) === normalise(claim.text));
-    if (!hint) return null;
-    return field === "category" ? suggested(hint.category, readable.category) : suggested(hint.importance, readable.claimImportance);
-  }
-
-  function renderClaim(claim, r) {
-    const sentencePath = `sentences[${current}]`;
-    const row = rowOf.get(claim);
-    const disagree = (field) => consolidation && row !== undefined && disagreed.has(`${sentencePath}.claims[${row}].${field}`);
-    const invalid = (field) => errors.some((e) => e.field === `${sentencePath}.claims[${r}].${field}`);
-    const count = sentences[current].claims.length;
-    const text = el("textarea", {
-      className: classes("fc-claim-text", disagree("text") && "disagree", invalid("text") && "invalid"),
-      rows: 1, value: claim.text, disabled: readOnly, "aria-label": `Claim ${r + 1}`, placeholder: "the atomic claim, understandable on its own",
-      oninput: (event) => { claim.text = event.target.value; autosize(event.target); changed({rerender: false}); },
-      onfocus: () => selectClaim(r),
-      onkeydown: (event) => { if (event.key === "Enter" && !event.ctrlKey && !event.metaKey) { event.preventDefault(); event.target.blur(); } },
-    });
-    return el("li", {className: `fc-claim${r === claimCursor[current] ? " current" : ""}`, "data-index": r, onclick: () => selectClaim(r)},
-      el("div", {className: "fc-claim-line"},
-        el("span", {className: "fc-claim-number"}, `${r + 1}.`),
-        text,
-        readOnly ? null : el("span", {className: "fc-claim-tools"},
-          el("button", {type: "button", className: "small fc-up", title: "move up (Alt+↑)", disabled: r === 0,
-            onclick: (event) => { event.stopPropagation(); moveClaim(-1, r); }}, "↑"),
-          el("button", {type: "button", className: "small fc-down", title: "move down (Alt+↓)", disabled: r === count - 1,
-            onclick: (event) => { event.stopPropagation(); moveClaim(1, r); }}, "↓"),
-          el("button", {type: "button", className: "small fc-remove", title: consolidation ? "remove this row from the gold record (Delete)" : "remove (Delete)",
-            onclick: (event) => { event.stopPropagation(); removeClaim(r); }}, "Remove"))),
-      el("div", {className: "fc-claim-choices"},
-        el("span", {className: "fc-choice-line"},
-          el("span", {className: "fc-choice-label"}, "Category"),
-          choices(CATEGORIES, claim.category, (v) => setClaim(r, {category: v}),
-            {className: "fc-category", disagree: disagree("category"), invalid: invalid("category")}),
-          claimHint(claim, "category")),
-        el("span", {className: "fc-choice-line"},
-          el("span", {className: "fc-choice-label"}, "Importance"),
-          choices(CLAIM_IMPORTANCE, claim.importance, (v) => setClaim(r, {importance: v}),
-            {className: "fc-claim-importance", disagree: disagree("importance"), invalid: invalid("importance")}),
-          claimHint(claim, "importance"))),
-      claimComparison(row, r));
-  }
-
-  function provenanceNote() {
-    const index = current;
-    if (consolidation) return null;
-    if (!hints.length) return el("p", {className: "fc-provenance"}, "No machine suggestion for this item: decompose the sentence yourself.");
-    const parts = [];
-    if (provenance.backend) parts.push(`backend ${provenance.backend}`);
-    if (provenance.model) parts.push(`model ${provenance.model}`);
-    if (provenance.segmenter) parts.push(`segmenter ${provenance.segmenter}`);
-    const fallback = (provenance.decomposition && provenance.decomposition.fallback_sentences) || [];
-    return el("p", {className: "fc-provenance"},
-      "Pre-filled from machine suggestions",
-      parts.length ? ` (${parts.join(", ")})` : " (imported with the item)",
-      ". The judgements are yours: suggestions are shown, not selected.",
-      Array.isArray(fallback) && fallback.includes(index) ? " The model's answer for this sentence could not be used; the offline decomposition is shown." : "");
-  }
-
-  function renderEditor() {
-    const i = current;
-    const sentence = sentences[i];
-    const hint = hints[i] || {};
-    const path = `sentences[${i}]`;
-    const disagree = (field) => consolidation && disagreed.has(`${path}.${field}`);
-    const invalid = (field) => errors.some((e) => e.field === `${path}.${field}`);
-    const rows = alignment[i] || [];
-    const inGold = new Set(sentence.claims.map((c) => rowOf.get(c)).filter((r) => r !== undefined));
-    const leftOut = consolidation ? rows.map((_, r) => r).filter((r) => !inGold.has(r)) : [];
-
-    /* A sentence label: its choices (and more after them), the hint, each annotator's value. */
-    const labelField = (key, label, options, more = null) => {
-      const pick = (v) => setSentence({[key]: v});
-      return el("div", {className: classes("fc-field", disagree(key) && "disagree")},
-        el("div", {className: "fc-choice-line"},
-          el("span", {className: "fc-field-label"}, label),
-          el("div", {className: "fc-choice-options"},
-            choices(options, sentence[key], pick, {className: `fc-${key}`, invalid: invalid(key)}),
-            suggested(hint[key], readable[key]),
-            more)),
-        comparison(key, (v) => el("div", {className: "fc-their-value"}, readable[key](v)), pick));
-    };
-
-    const decontext = el("textarea", {
-      className: classes("fc-decontext", invalid("decontext") && "invalid"), rows: 2, value: sentence.decontext, disabled: readOnly,
-      id: "fc-decontext", placeholder: "the sentence rewritten to be understood without the rest of the response",
-      oninput: (event) => { sentence.decontext = event.target.value; autosize(event.target); changed({rerender: false}); },
-    });
-    const headTools = readOnly ? null : consolidation
-      ? el("span", {className: "fc-head-tools"}, annotations.map((annotation, k) => el("button", {type: "button", className: "small fc-use-sentence",
-        "data-slot": annotation.slot, onclick: () => useWholeSentence(k)}, `Use ${annotation.slot}'s whole sentence`)))
-      : el("span", {className: "fc-head-tools"},
-        undo && undo.index === i ? el("button", {type: "button", className: "small fc-undo", onclick: undoReset}, "Undo reset") : null,
-        hints[i] ? el("button", {type: "button", className: "small fc-reset", title: "restore the suggested decontextualised sentence and claims; clears your judgements of this sentence",
-          onclick: resetToSuggestion}, "Reset to suggestion") : null);
-
-    // (replaceChildren would write null as text: skip the absent parts)
-    editorEl.replaceChildren(...[
-      el("div", {className: "fc-editor-head"},
-        el("h2", {}, `Sentence ${i + 1} `, el("small", {}, `of ${sentences.length}`)),
-        el("span", {className: "spacer"}),
-        headTools),
-      el("blockquote", {className: "fc-original"}, texts[i]),
-      provenanceNote(),
-      el("p", {className: "fc-missing", role: "status"}),
-
-      el("div", {className: classes("fc-field", disagree("decontext") && "disagree")},
-        el("label", {className: "fc-field-label", for: "fc-decontext"}, "Decontextualised sentence ", el("kbd", {}, "d")),
-        decontext,
-        comparison("decontext", (v) => el("div", {className: "fc-their-text"}, v || "(empty)"), (v) => setSentence({decontext: v}))),
-
-      labelField("importance", "Importance", SENTENCE_IMPORTANCE),
-      labelField("checkworthy", "Checkworthy", CHECKWORTHY, [
-        el("span", {className: "fc-or"}, "not checkworthy as:"),
-        choices(CHECKWORTHY_MORE, sentence.checkworthy, (v) => setSentence({checkworthy: v}),
-          {className: "fc-checkworthy fc-checkworthy-more", invalid: invalid("checkworthy")})]),
-
-      el("section", {className: classes("fc-claims", disagree("claims") && "disagree")},
-        el("h3", {className: "fc-claims-title"}, "Claims ",
-          el("small", {}, consolidation
-            ? annotations.map((a) => `${a.slot}: ${a.payload.sentences[i].claims.length}`).join(" · ") + " — one row per aligned claim"
-            : "atomic, each understandable on its own")),
-        sentence.claims.length
-          ? el("ol", {className: "fc-claim-list"}, sentence.claims.map(renderClaim))
-          : el("p", {className: "hint fc-no-claims"}, "No claims: this sentence makes no claim, or press a to add one."),
-        leftOut.length ? el("div", {className: "fc-left-out"},
-          el("h4", {}, "Rows left out of the gold record"),
-          leftOut.map((row) => el("div", {className: "fc-left-out-row", "data-row": row}, claimComparison(row, undefined)))) : null,
-        readOnly ? null : el("button", {type: "button", className: "fc-add", onclick: () => addClaim()}, "Add claim ", el("kbd", {}, "a"))),
-    ].filter(Boolean));
-    fillMissing(editorEl.querySelector(".fc-missing"));
-    editorEl.querySelectorAll("textarea").forEach(autosize);
-  }
-
-  // -- submit and keys -------------------------------------------------------------------
-
-  async function submit() {
-    if (readOnly) return;
-    const todo = common.incomplete(sentences.map(missing), "sentence", "sentences");
-    if (todo) {
-      select(todo.index);
-      errors = [todo.error];
-      renderErrors();
-      renderList();
-      return;
-    }
-    await submitAndContinue(saver, submitButton, state.next_url);
-  }
-
-  function onKey(event) {
-    const target = event.target;
-    if (event.ctrlKey || event.metaKey || event.isComposing) return;
-    if (target.tagName === "BUTTON" && (event.key === "Enter" || event.key === " ")) return;
-    // Alt+↑/↓ move the selected claim
-    if (event.altKey) {
-      if (event.key === "ArrowUp" || event.key === "ArrowDown") {
-        event.preventDefault();
-        moveClaim(event.key === "ArrowUp" ? -1 : 1);
-      }
-      return;
-    }
-    const claim = claimCursor[current];
-    const navigation = {
-      j: () => select(current + 1), ArrowDown: () => select(current + 1),
-      k: () => select(current - 1), ArrowUp: () => select(current - 1),
-      "]": () => selectClaim(claim + 1), "[": () => selectClaim(claim - 1),
-    };
-    const edits = {
-      d: focusDecontext,
-      Enter: focusClaimText,
-      a: () => addClaim(),
-      Delete: () => removeClaim(),
-    };
-    if (consolidation) {
-      // Shift+A, Shift+B: take that annotator's whole sentence
-      (state.annotations || []).forEach((annotation, k) => { edits[annotation.slot] = () => useWholeSentence(k); });
-    }
-    for (const [value, , key] of SENTENCE_IMPORTANCE) edits[key] = () => setSentence({importance: value});
-    for (const [value, , key] of [...CHECKWORTHY, ...CHECKWORTHY_MORE]) edits[key] = () => setSentence({checkworthy: value});
-    for (const [value, , key] of CATEGORIES) edits[key] = () => setClaim(claim, {category: value});
-    for (const [value, , key] of CLAIM_IMPORTANCE) edits[key] = () => setClaim(claim, {importance: value});
-    const action = navigation[event.key] || (readOnly ? null : edits[event.key]);
-    if (action) { event.preventDefault(); action(); }
-  }
-
-  // -- start -----------------------------------------------------------------------------
+function start(state, options = {}) {
+  const page = pageOf(state, Boolean(options.consolidation));
+  if (page.consolidation) linkClaimsToRows(page, state.draft_rows || []);
+  page.saver = pageSaver({
+    state, consolidation: page.consolidation, payload: () => ({sentences: page.sentences}),
+    extra: () => ({draft_rows: page.sentences.map((s) => s.claims.map((claim) => (page.rowOf.has(claim) ? page.rowOf.get(claim) : null)))}),
+    onErrors: (list) => { page.errors = list; renderErrors(page); render(page); },
+  });
 
   // A consolidator starts at the first sentence with a disagreement, an annotator at the top.
-  current = common.firstDisagreement(disagreed, "sentences");
-  if (sentences.length) {
-    renderEditor();
-    renderList();
-  } else {
-    editorEl.replaceChildren(el("p", {className: "hint"}, "This item has no sentences."));
-  }
-  updateCompleteness();
-  const legend = consolidation ? [...KEY_LEGEND, ["⇧A / ⇧B", "use A's / B's whole sentence"]] : KEY_LEGEND;
-  endPage({state, parts, submit, onKey, legend, consolidation});
+  page.current = common.firstDisagreement(page.disagreed, "sentences");
+  if (page.sentences.length) render(page);
+  else page.editorEl.replaceChildren(el("p", {className: "hint"}, "This item has no sentences."));
+  renderCompleteness(page);
+  const legend = page.consolidation ? [...KEY_LEGEND, ["⇧A / ⇧B", "use A's / B's whole sentence"]] : KEY_LEGEND;
+  endPage({state, parts: page.parts, submit: () => submit(page), onKey: (event) => onKey(page, event), legend, consolidation: page.consolidation});
 }
 
 start(pageState, {consolidation: consolidating});
-
