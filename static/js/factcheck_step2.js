@@ -15,7 +15,7 @@ import {endPage, submitAndContinue} from "./ending.js";
 import {legendLine} from "./keys.js";
 import * as WordDiff from "./diff.js";
 import {searchEvidence, searchResults} from "./evidence_search.js";
-import {MANUAL, USES_IT, blankClaim, blankManual, missing, normalise, plural, readablePath, usedLabel} from "./factcheck_step2_model.js";
+import {MANUAL, USES_IT, blankClaim, blankManual, missing, normalise, plural, readablePath, usedInRows, usedLabel, usedWithoutManual} from "./factcheck_step2_model.js";
 
 // The page state, with the kind's label lists (state.rules, annotation/kinds/page_rules.py);
 // the page adds a key to each entry, in list order.
@@ -129,13 +129,7 @@ function removeManual(page, index) {
   answer.manual_evidence.splice(index, 1);
   const cursor = page.passageCursor[page.current];
   page.passageCursor[page.current] = Math.max(0, Math.min(cursor, answer.stances.length + answer.manual_evidence.length - 1));
-  // "manual:N" references follow the entries they name
-  answer.used_evidence = answer.used_evidence.flatMap((value) => {
-    if (typeof value !== "string") return [value];
-    const n = Number(value.slice(MANUAL.length));
-    if (n === index) return [];
-    return [n > index ? `${MANUAL}${n - 1}` : value];
-  });
+  answer.used_evidence = usedWithoutManual(answer.used_evidence, index);
   changed(page);
 }
 
@@ -218,13 +212,8 @@ function theirValues(page, values, show, pick) {
 
 /* An annotator's used evidence in the consolidation's numbering of manual evidence. */
 function theirUsed(page, annotationIndex) {
-  const rows = page.alignment[page.current] || [];
-  return (theirClaim(page, page.annotations[annotationIndex]).used_evidence || []).map((value) => {
-    if (typeof value !== "string") return value;
-    const own = Number(value.slice(MANUAL.length));
-    const row = rows.findIndex((r) => r[annotationIndex] === own);
-    return row >= 0 ? `${MANUAL}${row}` : value;
-  });
+  return usedInRows(theirClaim(page, page.annotations[annotationIndex]).used_evidence || [],
+    page.alignment[page.current] || [], annotationIndex);
 }
 
 function manualSources(page, row) {
