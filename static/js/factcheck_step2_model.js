@@ -40,6 +40,28 @@ export function usedLabel(value) {
   return typeof value === "string" ? `your evidence ${Number(value.slice(MANUAL.length)) + 1}` : `passage ${value + 1}`;
 }
 
+/* The evidence a correction uses once the annotator's evidence ``index`` is removed: the
+ * "manual:N" references follow the entries they name. */
+export function usedWithoutManual(used, index) {
+  return used.flatMap((value) => {
+    if (typeof value !== "string") return [value];
+    const n = Number(value.slice(MANUAL.length));
+    if (n === index) return [];
+    return [n > index ? `${MANUAL}${n - 1}` : value];
+  });
+}
+
+/* An annotator's used evidence in the consolidation's numbering of manual evidence (``rows``:
+ * the alignment of the claim's manual evidence, one row per consolidated entry). */
+export function usedInRows(used, rows, annotationIndex) {
+  return used.map((value) => {
+    if (typeof value !== "string") return value;
+    const own = Number(value.slice(MANUAL.length));
+    const row = rows.findIndex((r) => r[annotationIndex] === own);
+    return row >= 0 ? `${MANUAL}${row}` : value;
+  });
+}
+
 /* What a claim still lacks before it can be submitted, in words, by the kind's completeness
  * rules (state.rules.completeness: the server's). */
 export function missing(rules, answer) {
