@@ -286,7 +286,7 @@ def run_corpus_import(corpus_id: int) -> Corpus | None:
                 {
                     "line": 0,
                     "field": "(file)",
-                    "message": "the uploaded file is gone (web and worker must share DATA_DIR)",
+                    "message": jobs.UPLOAD_GONE,
                 }
             ],
         )

@@ -178,7 +178,7 @@ def run_import_job(job_id: int) -> ImportJob | None:
                 line_error(
                     0,
                     "(file)",
-                    "the uploaded file is gone from the server (web and worker must share DATA_DIR)",
+                    jobs.UPLOAD_GONE,
                 )
             ],
         )

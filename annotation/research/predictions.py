@@ -480,7 +480,7 @@ def run_system_run(run_id: int) -> SystemRun | None:
                 line_error(
                     0,
                     "(file)",
-                    "the uploaded file is gone from the server (web and worker must share DATA_DIR)",
+                    jobs.UPLOAD_GONE,
                 )
             ],
         )

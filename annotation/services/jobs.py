@@ -43,6 +43,8 @@ logger = logging.getLogger(__name__)
 
 # An exception's text kept on the job: enough to tell causes apart, never a page of it.
 MAX_REASON_CHARS = 300
+# Why a job whose upload vanished failed: the same words for every kind of job.
+UPLOAD_GONE = "the uploaded file is gone from the server (web and worker must share DATA_DIR)"
 
 
 @dataclass(frozen=True)
