@@ -52,7 +52,7 @@ PROGRESS_INTERVAL_SECONDS = 0.5
 UPLOAD_DIR = "imports"
 NUL_MESSAGE = NUL
 # Item columns with a length limit, and the import field each comes from ("id" or "index" for
-# the external id, see _external_id_field).
+# the external id, see ParsedItem.id_field).
 LIMITED_COLUMNS = ("external_id", "source", "domain")
 
 
@@ -73,12 +73,6 @@ class ImportResult:
         return self.__dict__.copy()
 
 
-def _external_id_field(fmt: str, data: dict) -> str:
-    if fmt == "felm" or ("id" not in data and "index" in data):
-        return "index"
-    return "id"
-
-
 @functools.cache
 def _column_limits() -> tuple[tuple[str, int], ...]:
     return tuple((column, Item._meta.get_field(column).max_length) for column in LIMITED_COLUMNS)
@@ -88,7 +82,7 @@ def _too_long(item: ParsedItem, fmt: str, data: dict) -> dict | None:
     for column, limit in _column_limits():
         value = getattr(item, column)
         if len(value) > limit:
-            name = _external_id_field(fmt, data) if column == "external_id" else column
+            name = item.id_field if column == "external_id" else column
             return line_error(item.line, name, f"is {len(value)} characters long; at most {limit} fit")
     return None
 

@@ -40,6 +40,8 @@ class ParsedItem:
     prompt: str
     response: str
     external_id: str = ""
+    # the import field the external id was read from (errors about its value name it)
+    id_field: str = "id"
     source: str = ""
     domain: str = ""
     metadata: dict = field(default_factory=dict)
@@ -110,6 +112,13 @@ class KindSpec:
     rater_reads_metadata: bool = False
     # whether the project page shows scores of the consolidated items (consolidated_scores)
     has_paragraph_scores: bool = False
+    # the section of a project's pipeline settings the kind owns (e.g. "dfactscore"), checked by
+    # settings_section_error; None: the kind has no settings of its own
+    settings_section: str | None = None
+
+    def settings_section_error(self, section: Any) -> str | None:
+        """Why the kind's settings section (the value under ``settings_section``) is wrong, or None."""
+        return None
 
     def consolidated_scores(self, rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500) -> dict:
         """Scores of the consolidated step-1 items; ``rows``: (item id, external id, source, content,

@@ -7,8 +7,7 @@ from django.db import transaction
 
 from annotation import selectors
 from annotation.exceptions import DomainError, ProjectDeleted
-from annotation.kinds import get_kind
-from annotation.kinds.dfactscore import settings_error as dfactscore_settings_error
+from annotation.kinds import KINDS, get_kind
 from annotation.models import Assignment, AssignmentStatus, Membership, Project, Role, ThirdRater
 
 from .assignments import assign_open_stages
@@ -32,6 +31,8 @@ ENDPOINT_SECTIONS = {
     ),
 }
 LLM_SETTING_KEYS = ENDPOINT_SECTIONS["llm"]
+# Settings sections a kind owns (e.g. D-FActScore's passes), each checked by its kind.
+KIND_SECTIONS = {spec.settings_section: spec for spec in KINDS.values() if spec.settings_section}
 PASSAGE_KEYS = ("sentences", "stride")
 # What reads show instead of a stored api_key; sent back, it stands for the stored key.
 MASKED_SECRET = selectors.MASKED_SECRET
@@ -75,7 +76,7 @@ def validate_pipeline_settings(settings: dict) -> dict:
         "passages",
         "embeddings",
         "revision",
-        "dfactscore",
+        *KIND_SECTIONS,
         *ENDPOINT_SECTIONS,
     }
     if unknown:
@@ -104,8 +105,9 @@ def validate_pipeline_settings(settings: dict) -> dict:
             "revision must be an object with with_question true or false "
             "(step 3: show the model the user's question when it revises a sentence)"
         )
-    if "dfactscore" in settings and (message := dfactscore_settings_error(settings["dfactscore"])):
-        raise ValidationError(message)
+    for name, spec in KIND_SECTIONS.items():
+        if name in settings and (message := spec.settings_section_error(settings[name])):
+            raise ValidationError(message)
     return settings
 
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from annotation.kinds import KINDS
 from tests.helpers.paths import REPO_ROOT as REPO
 
 APP_PACKAGES = ("annotation", "api", "config", "pipeline")
@@ -29,14 +30,38 @@ def _is_kind(node: ast.AST) -> bool:
     )
 
 
-def _is_text(node: ast.AST) -> bool:
+def _texts(node: ast.AST) -> set[str]:
+    """The strings a comparison side writes: "felm", or each string of ("felm", "plain")."""
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return any(_is_text(element) for element in node.elts)
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+        return {text for element in node.elts for text in _texts(element)}
+    return {node.value} if isinstance(node, ast.Constant) and isinstance(node.value, str) else set()
 
 
-def kind_name_comparisons(root: Path) -> list[str]:
-    """``x.kind == "felm"``, ``kind != "…"``, ``project.kind in ("…", …)`` outside annotation/kinds/."""
+def kind_names() -> frozenset[str]:
+    """Every name that stands for a kind: its key, its import and export formats, its settings section."""
+    return frozenset(
+        name
+        for spec in KINDS.values()
+        for name in (spec.key, *spec.import_formats, *spec.export_formats, spec.settings_section)
+        if name
+    )
+
+
+def _kind_test(node: ast.AST, names: frozenset[str]) -> bool:
+    """``x.kind == "…"`` (any text), or any comparison or ``case`` with a kind's name: ``fmt ==
+    "felm"``, ``"dfactscore" in settings``, ``case "plain":``."""
+    if isinstance(node, ast.MatchValue):
+        return bool(_texts(node.value) & names)
+    if not isinstance(node, ast.Compare):
+        return False
+    sides = [node.left, *node.comparators]
+    written = set().union(*map(_texts, sides))
+    return bool(written & names) or (bool(written) and any(_is_kind(side) for side in sides))
+
+
+def kind_name_comparisons(root: Path, names: frozenset[str] | None = None) -> list[str]:
+    """Tests of a kind's name outside annotation/kinds/ (see _kind_test)."""
+    names = kind_names() if names is None else names
     found = []
     for package in APP_PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
@@ -45,10 +70,7 @@ def kind_name_comparisons(root: Path) -> list[str]:
                 continue
             source = path.read_text(encoding="utf-8")
             for node in ast.walk(ast.parse(source)):
-                if not isinstance(node, ast.Compare):
-                    continue
-                sides = [node.left, *node.comparators]
-                if any(_is_kind(side) for side in sides) and any(_is_text(side) for side in sides):
+                if _kind_test(node, names):
                     found.append(f"{relative}:{node.lineno}: {ast.get_source_segment(source, node)}")
     return found
 
@@ -59,9 +81,26 @@ def test_no_module_outside_kinds_compares_a_kind_to_its_name():
 
 
 def test_the_scan_finds_a_kind_comparison(tmp_path):
+    """Named by the kinds themselves: every kind's key, formats and settings section count."""
+    assert {"felm", "factcheck", "dfactscore", "plain", "factcheck-bench", "dfactscore-result"} <= kind_names()
     (tmp_path / "annotation" / "kinds").mkdir(parents=True)
     (tmp_path / "annotation" / "kinds" / "felm.py").write_text('ok = kind == "felm"\n')
     (tmp_path / "annotation" / "views.py").write_text(
         'a = project.kind == "felm"\nb = kind != "x"\nc = p.kind in ("felm", "dfactscore")\nd = p.kind == other\n'
     )
     assert [line.split(":")[1] for line in kind_name_comparisons(tmp_path)] == ["1", "2", "3"]
+
+
+def test_the_scan_finds_a_kind_name_tested_in_any_variable(tmp_path):
+    """A format or a settings section is a kind's name too, whatever the variable holding it."""
+    (tmp_path / "annotation" / "services").mkdir(parents=True)
+    (tmp_path / "annotation" / "services" / "projects.py").write_text(
+        'a = "dfactscore" in settings\n'
+        'b = fmt == "felm" or "index" in data\n'
+        'c = fmt in ("plain", "json")\n'
+        "d = fmt == other\n"
+        'e = "segmentation" in settings\n'
+        'match fmt:\n    case "factcheck-bench":\n        pass\n'
+    )
+    found = kind_name_comparisons(tmp_path, frozenset({"dfactscore", "felm", "plain", "factcheck-bench"}))
+    assert sorted(int(line.split(":")[1]) for line in found) == [1, 2, 3, 7]

@@ -33,7 +33,6 @@ __all__ = [
     "DfactscoreKind",
     "dfactscore_settings",
     "fact_support",
-    "settings_error",
     "support_label",
 ]
 
@@ -62,6 +61,10 @@ class DfactscoreKind(KindSpec):
     rated_steps = (1,)
     rater_reads_metadata = True
     has_paragraph_scores = True
+    settings_section = "dfactscore"
+
+    def settings_section_error(self, section: Any) -> str | None:
+        return settings_error(section)
 
     def consolidated_scores(self, rows: Iterable[tuple], settings: dict | None, paragraph_limit: int = 500) -> dict:
         return consolidated_scores(rows, settings, paragraph_limit)
