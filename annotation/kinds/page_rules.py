@@ -30,6 +30,42 @@ def rule(field: str, name: str, **more) -> dict:
     return {"field": field, "name": name, **more}
 
 
+# What a FELM answer needs on submit (FelmKind.validate_payload): each segment's label, and
+# for a segment labelled as an error its type and reason. "$text" reads the segment's text: a
+# segment without text (released files have some) needs nothing.
+HAS_TEXT = {"$text": {"filled": True}}
+IS_ERROR = {"label": [False], **HAS_TEXT}
+FELM_COMPLETENESS = [
+    rule(
+        "segments",
+        "segment",
+        rules=[
+            rule("label", "label", filled="set", when=HAS_TEXT),
+            rule("error_type", "error type", when=IS_ERROR),
+            rule("comment", "reason", when=IS_ERROR),
+        ],
+    ),
+]
+
+# What a step-1 answer needs on submit (step1.validate_payload): each sentence's
+# decontextualised text, importance and checkworthiness, and each claim's text, category and importance.
+FACTCHECK_STEP1_COMPLETENESS = [
+    rule(
+        "sentences",
+        "sentence",
+        rules=[
+            rule("decontext", "decontextualised sentence"),
+            rule("importance", "importance"),
+            rule("checkworthy", "checkworthiness"),
+            rule(
+                "claims",
+                "claim",
+                rules=[rule("text", "text"), rule("category", "category"), rule("importance", "importance")],
+            ),
+        ],
+    ),
+]
+
 # What a step-2 claim answer needs on submit (step2.validate_payload, its rules 1-7).
 NOT_ENOUGH_EVIDENCE = NEEDS_EDIT[2]
 FACTCHECK_STEP2_COMPLETENESS = [
@@ -102,8 +138,7 @@ RULES: dict[tuple[str, int], dict] = {
                 ("Knowledge error", "Reasoning error", "Irrelevant to the question", "Fooled"),
             ),
         },
-        # what a segment labelled as an error needs besides its label: field -> what the page calls it
-        "required_for_error": {"error_type": "error type", "comment": "reason"},
+        "completeness": FELM_COMPLETENESS,
     },
     ("dfactscore", 1): {
         "choices": {
@@ -123,15 +158,7 @@ RULES: dict[tuple[str, int], dict] = {
             "category": labelled(CLAIM_CATEGORIES, ("Factual", "Opinion", "Not a claim", "Other")),
             "claim_importance": labelled(CLAIM_IMPORTANCE, ("Yes", "Intermediate", "No")),
         },
-        # what a submit needs of each sentence and claim (step1.validate_payload): field -> its name
-        "required": {
-            "sentence": {
-                "decontext": "decontextualised sentence",
-                "importance": "importance",
-                "checkworthy": "checkworthiness",
-            },
-            "claim": {"text": "text", "category": "category", "importance": "importance"},
-        },
+        "completeness": FACTCHECK_STEP1_COMPLETENESS,
     },
     ("factcheck", 2): {
         "choices": {

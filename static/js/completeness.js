@@ -67,6 +67,12 @@ export function lacking(rules, unit, context = {}, prefix = "") {
   return out;
 }
 
+/* The rules each entry of the list ``field`` is checked by, for a page that checks one entry
+ * (a segment, a sentence, a fact) at a time. */
+export function entryRules(rules, field) {
+  return (rules || []).find((rule) => rule.field === field && rule.rules)?.rules || [];
+}
+
 /* The lacks with a field of their own, nested ones flattened: [{path, field, name, rule}]. */
 export function leaves(lacks) {
   return lacks.flatMap((lack) => (lack.lacks ? leaves(lack.lacks) : [lack]));

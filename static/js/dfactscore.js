@@ -4,19 +4,18 @@
  * The page's state is one object (`page`, made in start()); each region has its render function. */
 import * as common from "./common.js";
 import {choices, classes, compareRow, el, suggested, theirBox, withKeys} from "./common.js";
-import {REQUIRED_FIELD_KEYS} from "./keys.js";
+import {pageKeys, showLegendKeys} from "./keys.js";
 import {pageSaver} from "./save.js";
-import {lacking, leaves} from "./completeness.js";
+import {entryRules, lacking, leaves} from "./completeness.js";
 import {endPage, submitAndContinue} from "./ending.js";
 import {canonical, groupName, marked, normalise, pageName, provenanceOf, readable, responseStretches, suggestedGroupOf} from "./dfactscore_model.js";
 
-// The keys of the label lists, in the order of the lists the kind hands the page (state.rules).
-const KEYS = {label: ["s", "n", "i"], any_page: ["a", "A"]};
-// The key of each requirement (keys.js), by its path: "facts[3].label" -> "s / n / i".
-const KEY_OF = REQUIRED_FIELD_KEYS["dfactscore/1"];
+// The key of each requirement and of each label list's entries (keys.js), by its path:
+// "facts[3].label" -> "s / n / i".
+const KEYS = pageKeys("dfactscore/1");
 
 const withKey = (path, what) => {
-  const key = KEY_OF[path.replace(/\[\d+\]/g, "[]")];
+  const key = KEYS.keyOf(path);
   return key ? `${what} (${key})` : what;
 };
 const dis = (page, path) => page.consolidation && page.disagreed.has(path);
@@ -450,10 +449,11 @@ function start(state, options = {}) {
     consolidation,
     readOnly: state.read_only,
     nextUrl: state.next_url,
-    rules: {labels: withKeys(choiceLists.label, KEYS.label), anyPage: withKeys(choiceLists.any_page, KEYS.any_page),
+    rules: {labels: withKeys(choiceLists.label, KEYS.choiceKeys("facts[].label")),
+      anyPage: withKeys(choiceLists.any_page, KEYS.choiceKeys("facts[].any_page")),
       labelText: Object.fromEntries(choiceLists.label_text)},
     completeness,
-    factRules: completeness.find((rule) => rule.field === "facts").rules,
+    factRules: entryRules(completeness, "facts"),
     response: state.response,
     facts,
     factTexts: facts.map((f) => f.text),
@@ -484,6 +484,7 @@ function start(state, options = {}) {
   render(page);
   renderCompleteness(page);
   if (!page.factTexts.length) page.dom.completeness.textContent = "no facts: submit with 0 individuals";
+  showLegendKeys("dfactscore/1");
   endPage({state, parts, submit: () => submit(page), onKey: (event) => onKey(page, event)});
   page.dom.editor?.classList.add("ready");
 }

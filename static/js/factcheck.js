@@ -13,20 +13,25 @@ import * as common from "./common.js";
 import {classes, el, labelOf, suggested, theirBox, withKeys} from "./common.js";
 import {pageSaver} from "./save.js";
 import {endPage, submitAndContinue} from "./ending.js";
-import {legendLine} from "./keys.js";
-import {autosize, blankClaim, blankSentence, clone, linkClaimsToRows, normalise, readablePath, sentenceLacks, theirClaim} from "./factcheck_model.js";
+import {legendLine, pageKeys} from "./keys.js";
+import {describe, entryRules, lacking} from "./completeness.js";
+import {autosize, blankClaim, blankSentence, clone, linkClaimsToRows, normalise, readablePath, theirClaim} from "./factcheck_model.js";
 
 // The page state, with the kind's label lists (state.rules, annotation/kinds/page_rules.py);
 // the page adds a key to each entry, in list order.
 const {state: pageState, consolidation: consolidating} = common.pageState();
 const RULES = pageState.rules.choices;
-const SENTENCE_IMPORTANCE = withKeys(RULES.importance, ["1", "2", "3"]);
-const CHECKWORTHY = withKeys(RULES.checkworthy, ["y", "n"]);
-const CHECKWORTHY_MORE = withKeys(RULES.checkworthy_more, ["O", "T", "H"]);
-const CATEGORIES = withKeys(RULES.category, ["f", "o", "t", "h"]);
-const CLAIM_IMPORTANCE = withKeys(RULES.claim_importance, ["q", "w", "e"]);
-// What a sentence still lacks before a submit, by the kind's rules.
-const missing = sentenceLacks(pageState.rules.required);
+const {choiceKeys} = pageKeys("factcheck/1");  // keys.js
+const SENTENCE_IMPORTANCE = withKeys(RULES.importance, choiceKeys("sentences[].importance"));
+// one list of keys for the checkworthy answers: yes / no, then why not
+const CHECKWORTHY = withKeys(RULES.checkworthy, choiceKeys("sentences[].checkworthy"));
+const CHECKWORTHY_MORE = withKeys(RULES.checkworthy_more, choiceKeys("sentences[].checkworthy").slice(RULES.checkworthy.length));
+const CATEGORIES = withKeys(RULES.category, choiceKeys("sentences[].claims[].category"));
+const CLAIM_IMPORTANCE = withKeys(RULES.claim_importance, choiceKeys("sentences[].claims[].importance"));
+// What a sentence still lacks before a submit, in words, by the kind's completeness rules
+// (state.rules.completeness): ["importance", "claim 1: text, category"].
+const SENTENCE_RULES = entryRules(pageState.rules.completeness, "sentences");
+const missing = (sentence) => describe(lacking(SENTENCE_RULES, sentence));
 
 const KEY_LEGEND = [
   legendLine(SENTENCE_IMPORTANCE, "sentence importance"),

@@ -1,5 +1,5 @@
-/* Factcheck-Bench step 1's answers as plain data: blank sentences and claims, what a sentence
- * still lacks, readable field paths, the alignment rows of a consolidation (factcheck.js draws the page). */
+/* Factcheck-Bench step 1's answers as plain data: blank sentences and claims,
+ * readable field paths, the alignment rows of a consolidation (factcheck.js draws the page). */
 
 export const normalise = (text) => (text || "").split(/\s+/).filter(Boolean).join(" ");
 export const clone = (value) => JSON.parse(JSON.stringify(value));
@@ -14,20 +14,6 @@ export function blankSentence(sentence = {}) {
     importance: sentence.importance ?? null,
     checkworthy: sentence.checkworthy ?? null,
     claims: (sentence.claims || []).map(blankClaim),
-  };
-}
-
-/* What a sentence still lacks before it can be submitted (empty when it is done), by the
- * kind's rules (``required``: field -> its name, for a sentence and for each of its claims). */
-export function sentenceLacks(required) {
-  const lacks = (unit, fields) => Object.entries(fields).filter(([name]) => !String(unit[name] ?? "").trim()).map(([, what]) => what);
-  return (sentence) => {
-    const out = lacks(sentence, required.sentence);
-    sentence.claims.forEach((claim, index) => {
-      const claimLacks = lacks(claim, required.claim);
-      if (claimLacks.length) out.push(`claim ${index + 1} ${claimLacks.join(", ")}`);
-    });
-    return out;
   };
 }
 

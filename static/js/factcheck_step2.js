@@ -12,7 +12,7 @@ import * as common from "./common.js";
 import {classes, el, isHttpUrl, labelOf, suggested, theirBox, withKeys} from "./common.js";
 import {pageSaver} from "./save.js";
 import {endPage, submitAndContinue} from "./ending.js";
-import {legendLine} from "./keys.js";
+import {legendLine, pageKeys} from "./keys.js";
 import * as WordDiff from "./diff.js";
 import {searchEvidence, searchResults} from "./evidence_search.js";
 import {MANUAL, USES_IT, blankClaim, blankManual, missing, normalise, plural, readablePath, usedInRows, usedLabel, usedWithoutManual} from "./factcheck_step2_model.js";
@@ -21,14 +21,15 @@ import {MANUAL, USES_IT, blankClaim, blankManual, missing, normalise, plural, re
 // the page adds a key to each entry, in list order.
 const {state: pageState, consolidation: consolidating} = common.pageState();
 const RULES = pageState.rules.choices;
-const STANCES = withKeys(RULES.stance, ["1", "2", "3", "4"]);
-const RELIABLE = withKeys(RULES.reliable, ["r", "R"]);
-const DECIDED = withKeys(RULES.decided, ["d", "D"]);
-const FACTUALITY = withKeys(RULES.factuality, ["t", "f", "u"]);
-const NEEDS_EDIT = withKeys(RULES.needs_edit, ["Y", "N", "U"]);
+const {choiceKeys, keyOf} = pageKeys("factcheck/2");  // keys.js
+const STANCES = withKeys(RULES.stance, choiceKeys("stances[]"));
+const RELIABLE = withKeys(RULES.reliable, choiceKeys("reliable[]"));
+const DECIDED = withKeys(RULES.decided, choiceKeys("decided"));
+const FACTUALITY = withKeys(RULES.factuality, choiceKeys("factuality"));
+const NEEDS_EDIT = withKeys(RULES.needs_edit, choiceKeys("needs_edit"));
 // The annotator's own evidence: the same reliability keys as a passage, and a / ⇧A for "sufficient alone".
-const MANUAL_RELIABLE = withKeys(RULES.manual_reliable, ["r", "R"]);
-const SUFFICIENT = withKeys(RULES.sufficient, ["a", "A"]);
+const MANUAL_RELIABLE = withKeys(RULES.manual_reliable, choiceKeys("manual_evidence[].reliable"));
+const SUFFICIENT = withKeys(RULES.sufficient, choiceKeys("manual_evidence[].sufficient"));
 // Factuality follows the edit decision in every released claim (server rule 6): one sets the other.
 const FACTUALITY_FOR_EDIT = pageState.rules.factuality_for_edit;
 const COMPLETENESS = pageState.rules.completeness;
@@ -38,11 +39,11 @@ const KEY_LEGEND = [
   ["] / [", "next / previous claim"],
   ["j / ↓, k / ↑", "next / previous passage (then your own evidence)"],
   legendLine(STANCES, "stance of the passage"),
-  ["r / ⇧R", "the passage's (or your evidence's) source is reliable / not reliable"],
-  ["a / ⇧A", "your evidence is sufficient alone: yes / no"],
+  [keyOf("reliable[]"), "the passage's (or your evidence's) source is reliable / not reliable"],
+  [keyOf("manual_evidence[].sufficient"), "your evidence is sufficient alone: yes / no"],
   ["g", "the correction uses this passage or evidence (or not)"],
   legendLine(DECIDED, "the evidence decides the claim"),
-  ["t / f / u", "the claim is true / false / unknown"],
+  [keyOf("factuality"), "the claim is true / false / unknown"],
   legendLine(NEEDS_EDIT, "needs an edit"),
   ["s", "search for evidence"],
   ["m", "add evidence by hand (paste text and URL)"],

@@ -4,9 +4,11 @@
  * and every change goes through changed(page, index), the page's one save hook.
  */
 import * as common from "./common.js";
-import {el} from "./common.js";
+import {el, withKeys} from "./common.js";
 import {pageSaver} from "./save.js";
 import {endPage, submitAndContinue} from "./ending.js";
+import {entryRules, lacking} from "./completeness.js";
+import {pageKeys, showLegendKeys} from "./keys.js";
 import {badLink, findSegment, readableField, segmentOf} from "./felm_model.js";
 
 /*
@@ -48,16 +50,16 @@ function revealInSource(span) {
 /* A segment without text (released files have some): nothing to decide, never required. */
 const isEmpty = (page, index) => !String(page.state.content.segments[index] ?? "").trim();
 
-/* What a segment still lacks before a submit, e.g. ["error type", "reason"]. */
-function missing(page, index) {
-  if (isEmpty(page, index)) return [];
-  const segment = page.segments[index];
-  const problem = badLink(page.draftRefs[index]);
-  if (problem) return [problem];
-  if (segment.label === null) return ["label"];
-  if (segment.label !== false) return [];
-  return Object.entries(page.requiredForError).filter(([name]) => !String(segment[name] ?? "").trim()).map(([, what]) => what);
+/* What a segment still lacks before a submit: [{field, name}], e.g. error type and reason. By
+ * the kind's completeness rules (state.rules.completeness), "$text" reading the segment's text;
+ * a link typed in its box and not a link comes first. */
+function lacks(page, index) {
+  const problem = isEmpty(page, index) ? null : badLink(page.draftRefs[index]);
+  if (problem) return [{field: "refs", name: problem}];
+  return lacking(page.segmentRules, page.segments[index], {text: page.state.content.segments[index]});
 }
+
+const missing = (page, index) => lacks(page, index).map((lack) => lack.name);
 
 /* The one path of every change: redraw the segment (unless typed in place), the counts, and save. */
 function changed(page, index, {rerender = true} = {}) {
@@ -101,17 +103,17 @@ function fitFoot(page) {
 
 /* After a refused submit: the segments not done, listed above the list (shrinking as they get done). */
 function listIncomplete(page) {
-  const lacking = page.segments.map((_, i) => [i, missing(page, i)]).filter(([, what]) => what.length);
-  if (!lacking.length) page.listingIncomplete = false;
-  renderErrors(page, lacking.map(([i, what]) => ({field: `segments[${i}]`,
+  const notDone = page.segments.map((_, i) => [i, missing(page, i)]).filter(([, what]) => what.length);
+  if (!notDone.length) page.listingIncomplete = false;
+  renderErrors(page, notDone.map(([i, what]) => ({field: `segments[${i}]`,
     message: `${what.join(" and ")} ${what.length > 1 ? "are" : "is"} missing`})));
   // Above the list, not in the save status, which the next autosave overwrites.
-  if (lacking.length) {
+  if (notDone.length) {
     page.parts.errorsEl.prepend(el("li", {className: "summary"},
-      `${page.consolidation ? "Gold record not saved" : "Not submitted"}: ${lacking.length} segment${lacking.length === 1 ? " is" : "s are"} not done.`));
+      `${page.consolidation ? "Gold record not saved" : "Not submitted"}: ${notDone.length} segment${notDone.length === 1 ? " is" : "s are"} not done.`));
     fitFoot(page);
   }
-  return lacking;
+  return notDone;
 }
 
 function renderCompleteness(page) {
@@ -135,8 +137,8 @@ function select(page, index) {
 function goTo(page, index) {
   select(page, index);
   const node = page.list.children[index];
-  const what = missing(page, index)[0];
-  const target = {label: ".label-correct", "error type": ".error-type", reason: ".comment"}[what];
+  const what = lacks(page, index)[0]?.field;
+  const target = {label: ".label-correct", error_type: ".error-type", comment: ".comment"}[what];
   (target && node.querySelector(target) || node.querySelector("button"))?.focus();
 }
 
@@ -251,7 +253,7 @@ function renderSegment(page, index) {
     return;
   }
   const segment = page.segments[index];
-  const {labelText, errorTypes} = page;
+  const {labelText, labelKey, errorTypes} = page;
   const field = (name) => (page.disagreed.has(`segments[${index}].${name}`) ? "disagree" : "");
   const readOnly = page.state.read_only;
   // Unfolded when asked for, or when hiding it would hide something: text, a required
@@ -268,13 +270,13 @@ function renderSegment(page, index) {
     el("div", {className: "segment-controls"},
       el("div", {className: `choice ${field("label")}`},
         el("button", {type: "button", className: "label-correct", "aria-pressed": segment.label === true ? "true" : "false", disabled: readOnly,
-          onclick: () => change(page, index, {label: true})}, `${labelText.get(true)} `, el("kbd", {}, "c")),
+          onclick: () => change(page, index, {label: true})}, `${labelText.get(true)} `, el("kbd", {}, labelKey.get(true))),
         el("button", {type: "button", className: "label-error", "aria-pressed": segment.label === false ? "true" : "false", disabled: readOnly,
-          onclick: () => change(page, index, {label: false})}, `${labelText.get(false)} `, el("kbd", {}, "x"))),
+          onclick: () => change(page, index, {label: false})}, `${labelText.get(false)} `, el("kbd", {}, labelKey.get(false)))),
       segment.label === false ? el("label", {className: `error-type-field ${field("error_type")}`}, "Error type ",
         el("select", {className: "error-type", disabled: readOnly, onchange: (e) => change(page, index, {error_type: e.target.value || null})},
-          el("option", {value: ""}, `— choose (1–${errorTypes.length}) —`),
-          errorTypes.map(([value, text], i) => el("option", {value, selected: segment.error_type === value}, `${i + 1}. ${text}`)))) : null,
+          el("option", {value: ""}, `— choose (${errorTypes[0][2]}–${errorTypes.at(-1)[2]}) —`),
+          errorTypes.map(([value, text, key]) => el("option", {value, selected: segment.error_type === value}, `${key}. ${text}`)))) : null,
       noteOpen || readOnly ? null : folded("note", "Add a note", "r"),
       refsOpen || readOnly ? null : folded("refs", "Add a link", "l"),
       hint(page, index)),
@@ -298,9 +300,9 @@ async function submit(page) {
   page.segments.forEach((_, i) => { if (takeDraftRef(page, i, {report: false}) === true) { added = true; renderSegment(page, i); } });
   if (added) changed(page, null);
   page.listingIncomplete = true;
-  const lacking = listIncomplete(page);
-  if (lacking.length) {
-    select(page, lacking[0][0]);
+  const notDone = listIncomplete(page);
+  if (notDone.length) {
+    select(page, notDone[0][0]);
     return;
   }
   await submitAndContinue(page.saver, page.parts.submitButton, page.state.next_url);
@@ -310,23 +312,22 @@ function onKey(page, event) {
   if (page.state.read_only || event.ctrlKey || event.metaKey || event.altKey) return;
   const here = page.current;
   const actions = {
-    c: () => isEmpty(page, here) || change(page, here, {label: true}),
-    x: () => isEmpty(page, here) || change(page, here, {label: false}),
     j: () => select(page, here + 1), ArrowDown: () => select(page, here + 1),
     k: () => select(page, here - 1), ArrowUp: () => select(page, here - 1),
     r: () => unfold(page, here, "note"),
     l: () => unfold(page, here, "refs"),
   };
+  for (const [label, key] of page.labelKey) actions[key] = () => isEmpty(page, here) || change(page, here, {label});
   if (page.consolidation) {
     // Shift+A, Shift+B: take that annotator's whole answer for the segment
     page.state.annotations.forEach((annotation) => {
       actions[annotation.slot] = () => change(page, here, structuredClone(annotation.payload.segments[here]));
     });
   }
-  const typeIndex = Number(event.key) - 1;
-  if (/^[1-9]$/.test(event.key) && page.errorTypes[typeIndex] && page.segments[here].label === false) {
+  const typed = page.errorTypes.find(([, , key]) => key === event.key);
+  if (typed && page.segments[here].label === false) {
     event.preventDefault();
-    change(page, here, {error_type: page.errorTypes[typeIndex][0]});
+    change(page, here, {error_type: typed[0]});
     return;
   }
   if (actions[event.key]) { event.preventDefault(); actions[event.key](); }
@@ -334,12 +335,17 @@ function onKey(page, event) {
 
 /* The page's state, in one object: the answers, what is unfolded or typed, what the page shows. */
 function pageModel(state, consolidation) {
-  // The label lists and what an error needs come from the kind (annotation/kinds/page_rules.py).
-  const {choices: {label: labels, error_type: errorTypes}, required_for_error: requiredForError} = state.rules;
+  // The label lists and what a segment needs come from the kind (annotation/kinds/page_rules.py),
+  // their keys from keys.js.
+  const {choiceKeys} = pageKeys("felm/1");
+  const labels = withKeys(state.rules.choices.label, choiceKeys("segments[].label"));
+  const errorTypes = withKeys(state.rules.choices.error_type, choiceKeys("segments[].error_type"));
+  const {completeness} = state.rules;
   const segments = state.payload.segments.map((s) => ({label: null, error_type: null, comment: "", refs: [], ...s}));
   return {
-    state, consolidation, segments, errorTypes, requiredForError,
+    state, consolidation, segments, errorTypes, segmentRules: entryRules(completeness, "segments"),
     typeLabel: Object.fromEntries(errorTypes), labelText: new Map(labels),
+    labelKey: new Map(labels.map(([value, , key]) => [value, key])),
     disagreed: new Set(state.disagreed || []),
     list: document.getElementById("segments"), parts: common.pageParts(),
     current: 0,
@@ -365,6 +371,7 @@ function start(state, options = {}) {
   // A consolidator starts at the first disagreement, an annotator at the top.
   select(page, common.firstDisagreement(page.disagreed, "segments"));
   renderCompleteness(page);
+  showLegendKeys("felm/1");
   endPage({state, parts: page.parts, submit: () => submit(page), onKey: (event) => onKey(page, event)});
 }
 

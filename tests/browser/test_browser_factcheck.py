@@ -176,7 +176,7 @@ def alice_annotates(page):
     keyboard.press("Control+Enter")
     expect_current(page, 2)
     expect(page.locator("#errors")).to_contain_text(
-        "Sentence 3: still to do: importance; checkworthiness; claim 1 category, importance"
+        "Sentence 3: still to do: importance; checkworthiness; claim 1: category, importance"
     )
     expect(page.locator("#editor .fc-missing")).to_contain_text("Still to do: importance")
     keyboard.press("3")

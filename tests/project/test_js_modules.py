@@ -123,17 +123,96 @@ def test_no_completeness_rule_is_written_into_a_script():
         written = {name for name in names if re.search(r"[\"'`]" + re.escape(name) + r"[\"'`]", text)}
         assert not written, f"{script.name} writes the requirements {sorted(written)}: they come from state.rules"
     assert (REPO / "static" / "js" / "completeness.js").exists()
-    for kind, stage in (("factcheck", 2), ("factcheck", 3), ("dfactscore", 1)):
+    for kind, stage in (("felm", 1), ("factcheck", 1), ("factcheck", 2), ("factcheck", 3), ("dfactscore", 1)):
         assert page_rules(kind, stage)["completeness"], (kind, stage)
 
 
-def test_every_required_field_has_a_key():
+def required_field_keys() -> dict:
     text = script_text(REPO / "static" / "js" / "keys.js")
-    keys = json.loads(re.search(r"^export const REQUIRED_FIELD_KEYS = (\{.*?^\});$", text, re.M | re.S).group(1))
+    return json.loads(re.search(r"^export const REQUIRED_FIELD_KEYS = (\{.*?^\});$", text, re.M | re.S).group(1))
+
+
+def test_every_required_field_has_a_key():
+    keys = required_field_keys()
     with_rules = {
         f"{kind}/{stage}": rules["completeness"] for (kind, stage), rules in RULES.items() if "completeness" in rules
     }
+    # every annotation page checks its answers by the kind's rules before a submit
+    assert set(with_rules) == {f"{kind.key}/{stage}" for kind in KINDS.values() for stage in kind.annotatable_stages}
     assert set(keys) == set(with_rules)
     for page, rules in with_rules.items():
         assert set(keys[page]) == rule_paths(rules), page
         assert all(keys[page].values()), page
+
+
+# The label lists (state.rules.choices) whose entries a required field's keys pick, one key each.
+KEYED_CHOICES = {
+    "felm/1": {"segments[].label": ("label",), "segments[].error_type": ("error_type",)},
+    "factcheck/1": {
+        "sentences[].importance": ("importance",),
+        "sentences[].checkworthy": ("checkworthy", "checkworthy_more"),
+        "sentences[].claims[].category": ("category",),
+        "sentences[].claims[].importance": ("claim_importance",),
+    },
+    "factcheck/2": {
+        "stances[]": ("stance",),
+        "reliable[]": ("reliable",),
+        "decided": ("decided",),
+        "factuality": ("factuality",),
+        "needs_edit": ("needs_edit",),
+        "manual_evidence[].reliable": ("manual_reliable",),
+        "manual_evidence[].sufficient": ("sufficient",),
+    },
+    "dfactscore/1": {"facts[].label": ("label",), "facts[].any_page": ("any_page",)},
+}
+
+
+def test_the_keys_of_a_label_list_are_one_per_label():
+    """A required field answered from a label list has one key per label, in keys.js only."""
+    keys = required_field_keys()
+    listed = {
+        page: {path: value for path, value in fields.items() if isinstance(value, list)}
+        for page, fields in keys.items()
+    }
+    assert {page: set(fields) for page, fields in listed.items() if fields} == {
+        page: set(fields) for page, fields in KEYED_CHOICES.items()
+    }
+    for page, fields in KEYED_CHOICES.items():
+        kind, stage = page.split("/")
+        choices = page_rules(kind, int(stage))["choices"]
+        for path, names in fields.items():
+            labels = [value for name in names for value, _ in choices[name]]
+            assert len(listed[page][path]) == len(labels), (page, path)
+            assert len(set(listed[page][path])) == len(labels), (page, path, "a key twice")
+
+
+def written_key_lists(text: str) -> list[str]:
+    """Lists of one-character strings in a script (["s", "n", "i"]): a label list's keys."""
+    return re.findall(r"\[\s*[\"'][^\"']{1}[\"'](?:\s*,\s*[\"'][^\"']{1}[\"'])+\s*\]", text)
+
+
+def test_no_page_script_writes_its_own_keys_for_a_label_list():
+    """The keys a page binds to a label list and the keys its hints and legend name are the
+    same list, in keys.js: a second copy in a page script could differ from it."""
+    assert written_key_lists('const KEYS = {label: ["s", "n", "i"], any_page: ["a", "A"]};') == [
+        '["s", "n", "i"]',
+        '["a", "A"]',
+    ]
+    # nor as the text the legends and hints show ("r / ⇧R"); the templates' key legends take
+    # them from keys.js too (<dt data-keys="facts[].label">)
+    shown = {
+        " / ".join(f"⇧{key}" if key.isupper() else key for key in value)
+        for fields in required_field_keys().values()
+        for value in fields.values()
+        if isinstance(value, list)
+    }
+    assert {"s / n / i", "r / ⇧R", "c / x"} <= shown
+    for script in SCRIPTS:
+        if script.name != "keys.js":
+            text = re.sub(r"/\*.*?\*/|^\s*//.*$", "", script_text(script), flags=re.S | re.M)  # code only
+            assert not written_key_lists(text), f"{script.name} writes a list of keys: use keys.js"
+            written = {keys for keys in shown if re.search(r"[\"'`]" + re.escape(keys) + r"[\"'`]", text)}
+            assert not written, f"{script.name} writes the keys {sorted(written)}: use keys.js"
+    for template in TEMPLATES:
+        written = set(re.findall(r"<dt>([^<]+)</dt>", template.read_text(encoding="utf-8"))) & shown
+        assert not written, f"{template.name} writes the keys {sorted(written)}: <dt data-keys=…> shows them"

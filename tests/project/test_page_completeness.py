@@ -52,6 +52,26 @@ STEP2_DRAFTS = [
     },
     {"claims": [answer([CS, CS], reliable=[True, True], decided="no")]},
 ]
+FELM_CONTENT = {"segments": ["One.", "Two.", " "]}
+FELM_DRAFTS = [
+    KINDS["felm"].empty_payload(1, FELM_CONTENT, None),
+    {"segments": [{"label": False, "error_type": None, "comment": " ", "refs": []}, {"label": True}, {"label": None}]},
+]
+STEP1_CONTENT = {"sentences": ["One.", "Two."]}
+STEP1_DRAFTS = [
+    {
+        "sentences": [
+            {"decontext": " ", "importance": None, "checkworthy": None, "claims": []},
+            {
+                "decontext": "Two.",
+                "importance": "yes",
+                "checkworthy": "yes",
+                "claims": [{"text": "", "category": None}],
+            },
+        ]
+    },
+    {"sentences": [{"decontext": "One.", "claims": [{"text": "x", "category": "factual", "importance": None}]}] * 2},
+]
 STEP3_CONTENT = {"sentences": [{"text": "One."}, {"text": "Two."}]}
 DFS_CONTENT = {
     "facts": [{"text": "A."}, {"text": "B."}],
@@ -71,6 +91,8 @@ DFS_DRAFTS = [
 @pytest.mark.parametrize(
     ("kind", "stage", "item_content", "drafts"),
     [
+        ("felm", 1, FELM_CONTENT, FELM_DRAFTS),
+        ("factcheck", 1, STEP1_CONTENT, STEP1_DRAFTS),
         ("factcheck", 2, STEP2_CONTENT, STEP2_DRAFTS),
         ("factcheck", 3, STEP3_CONTENT, [{"sentences": [{"revised": None}, {"revised": ""}], "response": None}]),
         ("dfactscore", 1, DFS_CONTENT, DFS_DRAFTS),
