@@ -58,6 +58,21 @@ export function incomplete(lacking, unitName, path) {
     + (others ? ` (and ${others} more ${unitName}${others === 1 ? "" : "s"} not done)` : "")}};
 }
 
+/* The completeness line ("2/3 claims done") and whether the submit button is ready. */
+export function showProgress(parts, {done, total, unit, readOnly}) {
+  parts.completenessEl.textContent = `${done}/${total} ${unit}s done`;
+  if (readOnly) return;
+  const ready = done === total;
+  parts.submitButton.setAttribute("aria-disabled", ready ? "false" : "true");
+  parts.submitButton.title = ready ? "Ctrl+Enter" : `Every ${unit} must be done first (Ctrl+Enter shows what is missing)`;
+}
+
+/* What the current unit still lacks, under its editor: "Still to do: …", or that it is done. */
+export function showLacks(node, lacks, unit) {
+  node.classList.toggle("done", !lacks.length);
+  node.replaceChildren(lacks.length ? `Still to do: ${lacks.join("; ")}` : `This ${unit} is done.`);
+}
+
 /* What a consolidation page is handed about the annotators' answers (empty on an annotator's). */
 export function theirAnswers(state) {
   return {disagreed: new Set(state.disagreed || []), annotations: state.annotations || [], alignment: state.alignment || []};

@@ -78,6 +78,11 @@ export function leaves(lacks) {
   return lacks.flatMap((lack) => (lack.lacks ? leaves(lack.lacks) : [lack]));
 }
 
+/* What ``unit`` lacks, in words (describe(lacking(…))): ["importance", "claim 1: text, category"]. */
+export function lacksInWords(rules, unit, context = {}) {
+  return describe(lacking(rules, unit, context));
+}
+
 /* The lacks in words: "stance of passage 1, 3", "your evidence 1: text, reliable", "factuality". */
 export function describe(lacks) {
   const out = [];

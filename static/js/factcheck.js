@@ -14,7 +14,7 @@ import {classes, el, labelOf, suggested, theirBox, withKeys} from "./common.js";
 import {pageSaver} from "./save.js";
 import {endPage, submitAndContinue} from "./ending.js";
 import {legendLine, pageKeys} from "./keys.js";
-import {describe, entryRules, lacking} from "./completeness.js";
+import {entryRules, lacksInWords} from "./completeness.js";
 import {autosize, blankClaim, blankSentence, clone, linkClaimsToRows, normalise, readablePath, theirClaim} from "./factcheck_model.js";
 
 // The page state, with the kind's label lists (state.rules, annotation/kinds/page_rules.py);
@@ -31,7 +31,7 @@ const CLAIM_IMPORTANCE = withKeys(RULES.claim_importance, choiceKeys("sentences[
 // What a sentence still lacks before a submit, in words, by the kind's completeness rules
 // (state.rules.completeness): ["importance", "claim 1: text, category"].
 const SENTENCE_RULES = entryRules(pageState.rules.completeness, "sentences");
-const missing = (sentence) => describe(lacking(SENTENCE_RULES, sentence));
+const missing = (sentence) => lacksInWords(SENTENCE_RULES, sentence);
 
 const KEY_LEGEND = [
   legendLine(SENTENCE_IMPORTANCE, "sentence importance"),
@@ -259,20 +259,13 @@ function renderList(page) {
 
 function renderCompleteness(page) {
   const done = page.sentences.filter((s) => !missing(s).length).length;
-  page.completenessEl.textContent = `${done}/${page.sentences.length} sentences done`;
-  const ready = done === page.sentences.length;
-  if (!page.readOnly) {
-    page.submitButton.setAttribute("aria-disabled", ready ? "false" : "true");
-    page.submitButton.title = ready ? "Ctrl+Enter" : "Every sentence must be done first (Ctrl+Enter shows what is missing)";
-  }
+  common.showProgress(page.parts, {done, total: page.sentences.length, unit: "sentence", readOnly: page.readOnly});
   const missingEl = page.editorEl.querySelector(".fc-missing");
   if (missingEl) renderMissing(page, missingEl);
 }
 
 function renderMissing(page, node) {
-  const lacks = missing(page.sentences[page.current]);
-  node.classList.toggle("done", !lacks.length);
-  node.replaceChildren(lacks.length ? `Still to do: ${lacks.join("; ")}` : "This sentence is done.");
+  common.showLacks(node, missing(page.sentences[page.current]), "sentence");
 }
 
 function renderErrors(page) {

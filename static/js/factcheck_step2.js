@@ -13,9 +13,10 @@ import {classes, el, isHttpUrl, labelOf, suggested, theirBox, withKeys} from "./
 import {pageSaver} from "./save.js";
 import {endPage, submitAndContinue} from "./ending.js";
 import {legendLine, pageKeys} from "./keys.js";
+import {lacksInWords} from "./completeness.js";
 import * as WordDiff from "./diff.js";
 import {searchEvidence, searchResults} from "./evidence_search.js";
-import {MANUAL, USES_IT, blankClaim, blankManual, missing, normalise, plural, readablePath, usedInRows, usedLabel, usedWithoutManual} from "./factcheck_step2_model.js";
+import {MANUAL, USES_IT, blankClaim, blankManual, normalise, plural, readablePath, usedInRows, usedLabel, usedWithoutManual} from "./factcheck_step2_model.js";
 
 // The page state, with the kind's label lists (state.rules, annotation/kinds/page_rules.py);
 // the page adds a key to each entry, in list order.
@@ -236,7 +237,7 @@ function renderList(page, listEl) {
   const {claims, answers, current, previous} = page;
   const byPosition = new Map(claims.map((c, i) => [`${c.sentence}/${c.claim}`, i]));
   const claimButton = (i) => {
-    const done = !missing(COMPLETENESS, answers[i]).length;
+    const done = !lacksInWords(COMPLETENESS, answers[i]).length;
     const disputes = page.consolidation ? [...page.disagreed].filter((p) => p.startsWith(`claims[${i}].`) || p.startsWith(`claims[${i}]`)).length : 0;
     return el("li", {className: classes("fc2-claim-item", done ? "done" : "todo", i === current && "current",
       errorsAt(page, `claims[${i}]`).length && "invalid")},
@@ -270,23 +271,15 @@ function renderList(page, listEl) {
 }
 
 function updateCompleteness(page) {
-  const {completenessEl, submitButton, editorEl} = page.parts;
-  const done = page.answers.filter((answer) => !missing(COMPLETENESS, answer).length).length;
-  completenessEl.textContent = `${done}/${page.claims.length} claims done`;
-  if (!page.readOnly) {
-    const ready = done === page.claims.length;
-    submitButton.setAttribute("aria-disabled", ready ? "false" : "true");
-    submitButton.title = ready ? "Ctrl+Enter" : "Every claim must be done first (Ctrl+Enter shows what is missing)";
-  }
-  const node = editorEl.querySelector(".fc-missing");
+  const done = page.answers.filter((answer) => !lacksInWords(COMPLETENESS, answer).length).length;
+  common.showProgress(page.parts, {done, total: page.claims.length, unit: "claim", readOnly: page.readOnly});
+  const node = page.parts.editorEl.querySelector(".fc-missing");
   if (node) fillMissing(page, node);
 }
 
 function fillMissing(page, node) {
   if (!page.claims.length) return;
-  const lacks = missing(COMPLETENESS, page.answers[page.current]);
-  node.classList.toggle("done", !lacks.length);
-  node.replaceChildren(lacks.length ? `Still to do: ${lacks.join("; ")}` : "This claim is done.");
+  common.showLacks(node, lacksInWords(COMPLETENESS, page.answers[page.current]), "claim");
 }
 
 function renderErrors(page, errorsEl) {
@@ -507,7 +500,7 @@ function render(page) {
 
 async function submit(page) {
   if (page.readOnly) return;
-  const todo = common.incomplete(page.answers.map((answer) => missing(COMPLETENESS, answer)), "claim", "claims");
+  const todo = common.incomplete(page.answers.map((answer) => lacksInWords(COMPLETENESS, answer)), "claim", "claims");
   if (todo) {
     select(page, todo.index);
     page.errors = [todo.error];

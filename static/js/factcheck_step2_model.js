@@ -1,6 +1,5 @@
 /* Factcheck-Bench step 2's claim answers as plain data: blank answers, readable field paths,
- * what a claim still lacks (factcheck_step2.js draws the page). */
-import {describe, lacking} from "./completeness.js";
+ * the evidence rows a consolidation renumbers (factcheck_step2.js draws the page). */
 
 export const MANUAL = "manual:";
 // The box an annotator ticks on evidence their correction uses (its text, and what a hint names).
@@ -60,10 +59,4 @@ export function usedInRows(used, rows, annotationIndex) {
     const row = rows.findIndex((r) => r[annotationIndex] === own);
     return row >= 0 ? `${MANUAL}${row}` : value;
   });
-}
-
-/* What a claim still lacks before it can be submitted, in words, by the kind's completeness
- * rules (state.rules.completeness: the server's). */
-export function missing(rules, answer) {
-  return describe(lacking(rules, answer));
 }

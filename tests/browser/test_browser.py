@@ -135,6 +135,8 @@ def test_felm_campaign_in_the_browser(browser, live_server, users, felm_project,
     expect(alice.locator("#segments > li.segment")).to_have_count(3)
     expect(alice.locator("#segments .segment-text")).to_have_text(ITEM_SEGMENTS)
     expect(alice.locator("#completeness")).to_have_text("0/3 segments complete")
+    # The legend names the keys the page binds (keys.js, the one list of them).
+    expect(alice.locator(".keys dt[data-keys]")).to_have_text(["c / x", "1 / 2 / 3 / 4"])
     assert alice.locator(".comparison").count() == 0  # blind: nobody else's work on the page
 
     alice_labels = [(True, None, ""), (False, 1, REASON_DATE), (False, 2, REASON_ALICE)]

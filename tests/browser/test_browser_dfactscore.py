@@ -34,6 +34,8 @@ def annotate(page, *, birth_year_individual: str, drag: bool):
 
     keyboard = page.keyboard
     expect(page.locator("#dfs-facts > li")).to_have_count(4)
+    # The legend names the keys the page binds (keys.js, the one list of them).
+    expect(page.locator(".keys dt[data-keys]")).to_have_text(["s / n / i", "a / ⇧A"])
     # Suggestions are shown, never selected.
     expect(page.locator("#completeness")).to_have_text(
         re.compile(r"^0/4 facts done · 0/0 individuals linked · still required: ")
