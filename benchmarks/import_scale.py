@@ -46,6 +46,7 @@ from harness import (  # noqa: E402
     load_average,
     reset_peak_rss,
     start_process,
+    start_worker,
     status_kib,
     stop_processes,
 )
@@ -124,27 +125,7 @@ class Processes:
             self.tmp / "gunicorn.log",
             self.env,
         )
-        self.worker = start_process(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "--pool=solo",
-                "--loglevel=WARNING",
-                "-Q",
-                self.env["CELERY_TASK_DEFAULT_QUEUE"],
-                "--hostname",
-                f"bench-{uuid.uuid4().hex[:6]}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            self.tmp / "worker.log",
-            self.env,
-        )
+        self.worker, _ = start_worker(self.env, self.tmp / "worker.log")  # returns once it answers a ping
         return self
 
     def web_workers_pids(self) -> list[int]:
@@ -398,7 +379,6 @@ def main() -> None:
 
         with Processes(env, tmp, args.web_workers) as processes:
             wait_until_serving(processes, token, projects[0])
-            time.sleep(3)  # let the Celery worker connect to the broker
             report(
                 f"1. {args.items} small FELM lines",
                 run_import(processes, token, projects[0], small),
