@@ -24,6 +24,7 @@ import csv
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,11 +32,13 @@ import tempfile
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness import (  # noqa: E402
     REPO_ROOT,
+    CpuSampler,
     bench_environment,
     create_database,
     django_setup,
@@ -44,15 +47,18 @@ from harness import (  # noqa: E402
     gunicorn_command,
     load_average,
     migrate,
+    pids_matching,
     print_table,
     start_process,
+    start_worker,
     stop_processes,
+    tree_pids,
     tree_rss_mib,
     wait_until_answers,
 )
 
 
-def set_up(tmp: Path, items: int) -> dict:
+def set_up(tmp: Path, args) -> dict:
     django_setup()
     from django.conf import settings
     from django.contrib.auth import get_user_model
@@ -88,7 +94,10 @@ def set_up(tmp: Path, items: int) -> dict:
             entry["session"] = session.session_key
         return user, entry
 
-    annotators = [person(f"annotator-{n}") for n in range(50)]
+    items, step2 = args.items, args.step2_items > 0
+    everyone = [person(f"annotator-{n}") for n in range(50)]
+    # with --step2-items the last --step2-annotators of the 50 work on step 2, the others on FELM
+    annotators = everyone[: 50 - args.step2_annotators] if step2 else everyone
     consolidators = [person(f"consolidator-{n}") for n in range(5)]
     admins = [person(f"admin-{n}", staff=True) for n in range(2)]
     researchers = [person(f"researcher-{n}", staff=True) for n in range(2)]
@@ -134,8 +143,29 @@ def set_up(tmp: Path, items: int) -> dict:
     generate_felm_jsonl(tmp / "import.jsonl", 10_000, seed=11)
     from django.db import connections
 
+    extra = {}
+    if step2:
+        from campaign_step2 import set_up_step2
+
+        retriever = person("retriever-0", staff=True)
+        step2_setup = set_up_step2(
+            tmp,
+            args.step2_items,
+            args.corpus_passages,
+            admins[0][0],
+            [user for user, _ in everyone[len(annotators) :]],
+            retriever[0],
+        )
+        extra = {
+            **step2_setup["config"],
+            "step2_annotators": [e for _, e in everyone[len(annotators) :]],
+            "retrievers": [retriever[1]],
+            "step2_timings": step2_setup["timings"],
+            "corpus_passages": step2_setup["corpus_passages"],
+        }
     connections.close_all()
     return {
+        **extra,
         "felm_project": felm.id,
         "factcheck_project": factcheck.id,
         "import_project": target.id,
@@ -151,6 +181,31 @@ def set_up(tmp: Path, items: int) -> dict:
     }
 
 
+def postgres_pids(db: str, ours: bool = True) -> list[int]:
+    """The PostgreSQL server's processes (their titles start "postgres: "; the postmaster runs
+    .../bin/postgres): the backends of database ``db``, or (``ours=False``) all the others."""
+    pids = []
+    for pid in pids_matching("postgres"):
+        try:
+            title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if title.startswith("postgres: ") or title.split(" ", 1)[0].endswith("/bin/postgres"):
+            if (f" {db} " in title) == ours:
+                pids.append(pid)
+    return pids
+
+
+def queued_tasks(redis_url: str, queue: str) -> int | str:
+    """Messages waiting in the worker's queue (Redis list named after the queue)."""
+    try:
+        import redis
+
+        return redis.Redis.from_url(redis_url).llen(queue)
+    except Exception as exc:  # noqa: BLE001 - a report line, not a failure
+        return f"unknown ({type(exc).__name__})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=2000, help="FELM items of the campaign (default 2000)")
@@ -158,6 +213,15 @@ def main() -> None:
     parser.add_argument("--web-workers", type=int, default=4)
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/5")
     parser.add_argument("--db", default="workbench_bench_campaign")
+    parser.add_argument(
+        "--step2-items",
+        type=int,
+        default=0,
+        help="add a Factcheck-Bench project of this many items in step 2, with a corpus, worked on by "
+        "--step2-annotators of the 50 annotators while the worker retrieves evidence (default 0: none)",
+    )
+    parser.add_argument("--step2-annotators", type=int, default=10)
+    parser.add_argument("--corpus-passages", type=int, default=2000, help="passages of the step-2 corpus")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
@@ -170,6 +234,10 @@ def main() -> None:
         "CELERY_BROKER_URL": args.redis,
         "CELERY_TASK_DEFAULT_QUEUE": queue,
         "INTERACTIVE_QUEUE": queue,
+        "EMBEDDING_QUEUE": queue,
+        "HF_HUB_OFFLINE": "1",  # the model comes from its package; nothing leaves the machine
+        "WEB_SEARCH_URL": "",
+        "LLM_BASE_URL": "",
     }  # the interactive tasks too: one queue, served by the worker started here
     os.environ.update({k: v for k, v in env.items() if k != "CELERY_BROKER_URL"})  # set-up runs tasks in-process
     create_database(args.db)
@@ -177,12 +245,14 @@ def main() -> None:
     peaks = {"web": 0.0, "worker": 0.0}
     try:
         started = time.perf_counter()
-        config = set_up(tmp, args.items)
+        config = set_up(tmp, args)
         (tmp / "config.json").write_text(json.dumps(config))
         print(
             f"set-up {time.perf_counter() - started:.0f} s: FELM {args.items} items ({config['submitted']} submissions, "
             f"consolidations open), Factcheck-Bench 200 items with gold; load average {load_average():.1f}"
         )
+        for name, (wall, cpu) in config.get("step2_timings", {}).items():
+            print(f"  step 2 set-up: {name}: {wall:.1f} s wall, {cpu:.1f} s CPU of this process")
         port = free_port()
         bin_dir = Path(sys.executable).parent
         web = start_process(
@@ -190,27 +260,7 @@ def main() -> None:
             tmp / "gunicorn.log",
             env,
         )
-        worker = start_process(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "--pool=solo",
-                "--loglevel=WARNING",
-                "-Q",
-                queue,
-                "--hostname",
-                f"{queue}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            tmp / "worker.log",
-            env,
-        )
+        worker, _ = start_worker(env, tmp / "worker.log", name=queue)  # returns once it answers a ping
         # every worker booted and answering: the clock starts on a running server
         wait_until_answers(port, web, tmp / "gunicorn.log", answers=args.web_workers * 3, timeout=180)
         time.sleep(1)
@@ -224,38 +274,56 @@ def main() -> None:
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        users = 59
-        locust = subprocess.run(
-            [
-                str(bin_dir / "locust"),
-                "-f",
-                str(REPO_ROOT / "benchmarks" / "campaign_locust.py"),
-                "--headless",
-                "-u",
-                str(users),
-                "-r",
-                "20",
-                "--run-time",
-                args.run_time,
-                "--host",
-                f"http://127.0.0.1:{port}",
-                "--csv",
-                str(tmp / "campaign"),
-                "--only-summary",
-                "--stop-timeout",
-                "30",
-                "--loglevel",
-                "WARNING",
-            ],
-            cwd=REPO_ROOT,
-            env={**os.environ, "CAMPAIGN_CONFIG": str(tmp / "config.json")},
-            capture_output=True,
-            text=True,
+        users = 59 + len(config.get("retrievers", []))
+        cpu = CpuSampler(
+            {
+                "locust": lambda: tree_pids(locust_pid[0]) if locust_pid else [],
+                f"gunicorn (master + {args.web_workers} workers)": lambda: tree_pids(web.pid),
+                "Celery worker": lambda: tree_pids(worker.pid),
+                f"PostgreSQL backends of {args.db}": lambda: postgres_pids(args.db),
+                "PostgreSQL, the rest (other databases' backends, WAL writer, checkpointer…)": lambda: postgres_pids(
+                    args.db, ours=False
+                ),
+                "this driver (RSS sampler)": lambda: [os.getpid()],
+            }
         )
+        locust_pid: list[int] = []
+        run_started = datetime.now(UTC)
+        with cpu:
+            locust = subprocess.Popen(
+                [
+                    str(bin_dir / "locust"),
+                    "-f",
+                    str(REPO_ROOT / "benchmarks" / "campaign_locust.py"),
+                    "--headless",
+                    "-u",
+                    str(users),
+                    "-r",
+                    "20",
+                    "--run-time",
+                    args.run_time,
+                    "--host",
+                    f"http://127.0.0.1:{port}",
+                    "--csv",
+                    str(tmp / "campaign"),
+                    "--only-summary",
+                    "--stop-timeout",
+                    "30",
+                    "--loglevel",
+                    "WARNING",
+                ],
+                cwd=REPO_ROOT,
+                env={**os.environ, "CAMPAIGN_CONFIG": str(tmp / "config.json")},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            locust_pid.append(locust.pid)
+            _, locust_stderr = locust.communicate()
         stop.set()
         sampler.join()
         if locust.returncode not in (0, 1):  # 1: some requests failed (reported below)
-            print(locust.stderr[-3000:])
+            print(locust_stderr[-3000:])
         print(
             f"\nload average at the end {load_average():.1f}; gunicorn {args.web_workers} sync workers, Celery worker "
             f"--pool=solo, {users} users for {args.run_time}\n"
@@ -285,9 +353,17 @@ def main() -> None:
             f"\npeak RSS: web tier (master + {args.web_workers} workers) {peaks['web']:.0f} MiB; "
             f"Celery worker {peaks['worker']:.0f} MiB"
         )
+        print(f"\nCPU during the run (sampled every 0.5 s from /proc/PID/stat); load average {load_average():.1f}")
+        print_table(("process group", "CPU s", "cores", "share of busy"), cpu.rows(), markdown=True)
+        print(f"\ntasks still queued for the worker at the end: {queued_tasks(args.redis, queue)}")
+        if config.get("step2_project"):
+            from campaign_step2 import after_run
+
+            print(f"step-2 project after the run: {after_run(config, run_started)}")
     finally:
         stop_processes(web, worker)
         drop_database(args.db)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,12 @@ and sessions that the driver wrote to ``$CAMPAIGN_CONFIG``.
 - 5 consolidators: list the open consolidations, open one, save a draft;
 - 2 admins: export every format of both projects, import a 10,000-line FELM file and poll the job;
 - 2 researchers: the agreement page and its API, the leaderboard.
+
+With a step-2 project (``campaign_load.py --step2-items``), some of the 50 annotators work on it
+instead (step-2 annotators: open, autosave, submit step-2 payloads as the step-2 page does), and
+one evidence user keeps the worker retrieving: evidence searches (polled until done), "retrieve
+again" on claims of items nobody works on, and one import of items whose step 2 the worker
+pre-computes by retrieval.
 """
 
 import itertools
@@ -18,7 +24,12 @@ import time
 from locust import HttpUser, between, task
 
 CONFIG = json.loads(open(os.environ["CAMPAIGN_CONFIG"], encoding="utf-8").read())
-_counters = {role: itertools.count() for role in ("annotator", "consolidator", "admin", "researcher")}
+_counters = {
+    role: itertools.count()
+    for role in ("annotator", "consolidator", "admin", "researcher", "step2_annotator", "retriever")
+}
+STEP2 = bool(CONFIG.get("step2_project"))
+STANCES = ("completely-support", "partially-support", "refute", "irrelevant")
 _lock = threading.Lock()
 ERROR_TYPES = ("knowledge_error", "reasoning_error", "irrelevant", "overclaim")
 
@@ -57,7 +68,7 @@ def _segments(rng: random.Random, count: int, complete: bool) -> list[dict]:
 
 
 class Annotator(HttpUser):
-    fixed_count = 50
+    fixed_count = len(CONFIG["annotators"])  # 50, or 50 less the step-2 annotators
     wait_time = between(2, 4)  # the page autosaves a few seconds apart while someone labels
 
     def on_start(self):
@@ -213,3 +224,186 @@ class Researcher(HttpUser):
             headers={"Accept": "application/json"},
         )
         self.client.get(f"/projects/{project}/leaderboard/", name="researcher: leaderboard page")
+
+
+# -- step 2 (campaign_load.py --step2-items) -------------------------------------------------------
+
+
+def _step2_answer(rng: random.Random, claim: dict, complete: bool) -> dict:
+    """One claim's answer as the step-2 page builds it: a stance and a reliability for every
+    passage, then the verdict; complete, it passes the server's completeness rules (step2.py)."""
+    passages = len(claim.get("evidence") or [])
+    stances = [rng.choice(STANCES) for _ in range(passages)]
+    answer = {
+        "stances": stances,
+        "reliable": [None if s == "irrelevant" else rng.random() < 0.9 for s in stances],
+        "decided": None,
+        "manual_evidence": [],
+        "factuality": None,
+        "needs_edit": None,
+        "correction": claim.get("text", ""),
+        "used_evidence": [],
+    }
+    if not complete:
+        return answer
+    edit = rng.choice(("no", "no", "yes", "not_enough_evidence")) if passages else "not_enough_evidence"
+    answer.update(
+        decided="no" if edit == "not_enough_evidence" else "yes",
+        needs_edit=edit,
+        factuality={"yes": "false", "no": "true", "not_enough_evidence": "unknown"}[edit],
+    )
+    if edit == "yes":
+        answer.update(correction=claim.get("text", "") + " (corrected)", used_evidence=[0])
+    if rng.random() < 0.2:  # evidence the annotator found on their own
+        answer["manual_evidence"] = [
+            {
+                "text": "It says otherwise.",
+                "url": "https://m.example/a",
+                "query": "who",
+                "reliable": True,
+                "sufficient": True,
+            }
+        ]
+    return answer
+
+
+class Step2Annotator(HttpUser):
+    """A step-2 annotator: the queue, an assignment opened, a claim answered an autosave (the page
+    saves a few seconds apart), submitted once every claim is answered."""
+
+    abstract = not STEP2
+    fixed_count = len(CONFIG.get("step2_annotators", []))
+    wait_time = between(2, 4)
+
+    def on_start(self):
+        me = _log_in(self, "step2_annotator")
+        self.rng = random.Random(me["token"])
+        self.assignment = None
+
+    def _open_next(self):
+        queue = self.client.get(
+            f"/api/projects/{CONFIG['step2_project']}/assignments/?mine=true&page_size=20",
+            name="step-2 annotator: queue",
+        ).json()
+        open_ones = [a for a in queue.get("results", []) if a["status"] != "submitted" and a["stage"] == 2]
+        if not open_ones:
+            self.assignment = None
+            return
+        self.assignment, self.claims = open_ones[0]["id"], open_ones[0]["content"].get("claims", [])
+        state = self.client.get(f"/api/assignments/{self.assignment}/annotation/", name="step-2 annotator: open").json()
+        self.version, self.payload, self.answered = state.get("version", 0), state.get("payload") or {}, 0
+
+    @task
+    def work(self):
+        if self.assignment is None:
+            self._open_next()
+            if self.assignment is None:
+                return
+        submit = self.answered >= len(self.claims)
+        claims = list(self.payload.get("claims") or [None] * len(self.claims))
+        if submit:
+            claims = [_step2_answer(self.rng, claim, True) for claim in self.claims]
+        else:  # the next claim's stances
+            claims[self.answered] = _step2_answer(self.rng, self.claims[self.answered], False)
+        body = {"payload": {"claims": claims}, "version": self.version, "submit": submit, "active_seconds": 3}
+        with self.client.put(
+            f"/api/assignments/{self.assignment}/annotation/",
+            json=body,
+            catch_response=True,
+            name="step-2 annotator: submit" if submit else "step-2 annotator: autosave",
+        ) as response:
+            if response.status_code == 200:
+                saved = response.json()
+                self.version, self.payload = saved["version"], saved["payload"]
+                self.answered += 1
+                if submit:
+                    self.assignment = None
+            else:
+                response.failure(f"{response.status_code}: {response.text[:300]}")
+                self.assignment = None
+
+
+class Retriever(HttpUser):
+    """Keeps the worker retrieving evidence for the step-2 project while the others work."""
+
+    abstract = not STEP2
+    fixed_count = len(CONFIG.get("retrievers", []))
+    wait_time = between(1, 3)
+
+    def on_start(self):
+        me = _log_in(self, "retriever")
+        self.rng = random.Random(me["token"])
+        self.project = CONFIG.get("step2_project")
+        # first, one import of items whose step 2 the worker pre-computes by retrieval; polled
+        # between the other tasks (one GET each), its time from the upload as a JOB row
+        self.import_started = time.monotonic()
+        with open(CONFIG["step2_late_file"], "rb") as handle:
+            response = self.client.post(
+                f"/api/projects/{self.project}/import/",
+                files={"file": ("step2.jsonl", handle, "application/jsonl")},
+                data={"format": "factcheck-bench", "labels_as": "gold"},
+                name="evidence: import step-1 gold (upload)",
+            )
+        self.import_url = response.json()["url"] if response.status_code == 202 else None
+
+    def _poll_import(self) -> None:
+        if self.import_url is None:
+            return
+        name = f"import of {CONFIG['step2_late_items']} items"
+        state = self.client.get(self.import_url, name=f"evidence: {name} (poll)").json().get("state")
+        if state in ("done", "failed"):
+            self.import_url = None
+            self.environment.events.request.fire(
+                request_type="JOB",
+                name=f"evidence: {name} until done",
+                response_time=(time.monotonic() - self.import_started) * 1000,
+                response_length=0,
+                exception=None if state == "done" else RuntimeError(f"{name} {state}"),
+                context={},
+            )
+
+    def _until_done(self, url: str, name: str, started: float, timeout: float = 120) -> None:
+        """Poll a job's url until it ends; its time from the request as a JOB row."""
+        while time.monotonic() - started < timeout:
+            state = self.client.get(url, name=f"evidence: {name} (poll)").json().get("state")
+            if state in ("done", "failed"):
+                break
+            time.sleep(0.5)
+        else:
+            state = "timed out"
+        self.environment.events.request.fire(
+            request_type="JOB",
+            name=f"evidence: {name} until done",
+            response_time=(time.monotonic() - started) * 1000,
+            response_length=0,
+            exception=None if state == "done" else RuntimeError(f"{name} {state}"),
+            context={},
+        )
+
+    @task(3)
+    def search(self):
+        self._poll_import()
+        query = self.rng.choice(CONFIG["step2_queries"])
+        started = time.monotonic()
+        with self.client.post(
+            f"/api/projects/{self.project}/evidence-searches/",
+            json={"query": query, "claim": query},
+            name="evidence: search (queue)",
+            catch_response=True,
+        ) as response:
+            if response.status_code != 202:
+                response.failure(f"{response.status_code}: {response.text[:300]}")
+                return
+        self._until_done(response.json()["url"], "search", started)
+
+    @task(2)
+    def retrieve_again(self):
+        self._poll_import()
+        item, claims = self.rng.choice(CONFIG["step2_reserved"])
+        with self.client.post(
+            f"/api/projects/{self.project}/items/{item}/claims/{self.rng.randrange(claims)}/retrieve/",
+            name="evidence: retrieve a claim again (queue)",
+            catch_response=True,
+        ) as response:
+            if response.status_code != 202:
+                response.failure(f"{response.status_code}: {response.text[:300]}")

@@ -1,6 +1,7 @@
 """What the benchmarks share: the repository on the path; the PostgreSQL server they create their
-own databases on and the Django set-up against it; timing; memory read from getrusage and /proc;
-starting and stopping gunicorn (and other child servers); printing result tables.
+own databases on and the Django set-up against it; timing; memory and CPU read from getrusage and
+/proc; starting and stopping gunicorn, Celery workers (and other child servers); printing result
+tables.
 
 Each benchmark makes and drops a database of its own on ``PG_SERVER`` (never ``workbench``),
 so that a run never touches a developer's data.
@@ -253,6 +254,193 @@ def wait_until_answers(
         except (OSError, http.client.HTTPException):
             pass
         time.sleep(0.2)
+
+
+def celery_worker_command(queue: str, hostname: str, loglevel: str = "WARNING") -> list[str]:
+    """One Celery worker of the app (``--pool=solo``: one task at a time, as a small deployment
+    runs it) serving only ``queue``, named ``hostname`` (``name@host``), without the chatter
+    between workers (gossip, mingle, heartbeats) that a benchmark's lone worker does not need."""
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "config",
+        "worker",
+        "--pool=solo",
+        f"--loglevel={loglevel}",
+        "-Q",
+        queue,
+        "--hostname",
+        hostname,
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
+
+
+def worker_answers_ping(broker_url: str, hostname: str, timeout: float = 1.0) -> bool:
+    """Whether the worker named ``hostname`` answers a remote-control ping on ``broker_url``:
+    it has connected to the broker and consumes (a bare Celery app: no Django needed here)."""
+    from celery import Celery  # only the benchmarks that start workers need it
+
+    app = Celery(broker=broker_url)
+    try:
+        return bool(app.control.ping(destination=[hostname], timeout=timeout))
+    finally:
+        app.close()
+
+
+def wait_until_worker_ready(
+    process: subprocess.Popen, log: Path, broker_url: str, hostname: str, timeout: float = 60
+) -> float:
+    """Until the worker answers a ping (the clock of a benchmark starts on a consuming worker,
+    not on one still importing Django); its log's end if it exits first. The seconds waited."""
+    started = time.monotonic()
+    while not worker_answers_ping(broker_url, hostname):
+        if process.poll() is not None:
+            raise RuntimeError(f"the Celery worker exited: {log.read_text()[-3000:]}")
+        if time.monotonic() - started > timeout:
+            raise RuntimeError(f"the Celery worker did not answer a ping in {timeout:.0f} s: {log.read_text()[-3000:]}")
+        time.sleep(0.2)
+    return time.monotonic() - started
+
+
+def start_worker(env: dict, log: Path, name: str = "bench", wait: bool = True, timeout: float = 60):
+    """A Celery worker (``celery_worker_command``) on the queue ``env["CELERY_TASK_DEFAULT_QUEUE"]``
+    of the broker ``env["CELERY_BROKER_URL"]``, in a session of its own (``start_process``);
+    with ``wait``, returned once it answers a ping. Returns (process, its hostname)."""
+    hostname = f"{name}-{secrets.token_hex(3)}@{socket.gethostname()}"
+    process = start_process(celery_worker_command(env["CELERY_TASK_DEFAULT_QUEUE"], hostname), log, env)
+    if wait:
+        try:
+            wait_until_worker_ready(process, log, env["CELERY_BROKER_URL"], hostname, timeout)
+        except BaseException:
+            stop_processes(process)
+            raise
+    return process, hostname
+
+
+# -- CPU per process group ----------------------------------------------------------------------
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_cpu_ticks(pid: int) -> int:
+    """utime + stime of a process in clock ticks (/proc/PID/stat), 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0
+    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of the line, after "pid (comm)"
+
+
+def tree_pids(pid: int) -> list[int]:
+    """A process and all its descendants."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(children_of(current))
+    return found
+
+
+def pids_matching(*fragments: str) -> list[int]:
+    """Processes whose command line contains every fragment (e.g. PostgreSQL backends of one
+    database: their title names it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if all(fragment in command for fragment in fragments):
+                found.append(int(entry.name))
+    return found
+
+
+def machine_busy_ticks() -> tuple[int, int]:
+    """(busy, total) clock ticks of all CPUs since boot (/proc/stat's first line)."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle + iowait
+    return sum(values[:8]) - idle, sum(values[:8])
+
+
+class CpuSampler:
+    """CPU seconds spent by named groups of processes while it runs: ``groups`` maps a name to
+    a function returning the group's pids now (processes come and go: each pid's ticks are
+    counted from the first sample, a process that ends between two samples loses its last
+    interval; one that starts while it runs counts from its start). The machine's busy time is read too, so the rest (other people's work on a
+    shared machine) shows."""
+
+    def __init__(self, groups: dict[str, Callable[[], Iterable[int]]], interval: float = 0.5):
+        import threading
+
+        self.groups, self.interval = groups, interval
+        self.seconds = dict.fromkeys(groups, 0.0)
+        self._last: dict[tuple[str, int], int] = {}
+        self._first = True
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        for name, pids in self.groups.items():
+            for pid in set(pids()):
+                ticks = process_cpu_ticks(pid)
+                # a process that started during the run counts from its start
+                previous = self._last.get((name, pid), None if self._first else 0)
+                if previous is not None and ticks >= previous:
+                    self.seconds[name] += (ticks - previous) / CLOCK_TICKS
+                self._last[(name, pid)] = ticks
+        self._first = False
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def __enter__(self) -> CpuSampler:
+        self._machine = machine_busy_ticks()
+        self._wall = time.monotonic()
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        busy, total = machine_busy_ticks()
+        self.wall = time.monotonic() - self._wall
+        self.machine_busy = (busy - self._machine[0]) / CLOCK_TICKS
+        self.machine_capacity = (total - self._machine[1]) / CLOCK_TICKS
+
+    def rows(self) -> list[tuple[str, str, str, str]]:
+        """(group, CPU seconds, cores on average, share of the machine's busy time); the last
+        rows: everything else that ran, and the machine."""
+        busy = max(self.machine_busy, 1e-9)
+        rows = [
+            (name, f"{cpu:.1f}", f"{cpu / self.wall:.2f}", f"{100 * cpu / busy:.0f} %")
+            for name, cpu in self.seconds.items()
+        ]
+        rest = self.machine_busy - sum(self.seconds.values())
+        rows.append(
+            (
+                "everything else (other users' work)",
+                f"{rest:.1f}",
+                f"{rest / self.wall:.2f}",
+                f"{100 * rest / busy:.0f} %",
+            )
+        )
+        rows.append(
+            (
+                f"machine: busy of {self.machine_capacity:.0f} CPU-s in {self.wall:.0f} s",
+                f"{self.machine_busy:.1f}",
+                f"{self.machine_busy / self.wall:.2f}",
+                "100 %",
+            )
+        )
+        return rows
 
 
 class Gunicorn:

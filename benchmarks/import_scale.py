@@ -46,6 +46,7 @@ from harness import (  # noqa: E402
     load_average,
     reset_peak_rss,
     start_process,
+    start_worker,
     status_kib,
     stop_processes,
 )
@@ -80,10 +81,10 @@ WORDS = (
 # -- environment, database, processes -----------------------------------------------------------
 
 
-def child_environment(data_dir: Path, redis_url: str, queue: str) -> dict:
+def child_environment(data_dir: Path, redis_url: str, queue: str, db_name: str = DB_NAME) -> dict:
     env = {
         **os.environ,
-        **bench_environment(DB_NAME, data_dir),
+        **bench_environment(db_name, data_dir),
         "CELERY_BROKER_URL": redis_url,
         "CELERY_TASK_DEFAULT_QUEUE": queue,
         "INTERACTIVE_QUEUE": queue,  # imports go to the interactive queue: the same one, served by our worker
@@ -124,27 +125,7 @@ class Processes:
             self.tmp / "gunicorn.log",
             self.env,
         )
-        self.worker = start_process(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "--pool=solo",
-                "--loglevel=WARNING",
-                "-Q",
-                self.env["CELERY_TASK_DEFAULT_QUEUE"],
-                "--hostname",
-                f"bench-{uuid.uuid4().hex[:6]}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            self.tmp / "worker.log",
-            self.env,
-        )
+        self.worker, _ = start_worker(self.env, self.tmp / "worker.log")  # returns once it answers a ping
         return self
 
     def web_workers_pids(self) -> list[int]:
@@ -352,12 +333,13 @@ def main() -> None:
     )
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/5", help="broker (a queue of its own is used)")
     parser.add_argument("--web-workers", type=int, default=3, help="gunicorn sync workers (default 3)")
+    parser.add_argument("--db", default=DB_NAME, help=f"the database it creates and drops (default {DB_NAME})")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the finally below cleans up
 
     tmp = Path(tempfile.mkdtemp(prefix="import-bench-"))
-    env = child_environment(tmp / "data", args.redis, f"import-bench-{uuid.uuid4().hex[:8]}")
-    create_database(DB_NAME)
+    env = child_environment(tmp / "data", args.redis, f"import-bench-{uuid.uuid4().hex[:8]}", args.db)
+    create_database(args.db)
     try:
         import django
 
@@ -398,7 +380,6 @@ def main() -> None:
 
         with Processes(env, tmp, args.web_workers) as processes:
             wait_until_serving(processes, token, projects[0])
-            time.sleep(3)  # let the Celery worker connect to the broker
             report(
                 f"1. {args.items} small FELM lines",
                 run_import(processes, token, projects[0], small),
@@ -411,9 +392,9 @@ def main() -> None:
         from django.db import connections
 
         connections.close_all()
-        drop_database(DB_NAME)
+        drop_database(args.db)
         shutil.rmtree(tmp, ignore_errors=True)
-        print(f"database {DB_NAME} dropped, temporary files removed")
+        print(f"database {args.db} dropped, temporary files removed")
 
 
 if __name__ == "__main__":

@@ -3,12 +3,12 @@ test's PostgreSQL database and the Redis broker."""
 
 import os
 import subprocess
-import sys
 import uuid
 from contextlib import contextmanager
 
 from django.db import connection
 
+from benchmarks.harness import celery_worker_command  # one command line for the tests' and benchmarks' workers
 from config.celery import app as celery_app
 
 from .paths import REPO_ROOT
@@ -51,23 +51,7 @@ def worker_starter():
             **extra_env,
         }
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "config",
-                "worker",
-                "--pool=solo",
-                "--loglevel=INFO",
-                "-Q",
-                queue,
-                "--hostname",
-                f"{name}-{queue}@%h",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
+            celery_worker_command(queue, f"{name}-{queue}@%h", loglevel="INFO"),
             cwd=REPO_ROOT,
             env=env,
             stdout=subprocess.PIPE,
