@@ -19,6 +19,20 @@ BATCH_SIZE = 2000
 # or a row. JSON text from json.dumps holds none of the last three (it escapes them).
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 NULL = "\\N"
+# the columns of the rows copy_items_and_stages formats, in their order
+ITEM_COLUMNS = ("id", "project_id", "external_id", "source", "domain", "prompt", "response", "metadata", "created_at")
+STAGE_COLUMNS = (
+    "id",
+    "item_id",
+    "stage",
+    "status",
+    "content",
+    "suggestion",
+    "provenance",
+    "precompute_error",
+    "discard_reason",
+    "updated_at",
+)
 
 
 def copy_text(value: str) -> str:
@@ -64,13 +78,9 @@ def copy_items_and_stages(
             for (item_id, stage_id), (content, suggestion, provenance, status) in zip(ids, stage_values)
         )
         raw = cursor.cursor
-        columns = "id, project_id, external_id, source, domain, prompt, response, metadata, created_at"
-        with raw.copy(f"COPY {quote(item_table)} ({columns}) FROM STDIN") as copy:
+        with raw.copy(f"COPY {quote(item_table)} ({', '.join(ITEM_COLUMNS)}) FROM STDIN") as copy:
             copy.write(item_rows.encode("utf-8"))
-        columns = (
-            "id, item_id, stage, status, content, suggestion, provenance, precompute_error, discard_reason, updated_at"
-        )
-        with raw.copy(f"COPY {quote(stage_table)} ({columns}) FROM STDIN") as copy:
+        with raw.copy(f"COPY {quote(stage_table)} ({', '.join(STAGE_COLUMNS)}) FROM STDIN") as copy:
             copy.write(stage_rows.encode("utf-8"))
     return [item_id for item_id, _ in ids], [stage_id for _, stage_id in ids]
 
