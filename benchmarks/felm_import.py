@@ -78,8 +78,9 @@ class _StatementTimer:
 
 
 @contextlib.contextmanager
-def timed_copies(into: dict[str, list[float]]):
-    """Time every psycopg COPY block (from its start to the server's answer at its end)."""
+def timed_copies(into: dict[str, list[float]], backend: int):
+    """Time every psycopg COPY block (from its start to the server's answer at its end) and the
+    COMMIT (with the PostgreSQL backend's CPU seconds in it: the deferred foreign-key checks)."""
     import psycopg
 
     original = psycopg.Cursor.copy
@@ -97,11 +98,12 @@ def timed_copies(into: dict[str, list[float]]):
     commit = psycopg.Connection.commit
 
     def timed_commit(self):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), backend_cpu_seconds(backend)
         try:
             return commit(self)
         finally:
             into.setdefault("(COMMIT)", []).append(time.perf_counter() - started)
+            into.setdefault("(COMMIT: backend CPU)", []).append(backend_cpu_seconds(backend) - cpu)
 
     psycopg.Cursor.copy, psycopg.Connection.commit = copy, timed_commit
     try:
@@ -130,7 +132,7 @@ def in_process(path: Path, runs: int, profile: bool) -> list[dict]:
         profiler = cProfile.Profile() if profile and run == runs else None
         load = loadavg()
         pg_before = backend_cpu_seconds(backend)
-        with connection.execute_wrapper(timer), timed_copies(copies), open(path, "rb") as file:
+        with connection.execute_wrapper(timer), timed_copies(copies, backend), open(path, "rb") as file:
             if profiler:
                 profiler.enable()
             started, cpu = time.perf_counter(), time.process_time()
@@ -151,7 +153,9 @@ def in_process(path: Path, runs: int, profile: bool) -> list[dict]:
         for key, seconds in sorted(timer.seconds.items(), key=lambda kv: -kv[1])[:8]:
             print(f"      {seconds * 1000:8.1f} ms  x{timer.counts[key]:<4} {key}")
         for table, seconds in sorted(copies.items(), key=lambda kv: -sum(kv[1])):
-            print(f"      {sum(seconds) * 1000:8.1f} ms  x{len(seconds):<4} {'' if table == '(COMMIT)' else 'COPY '}{table}")
+            print(
+                f"      {sum(seconds) * 1000:8.1f} ms  x{len(seconds):<4} {'' if table.startswith('(') else 'COPY '}{table}"
+            )
     return results
 
 
