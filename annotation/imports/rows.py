@@ -44,6 +44,8 @@ def copy_text(value: str) -> str:
 
 def copy_json(value) -> str:
     """A JSON value as a field of COPY's text format (the text JSONField would store)."""
+    if not value and isinstance(value, dict):
+        return "{}"  # most stages' provenance
     text = json.dumps(value)
     return text.replace("\\", "\\\\") if "\\" in text else text
 
