@@ -94,7 +94,9 @@ class Membership(models.Model):
 class Item(models.Model):
     """One (prompt, response) pair to fact-check."""
 
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items")
+    # db_index=False: the (project, external_id) index serves lookups by project (one index less to
+    # write for every imported item)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="items", db_index=False)
     external_id = models.CharField(max_length=200, blank=True)
     source = models.CharField(max_length=200, blank=True)
     domain = models.CharField(max_length=50, blank=True)
@@ -128,7 +130,8 @@ class ItemStage(models.Model):
     the machine pre-annotation, both produced by precompute tasks.
     """
 
-    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="stages")
+    # the unique (item, stage) constraint's index serves lookups by item
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="stages", db_index=False)
     stage = models.PositiveSmallIntegerField(default=1)
     status = models.CharField(max_length=20, choices=StageStatus.choices, default=StageStatus.PRECOMPUTING)
     content = models.JSONField(default=dict, blank=True)
@@ -161,8 +164,11 @@ class AssignmentStatus(models.TextChoices):
 class Assignment(models.Model):
     """An item-stage given to one annotator, with the annotator's answer on it."""
 
-    item_stage = models.ForeignKey(ItemStage, on_delete=models.CASCADE, related_name="assignments")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    # the unique (item_stage, user) constraint and the (user, status) index serve lookups by either
+    item_stage = models.ForeignKey(ItemStage, on_delete=models.CASCADE, related_name="assignments", db_index=False)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
     role = models.CharField(max_length=20, choices=AssignmentRole.choices, default=AssignmentRole.ANNOTATOR)
     status = models.CharField(max_length=20, choices=AssignmentStatus.choices, default=AssignmentStatus.ASSIGNED)
     created_at = models.DateTimeField(auto_now_add=True)

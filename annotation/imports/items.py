@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 
 from annotation.exceptions import ImportFailed
 from annotation.imports.reading import Reading, document_records, jsonl_records, line_error
+from annotation.imports.rows import bulk_insert, copy_items_and_stages
 from annotation.imports.uploads import stored_path
 from annotation.json_values import NUL, nul_path, values_parsed_from
 from annotation.kinds import KindSpec, PayloadError, get_kind
@@ -287,7 +288,10 @@ class _Writer:
             batch = kept
         if not batch:
             return
-        items = _bulk_insert(
+        if self.labels_as != "gold" and connection.vendor == "postgresql":
+            self._copy(batch)
+            return
+        items = bulk_insert(
             [
                 Item(
                     project=self.project,
@@ -303,9 +307,9 @@ class _Writer:
         )
         if self.first_item_id is None:
             self.first_item_id = items[0].id
-        stages = _bulk_insert([self._stage(item, p) for item, p in zip(items, batch)])
+        stages = bulk_insert([self._stage(item, p) for item, p in zip(items, batch)])
         if self.labels_as == "gold":
-            gold = _bulk_insert(
+            gold = bulk_insert(
                 [
                     GoldRecord(item_stage=stage, payload=p.labels[self.stage], source=GoldSource.IMPORT)
                     for stage, p in zip(stages, batch)
@@ -331,7 +335,7 @@ class _Writer:
             carried = [(item, p) for item, p in carried if number in p.content and number in p.labels]
             if not carried:
                 break
-            stages = _bulk_insert(
+            stages = bulk_insert(
                 [
                     ItemStage(
                         item=item,
@@ -343,7 +347,7 @@ class _Writer:
                     for item, p in carried
                 ],
             )
-            _bulk_insert(
+            bulk_insert(
                 [
                     GoldRecord(item_stage=stage, payload=p.labels[number], source=GoldSource.IMPORT)
                     for stage, (_, p) in zip(stages, carried)
@@ -353,7 +357,23 @@ class _Writer:
             ids += [stage.id for stage in stages]
         return ids
 
-    def _stage(self, item: Item, p: ParsedItem) -> ItemStage:
+    def _copy(self, batch: list[ParsedItem]) -> None:
+        """Items without gold on PostgreSQL: rows written as COPY text, no model objects."""
+        values = [self._stage_values(p) for p in batch]
+        item_ids, stage_ids = copy_items_and_stages(self.project.id, batch, self.stage, values)
+        if self.first_item_id is None:
+            self.first_item_id = item_ids[0]
+        self.result.items += len(item_ids)
+        self.result.precomputing += sum(status == StageStatus.PRECOMPUTING for *_, status in values)
+        self.result.assignments += assign_new_stages(
+            self.project,
+            [stage_id for stage_id, (*_, status) in zip(stage_ids, values) if status == StageStatus.ANNOTATING],
+            self.annotators,
+            self.load,
+        )
+
+    def _stage_values(self, p: ParsedItem) -> tuple[dict, Any, dict, str]:
+        """The first stage's content, suggestion, provenance and status."""
         content = p.content.get(self.stage) or {}
         suggestion, provenance = (
             p.suggestions.get(self.stage),
@@ -368,6 +388,10 @@ class _Writer:
             status = StageStatus.PRECOMPUTING
         else:
             status = StageStatus.ANNOTATING if self.annotators else StageStatus.READY
+        return content, suggestion, provenance, status
+
+    def _stage(self, item: Item, p: ParsedItem) -> ItemStage:
+        content, suggestion, provenance, status = self._stage_values(p)
         return ItemStage(
             item=item,
             stage=self.stage,
@@ -376,34 +400,6 @@ class _Writer:
             suggestion=suggestion,
             provenance=provenance,
         )
-
-
-def _bulk_insert(objs: list) -> list:
-    """``bulk_create`` of one model's new rows; on PostgreSQL with COPY (ids drawn from the
-    sequence first). Django's INSERT ... UNNEST quotes every JSON value into an array literal
-    in Python: 60 % of a Factcheck-Bench import's time."""
-    if connection.vendor != "postgresql" or not objs:
-        return type(objs[0]).objects.bulk_create(objs, batch_size=BATCH_SIZE) if objs else objs
-    meta = objs[0]._meta
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
-    # the wrapper itself: each attribute read through the ``connection`` proxy costs a
-    # thread-local lookup, and the loop below makes one per value (a third of its time)
-    wrapper = connections[connection.alias]
-    columns = ", ".join(wrapper.ops.quote_name(f.column) for f in [meta.pk, *fields])
-    with wrapper.cursor() as cursor:
-        cursor.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-            [meta.db_table, meta.pk.column, len(objs)],
-        )
-        ids = [row[0] for row in cursor.fetchall()]
-        with cursor.cursor.copy(f"COPY {wrapper.ops.quote_name(meta.db_table)} ({columns}) FROM STDIN") as copy:
-            write_row = copy.write_row
-            for obj, pk in zip(objs, ids):
-                write_row((pk, *[f.get_db_prep_save(f.pre_save(obj, True), wrapper) for f in fields]))
-    for obj, pk in zip(objs, ids):
-        obj.pk = pk
-        obj._state.adding, obj._state.db = False, wrapper.alias
-    return objs
 
 
 def _import(

@@ -1,6 +1,7 @@
 """Uploaded files kept for a background task under ``DATA_DIR``, which web and worker share."""
 
 import logging
+import os
 import time
 import uuid
 from pathlib import Path
@@ -33,6 +34,14 @@ def store_upload(upload, folder: str) -> tuple[str, int]:
     directory = Path(settings.DATA_DIR) / folder
     directory.mkdir(parents=True, exist_ok=True)
     relative = f"{folder}/{uuid.uuid4().hex}.upload"
+    if hasattr(upload, "temporary_file_path"):
+        # Django received it into a file under DATA_DIR already: a second name for it instead of a
+        # copy (Django removes its own name after the request); a copy across file systems
+        try:
+            os.link(upload.temporary_file_path(), stored_path(relative))
+            return relative, os.path.getsize(stored_path(relative))
+        except OSError:
+            pass
     size = 0
     with open(stored_path(relative), "wb") as target:
         for chunk in upload.chunks() if hasattr(upload, "chunks") else iter(lambda: upload.read(1 << 20), b""):

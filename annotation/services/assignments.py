@@ -65,17 +65,81 @@ def assign_new_stages(
     """Assign freshly created stages, which have no assignments yet (the import's fast path).
 
     ``load`` (from ``current_load``) is kept up to date in place, so an import written in
-    batches counts the project's assignments once rather than once per batch."""
+    batches counts the project's assignments once rather than once per batch. On PostgreSQL,
+    once the loads are level (see ``rotation_offset``) the rest is one ``INSERT ... SELECT``
+    that gives the same (stage, user) pairs, in the same order, as ``_plan``."""
     if not annotators or not stage_ids:
         return 0
+    load = current_load(project, annotators) if load is None else load
     if project.overlap_share >= 1:
         needs = [(stage_id, set(), project.annotators_per_item) for stage_id in stage_ids]
     else:
         items = dict(ItemStage.objects.filter(id__in=stage_ids).values_list("id", "item_id"))
         needs = [(stage_id, set(), project.annotators_for(items[stage_id])) for stage_id in stage_ids]
-    planned = _plan(needs, annotators, current_load(project, annotators) if load is None else load)
+    if connection.vendor != "postgresql" or project.overlap_share < 1:
+        planned = _plan(needs, annotators, load)
+        _insert(planned)
+        return len(planned)
+    annotators = sorted(annotators)
+    planned, start = [], 0
+    while start < len(needs) and rotation_offset(annotators, load) is None:  # level the loads first
+        planned += _plan(needs[start : start + 1], annotators, load)
+        start += 1
     _insert(planned)
-    return len(planned)
+    return len(planned) + _insert_rotation(stage_ids[start:], annotators, load, project.annotators_per_item)
+
+
+def rotation_offset(annotators: list[int], load: Counter) -> int | None:
+    """Where the next stage's annotators start in ``annotators`` (sorted by id) when the loads are
+    level: the first p annotators have one assignment more than the others, the rest the same.
+    From such a state ``_plan`` gives stage i the annotators at positions (p + i*k + j) mod A,
+    j < k (k annotators a stage, at most A), and stays in such a state; None otherwise."""
+    lowest = min(load[u] for u in annotators)
+    ahead = [load[u] - lowest for u in annotators]
+    p = sum(ahead)
+    return p if ahead == [1] * p + [0] * (len(annotators) - p) else None
+
+
+def rotation_plan(stage_ids: list[int], annotators: list[int], offset: int, per_stage: int) -> list[tuple[int, int]]:
+    """The (stage id, user id) pairs of the rotation (what ``_insert_rotation`` writes in SQL)."""
+    count, k = len(annotators), min(per_stage, len(annotators))
+    return [
+        (stage_id, annotators[(offset + index * k + j) % count])
+        for index, stage_id in enumerate(stage_ids)
+        for j in range(k)
+    ]
+
+
+def _insert_rotation(stage_ids: list[int], annotators: list[int], load: Counter, per_stage: int) -> int:
+    """Assign stages by the rotation in one statement; ``load`` updated as ``_plan`` would."""
+    if not stage_ids:
+        return 0
+    offset = rotation_offset(annotators, load)
+    count, k = len(annotators), min(per_stage, len(annotators))
+    meta = Assignment._meta
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {quote(meta.db_table)} (item_stage_id, user_id, role, status, created_at, active_seconds) "
+            "SELECT s.id, (%s::integer[])[(%s + (s.n - 1) * %s + j) %% %s + 1], %s, %s, %s, 0 "
+            "FROM unnest(%s::bigint[]) WITH ORDINALITY AS s(id, n) CROSS JOIN generate_series(0, %s) AS j "
+            "ORDER BY s.n, j",
+            [
+                annotators,
+                offset,
+                k,
+                count,
+                Assignment.role.field.default,
+                Assignment.status.field.default,
+                timezone.now(),
+                stage_ids,
+                k - 1,
+            ],
+        )
+    total = len(stage_ids) * k
+    for position, user_id in enumerate(annotators):
+        load[user_id] += total // count + ((position - offset) % count < total % count)
+    return total
 
 
 def _insert(planned: list[tuple[int, int]], ignore_conflicts: bool = False) -> None:
@@ -83,6 +147,8 @@ def _insert(planned: list[tuple[int, int]], ignore_conflicts: bool = False) -> N
     faster than building an INSERT (and a model object) for each of tens of thousands of rows.
     ``ignore_conflicts``: an assignment that exists already is left as it is (ON CONFLICT DO
     NOTHING; COPY cannot), for stages other writers may be assigning too."""
+    if not planned:
+        return
     if connection.vendor != "postgresql" or ignore_conflicts:
         Assignment.objects.bulk_create(
             [Assignment(item_stage_id=stage_id, user_id=user_id) for stage_id, user_id in planned],
