@@ -2,11 +2,13 @@
 falling back to Python's json for what orjson refuses; the big JSON columns are compressed with
 lz4 on PostgreSQL (migration 0014)."""
 
+import hashlib
 import json
 
 import pytest
 from django.db import connection, transaction
 
+from annotation.exports import lines as export_lines
 from annotation.exports.formats import export_jsonl
 from annotation.imports.items import import_jsonl
 from annotation.json_values import dumps_stored
@@ -68,3 +70,24 @@ def test_big_json_columns_are_compressed_with_lz4():
         rows = cursor.fetchall()
     assert len(rows) == 4
     assert {row[2] for row in rows} == {"l"}
+
+
+@pytest.mark.django_db
+@pytest.mark.postgres_only("column compression is a PostgreSQL setting")
+def test_stored_lines_and_imported_values_are_compressed_with_lz4(factcheck_project):
+    if connection.pg_version < 140000 or not _lz4_available():
+        pytest.skip("this PostgreSQL has no lz4 (the migration leaves pglz)")
+    line = released_line()
+    # ~16 KB that compresses to about half: stored out of line (highly repetitive text stays inline)
+    passage = " ".join(hashlib.sha1(str(i).encode()).hexdigest() for i in range(400))
+    line["sentences"]["sentence1"]["auto_evidence"][0][0] = passage
+    import_jsonl(factcheck_project, jsonl([line]), fmt="factcheck-bench", labels_as="gold")
+    assert export_lines.store_export_lines(factcheck_project) == 1
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_compression(e.line), pg_column_compression(i.metadata) "
+            "FROM annotation_exportline e JOIN annotation_item i ON i.id = e.item_id"
+        )
+        assert cursor.fetchall() == [("lz4", "lz4")]
+        # a line is compressed in the temporary table it is copied into, and kept so: with lz4 too
+        assert export_lines._line_compression(cursor) == " COMPRESSION lz4"
