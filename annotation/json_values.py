@@ -1,9 +1,12 @@
 """Checks on JSON values from outside (import lines, API payloads) before they reach the database."""
 
+import json
 import math
 import re
 from contextlib import contextmanager
 from contextvars import ContextVar
+
+import orjson
 
 # A UTF-16 surrogate that json.loads left unpaired ("\ud800"): UTF-8 and PostgreSQL refuse it.
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -114,3 +117,23 @@ def too_deep(value, limit: int = MAX_JSON_DEPTH) -> bool:
             return True
         pending.extend((child, depth + 1) for child in children)
     return False
+
+
+# -- stored JSON values ---------------------------------------------------------------------------
+
+
+def dumps_stored(value) -> str:
+    """JSON text of a value about to be stored in a JSON column (PostgreSQL parses it into jsonb,
+    so spacing and key order do not matter). orjson is about 15x faster than ``json.dumps`` on the
+    ~25 KB values of a Factcheck-Bench item; what it refuses (integers beyond 64 bits, lone
+    surrogates, keys that are not strings, objects it does not know) goes through ``json.dumps``
+    as before. Values whose floats are not finite never get here: imports and payload checks refuse
+    them (``bad_value``), and orjson would write them as null.
+
+    (Reading stored values back with orjson is not done: it reads an integer beyond 64 bits as a
+    float where ``json.loads`` gives the integer, and finding such integers in the text first costs
+    as much as orjson saves.)"""
+    try:
+        return orjson.dumps(value).decode()
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(value)

@@ -129,18 +129,83 @@ def load(items: int, name: str) -> int:
 
     enqueue = import_writer.enqueue_store_export_lines
     import_writer.enqueue_store_export_lines = lambda *args, **kwargs: None  # timed on its own below
-    started = time.perf_counter()
+    load_before = load_average()
+    backend = _backend_cpu()
+    started, cpu = time.perf_counter(), time.process_time()
     with open(path, "rb") as file:
         result = import_jsonl(project, file, fmt="factcheck-bench", labels_as="gold")
+    import_wall, import_cpu = time.perf_counter() - started, time.process_time() - cpu
+    import_backend, backend = _backend_cpu() - backend, _backend_cpu()
     os.unlink(path)
     print(
-        f"  imported {result.items} items ({result.gold_records} gold records) in {time.perf_counter() - started:.1f} s"
+        f"  imported {result.items} items ({result.gold_records} gold records) in {import_wall:.2f} s "
+        f"(Python CPU {import_cpu:.2f} s)"
     )
     import_writer.enqueue_store_export_lines = enqueue
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     stored = tasks.store_export_lines(project.id)
-    print(f"  stored {stored} export lines (the task after an import) in {time.perf_counter() - started:.1f} s")
+    lines_wall, lines_cpu = time.perf_counter() - started, time.process_time() - cpu
+    lines_backend = _backend_cpu() - backend
+    print(
+        f"  stored {stored} export lines (the task after an import) in {lines_wall:.2f} s (Python CPU {lines_cpu:.2f} s)"
+    )
+    print(
+        f"  import + lines: {items / (import_wall + lines_wall):.0f} items/s "
+        f"({import_wall:.2f} + {lines_wall:.2f} s wall, {import_cpu:.2f} + {lines_cpu:.2f} s Python CPU; "
+        f"load average {load_before:.2f} -> {load_average():.2f}); PostgreSQL backend CPU "
+        f"{import_backend:.2f} + {lines_backend:.2f} s; stored MiB: {_stored_mib(project.id)}"
+    )
     return Project.objects.get(name=name).id
+
+
+def _backend_cpu() -> float:
+    """CPU seconds (user + system) of this connection's PostgreSQL backend process so far (a
+    local server whose /proc this user can read; WAL writer, checkpointer and autovacuum are
+    other processes, not counted). NaN when it cannot be read."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def set_toast_compression(method: str) -> None:
+    """Set the compression of the big JSON columns (as migration 0014 does with lz4), to compare."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        for table, column in (
+            ("annotation_item", "metadata"),
+            ("annotation_itemstage", "content"),
+            ("annotation_goldrecord", "payload"),
+            ("annotation_exportline", "line"),
+        ):
+            cursor.execute(f"ALTER TABLE {table} ALTER COLUMN {column} SET COMPRESSION {method}")
+
+
+def _stored_mib(project_id: int) -> str:
+    """On-disk size (after TOAST compression) of the item, stage, gold and export-line JSON of a project."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT sum(pg_column_size(i.metadata)), "
+            "(SELECT sum(pg_column_size(s.content)) FROM annotation_itemstage s JOIN annotation_item i2 "
+            " ON i2.id = s.item_id WHERE i2.project_id = %s), "
+            "(SELECT sum(pg_column_size(g.payload)) FROM annotation_goldrecord g JOIN annotation_itemstage s "
+            " ON s.id = g.item_stage_id JOIN annotation_item i3 ON i3.id = s.item_id WHERE i3.project_id = %s), "
+            "(SELECT sum(pg_column_size(e.line)) FROM annotation_exportline e JOIN annotation_item i4 "
+            " ON i4.id = e.item_id WHERE i4.project_id = %s) "
+            "FROM annotation_item i WHERE i.project_id = %s",
+            [project_id] * 4,
+        )
+        sizes = [(v or 0) / 2**20 for v in cursor.fetchone()]
+    return "metadata {:.1f}, stage content {:.1f}, gold {:.1f}, export lines {:.1f}".format(*sizes)
 
 
 def _export(project_id: int, fmt: str, traced: bool, queue, stored: bool = True) -> None:
@@ -189,6 +254,10 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--small-items", type=int, default=2_000)
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--import-only", action="store_true", help="time the import and the lines, no exports")
+    parser.add_argument(
+        "--toast-compression", choices=("pglz", "lz4"), help="compression of the big JSON columns (default: migrated)"
+    )
     parser.add_argument("--db", default=DB, help=f"the database to create and drop (default {DB})")
     args = parser.parse_args()
     os.environ["FACTCHECK_EXPORT_DB"] = args.db  # for the export's child processes
@@ -197,10 +266,12 @@ def main() -> None:
     try:
         django_setup()
         migrate()
+        if args.toast_compression:
+            set_toast_compression(args.toast_compression)
         print(f"load average {load_average():.2f}")
         projects = {n: load(n, f"export bench {n}") for n in (args.small_items, args.items)}
         rows = []
-        for items, project_id in projects.items():
+        for items, project_id in projects.items() if not args.import_only else ():
             for fmt, stored in (
                 ("factcheck-bench", True),
                 ("factcheck-bench", False),

@@ -83,8 +83,8 @@ def _upsert(lines: list[ExportLine]) -> None:
     table = connection.ops.quote_name(ExportLine._meta.db_table)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            "CREATE TEMPORARY TABLE export_line_batch (item_id bigint, format text, stamp text, line text) "
-            "ON COMMIT DROP"
+            "CREATE TEMPORARY TABLE export_line_batch "
+            f"(item_id bigint, format text, stamp text, line text{_line_compression(cursor)}) ON COMMIT DROP"
         )
         with cursor.cursor.copy("COPY export_line_batch (item_id, format, stamp, line) FROM STDIN") as copy:
             for line in lines:
@@ -95,3 +95,18 @@ def _upsert(lines: list[ExportLine]) -> None:
             "ON CONFLICT (item_id, format) DO UPDATE SET stamp = EXCLUDED.stamp, line = EXCLUDED.line"
         )
         cursor.execute("DROP TABLE export_line_batch")  # an outer transaction may store another chunk
+
+
+def _line_compression(cursor) -> str:
+    """`` COMPRESSION lz4`` when the stored lines' column uses lz4 (migration 0014), else "".
+
+    A line is compressed when COPY writes it into the temporary table, and INSERT ... SELECT
+    keeps it compressed as it is: the temporary column must use the method of the stored one."""
+    if connection.pg_version < 140000:
+        return ""
+    cursor.execute(
+        "SELECT attcompression FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'line'",
+        [ExportLine._meta.db_table],
+    )
+    row = cursor.fetchone()
+    return " COMPRESSION lz4" if row and row[0] == "l" else ""

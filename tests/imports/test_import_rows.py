@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 def test_copy_text_escapes_what_copy_reads_as_separators():
     assert copy_text("plain") == "plain"
     assert copy_text("a\tb\nc\rd\\e") == "a\\tb\\nc\\rd\\\\e"
-    assert copy_json({"k": 'say "hi"\n\\'}) == '{"k": "say \\\\"hi\\\\"\\\\n\\\\\\\\"}'
+    assert copy_json({"k": 'say "hi"\n\\'}) == '{"k":"say \\\\"hi\\\\"\\\\n\\\\\\\\"}'
 
 
 def test_the_rows_name_every_column_of_the_tables():
