@@ -116,6 +116,12 @@ def main() -> None:
     parser.add_argument("--tmp", default=None, help="where the corpus file and the index go (deleted at the end)")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument(
+        "--work-dir",
+        default=None,
+        help="with --keep: the corpus file and DATA_DIR (the index) go here and are kept, so that the searching "
+        "process can be run again on the same corpus (--search-child ID --data-dir WORK_DIR/data)",
+    )
+    parser.add_argument(
         "--vectors-only",
         action="store_true",
         help="the vector index alone (no PostgreSQL import or full-text search)",
@@ -125,9 +131,17 @@ def main() -> None:
     args = parser.parse_args()
     if args.search_child:
         return search_child_vectors(args) if args.vectors_only else search_child(args)
-    with tempfile.TemporaryDirectory(dir=args.tmp, prefix="corpus-scale-") as tmp:
+    import contextlib
+
+    if args.work_dir:
+        Path(args.work_dir).mkdir(parents=True, exist_ok=True)
+    with (
+        contextlib.nullcontext(args.work_dir)
+        if args.work_dir
+        else tempfile.TemporaryDirectory(dir=args.tmp, prefix="corpus-scale-")
+    ) as tmp:
         data_dir = Path(tmp) / "data"
-        data_dir.mkdir()
+        data_dir.mkdir(exist_ok=True)
         setup_django(args.database, data_dir)
         from django.core.management import call_command
         from django.db import connections
@@ -248,6 +262,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
 
     print_recall(meta, directory, vectors, Corpus.objects.get(pk=corpus.pk))
 
+    print(f"   corpus id {corpus.id} (searching process again: --search-child {corpus.id} --data-dir {data_dir})")
     child = subprocess.run(
         [
             sys.executable,
@@ -349,6 +364,7 @@ def run_vectors_only(args, tmp: Path) -> None:
         vectors,
         types.SimpleNamespace(id=corpus_id, embedded_through=args.passages, embedded=args.passages),
     )
+    print(f"   corpus id {corpus.id} (searching process again: --search-child {corpus.id} --data-dir {data_dir})")
     child = subprocess.run(
         [
             sys.executable,
