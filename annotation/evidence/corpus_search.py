@@ -101,10 +101,10 @@ WITH q AS MATERIALIZED (
 # At a large corpus (``dense_first``): the vector index carries the first pass, and full-text
 # search only adds passages holding a query's rare lexemes (each in at most ``rare`` passages of
 # the corpora searched: names, numbers, dates the dense side may miss). Each distinct lexeme of
-# the claim's queries that is not frequent is probed once (its first ``rare`` + 1 matches
-# counted: an index scan with a LIMIT, not a count of its posting list); those under the bound
-# are OR-ed per query and all their matches ranked, so at most ``rare`` times the claim's rare
-# lexemes are ranked, whatever the corpus's size. The candidates' own ranking (BM25 against the
+# the claim's queries that is not frequent is probed once (its first ``rare`` + 1 matches read:
+# an index scan with a LIMIT, not a count of its posting list); those under the bound are
+# OR-ed per query and the passages the probes found ranked (read again by primary key), so at
+# most ``rare`` times the claim's rare lexemes are ranked, whatever the corpus's size. The candidates' own ranking (BM25 against the
 # claim, and the cosine: ``pipeline.retrieval.rank_candidates``) re-scores the dense candidates
 # lexically: they need no full-text statement of their own.
 _RARE_SEARCH = r"""
@@ -112,24 +112,25 @@ WITH q AS MATERIALIZED (
     SELECT n - 1 AS n, tsvector_to_array(to_tsvector('english', t)) AS lexemes
     FROM unnest(%(queries)s::text[]) WITH ORDINALITY AS x(t, n)
 ), probed AS MATERIALIZED (
-    SELECT d.l FROM (
+    SELECT d.l, m.ids FROM (
         SELECT DISTINCT l FROM q CROSS JOIN LATERAL unnest(q.lexemes) AS l WHERE l <> ALL(%(frequent)s::text[])
-    ) AS d
-    WHERE (SELECT count(*) FROM (
-        SELECT 1 FROM annotation_passage p
-        WHERE p.corpus_id = ANY(%(corpora)s)
-          AND p.search @@ CAST('''' || replace(replace(d.l, '\', '\\'), '''', '''''') || '''' AS tsquery)
-        LIMIT %(rare)s + 1) AS s) <= %(rare)s
+    ) AS d CROSS JOIN LATERAL (
+        SELECT ARRAY(
+            SELECT p.id FROM annotation_passage p
+            WHERE p.corpus_id = ANY(%(corpora)s)
+              AND p.search @@ CAST('''' || replace(replace(d.l, '\', '\\'), '''', '''''') || '''' AS tsquery)
+            LIMIT %(rare)s + 1) AS ids
+    ) AS m
+    WHERE cardinality(m.ids) <= %(rare)s
 ), tsq AS MATERIALIZED (
-    SELECT q.n, CAST(string_agg('''' || replace(replace(l, '\', '\\'), '''', '''''') || '''', ' | ') AS tsquery)
+    SELECT q.n, CAST(string_agg('''' || replace(replace(probed.l, '\', '\\'), '''', '''''') || '''', ' | ') AS tsquery)
            AS query
-    FROM q CROSS JOIN LATERAL unnest(q.lexemes) AS l
-    WHERE l IN (SELECT probed.l FROM probed)
+    FROM q JOIN probed ON probed.l = ANY(q.lexemes)
     GROUP BY q.n
 ), hits AS MATERIALIZED (
     SELECT tsq.n, h.id, h.rank FROM tsq CROSS JOIN LATERAL (
         SELECT p.id, ts_rank_cd(p.search, tsq.query) AS rank FROM annotation_passage p
-        WHERE p.corpus_id = ANY(%(corpora)s) AND p.search @@ tsq.query
+        WHERE p.id IN (SELECT unnest(probed.ids) FROM q JOIN probed ON probed.l = ANY(q.lexemes) WHERE q.n = tsq.n)
         ORDER BY rank DESC, p.id LIMIT %(k)s) AS h
 )
 """
