@@ -13,6 +13,11 @@ All queries of a claim are searched together (``search.many``): one pass over th
 all of them, on a thread of its own while PostgreSQL runs one statement for all their full-text
 searches (with the text of the passages found), then one for the text of the passages only the
 dense scan found. Candidates' vectors come from the mapped index, not the database.
+
+At a large corpus (``CORPUS_DENSE_FIRST_PASSAGES``, PostgreSQL, every passage in a vector index:
+``dense_first``) the vector index carries the first pass and full-text search is bounded to the
+passages of rare lexemes (``rare_term_search``), since searching every query word of a million
+passages took 0.3-4 s a claim. Below it, both sides search in full, as before.
 """
 
 from __future__ import annotations
@@ -104,9 +109,10 @@ WITH q AS MATERIALIZED (
 # the claim's queries that is not frequent is probed once (its first ``rare`` + 1 matches read:
 # an index scan with a LIMIT, not a count of its posting list); those under the bound are
 # OR-ed per query and the passages the probes found ranked (read again by primary key), so at
-# most ``rare`` times the claim's rare lexemes are ranked, whatever the corpus's size. The candidates' own ranking (BM25 against the
-# claim, and the cosine: ``pipeline.retrieval.rank_candidates``) re-scores the dense candidates
-# lexically: they need no full-text statement of their own.
+# most ``rare`` times the claim's rare lexemes are ranked, whatever the corpus's size. The
+# candidates' own ranking (BM25 against the claim, and the cosine:
+# ``pipeline.retrieval.rank_candidates``) re-scores the dense candidates lexically: they need no
+# full-text statement of their own.
 _RARE_SEARCH = r"""
 WITH q AS MATERIALIZED (
     SELECT n - 1 AS n, tsvector_to_array(to_tsvector('english', t)) AS lexemes
