@@ -116,6 +116,17 @@ def main() -> None:
     parser.add_argument("--tmp", default=None, help="where the corpus file and the index go (deleted at the end)")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument(
+        "--add",
+        action="store_true",
+        help="do not empty the database first: add this corpus beside one kept (--keep) by an earlier run",
+    )
+    parser.add_argument(
+        "--work-dir",
+        default=None,
+        help="with --keep: the corpus file and DATA_DIR (the index) go here and are kept, so that the searching "
+        "process can be run again on the same corpus (--search-child ID --data-dir WORK_DIR/data)",
+    )
+    parser.add_argument(
         "--vectors-only",
         action="store_true",
         help="the vector index alone (no PostgreSQL import or full-text search)",
@@ -125,16 +136,25 @@ def main() -> None:
     args = parser.parse_args()
     if args.search_child:
         return search_child_vectors(args) if args.vectors_only else search_child(args)
-    with tempfile.TemporaryDirectory(dir=args.tmp, prefix="corpus-scale-") as tmp:
+    import contextlib
+
+    if args.work_dir:
+        Path(args.work_dir).mkdir(parents=True, exist_ok=True)
+    with (
+        contextlib.nullcontext(args.work_dir)
+        if args.work_dir
+        else tempfile.TemporaryDirectory(dir=args.tmp, prefix="corpus-scale-")
+    ) as tmp:
         data_dir = Path(tmp) / "data"
-        data_dir.mkdir()
+        data_dir.mkdir(exist_ok=True)
         setup_django(args.database, data_dir)
         from django.core.management import call_command
         from django.db import connections
 
         if args.vectors_only:
             return run_vectors_only(args, Path(tmp))
-        empty_database()
+        if not args.add:
+            empty_database()
         call_command("migrate", verbosity=0)
         try:
             run(args, Path(tmp), data_dir)
@@ -157,8 +177,8 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     from annotation.services.projects import create_project
 
     rng = random.Random(7)
-    admin = get_user_model().objects.create_user("bench", password="x" * 12, is_staff=True)
-    project = create_project(name="Corpus bench", kind="factcheck", created_by=admin)
+    admin = get_user_model().objects.create_user(f"bench-{time.time_ns()}", password="x" * 12, is_staff=True)
+    project = create_project(name=f"Corpus bench {args.passages}", kind="factcheck", created_by=admin)
     source = tmp / "corpus.jsonl"
     started = time.perf_counter()
     documents = write_corpus(source, args.passages, rng)
@@ -248,6 +268,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
 
     print_recall(meta, directory, vectors, Corpus.objects.get(pk=corpus.pk))
 
+    print(f"   corpus id {corpus.id} (searching process again: --search-child {corpus.id} --data-dir {data_dir})")
     child = subprocess.run(
         [
             sys.executable,
@@ -273,12 +294,18 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     for label in ("1 query", "4 queries"):
         r = result[label]
         print(
-            f"5. retrieval + ranking per claim, {label} ({args.claims} claims, query embedding included): p50 "
-            f"{r['p50']:.0f} ms, p95 {r['p95']:.0f} ms; of which searching p50 {r['search_p50']:.0f} ms "
-            f"(dense alone p50 {r['dense_p50']:.1f} ms), ranking p50 {r['rank_p50']:.0f} ms; load {r['load']:.1f}"
+            f"5. retrieval + ranking per claim ({result['path']}), {label} ({args.claims} claims, query embedding "
+            f"included): p50 {r['p50']:.0f} ms, p95 {r['p95']:.0f} ms; without the embedding p50 "
+            f"{r['without_embedding_p50']:.0f} / p95 {r['without_embedding_p95']:.0f} ms; query embedding p50 "
+            f"{r['embed_p50']:.0f} / p95 {r['embed_p95']:.0f} ms, searching p50 {r['search_p50']:.0f} / p95 "
+            f"{r['search_p95']:.0f} ms (dense alone p50 {r['dense_p50']:.1f} ms), ranking p50 {r['rank_p50']:.0f} / "
+            f"p95 {r['rank_p95']:.0f} ms; CPU a claim p50 {r['cpu_p50']:.0f} ms, mean {r['cpu_mean']:.0f} ms "
+            f"(embedding {r['cpu_embed_mean']:.0f}, searching {r['cpu_search_mean']:.0f}, ranking "
+            f"{r['cpu_rank_mean']:.0f}) + PostgreSQL's {r['cpu_postgresql_mean']:.0f} ms; {r['candidates_p50']:.0f} distinct "
+            f"candidates; load {r['load']:.1f}"
         )
     print(
-        f"   first search (imports faiss {result['faiss_import'] * 1000:.0f} ms, opens the index) {result['first'] * 1000:.0f} ms; RSS at start {start['VmRSS']:.0f} MiB, "
+        f"   first search (prewarm {result['prewarm']}) (imports faiss {result['faiss_import'] * 1000:.0f} ms, opens the index) {result['first'] * 1000:.0f} ms; RSS at start {start['VmRSS']:.0f} MiB, "
         f"after {end['VmRSS']:.0f} MiB (+{end['VmRSS'] - start['VmRSS']:.0f}): own memory (RssAnon) "
         f"+{end['RssAnon'] - start['RssAnon']:.0f} MiB, mapped files (RssFile, shared page cache) "
         f"+{end['RssFile'] - start['RssFile']:.0f} MiB",
@@ -437,16 +464,46 @@ def search_child(args) -> None:
 
     corpus = Corpus.objects.get(pk=args.search_child)
     project = corpus.projects.first()
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        backend = cursor.fetchone()[0]
+
+    def backend_cpu() -> float:
+        """CPU seconds of this process's PostgreSQL backend (same machine), from /proc."""
+        try:
+            fields = Path(f"/proc/{backend}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     retrieval.embed(["warm up the embedding model"])
     rng = random.Random(99)
     claims = [sentence(rng) for _ in range(args.claims)]
     questions = [[" ".join(rng.sample(c.split(), 4)) + "?" for _ in range(3)] for c in claims]
     search = corpus_search(project)
+    from django.conf import settings
+
+    from annotation.evidence import corpus_search as corpus_search_module
+    from annotation.evidence import vector_index
+
+    prewarm = vector_index.prewarm_in_background()  # VECTOR_INDEX_PREWARM=1: as gunicorn and Celery do once up
+    if prewarm is not None:
+        prewarm.join()
     start = status_mb()
     vector = retrieval.embed([claims[0]])[0]
     began = time.perf_counter()
     search(claims[0], vector, retrieval.CANDIDATES_PER_QUERY)
     first = time.perf_counter() - began
+    from annotation.evidence.corpus_search import searchable_corpora as searchable_corpora_of
+
+    corpus_check = searchable_corpora_of(project)
+    path = (
+        "dense-first"
+        if corpus_search_module.dense_first(corpus_check, corpus_search_module._readers(corpus_check))
+        else "full-text and dense"
+    )
     faiss_import = float(
         subprocess.run(  # in another interpreter: this one has imported it
             [
@@ -459,7 +516,15 @@ def search_child(args) -> None:
             text=True,
         ).stdout.split()[-1]
     )
-    result = {"start": start, "first": first, "faiss_import": faiss_import}
+    result = {
+        "start": start,
+        "first": first,
+        "faiss_import": faiss_import,
+        "prewarm": prewarm is not None,
+        "path": path,
+        "dense_first_passages": settings.CORPUS_DENSE_FIRST_PASSAGES,
+        "rare_term_passages": settings.CORPUS_RARE_TERM_PASSAGES,
+    }
     from annotation.evidence.corpus_search import dense_hits_many, searchable_corpora
 
     corpora = searchable_corpora(project)
@@ -467,18 +532,27 @@ def search_child(args) -> None:
         ("1 query", [[c] for c in claims]),
         ("4 queries", [[c, *q] for c, q in zip(claims, questions)]),
     ):
-        totals, searching, ranking, dense = [], [], [], []
+        totals, embedding, searching, ranking, dense, cpu, found = [], [], [], [], [], [], []
+        cpu_embed, cpu_search, cpu_rank, cpu_sql = [], [], [], []
         for claim, queries in zip(claims, lists):
+            c0, b0 = time.process_time(), backend_cpu()
             t0 = time.perf_counter()
             vectors = dict(zip(queries, retrieval.embed(queries)))
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             candidates = search_queries(search, queries, vectors)
-            t2 = time.perf_counter()
+            t2, c2 = time.perf_counter(), time.process_time()
             retrieval.rank_candidates(claim, candidates, claim_vector=vectors[claim])
-            t3 = time.perf_counter()
+            t3, c3 = time.perf_counter(), time.process_time()
+            cpu.append(c3 - c0)
+            cpu_embed.append(c1 - c0)
+            cpu_search.append(c2 - c1)
+            cpu_rank.append(c3 - c2)
+            cpu_sql.append(backend_cpu() - b0)
             totals.append(t3 - t0)
+            embedding.append(t1 - t0)
             searching.append(t2 - t1)
             ranking.append(t3 - t2)
+            found.append(len({c.passage_id for c in candidates}))
         for vector in retrieval.embed(claims[:50]):
             t0 = time.perf_counter()
             dense_hits_many(corpora, vector[None, :], retrieval.CANDIDATES_PER_QUERY)
@@ -486,6 +560,21 @@ def search_child(args) -> None:
         result[label] = {
             "p50": 1000 * percentile(totals, 0.5),
             "p95": 1000 * percentile(totals, 0.95),
+            "without_embedding_p50": 1000 * percentile([s + r for s, r in zip(searching, ranking)], 0.5),
+            "without_embedding_p95": 1000 * percentile([s + r for s, r in zip(searching, ranking)], 0.95),
+            "embed_p50": 1000 * percentile(embedding, 0.5),
+            "embed_p95": 1000 * percentile(embedding, 0.95),
+            "search_p95": 1000 * percentile(searching, 0.95),
+            "rank_p95": 1000 * percentile(ranking, 0.95),
+            "cpu_p50": 1000 * percentile(cpu, 0.5),
+            # CPU seconds a claim, means: this process's by phase, and PostgreSQL's backend's
+            # (from /proc, in clock ticks: only its mean is meaningful)
+            "cpu_mean": 1000 * sum(cpu) / len(cpu),
+            "cpu_embed_mean": 1000 * sum(cpu_embed) / len(cpu),
+            "cpu_search_mean": 1000 * sum(cpu_search) / len(cpu),
+            "cpu_rank_mean": 1000 * sum(cpu_rank) / len(cpu),
+            "cpu_postgresql_mean": 1000 * sum(cpu_sql) / len(cpu),
+            "candidates_p50": percentile(found, 0.5),
             "search_p50": 1000 * percentile(searching, 0.5),
             "rank_p50": 1000 * percentile(ranking, 0.5),
             "dense_p50": 1000 * percentile(dense, 0.5),

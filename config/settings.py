@@ -184,6 +184,13 @@ IMPORT_MAX_UPLOAD_BYTES = int(os.environ.get("IMPORT_MAX_UPLOAD_BYTES", str(200 
 # Longest document of a corpus (characters): the sentence splitter takes about 3 s per million
 # characters of prose, 10 s of the worst text seen; a longer line fails the corpus with its number.
 CORPUS_MAX_DOCUMENT_CHARS = env_int("CORPUS_MAX_DOCUMENT_CHARS", 1_000_000)
+# Step-2 retrieval (annotation.evidence.corpus_search, docs/scaling.md): from this many passages in
+# the corpora a project searches (PostgreSQL, all of them in a vector index), the vector index finds
+# the candidates and full-text search only adds the passages of a query's rare lexemes (in at most
+# CORPUS_RARE_TERM_PASSAGES passages each); below it, full-text search finds candidates as well.
+# 0: never dense-first.
+CORPUS_DENSE_FIRST_PASSAGES = env_int("CORPUS_DENSE_FIRST_PASSAGES", 500_000)
+CORPUS_RARE_TERM_PASSAGES = env_int("CORPUS_RARE_TERM_PASSAGES", 200)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

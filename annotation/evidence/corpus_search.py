@@ -13,6 +13,11 @@ All queries of a claim are searched together (``search.many``): one pass over th
 all of them, on a thread of its own while PostgreSQL runs one statement for all their full-text
 searches (with the text of the passages found), then one for the text of the passages only the
 dense scan found. Candidates' vectors come from the mapped index, not the database.
+
+At a large corpus (``CORPUS_DENSE_FIRST_PASSAGES``, PostgreSQL, every passage in a vector index:
+``dense_first``) the vector index carries the first pass and full-text search is bounded to the
+passages of rare lexemes (``rare_term_search``), since searching every query word of a million
+passages took 0.3-4 s a claim. Below it, both sides search in full, as before.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.db import connection
 
 from annotation.evidence import vector_index
@@ -65,6 +71,12 @@ def _tsquery_literal(lexemes: list[str], operator: str) -> str:
 # Only this many of its matches are ranked (the first found, in table order): such a query tells
 # little apart lexically, and the dense side searches it in full.
 COMMON_QUERY_RANKED = 2000
+# Defaults of the settings of the same names with CORPUS_ before them (config/settings.py,
+# docs/scaling.md): from this many passages in the corpora searched, the dense index carries the
+# first pass (``dense_first``), and full-text search only adds the passages of lexemes found in
+# at most RARE_TERM_PASSAGES passages.
+DENSE_FIRST_PASSAGES = 500_000
+RARE_TERM_PASSAGES = 200
 
 # A claim's queries in one statement: each query's lexemes (PostgreSQL's English configuration,
 # as the passages' search vectors), its tsquery (as _tsquery_literal builds one: the lexemes not
@@ -91,6 +103,43 @@ WITH q AS MATERIALIZED (
         ORDER BY rank DESC, m.id LIMIT %(k)s) AS h
 )
 """
+# At a large corpus (``dense_first``): the vector index carries the first pass, and full-text
+# search only adds passages holding a query's rare lexemes (each in at most ``rare`` passages of
+# the corpora searched: names, numbers, dates the dense side may miss). Each distinct lexeme of
+# the claim's queries that is not frequent is probed once (its first ``rare`` + 1 matches read:
+# an index scan with a LIMIT, not a count of its posting list); those under the bound are
+# OR-ed per query and the passages the probes found ranked (read again by primary key), so at
+# most ``rare`` times the claim's rare lexemes are ranked, whatever the corpus's size. The
+# candidates' own ranking (BM25 against the claim, and the cosine:
+# ``pipeline.retrieval.rank_candidates``) re-scores the dense candidates lexically: they need no
+# full-text statement of their own.
+_RARE_SEARCH = r"""
+WITH q AS MATERIALIZED (
+    SELECT n - 1 AS n, tsvector_to_array(to_tsvector('english', t)) AS lexemes
+    FROM unnest(%(queries)s::text[]) WITH ORDINALITY AS x(t, n)
+), probed AS MATERIALIZED (
+    SELECT d.l, m.ids FROM (
+        SELECT DISTINCT l FROM q CROSS JOIN LATERAL unnest(q.lexemes) AS l WHERE l <> ALL(%(frequent)s::text[])
+    ) AS d CROSS JOIN LATERAL (
+        SELECT ARRAY(
+            SELECT p.id FROM annotation_passage p
+            WHERE p.corpus_id = ANY(%(corpora)s)
+              AND p.search @@ CAST('''' || replace(replace(d.l, '\', '\\'), '''', '''''') || '''' AS tsquery)
+            LIMIT %(rare)s + 1) AS ids
+    ) AS m
+    WHERE cardinality(m.ids) <= %(rare)s
+), tsq AS MATERIALIZED (
+    SELECT q.n, CAST(string_agg('''' || replace(replace(probed.l, '\', '\\'), '''', '''''') || '''', ' | ') AS tsquery)
+           AS query
+    FROM q JOIN probed ON probed.l = ANY(q.lexemes)
+    GROUP BY q.n
+), hits AS MATERIALIZED (
+    SELECT tsq.n, h.id, h.rank FROM tsq CROSS JOIN LATERAL (
+        SELECT p.id, ts_rank_cd(p.search, tsq.query) AS rank FROM annotation_passage p
+        WHERE p.id IN (SELECT unnest(probed.ids) FROM q JOIN probed ON probed.l = ANY(q.lexemes) WHERE q.n = tsq.n)
+        ORDER BY rank DESC, p.id LIMIT %(k)s) AS h
+)
+"""
 _HITS = "SELECT n, id, rank FROM hits"
 # Every (query, passage) hit with what a candidate shows of the passage, and where it sits.
 _HITS_AND_TEXT = """
@@ -98,6 +147,49 @@ SELECT h.n, p.id, h.rank, p.corpus_id, p.document, p.position, p.title, p.url, p
 FROM hits h JOIN annotation_passage p ON p.id = h.id
 """
 _ROW_FIELDS = ("id", "corpus_id", "document", "position", "title", "url", "text")
+
+
+def _frequent(corpora: list[Corpus]) -> list[str]:
+    return sorted(set.intersection(*(set(c.frequent_terms) for c in corpora)))
+
+
+def _run_search(statement: str, params: dict, queries: list[str], with_text: bool):
+    found: list[list[tuple[int, float]]] = [[] for _ in queries]
+    rows = {} if with_text else None
+    with connection.cursor() as cursor:
+        cursor.execute(statement + (_HITS_AND_TEXT if with_text else _HITS), params)
+        for number, pid, rank, *row in cursor.fetchall():
+            found[number].append((pid, float(rank)))
+            if rows is not None:
+                rows[pid] = tuple(row)
+    for hits in found:
+        hits.sort(key=lambda hit: (-hit[1], hit[0]))
+    return found, rows
+
+
+def rare_term_search(corpora: list[Corpus], queries: list[str], k: int, with_text: bool = False):
+    """As ``_search_postgresql``, but only passages holding a query's rare lexemes (each in at
+    most ``CORPUS_RARE_TERM_PASSAGES`` passages of ``corpora``) are candidates: the bounded
+    lexical pass of a dense-first search (``_RARE_SEARCH``)."""
+    params = {
+        "frequent": _frequent(corpora),
+        "queries": list(queries),
+        "corpora": [c.id for c in corpora],
+        "k": k,
+        "rare": int(getattr(settings, "CORPUS_RARE_TERM_PASSAGES", RARE_TERM_PASSAGES)),
+    }
+    return _run_search(_RARE_SEARCH, params, queries, with_text)
+
+
+def dense_first(corpora: list[Corpus], readers: list[vector_index.Reader]) -> bool:
+    """Whether the vector index carries the first pass: on PostgreSQL, when the corpora searched
+    hold ``CORPUS_DENSE_FIRST_PASSAGES`` passages or more (0: never) and every one of them is in
+    a vector index (else full-text search must still find the passages not embedded yet)."""
+    threshold = int(getattr(settings, "CORPUS_DENSE_FIRST_PASSAGES", DENSE_FIRST_PASSAGES))
+    if connection.vendor != "postgresql" or threshold <= 0 or sum(c.passages for c in corpora) < threshold:
+        return False
+    indexed = {reader.corpus_id: reader.rows for reader in readers}
+    return all(c.embedded >= c.passages and indexed.get(c.id, 0) >= c.passages for c in corpora)
 
 
 def _search_postgresql(corpora: list[Corpus], queries: list[str], k: int, with_text: bool = False):
@@ -110,25 +202,14 @@ def _search_postgresql(corpora: list[Corpus], queries: list[str], k: int, with_t
     with them, most of a large corpus matches and ranking it all takes most of a second. Only
     when every lexeme is frequent, passages with all of them (AND) instead, at most
     ``COMMON_QUERY_RANKED`` of them ranked."""
-    frequent = sorted(set.intersection(*(set(c.frequent_terms) for c in corpora)))
     params = {
-        "frequent": frequent,
+        "frequent": _frequent(corpora),
         "queries": list(queries),
         "corpora": [c.id for c in corpora],
         "k": k,
         "common_limit": COMMON_QUERY_RANKED,
     }
-    found: list[list[tuple[int, float]]] = [[] for _ in queries]
-    rows = {} if with_text else None
-    with connection.cursor() as cursor:
-        cursor.execute(_SEARCH + (_HITS_AND_TEXT if with_text else _HITS), params)
-        for number, pid, rank, *row in cursor.fetchall():
-            found[number].append((pid, float(rank)))
-            if rows is not None:
-                rows[pid] = tuple(row)
-    for hits in found:
-        hits.sort(key=lambda hit: (-hit[1], hit[0]))
-    return found, rows
+    return _run_search(_SEARCH, params, queries, with_text)
 
 
 def _lexical_in_memory(corpus: Corpus, query: str, k: int) -> list[tuple[int, float]]:
@@ -251,8 +332,14 @@ def corpus_search(project: Project, *, embed_missing: bool = True):
         rows: dict[int, tuple] = {}
         if connection.vendor == "postgresql" and searched:
             # With the text of its hits: only the columns shown (the vectors of embedded passages
-            # are in this process already).
-            found, rows = _search_postgresql(corpora, [queries[n] for n in searched], k, with_text=True)
+            # are in this process already). At a large corpus whose queries all have vectors, the
+            # dense scan carries the first pass and full-text search is bounded (rare lexemes).
+            lexical_search = (
+                rare_term_search
+                if set(searched) <= set(with_vector) and dense_first(corpora, readers)
+                else _search_postgresql
+            )
+            found, rows = lexical_search(corpora, [queries[n] for n in searched], k, with_text=True)
             for number, hits_of_query in zip(searched, found):
                 lexical[number] = hits_of_query
         elif searched:
