@@ -187,7 +187,7 @@ CORPUS_MAX_DOCUMENT_CHARS = env_int("CORPUS_MAX_DOCUMENT_CHARS", 1_000_000)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "api.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
