@@ -321,6 +321,7 @@ def wrk_test(port: int, client_specs, *, seconds: float, think_ms: int, server_p
         return {key: int(value) for key, value in (part.split("=") for part in line.split()[1:])}
 
     once(3)
+    time.sleep(3)  # saves still in flight when wrk stopped commit meanwhile: read the versions after them
     versions = dict(
         Annotation.objects.filter(assignment_id__in=[ids[0] for _, ids in client_specs]).values_list(
             "assignment_id", "version"
