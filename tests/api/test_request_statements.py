@@ -66,9 +66,10 @@ def test_a_draft_save_takes_a_fixed_number_of_statements(clients, felm_items, us
     url = f"/api/assignments/{assignment.id}/annotation/"
     first = statements(clients["alice"], "PUT", url, {"payload": ALL_CORRECT, "version": 0})
     again = statements(clients["alice"], "PUT", url, {"payload": ALL_CORRECT, "version": 1})
-    # PostgreSQL: 5 for a save of an existing annotation, 6 for the first (it reads and inserts)
+    # PostgreSQL: 5 for a save of an existing annotation; 7 for the first (it reads the annotation
+    # again under the lock, inserts it and updates the assignment)
     limit = 5 if connection.vendor == "postgresql" else 8
-    assert again <= limit and first <= limit + 1, (first, again)
+    assert again <= limit and first <= limit + 2, (first, again)
 
 
 def test_the_consolidators_list_open_and_save_take_a_fixed_number_of_statements(clients, felm_project, users):
