@@ -238,6 +238,9 @@ class ItemSerializer(serializers.ModelSerializer):
 class AssignmentSerializer(serializers.ModelSerializer):
     """An assignment with its item and segments; the annotation shown is the caller's own."""
 
+    # What a list of assignments need not read (large JSON, shown elsewhere)
+    NOT_LISTED = ("item_stage__item__metadata", "item_stage__suggestion", "item_stage__provenance")
+
     item = serializers.SerializerMethodField()
     stage = serializers.IntegerField(source="item_stage.stage")
     stage_status = serializers.CharField(source="item_stage.status")

@@ -356,7 +356,9 @@ class ProjectViewSet(ImportActions, EvidenceActions, ResearchActions, ExportActi
             queryset = Assignment.objects.filter(item_stage__item__project=project).select_related(
                 "item_stage__item", "user"
             )
-        page = self.paginate_queryset(queryset.select_related("user").order_by("id"))
+        # The list shows neither the item's metadata nor the annotation's payload: not read.
+        queryset = queryset.select_related("user").defer(*serializers.AssignmentSerializer.NOT_LISTED)
+        page = self.paginate_queryset(queryset.order_by("id"))
         return self.get_paginated_response(serializers.AssignmentSerializer(page, many=True).data)
 
     @extend_schema(
@@ -367,7 +369,8 @@ class ProjectViewSet(ImportActions, EvidenceActions, ResearchActions, ExportActi
     def consolidations(self, request, pk=None):
         project = self.get_object()
         consolidation_status = choice_param(request, "status", ConsolidationStatus.values)
-        page = self.paginate_queryset(selectors.consolidations_for_project(project, consolidation_status))
+        consolidations = selectors.consolidations_for_project(project, consolidation_status)
+        page = self.paginate_queryset(consolidations.defer("item_stage__item__metadata"))
         return self.get_paginated_response(serializers.ConsolidationSerializer(page, many=True).data)
 
     @extend_schema(responses=OpenApiTypes.OBJECT)

@@ -154,6 +154,22 @@ class WaitSampler(threading.Thread):
         return ", ".join(f"{event} {100 * count / total:.0f}%" for event, count in top)
 
 
+def tree_cpu_seconds(pid: int | None) -> float:
+    """User + system CPU of a process and its children (a gunicorn master and its workers)."""
+    if pid is None:
+        return 0.0
+    from harness import children_of
+
+    total = 0
+    for each in [pid, *children_of(pid)]:
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def load_test(
     port: int,
     client_specs: list[tuple[str, list[int]]],
@@ -162,6 +178,7 @@ def load_test(
     saves: int,
     think: float = 0,
     db_name: str = DEFAULT_DB,
+    server_pid: int | None = None,
 ) -> dict:
     """``len(client_specs)`` threads, each ``warmup`` + ``saves`` saves on its own assignments."""
     n = len(client_specs)
@@ -190,11 +207,12 @@ def load_test(
         thread.start()
     sampler = WaitSampler(db_name)
     measured_barrier.wait(timeout=300)
-    started = time.perf_counter()
+    started, server_cpu = time.perf_counter(), tree_cpu_seconds(server_pid)
     sampler.start()
     for thread in threads:
         thread.join(timeout=600)
     wall = time.perf_counter() - started
+    server_cpu = tree_cpu_seconds(server_pid) - server_cpu
     sampler.stop.set()
     sampler.join(timeout=10)
     latencies = sorted(x for lat, _ in sink for x in lat)
@@ -214,6 +232,7 @@ def load_test(
         "p99_ms": q[98] * 1000,
         "max_ms": latencies[-1] * 1000,
         "rps": len(latencies) / wall,
+        "server_cpu_ms": 1000 * server_cpu / len(latencies),
         "pg_waits": sampler.summary(),
         "load": os.getloadavg()[0],
     }
@@ -272,6 +291,64 @@ def inprocess_save_profile(client_spec: tuple[str, list[int]], count: int = 200)
     }
 
 
+WRK_SCRIPT = Path(__file__).with_name("save_wrk.lua")
+
+
+def wrk_test(port: int, client_specs, *, seconds: float, think_ms: int, server_pid: int | None = None) -> dict:
+    """The same saves from wrk (C, one connection per client, one assignment each): a short
+    warm-up, then ``seconds`` measured."""
+    import shutil
+    import subprocess
+
+    wrk = shutil.which("wrk")
+    if wrk is None:
+        raise RuntimeError("wrk is not installed (apt-get install -y wrk)")
+    from annotation.models import Annotation
+
+    n = len(client_specs)
+    versions = dict(
+        Annotation.objects.filter(assignment_id__in=[ids[0] for _, ids in client_specs]).values_list(
+            "assignment_id", "version"
+        )
+    )
+    specs = ",".join(f"{ids[0]}:{token}:{versions.get(ids[0], 0)}" for token, ids in client_specs)
+
+    def once(duration: float) -> dict:
+        command = [wrk, f"-t{n}", f"-c{n}", f"-d{duration:.0f}s", "--timeout", "30s", "-s", str(WRK_SCRIPT)]
+        command += [f"http://127.0.0.1:{port}", "--", specs, str(think_ms)]
+        output = subprocess.run(command, capture_output=True, text=True, timeout=duration + 120, check=True).stdout
+        line = next(row for row in output.splitlines() if row.startswith("WRK "))
+        return {key: int(value) for key, value in (part.split("=") for part in line.split()[1:])}
+
+    once(3)
+    time.sleep(3)  # saves still in flight when wrk stopped commit meanwhile: read the versions after them
+    versions = dict(
+        Annotation.objects.filter(assignment_id__in=[ids[0] for _, ids in client_specs]).values_list(
+            "assignment_id", "version"
+        )
+    )
+    specs = ",".join(f"{ids[0]}:{token}:{versions.get(ids[0], 0)}" for token, ids in client_specs)
+    server_cpu = tree_cpu_seconds(server_pid)
+    result = once(seconds)
+    server_cpu = tree_cpu_seconds(server_pid) - server_cpu
+    requests = max(1, result["requests"])
+    return {
+        "requests": result["requests"],
+        "errors": result["non2xx"],
+        "error_statuses": {"non-2xx (409s: " + str(result["conflicts"]) + ")": result["non2xx"]}
+        if result["non2xx"]
+        else {},
+        "p50_ms": result["p50_us"] / 1000,
+        "p95_ms": result["p95_us"] / 1000,
+        "p99_ms": result["p99_us"] / 1000,
+        "max_ms": result["max_us"] / 1000,
+        "rps": result["requests"] / (result["duration_us"] / 1e6),
+        "server_cpu_ms": 1000 * server_cpu / requests,
+        "pg_waits": "",
+        "load": os.getloadavg()[0],
+    }
+
+
 def bench_save(
     tmp: Path,
     *,
@@ -283,6 +360,8 @@ def bench_save(
     think_ms: int,
     think_saves: int,
     db_name: str,
+    client: str = "python",
+    wrk_seconds: float = 15,
 ) -> dict:
     """Closed-loop load (each client saves again as soon as it has its answer) for every worker
     configuration; then, for the best one, the same clients pausing ``think_ms`` between saves
@@ -299,27 +378,49 @@ def bench_save(
         f"  {clients} clients x ({warmup} warm-up + {saves} measured) back-to-back draft saves, "
         f"{per_client} own assignments each, on {os.cpu_count()} CPUs shared with the clients:"
     )
-    header = f"    {'configuration':34s} {'p50 ms':>8s} {'p95 ms':>8s} {'p99 ms':>8s} {'max ms':>8s} {'req/s':>7s} {'errors':>6s} {'load':>5s}"
+    header = (
+        f"    {'configuration':34s} {'p50 ms':>8s} {'p95 ms':>8s} {'p99 ms':>8s} {'max ms':>8s} {'req/s':>7s} "
+        f"{'errors':>6s} {'load':>5s} {'cpu/req':>7s}"
+    )
     print(header + "  PostgreSQL backends were")
     runs = {}
 
-    def run_one(text: str, think: float, count: int) -> dict:
+    def run_one(text: str, think: float, count: int, tool: str = client) -> dict:
         label, options = parse_config(text)
+        label = f"{label} ({tool})"
         with Gunicorn(options, tmp / f"gunicorn-{text.replace(':', '-')}.log") as server:
             server.wait_ready(
                 f"/api/assignments/{specs[0][1][0]}/annotation/",
                 {"Authorization": f"Token {specs[0][0]}", "Accept": "application/json"},
             )
-            run = load_test(server.port, specs, warmup=warmup, saves=count, think=think, db_name=db_name)
+            if tool == "wrk":
+                run = wrk_test(
+                    server.port,
+                    specs,
+                    seconds=wrk_seconds,
+                    think_ms=int(think * 1000),
+                    server_pid=server.process.pid,
+                )
+            else:
+                run = load_test(
+                    server.port,
+                    specs,
+                    warmup=warmup,
+                    saves=count,
+                    think=think,
+                    db_name=db_name,
+                    server_pid=server.process.pid,
+                )
         errors = f"{run['errors']}" + (f" {run['error_statuses']}" if run["errors"] else "")
         print(
             f"    {label:34s} {run['p50_ms']:8.1f} {run['p95_ms']:8.1f} {run['p99_ms']:8.1f} {run['max_ms']:8.1f} "
-            f"{run['rps']:7.0f} {errors:>6s} {run['load']:5.1f}  {run['pg_waits']}"
+            f"{run['rps']:7.0f} {errors:>6s} {run['load']:5.1f} {run['server_cpu_ms']:7.2f}  {run['pg_waits']}"
         )
         return {"label": label, **run}
 
+    tools = ["python", "wrk"] if client == "both" else [client]
     for text in configs:
-        runs[text] = run_one(text, 0, saves)
+        runs[text] = run_one(text, 0, saves, tools[0])
     best = min(runs, key=lambda key: (runs[key]["errors"] > 0, runs[key]["p95_ms"]))
     print(f"  best by p95 (back to back): {runs[best]['label']}")
     paced = None
@@ -328,5 +429,74 @@ def bench_save(
             f"  {clients} clients pausing {think_ms} ms after each answer ({think_saves} saves each), "
             f"with {runs[best]['label']}:"
         )
-        paced = run_one(best, think_ms / 1000, think_saves)
-    return {"runs": runs, "best": best, "paced": paced, "think_ms": think_ms, "inprocess": inproc}
+        paced = run_one(best, think_ms / 1000, think_saves, tools[0])
+    extra = {}
+    for tool in tools[1:]:
+        print(
+            f"  the same with {tool} as the clients ({wrk_seconds:.0f} s each): back to back, then pausing {think_ms} ms"
+        )
+        extra[tool] = {"runs": {best: run_one(best, 0, saves, tool)}}
+        if think_ms:
+            extra[tool]["paced"] = run_one(best, think_ms / 1000, think_saves, tool)
+    return {"runs": runs, "best": best, "paced": paced, "think_ms": think_ms, "inprocess": inproc, "other": extra}
+
+
+def main(argv=None) -> int:
+    """Step 4 alone: its own database, the save project, the in-process profile and the load."""
+    import argparse
+    import tempfile
+
+    from harness import configure_environment, create_database, django_setup, drop_database, migrate
+
+    parser = argparse.ArgumentParser(description="felm_scale.py step 4 alone: draft saves over HTTP")
+    parser.add_argument("--db-name", default=DEFAULT_DB + "_saves")
+    parser.add_argument("--configs", default="sync:4")
+    parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--per-client", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=10)
+    parser.add_argument("--saves", type=int, default=50)
+    parser.add_argument("--think-ms", type=int, default=600)
+    parser.add_argument("--think-saves", type=int, default=20)
+    parser.add_argument("--client", choices=("python", "wrk", "both"), default="both")
+    parser.add_argument("--wrk-seconds", type=float, default=15)
+    args = parser.parse_args(argv)
+    if not args.db_name.startswith(DEFAULT_DB) or not args.db_name.replace("_", "").isalnum():
+        parser.error(f"--db-name must start with {DEFAULT_DB} (the database is dropped at the end)")
+    for name in ("clients", "per_client", "saves", "think_saves"):
+        if not 1 <= getattr(args, name) <= 10_000:
+            parser.error(f"--{name.replace('_', '-')} must be between 1 and 10000")
+    if not (0 <= args.warmup <= 10_000 and 0 <= args.think_ms <= 10_000 and 1 <= args.wrk_seconds <= 600):
+        parser.error("--warmup, --think-ms or --wrk-seconds out of range")
+    print(f"  load average at start: {open('/proc/loadavg').read().strip()}")
+    configure_environment(args.db_name)
+    create_database(args.db_name)
+    try:
+        django_setup()
+        migrate()
+        with tempfile.TemporaryDirectory(prefix="felm-saves-") as tmp:
+            bench_save(
+                Path(tmp),
+                clients=args.clients,
+                per_client=args.per_client,
+                warmup=args.warmup,
+                saves=args.saves,
+                configs=[c for c in args.configs.split(",") if c],
+                think_ms=args.think_ms,
+                think_saves=args.think_saves,
+                db_name=args.db_name,
+                client=args.client,
+                wrk_seconds=args.wrk_seconds,
+            )
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        drop_database(args.db_name)
+    print(f"  load average at end: {open('/proc/loadavg').read().strip()}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

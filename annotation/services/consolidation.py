@@ -102,9 +102,13 @@ def _gold_from_the_one_submission(stage: ItemStage, assignment: Assignment) -> N
 
 
 def check_not_annotator(consolidation: Consolidation, user) -> None:
-    """Nobody consolidates an item they annotated (a 403, not a 400: it is about who asks)."""
-    if user is not None and Assignment.objects.filter(item_stage_id=consolidation.item_stage_id, user=user).exists():
+    """Nobody consolidates an item they annotated (a 403, not a 400: it is about who asks).
+    Checked once per instance and user: the API's view checks before the service it calls."""
+    if user is None or getattr(consolidation, "_not_annotator_checked", None) == (user.pk, consolidation.item_stage_id):
+        return
+    if Assignment.objects.filter(item_stage_id=consolidation.item_stage_id, user=user).exists():
         raise PermissionDenied("you annotated this item: another consolidator consolidates it")
+    consolidation._not_annotator_checked = (user.pk, consolidation.item_stage_id)
 
 
 def lock_open_consolidation(consolidation: Consolidation, version: int | None) -> Consolidation:

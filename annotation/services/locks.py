@@ -22,6 +22,10 @@ of this project takes its locks in this order, and only the locks named here:
 Across the steps of one item, an earlier step's rows come before a later step's (reopening
 step 1 deletes step 2's assignments, then step 2).
 
+An annotator's save (services/annotations.py) takes steps 1 and 2 in one statement, ``FOR KEY
+SHARE OF`` the project ``FOR UPDATE OF`` the assignment: PostgreSQL locks each row's tables in
+the order of the locking clauses, so the order holds.
+
 A lock taken with ``select_for_update`` names its own table (``of=("self",)``): without it,
 PostgreSQL also locks every row joined in by ``select_related`` (the item and the project),
 out of this order. A sentence-split correction did that: it locked the stage's assignments,

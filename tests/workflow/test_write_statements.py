@@ -11,7 +11,7 @@ from tests.helpers.factcheck import released_line
 
 @pytest.mark.django_db
 @pytest.mark.postgres_only("the statements are PostgreSQL's")
-def test_a_draft_save_on_postgresql_takes_seven_statements_and_writes_both_rows(clients, felm_items, users):
+def test_a_draft_save_on_postgresql_takes_five_statements_and_writes_both_rows(clients, felm_items, users):
     assignment = Assignment.objects.get(user=users["alice"], item_stage__item=felm_items[0])
     url = f"/api/assignments/{assignment.id}/annotation/"
     first = clients["alice"].put(
@@ -33,11 +33,13 @@ def test_a_draft_save_on_postgresql_takes_seven_statements_and_writes_both_rows(
         response = clients["alice"].put(url, {"payload": payload, "version": 1, "active_seconds": 7}, format="json")
     assert response.status_code == 200, response.content
     statements = [q["sql"] for q in captured.captured_queries]
-    # token, BEGIN, key-share the project (the lock order, annotation/services/locks.py), lock the
-    # assignment (and relax the commit), read the annotation, write both rows, COMMIT
-    assert len(statements) == 7, "\n".join(s[:120] for s in statements)
-    assert "annotation_project" in statements[2]
-    assert "set_config" in statements[3] and "FOR UPDATE" in statements[3]
+    # token, BEGIN, key-share the project and lock the assignment in one statement (the lock
+    # order, annotation/services/locks.py; it reads the annotation's version and relaxes the
+    # commit too), write both rows if the version is still the one read, COMMIT
+    assert len(statements) == 5, "\n".join(s[:120] for s in statements)
+    lock = statements[2]
+    assert "set_config" in lock and lock.index("FOR KEY SHARE OF p") < lock.index("FOR UPDATE OF a")
+    assert "version = 1 AND NOT submitted" in statements[3]
 
     annotation = Annotation.objects.get(assignment=assignment)
     assert annotation.version == 2 and annotation.payload["segments"][0]["comment"] == "wrong: it is 1889"
