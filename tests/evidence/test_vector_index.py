@@ -10,6 +10,7 @@ import pytest
 
 from annotation.evidence import corpus_search as corpus_search_module
 from annotation.evidence import vector_index
+from annotation.evidence.vector_files import RowFile
 from annotation.evidence.corpora import _fill_search_vectors, clear_embeddings
 from annotation.evidence.corpus_search import corpus_search, dense_hits_many
 from annotation.models import Corpus, CorpusState, Passage
@@ -94,7 +95,9 @@ def test_a_small_corpus_is_searched_exactly_from_the_mapped_files(factcheck_proj
     meta = vector_index.sync(corpus.id)
     assert meta["rows"] == 300 and meta["ann"] is None
     reader = vector_index.reader(corpus)
-    assert isinstance(reader.vectors, np.memmap) and isinstance(reader.ids, np.memmap)
+    # scanned whole: mapped; candidates' rows and ids: read at their offsets
+    assert isinstance(reader.exact, np.memmap) and reader.exact.shape == (300, DIM)
+    assert isinstance(reader.vectors, RowFile) and isinstance(reader.ids, RowFile)
     assert reader.ids.dtype == np.int64
     queries = near(vectors)
     for found, expected in zip(reader.search(queries, 10), exact(corpus, queries, 10)):
