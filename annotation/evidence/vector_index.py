@@ -64,6 +64,8 @@ REBUILD_INLINE_MAX = 20_000
 MAPPED_MAX_MIB = 64
 # Every this many ids are held in memory to find a passage's row (one read of a block of ids).
 ID_STRIDE = 512
+# Indexes a Celery worker process opens when it starts (VECTOR_INDEX_PREWARM): the most embedded corpora.
+PREWARM_CORPORA = 8
 
 
 class IndexUnusable(Exception):
@@ -147,14 +149,51 @@ def _faiss():
     return faiss
 
 
-def prewarm_in_background() -> threading.Thread | None:
-    """With VECTOR_INDEX_PREWARM, import faiss on a thread of its own once a process is up (a
-    gunicorn or Celery worker), so that its first search does not wait 0.1-0.6 s for the import."""
-    if not getattr(settings, "VECTOR_INDEX_PREWARM", False):
+def prewarm_wanted(process: str) -> bool:
+    """VECTOR_INDEX_PREWARM: "worker" (the default: Celery worker processes, where evidence is
+    searched), "all" or "1" (gunicorn web workers too: only when tasks run in the web process),
+    "0" (none)."""
+    value = str(getattr(settings, "VECTOR_INDEX_PREWARM", "worker")).strip().lower()
+    if value in ("0", "off", "false", "none", "no", ""):
+        return False
+    return value in ("1", "all", "true", "yes") or process == "worker"
+
+
+def prewarm_in_background(process: str = "worker") -> threading.Thread | None:
+    """Where VECTOR_INDEX_PREWARM wants it for this kind of ``process`` ("worker": a Celery worker
+    process, "web": a gunicorn worker), import faiss and open the corpora's indexes on a thread of
+    its own once the process is up, so that its first search does not wait 0.1-0.6 s for them."""
+    if not prewarm_wanted(process):
         return None
-    thread = threading.Thread(target=_faiss, name="vector-index-prewarm", daemon=True)
+    thread = threading.Thread(target=_prewarm, args=(True,), name="vector-index-prewarm", daemon=True)
     thread.start()
     return thread
+
+
+def _prewarm(close_connection: bool = False) -> None:
+    from django.db import connection
+
+    try:
+        _faiss()
+        model = model_key()
+        limit = int(setting("VECTOR_INDEX_PREWARM_CORPORA", PREWARM_CORPORA))
+        corpora = Corpus.objects.filter(embedded_through__gt=0).only(
+            "id", "embedded", "embedded_through", "imported_at"
+        )
+        for corpus in corpora.order_by("-embedded_through")[:limit]:
+            directory = index_dir(corpus.id, model)
+            stamp = _stamp(directory)
+            try:
+                opened = _open_checked(corpus, directory, model, stamp)
+            except (IndexUnusable, OSError):
+                continue  # its first search rebuilds or queues it, as without prewarming
+            with _lock:
+                _readers.setdefault(corpus.id, opened)
+    except Exception:  # a worker without a database yet, a failing disk: its first search says more
+        logger.warning("vector index prewarm failed", exc_info=True)
+    finally:
+        if close_connection:  # the thread's own
+            connection.close()
 
 
 def _build_ann(vectors: np.ndarray, path: Path) -> None:
@@ -471,6 +510,17 @@ def _open(corpus_id: int, directory: Path, model: str, stamp: tuple) -> Reader:
     return Reader(corpus_id, meta, stamp, ids, vectors, ann, exact, id_sample(ids, ID_STRIDE), mapped_lists)
 
 
+def _open_checked(corpus, directory: Path, model: str, stamp: tuple) -> Reader:
+    if not stamp:
+        raise IndexUnusable("no index yet")
+    opened = _open(corpus.id, directory, model, stamp)
+    if opened.meta["through"] > corpus.embedded_through:
+        raise IndexUnusable("stale: the corpus was re-embedded since")
+    if opened.meta.get("corpus") != _owner(getattr(corpus, "imported_at", None)):
+        raise IndexUnusable("it is another corpus's (a database reset reused the id)")
+    return opened
+
+
 def reader(corpus) -> Reader | None:
     """This process's read-only view of the corpus's index, reopened when the worker changed it
     (a stat of meta.json a search). None when there is none to search yet: a missing, corrupt
@@ -493,13 +543,7 @@ def reader(corpus) -> Reader | None:
     if not corpus.embedded_through:
         return None
     try:
-        opened = _open(corpus.id, directory, model, stamp) if stamp else None
-        if opened is None:
-            raise IndexUnusable("no index yet")
-        if opened.meta["through"] > corpus.embedded_through:
-            raise IndexUnusable("stale: the corpus was re-embedded since")
-        if opened.meta.get("corpus") != _owner(getattr(corpus, "imported_at", None)):
-            raise IndexUnusable("it is another corpus's (a database reset reused the id)")
+        opened = _open_checked(corpus, directory, model, stamp)
     except IndexUnusable as exc:
         if corpus.embedded > int(setting("VECTOR_INDEX_REBUILD_INLINE_MAX", REBUILD_INLINE_MAX)):
             logger.warning(
