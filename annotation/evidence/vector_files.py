@@ -93,9 +93,11 @@ class RowFile:
             if step != 1:
                 return self.take(np.arange(start, stop, step))
             return self.read(start, stop - start)
-        if isinstance(key, (int, np.integer)):
+        if isinstance(key, (int, np.integer)):  # one read, none of take's sorting
             row = int(key) + (self.rows if key < 0 else 0)
-            return self.take([row])[0]
+            if not 0 <= row < self.rows:
+                raise IndexError(f"row {key} outside 0..{self.rows - 1}")
+            return self.read(row, 1)[0]
         return self.take(key)
 
     def __array__(self, dtype=None, copy=None):

@@ -396,6 +396,8 @@ class Reader:
     exact: np.ndarray | None = field(default=None, repr=False)  # rows ann_rows.. mapped
     id_sample: np.ndarray | None = field(default=None, repr=False)  # every ID_STRIDE-th id
     mapped_lists: object | None = field(default=None, repr=False)  # vector_files.MappedLists
+    # {passage id: row} of the last search's results: their vectors are read next (row_of)
+    recent: dict = field(default_factory=dict, repr=False)
 
     @property
     def rows(self) -> int:
@@ -410,7 +412,11 @@ class Reader:
         passage_ids = np.asarray(passage_ids, dtype=np.int64)
         if not self.rows:
             return np.full(len(passage_ids), -1, dtype=np.int64)
-        return rows_of(self.ids, self.id_sample, ID_STRIDE, passage_ids)
+        recent = self.recent
+        found = np.fromiter((recent.get(pid, -2) for pid in passage_ids.tolist()), np.int64, len(passage_ids))
+        if (unknown := found == -2).any():
+            found[unknown] = rows_of(self.ids, self.id_sample, ID_STRIDE, passage_ids[unknown])
+        return found
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         """(passage id, cosine) of the ``k`` nearest passages to each query, best first."""
@@ -444,7 +450,9 @@ class Reader:
             order = np.lexsort((every[at], -exact))[:k]
             chosen.append(every[at][order])
             orders.append(exact[order])
-        ids = self.ids.take(np.concatenate(chosen)) if chosen else []
+        rows = np.concatenate(chosen)
+        ids = self.ids.take(rows)
+        self.recent = dict(zip(ids.tolist(), rows.tolist()))
         results, at = [], 0
         for rows, scores in zip(chosen, orders):
             results.append([(int(ids[at + i]), float(score)) for i, score in enumerate(scores)])
