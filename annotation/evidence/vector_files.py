@@ -42,6 +42,8 @@ class RowFile:
         self.rows = rows
         self.row_bytes = self.dtype.itemsize * width
         self.shape = (rows, width) if width > 1 else (rows,)
+        # {row: values} of the rows a search just read (its results: read again next; a few hundred rows)
+        self.recent: dict[int, np.ndarray] = {}
         self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         if hasattr(os, "posix_fadvise"):  # no readahead (read_ahead_kb may be MiBs) around a row read cold
             os.posix_fadvise(self._fd, 0, 0, os.POSIX_FADV_RANDOM)
@@ -97,7 +99,8 @@ class RowFile:
             row = int(key) + (self.rows if key < 0 else 0)
             if not 0 <= row < self.rows:
                 raise IndexError(f"row {key} outside 0..{self.rows - 1}")
-            return self.read(row, 1)[0]
+            known = self.recent.get(row)
+            return known if known is not None else self.read(row, 1)[0]
         return self.take(key)
 
     def __array__(self, dtype=None, copy=None):

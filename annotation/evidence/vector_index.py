@@ -443,16 +443,18 @@ class Reader:
                 candidates[number] = np.concatenate([candidates[number], best])
         every = np.unique(np.concatenate(candidates))  # the queries of a claim share many
         vectors = self.vectors.take(every)  # read at their offsets, re-scored in float32
-        chosen, orders = [], []
+        chosen, orders, kept = [], [], {}
         for query, rows in zip(queries, candidates):
             at = np.searchsorted(every, np.unique(rows))
             exact = vectors[at] @ query
             order = np.lexsort((every[at], -exact))[:k]
             chosen.append(every[at][order])
             orders.append(exact[order])
+            kept.update(zip(chosen[-1].tolist(), vectors[at][order]))
         rows = np.concatenate(chosen)
         ids = self.ids.take(rows)
-        self.recent = dict(zip(ids.tolist(), rows.tolist()))
+        self.recent = dict(zip(ids.tolist(), rows.tolist()))  # their vectors are asked for next
+        self.vectors.recent = kept
         results, at = [], 0
         for rows, scores in zip(chosen, orders):
             results.append([(int(ids[at + i]), float(score)) for i, score in enumerate(scores)])

@@ -350,3 +350,20 @@ def test_an_index_left_by_another_corpus_with_the_same_id_is_not_used(factcheck_
     vector_index._readers.clear()
     corpus.refresh_from_db()
     assert np.array_equal(np.asarray(vector_index.reader(corpus).vectors), clustered(40, seed=11))
+
+
+def test_the_vectors_of_a_searchs_results_read_next_equal_the_files(factcheck_project, settings):
+    """Reader.search keeps its results' rows and vectors for the read that follows (corpus_search)."""
+    settings.VECTOR_INDEX_EXACT_MAX = 50
+    vectors = clustered(120, seed=4)
+    corpus = make_corpus(factcheck_project, vectors)
+    reader = vector_index.reader(corpus)
+    found = reader.search(near(vectors[:3]), 10)
+    ids = [pid for hits in found for pid, _ in hits]
+    rows = reader.row_of(np.array(ids))
+    everything = np.asarray(reader.vectors)
+    assert reader.vectors.recent and (rows >= 0).all()
+    for row in rows:
+        assert np.array_equal(reader.vectors[int(row)], everything[row])
+    reader.recent.clear()
+    assert np.array_equal(reader.row_of(np.array(ids)), rows)  # through the ids file: the same rows
