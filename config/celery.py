@@ -17,8 +17,9 @@ app.autodiscover_tasks()
 
 @signals.worker_process_init.connect
 def _prewarm_vector_index(**_):
-    """VECTOR_INDEX_PREWARM: import faiss on a thread once a worker process is up (vector_index)."""
+    """VECTOR_INDEX_PREWARM (default "worker"): import faiss and open the corpora's vector indexes on a
+    thread once a worker process is up (annotation.evidence.vector_index), not at its first search."""
     # the app registry is ready only after the config module loads
     from annotation.evidence.vector_index import prewarm_in_background
 
-    prewarm_in_background()
+    prewarm_in_background("worker")

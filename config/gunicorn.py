@@ -3,8 +3,9 @@ bind and timeouts)."""
 
 
 def post_worker_init(worker):
-    """VECTOR_INDEX_PREWARM: import faiss on a thread once a worker is up (annotation.evidence.vector_index)."""
+    """VECTOR_INDEX_PREWARM=all: import faiss on a thread once a worker is up (annotation.evidence.vector_index);
+    by default web workers do not (issue 22: they search no corpus, Celery workers do)."""
     # the app registry is ready only after the config module loads
     from annotation.evidence.vector_index import prewarm_in_background
 
-    prewarm_in_background()
+    prewarm_in_background("web")

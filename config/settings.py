@@ -285,8 +285,12 @@ CELERY_ACCEPT_CONTENT = ["json"]
 VECTOR_INDEX_DIR = os.environ.get("VECTOR_INDEX_DIR") or None
 VECTOR_INDEX_EXACT_MAX = int(os.environ.get("VECTOR_INDEX_EXACT_MAX", "20000"))  # up to this, exact search
 VECTOR_INDEX_NPROBE = int(os.environ.get("VECTOR_INDEX_NPROBE", "16"))  # IVF lists searched a query
-# 1: gunicorn and Celery workers import faiss on a thread once up, not at their first search.
-VECTOR_INDEX_PREWARM = os.environ.get("VECTOR_INDEX_PREWARM", "0") == "1"
+# Where faiss is imported and the corpora's indexes opened on a thread once a process is up, not at its
+# first search: "worker" (Celery worker processes, where evidence is searched), "all" (gunicorn web workers
+# too: for the embedded stack, whose tasks run in the web process), "0" (nowhere). docs/scaling.md.
+VECTOR_INDEX_PREWARM = os.environ.get("VECTOR_INDEX_PREWARM", "worker")
+# MiB of an ANN index's lists a searching process may keep mapped before releasing them (page cache keeps them).
+VECTOR_INDEX_MAPPED_MAX = int(os.environ.get("VECTOR_INDEX_MAPPED_MAX", "64"))
 
 # Django's cache holds results that Celery workers compute for the web processes (agreement with
 # bootstrap intervals: annotation.research.agreement_cache), so with real workers it must be one

@@ -1,8 +1,10 @@
 """The embedded passages of a corpus as an index on disk, shared by the processes of a machine.
 
 The embedding worker writes it as it embeds (``sync`` after each batch); searching processes
-open it memory-mapped and read-only (``reader``), so their memory does not grow with the corpus:
-the pages they touch sit in the OS page cache, shared by every process of the machine.
+open it read-only (``reader``) and read the rows they need at their offsets
+(``annotation.evidence.vector_files``), so their memory does not grow with the corpus: the files
+sit in the OS page cache, shared by every process of the machine, and never count in a
+searching process's resident memory beyond the pages it reads now.
 
 One directory per corpus and embedding model, ``VECTOR_INDEX_DIR/corpus-<id>/<model>/``:
 
@@ -10,11 +12,12 @@ One directory per corpus and embedding model, ``VECTOR_INDEX_DIR/corpus-<id>/<mo
   highest passage id (``through``) and a generation; rewritten atomically (rename) last, so a
   reader sees either the old or the new state, never a half-written one;
 - ``vectors-<g>.f32`` / ``ids-<g>.i64``: the float32 vectors and passage ids, in passage id
-  order, appended as the worker embeds (readers map only the rows the meta names);
+  order, appended as the worker embeds (readers read only the rows the meta names);
 - ``ann-<g>-<n>.faiss``: once a corpus has more than ``VECTOR_INDEX_EXACT_MAX`` rows, a faiss
   IVF index with 8-bit scalar quantisation over the first rows (labels are row numbers), read
-  with ``IO_FLAG_MMAP``. Rows past it (the tail) are scanned exactly until the worker adds them.
-  ANN hits are re-scored with the exact vectors.
+  with ``IO_FLAG_MMAP`` (its pages dropped from the process's page tables as searches touch
+  them). Rows past it (the tail) are scanned exactly until the worker adds them. ANN hits are
+  re-scored with the exact vectors.
 
 Below ``VECTOR_INDEX_EXACT_MAX`` rows the search is exact (a scan of the mapped vectors is as
 fast as the ANN index there). The vectors in PostgreSQL (``Passage.embedding``) stay the source
@@ -26,12 +29,11 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
-import mmap
 import os
 import shutil
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,6 +59,13 @@ READ_BATCH = 20_000
 # Searching processes rebuild a missing or corrupt index themselves up to this many rows, else
 # they queue the rebuild and search lexically meanwhile.
 REBUILD_INLINE_MAX = 20_000
+# What a searching process may map of an ANN index's lists before it drops them from its page
+# tables (vector_files.MappedLists; the page cache keeps them), MiB.
+MAPPED_MAX_MIB = 64
+# Every this many ids are held in memory to find a passage's row (one read of a block of ids).
+ID_STRIDE = 512
+# Indexes a Celery worker process opens when it starts (VECTOR_INDEX_PREWARM): the most embedded corpora.
+PREWARM_CORPORA = 8
 
 
 class IndexUnusable(Exception):
@@ -140,14 +149,51 @@ def _faiss():
     return faiss
 
 
-def prewarm_in_background() -> threading.Thread | None:
-    """With VECTOR_INDEX_PREWARM, import faiss on a thread of its own once a process is up (a
-    gunicorn or Celery worker), so that its first search does not wait 0.1-0.6 s for the import."""
-    if not getattr(settings, "VECTOR_INDEX_PREWARM", False):
+def prewarm_wanted(process: str) -> bool:
+    """VECTOR_INDEX_PREWARM: "worker" (the default: Celery worker processes, where evidence is
+    searched), "all" or "1" (gunicorn web workers too: only when tasks run in the web process),
+    "0" (none)."""
+    value = str(getattr(settings, "VECTOR_INDEX_PREWARM", "worker")).strip().lower()
+    if value in ("0", "off", "false", "none", "no", ""):
+        return False
+    return value in ("1", "all", "true", "yes") or process == "worker"
+
+
+def prewarm_in_background(process: str = "worker") -> threading.Thread | None:
+    """Where VECTOR_INDEX_PREWARM wants it for this kind of ``process`` ("worker": a Celery worker
+    process, "web": a gunicorn worker), import faiss and open the corpora's indexes on a thread of
+    its own once the process is up, so that its first search does not wait 0.1-0.6 s for them."""
+    if not prewarm_wanted(process):
         return None
-    thread = threading.Thread(target=_faiss, name="vector-index-prewarm", daemon=True)
+    thread = threading.Thread(target=_prewarm, args=(True,), name="vector-index-prewarm", daemon=True)
     thread.start()
     return thread
+
+
+def _prewarm(close_connection: bool = False) -> None:
+    from django.db import connection
+
+    try:
+        _faiss()
+        model = model_key()
+        limit = int(setting("VECTOR_INDEX_PREWARM_CORPORA", PREWARM_CORPORA))
+        corpora = Corpus.objects.filter(embedded_through__gt=0).only(
+            "id", "embedded", "embedded_through", "imported_at"
+        )
+        for corpus in corpora.order_by("-embedded_through")[:limit]:
+            directory = index_dir(corpus.id, model)
+            stamp = _stamp(directory)
+            try:
+                opened = _open_checked(corpus, directory, model, stamp)
+            except (IndexUnusable, OSError):
+                continue  # its first search rebuilds or queues it, as without prewarming
+            with _lock:
+                _readers.setdefault(corpus.id, opened)
+    except Exception:  # a worker without a database yet, a failing disk: its first search says more
+        logger.warning("vector index prewarm failed", exc_info=True)
+    finally:
+        if close_connection:  # the thread's own
+            connection.close()
 
 
 def _build_ann(vectors: np.ndarray, path: Path) -> None:
@@ -335,14 +381,23 @@ def _append(corpus_id: int, directory: Path, meta: dict, through: int, source=No
 
 @dataclass
 class Reader:
-    """A corpus's index, mapped read-only in this process."""
+    """A corpus's index, open read-only in this process: the vectors and ids read at their rows
+    (``vector_files.RowFile``), the ANN index mapped by faiss and released as it is searched, the
+    rows past it (at most ``VECTOR_INDEX_TAIL_MAX``, or a corpus of ``VECTOR_INDEX_EXACT_MAX``)
+    mapped for the exact scan. What the process keeps resident is bounded, whatever the corpus's
+    size: benchmarks/README.md "Evidence at scale"."""
 
     corpus_id: int
     meta: dict
     stamp: tuple
-    ids: np.ndarray
-    vectors: np.ndarray
+    ids: object  # vector_files.RowFile (int64) or an empty array
+    vectors: object  # vector_files.RowFile (float32 rows) or an empty array
     ann: object | None
+    exact: np.ndarray | None = field(default=None, repr=False)  # rows ann_rows.. mapped
+    id_sample: np.ndarray | None = field(default=None, repr=False)  # every ID_STRIDE-th id
+    mapped_lists: object | None = field(default=None, repr=False)  # vector_files.MappedLists
+    # {passage id: row} of the last search's results: their vectors are read next (row_of)
+    recent: dict = field(default_factory=dict, repr=False)
 
     @property
     def rows(self) -> int:
@@ -352,11 +407,16 @@ class Reader:
         """The row of each passage id, -1 where the index has none."""
         import numpy as np  # numpy: web workers start without it
 
+        from annotation.evidence.vector_files import rows_of
+
         passage_ids = np.asarray(passage_ids, dtype=np.int64)
         if not self.rows:
             return np.full(len(passage_ids), -1, dtype=np.int64)
-        rows = np.minimum(np.searchsorted(self.ids, passage_ids), self.rows - 1)
-        return np.where(self.ids[rows] == passage_ids, rows, -1)
+        recent = self.recent
+        found = np.fromiter((recent.get(pid, -2) for pid in passage_ids.tolist()), np.int64, len(passage_ids))
+        if (unknown := found == -2).any():
+            found[unknown] = rows_of(self.ids, self.id_sample, ID_STRIDE, passage_ids[unknown])
+        return found
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         """(passage id, cosine) of the ``k`` nearest passages to each query, best first."""
@@ -370,20 +430,35 @@ class Reader:
         if ann_rows:
             faiss = _faiss()
             faiss.omp_set_num_threads(1)  # one query batch is a millisecond: threads only wait on a busy machine
-            self.ann.nprobe = int(setting("VECTOR_INDEX_NPROBE", NPROBE))
+            nprobe = int(setting("VECTOR_INDEX_NPROBE", NPROBE))
+            self.ann.nprobe = nprobe
             _, found = self.ann.search(queries, min(ann_rows, 2 * k))
             candidates = [row[row >= 0] for row in found]
+            if self.mapped_lists is not None:
+                self.mapped_lists.searched(len(queries), nprobe)
         if ann_rows < self.rows:  # the tail, or all of a small corpus: exact
-            scores = queries @ self.vectors[ann_rows : self.rows].T
+            scores = queries @ self.exact.T
             for number, row in enumerate(scores):
                 best = _top(row, 2 * k) + ann_rows
                 candidates[number] = np.concatenate([candidates[number], best])
-        results = []
+        every = np.unique(np.concatenate(candidates))  # the queries of a claim share many
+        vectors = self.vectors.take(every)  # read at their offsets, re-scored in float32
+        chosen, orders, kept = [], [], {}
         for query, rows in zip(queries, candidates):
-            rows = np.unique(rows)
-            exact = self.vectors[rows] @ query  # ANN hits re-scored with the float32 vectors
-            order = np.lexsort((rows, -exact))[:k]
-            results.append([(int(self.ids[rows[i]]), float(exact[i])) for i in order])
+            at = np.searchsorted(every, np.unique(rows))
+            exact = vectors[at] @ query
+            order = np.lexsort((every[at], -exact))[:k]
+            chosen.append(every[at][order])
+            orders.append(exact[order])
+            kept.update(zip(chosen[-1].tolist(), vectors[at][order]))
+        rows = np.concatenate(chosen)
+        ids = self.ids.take(rows)
+        self.recent = dict(zip(ids.tolist(), rows.tolist()))  # their vectors are asked for next
+        self.vectors.recent = kept
+        results, at = [], 0
+        for rows, scores in zip(chosen, orders):
+            results.append([(int(ids[at + i]), float(score)) for i, score in enumerate(scores)])
+            at += len(rows)
         return results
 
 
@@ -411,20 +486,11 @@ def _stamp(directory: Path) -> tuple:
 def _open(corpus_id: int, directory: Path, model: str, stamp: tuple) -> Reader:
     import numpy as np  # numpy: web workers start without it
 
+    from annotation.evidence.vector_files import MappedLists, RowFile, id_sample
+
     meta = _read_meta(directory, model)
     rows, generation = meta["rows"], meta["generation"]
-    if rows:
-        ids = np.memmap(directory / f"ids-{generation}.i64", dtype=np.int64, mode="r", shape=(rows,))
-        vectors = np.memmap(
-            directory / f"vectors-{generation}.f32",
-            dtype=np.float32,
-            mode="r",
-            shape=(rows, DIMENSIONS),
-        )
-        _random_access(vectors)
-    else:
-        ids, vectors = np.empty(0, dtype=np.int64), np.empty((0, DIMENSIONS), dtype=np.float32)
-    ann = None
+    ann = mapped_lists = None
     if name := _ann_name(meta):
         faiss = _faiss()
         try:
@@ -433,16 +499,36 @@ def _open(corpus_id: int, directory: Path, model: str, stamp: tuple) -> Reader:
             raise IndexUnusable(f"{name} unreadable: {str(exc).splitlines()[0][:200]}") from exc
         if ann.ntotal != meta["ann_rows"] or ann.d != DIMENSIONS:
             raise IndexUnusable(f"{name} holds {ann.ntotal} rows, meta.json says {meta['ann_rows']}")
-    return Reader(corpus_id, meta, stamp, ids, vectors, ann)
+        budget = int(setting("VECTOR_INDEX_MAPPED_MAX", MAPPED_MAX_MIB)) * 2**20
+        mapped_lists = MappedLists(ann, faiss, directory / name, budget)
+    if not rows:
+        empty = np.empty(0, dtype=np.int64)
+        return Reader(corpus_id, meta, stamp, empty, np.empty((0, DIMENSIONS), dtype=np.float32), None)
+    vectors_path = directory / f"vectors-{generation}.f32"
+    ids = RowFile(directory / f"ids-{generation}.i64", np.int64, 1, rows)
+    vectors = RowFile(vectors_path, np.float32, DIMENSIONS, rows)
+    exact_from = meta["ann_rows"] if ann is not None else 0
+    exact = None
+    if exact_from < rows:  # scanned whole at every search: mapped (at most the tail or a small corpus)
+        exact = np.memmap(
+            vectors_path,
+            dtype=np.float32,
+            mode="r",
+            offset=exact_from * DIMENSIONS * 4,
+            shape=(rows - exact_from, DIMENSIONS),
+        )
+    return Reader(corpus_id, meta, stamp, ids, vectors, ann, exact, id_sample(ids, ID_STRIDE), mapped_lists)
 
 
-def _random_access(mapped: np.memmap) -> None:
-    """Rows are read one here and one there (candidates, re-scoring): without this the kernel
-    reads 128 KiB around each, and a process maps most of a 1.5 GiB file after 1,000 queries."""
-
-    handle = getattr(mapped, "_mmap", None)
-    if handle is not None and hasattr(mmap, "MADV_RANDOM"):
-        handle.madvise(mmap.MADV_RANDOM)
+def _open_checked(corpus, directory: Path, model: str, stamp: tuple) -> Reader:
+    if not stamp:
+        raise IndexUnusable("no index yet")
+    opened = _open(corpus.id, directory, model, stamp)
+    if opened.meta["through"] > corpus.embedded_through:
+        raise IndexUnusable("stale: the corpus was re-embedded since")
+    if opened.meta.get("corpus") != _owner(getattr(corpus, "imported_at", None)):
+        raise IndexUnusable("it is another corpus's (a database reset reused the id)")
+    return opened
 
 
 def reader(corpus) -> Reader | None:
@@ -467,13 +553,7 @@ def reader(corpus) -> Reader | None:
     if not corpus.embedded_through:
         return None
     try:
-        opened = _open(corpus.id, directory, model, stamp) if stamp else None
-        if opened is None:
-            raise IndexUnusable("no index yet")
-        if opened.meta["through"] > corpus.embedded_through:
-            raise IndexUnusable("stale: the corpus was re-embedded since")
-        if opened.meta.get("corpus") != _owner(getattr(corpus, "imported_at", None)):
-            raise IndexUnusable("it is another corpus's (a database reset reused the id)")
+        opened = _open_checked(corpus, directory, model, stamp)
     except IndexUnusable as exc:
         if corpus.embedded > int(setting("VECTOR_INDEX_REBUILD_INLINE_MAX", REBUILD_INLINE_MAX)):
             logger.warning(

@@ -12,6 +12,7 @@ from annotation.evidence import corpus_search as corpus_search_module
 from annotation.evidence import vector_index
 from annotation.evidence.corpora import _fill_search_vectors, clear_embeddings
 from annotation.evidence.corpus_search import corpus_search, dense_hits_many
+from annotation.evidence.vector_files import RowFile
 from annotation.models import Corpus, CorpusState, Passage
 
 pytestmark = pytest.mark.django_db
@@ -94,7 +95,9 @@ def test_a_small_corpus_is_searched_exactly_from_the_mapped_files(factcheck_proj
     meta = vector_index.sync(corpus.id)
     assert meta["rows"] == 300 and meta["ann"] is None
     reader = vector_index.reader(corpus)
-    assert isinstance(reader.vectors, np.memmap) and isinstance(reader.ids, np.memmap)
+    # scanned whole: mapped; candidates' rows and ids: read at their offsets
+    assert isinstance(reader.exact, np.memmap) and reader.exact.shape == (300, DIM)
+    assert isinstance(reader.vectors, RowFile) and isinstance(reader.ids, RowFile)
     assert reader.ids.dtype == np.int64
     queries = near(vectors)
     for found, expected in zip(reader.search(queries, 10), exact(corpus, queries, 10)):
@@ -303,13 +306,36 @@ def test_forget_vectors_drops_this_processes_view(factcheck_project):
     assert corpus.id not in vector_index._readers
 
 
-def test_prewarm_imports_faiss_on_a_thread_only_when_asked(settings):
-    settings.VECTOR_INDEX_PREWARM = False
-    assert vector_index.prewarm_in_background() is None
-    settings.VECTOR_INDEX_PREWARM = True
-    thread = vector_index.prewarm_in_background()
+def test_prewarm_by_default_in_celery_workers_only(settings, monkeypatch):
+    """Evidence is searched in Celery workers; web workers stay without faiss (issue 22)."""
+    settings.VECTOR_INDEX_PREWARM = "worker"  # the default
+    assert vector_index.prewarm_wanted("worker") and not vector_index.prewarm_wanted("web")
+    for value in ("all", "1", True):
+        settings.VECTOR_INDEX_PREWARM = value
+        assert vector_index.prewarm_wanted("worker") and vector_index.prewarm_wanted("web")
+    for value in ("0", False):
+        settings.VECTOR_INDEX_PREWARM = value
+        assert not vector_index.prewarm_wanted("worker") and not vector_index.prewarm_wanted("web")
+        assert vector_index.prewarm_in_background("worker") is None
+    settings.VECTOR_INDEX_PREWARM = "worker"
+    assert vector_index.prewarm_in_background("web") is None
+    monkeypatch.setattr(vector_index, "_prewarm", lambda close: vector_index._faiss())
+    thread = vector_index.prewarm_in_background("worker")
     thread.join(60)
     assert not thread.is_alive() and "faiss" in sys.modules
+
+
+def test_prewarm_opens_the_indexes_of_embedded_corpora(factcheck_project, settings):
+    settings.VECTOR_INDEX_EXACT_MAX = 50  # an ANN index too
+    indexed = make_corpus(factcheck_project, clustered(80), name="indexed")
+    unindexed = make_corpus(factcheck_project, clustered(30, seed=3), name="no index on disk")
+    vector_index.remove(unindexed.id)
+    vector_index._readers.clear()
+    vector_index._prewarm()
+    assert set(vector_index._readers) == {indexed.id}
+    opened = vector_index._readers[indexed.id]
+    assert opened.ann is not None
+    assert vector_index.reader(indexed) is opened  # the first search finds it open
 
 
 def test_an_index_left_by_another_corpus_with_the_same_id_is_not_used(factcheck_project):
@@ -324,3 +350,20 @@ def test_an_index_left_by_another_corpus_with_the_same_id_is_not_used(factcheck_
     vector_index._readers.clear()
     corpus.refresh_from_db()
     assert np.array_equal(np.asarray(vector_index.reader(corpus).vectors), clustered(40, seed=11))
+
+
+def test_the_vectors_of_a_searchs_results_read_next_equal_the_files(factcheck_project, settings):
+    """Reader.search keeps its results' rows and vectors for the read that follows (corpus_search)."""
+    settings.VECTOR_INDEX_EXACT_MAX = 50
+    vectors = clustered(120, seed=4)
+    corpus = make_corpus(factcheck_project, vectors)
+    reader = vector_index.reader(corpus)
+    found = reader.search(near(vectors[:3]), 10)
+    ids = [pid for hits in found for pid, _ in hits]
+    rows = reader.row_of(np.array(ids))
+    everything = np.asarray(reader.vectors)
+    assert reader.vectors.recent and (rows >= 0).all()
+    for row in rows:
+        assert np.array_equal(reader.vectors[int(row)], everything[row])
+    reader.recent.clear()
+    assert np.array_equal(reader.row_of(np.array(ids)), rows)  # through the ids file: the same rows
