@@ -14,7 +14,7 @@ shared after a fork) of the master and each worker:
    worker has loaded every view module and rendered every template;
 3. with ``--heavy``, after as many rounds of the heavy requests: the agreement API, every export
    format of FELM and of a Factcheck-Bench project (streamed through the API, as the load test
-   reads them), a 2,000-line FELM import upload and the polling of its job, a draft save;
+   reads them), a 10,000-line FELM import upload (4 MiB, as the load test's) and the polling of its job, a draft save;
 4. the peak (VmHWM) of each process over the run.
 
 ``--config`` starts gunicorn with ``--config config/gunicorn.py`` (as the Makefile and
@@ -115,19 +115,20 @@ def multipart(fields: dict, filename: str, content: bytes) -> tuple[bytes, str]:
     return b"".join(parts), f"multipart/form-data; boundary={boundary}"
 
 
-def felm_lines(count: int, start: int = 0) -> list[str]:
+def felm_lines(count: int, start: int = 0, segments: int = 2) -> list[str]:
+    """FELM lines; the first segment of each is correct, the others wrong."""
     return [
         json.dumps(
             {
                 "index": i,
                 "source": "wk",
                 "prompt": f"Question {i}?",
-                "response": f"First claim {i}. Second claim {i}.",
-                "segmented_response": [f"First claim {i}.", f"Second claim {i}."],
-                "labels": [True, False],
-                "comment": ["", "wrong"],
-                "type": ["", "knowledge_error"],
-                "ref": ["", ""],
+                "response": " ".join(f"Claim {k} of {i}." for k in range(segments)),
+                "segmented_response": [f"Claim {k} of {i}." for k in range(segments)],
+                "labels": [k == 0 for k in range(segments)],
+                "comment": ["" if k == 0 else "wrong" for k in range(segments)],
+                "type": ["" if k == 0 else "knowledge_error" for k in range(segments)],
+                "ref": ["" for k in range(segments)],
                 "domain": "wk",
             }
         )
@@ -322,7 +323,7 @@ def main() -> None:
         snap = snapshot(web.pid)
         show(f"after {args.rounds * args.workers} rounds of the common pages", web.pid, snap)
         if args.heavy:
-            upload = ("\n".join(felm_lines(2000, start=10_000)) + "\n").encode()
+            upload = ("\n".join(felm_lines(10_000, start=10_000, segments=5)) + "\n").encode()  # as the load test
             statuses = {}
             for _ in range(args.rounds * args.workers):
                 for name, status in heavy_round(port, ids, admin_api, api, upload).items():
