@@ -1,7 +1,7 @@
 """Memory of the web tier: gunicorn master + sync workers, right after start and after the common pages.
 
 Usage: .venv/bin/python benchmarks/web_memory.py [--workers 4] [--db workbench_bench_memory] [--preload]
-           [--threads N] [--rounds 3] [--heavy] [--config]
+           [--threads N] [--rounds 3] [--heavy] [--no-config]
 
 It creates its own PostgreSQL database (127.0.0.1:5432, user postgres), migrates it, makes a
 FELM project of 50 items with two annotators, starts gunicorn (``config.wsgi``, the Makefile's
@@ -17,9 +17,9 @@ shared after a fork) of the master and each worker:
    reads them), a 10,000-line FELM import upload (4 MiB, as the load test's) and the polling of its job, a draft save;
 4. the peak (VmHWM) of each process over the run.
 
-``--config`` starts gunicorn with ``--config config/gunicorn.py`` (as the Makefile and
-docker-compose do: max_requests and its jitter). The figures are RSS and PSS of each worker and
-of the tier (master + workers).
+gunicorn runs with ``--config config/gunicorn.py``, as the Makefile and docker-compose start it
+(worker recycling, heap trimming after each request); ``--no-config`` without it. The figures
+are RSS and PSS of each worker and of the tier (master + workers).
 
 The broker is ``memory://`` unless ``CELERY_BROKER_URL`` is set: then the agreement task is only
 queued (no worker runs here), as on a real server, and the agreement result is computed here,
@@ -182,7 +182,7 @@ def main() -> None:
     parser.add_argument("--db", default="workbench_bench_memory")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--heavy", action="store_true", help="then the heavy requests (exports, import, ...)")
-    parser.add_argument("--config", action="store_true", help="gunicorn --config config/gunicorn.py")
+    parser.add_argument("--no-config", action="store_true", help="without --config config/gunicorn.py")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
@@ -283,8 +283,9 @@ def main() -> None:
         command = gunicorn_command(port, "--workers", str(args.workers), "--timeout", "60")
         if args.preload:
             command.append("--preload")
-        if args.config:
-            command += ["--config", "config/gunicorn.py"]
+        if args.no_config:
+            command.remove("--config")
+            command.remove("config/gunicorn.py")
         if args.threads:
             command += ["--threads", str(args.threads)]
         print(f"load average {load_average():.1f}; {' '.join(command[1:])}")
