@@ -13,8 +13,9 @@ shared after a fork) of the master and each worker:
    API, assignment API GET and a draft save, agreement page, leaderboard, FELM export), so every
    worker has loaded every view module and rendered every template;
 3. with ``--heavy``, after as many rounds of the heavy requests: the agreement API, every export
-   format of FELM and of a Factcheck-Bench project (streamed through the API, as the load test
-   reads them), a 10,000-line FELM import upload (4 MiB, as the load test's) and the polling of its job, a draft save;
+   format of FELM and of a Factcheck-Bench project of 200 items with gold (streamed through the API, as the load test
+   reads them), a 10,000-line FELM import upload (4 MiB, as the load test's) and the polling of
+   its job, a draft save;
 4. the peak (VmHWM) of each process over the run.
 
 gunicorn runs with ``--config config/gunicorn.py``, as the Makefile and docker-compose start it
@@ -33,6 +34,7 @@ import argparse
 import http.client
 import json
 import os
+import random
 import signal
 import sys
 import tempfile
@@ -40,6 +42,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from factcheck_export import released_item  # noqa: E402
 from harness import (  # noqa: E402
     bench_environment,
     children_of,
@@ -218,6 +221,7 @@ def main() -> None:
         from django.db import connection
         from rest_framework.authtoken.models import Token
 
+        from annotation import tasks
         from annotation.exports.formats import export_formats
         from annotation.imports.items import import_jsonl
         from annotation.models import Assignment, Role
@@ -243,8 +247,13 @@ def main() -> None:
             import_jsonl(project, handle, fmt="felm")
         assignment = Assignment.objects.filter(user=alice, item_stage__item__project=project).first()
         factcheck = create_project(name="memory bench factcheck", kind="factcheck", created_by=admin)
-        with (Path(settings.BASE_DIR) / "annotation" / "demo" / "factcheck_demo.jsonl").open("rb") as handle:
-            import_jsonl(factcheck, handle, fmt="plain")
+        # as the load test's: 200 items in the released shape (~25 KB each) with gold, lines stored
+        rng = random.Random(7)
+        fc_path = tmp / "factcheck.jsonl"
+        fc_path.write_text("".join(json.dumps(released_item(i, rng)) + "\n" for i in range(200)))
+        with fc_path.open("rb") as handle:
+            import_jsonl(factcheck, handle, fmt="factcheck-bench", labels_as="gold")
+        tasks.store_export_lines(factcheck.id)
         imports = create_project(name="memory bench imports", kind="felm", created_by=admin)
         ids = {
             "felm": project.id,
