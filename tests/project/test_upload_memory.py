@@ -1,5 +1,5 @@
 """An import upload of a few MiB goes to a temporary file in the data directory, not into the
-web worker's memory (issue 22: a 4 MiB upload held in memory grew a worker by ~10 MiB)."""
+web worker's memory (issue 22)."""
 
 import json
 
