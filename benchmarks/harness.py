@@ -177,10 +177,14 @@ def free_port() -> int:
 
 
 def gunicorn_command(port: int, *options: str) -> list[str]:
-    """gunicorn serving the app on loopback ``port``; ``options`` such as --workers 4."""
+    """gunicorn serving the app on loopback ``port`` with the settings and hooks the Makefile and
+    docker-compose load (config/gunicorn.py: worker recycling, heap trimming); ``options`` such
+    as --workers 4."""
     return [
         str(Path(sys.executable).with_name("gunicorn")),
         "config.wsgi",
+        "--config",
+        "config/gunicorn.py",
         "--bind",
         f"127.0.0.1:{port}",
         "--log-level",

@@ -1,7 +1,7 @@
 """Memory of the web tier: gunicorn master + sync workers, right after start and after the common pages.
 
 Usage: .venv/bin/python benchmarks/web_memory.py [--workers 4] [--db workbench_bench_memory] [--preload]
-           [--threads N] [--rounds 3]
+           [--threads N] [--rounds 3] [--heavy] [--no-config]
 
 It creates its own PostgreSQL database (127.0.0.1:5432, user postgres), migrates it, makes a
 FELM project of 50 items with two annotators, starts gunicorn (``config.wsgi``, the Makefile's
@@ -12,10 +12,20 @@ shared after a fork) of the master and each worker:
 2. after ``--rounds`` × workers rounds of the common pages (home, project, annotate page, items
    API, assignment API GET and a draft save, agreement page, leaderboard, FELM export), so every
    worker has loaded every view module and rendered every template;
-3. the peak (VmHWM) of each process over the run.
+3. with ``--heavy``, after as many rounds of the heavy requests: the agreement API, every export
+   format of FELM and of a Factcheck-Bench project of 200 items with gold (streamed through the API, as the load test
+   reads them), a 10,000-line FELM import upload (4 MiB, as the load test's) and the polling of
+   its job, a draft save;
+4. the peak (VmHWM) of each process over the run.
+
+gunicorn runs with ``--config config/gunicorn.py``, as the Makefile and docker-compose start it
+(worker recycling, heap trimming after each request); ``--no-config`` without it. The figures
+are RSS and PSS of each worker and of the tier (master + workers).
 
 The broker is ``memory://`` unless ``CELERY_BROKER_URL`` is set: then the agreement task is only
-queued (no worker runs here), as on a real server. The database is dropped at the end.
+queued (no worker runs here), as on a real server, and the agreement result is computed here,
+before gunicorn starts, and stored in the cache (``CACHE_URL``, or the broker's Redis) so that
+the pages render a stored result as they do on a server. The database is dropped at the end.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ import argparse
 import http.client
 import json
 import os
+import random
 import signal
 import sys
 import tempfile
@@ -31,6 +42,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from factcheck_export import released_item  # noqa: E402
 from harness import (  # noqa: E402
     bench_environment,
     children_of,
@@ -71,19 +83,98 @@ def show(label: str, master: int, snap: dict) -> None:
     workers = [v for pid, v in snap.items() if pid != master]
     total = sum(v["rss"] for v in snap.values())
     print(
-        f"{label}: master {snap[master]['rss']:.0f} MiB; workers "
-        + ", ".join(f"{v['rss']:.0f}" for v in workers)
+        f"{label}: master {snap[master]['rss']:.0f} MiB; workers RSS (PSS) "
+        + ", ".join(f"{v['rss']:.0f} ({v['pss']:.0f})" for v in workers)
         + f" MiB; total RSS {total:.0f} MiB, total PSS {sum(v['pss'] for v in snap.values()):.0f} MiB"
+        + f"; load average {load_average():.1f}"
     )
 
 
 def get(port: int, path: str, headers: dict, method: str = "GET", body: bytes | None = None) -> int:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    return request(port, path, headers, method, body)[0]
+
+
+def request(port: int, path: str, headers: dict, method: str = "GET", body: bytes | None = None) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     conn.request(method, path, body=body, headers=headers)
     response = conn.getresponse()
-    response.read()
+    data = response.read()
     conn.close()
-    return response.status
+    return response.status, data
+
+
+def multipart(fields: dict, filename: str, content: bytes) -> tuple[bytes, str]:
+    boundary = "benchboundary7d1f"
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+        for name, value in fields.items()
+    ]
+    parts.append(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{filename}"\r\n'
+        "Content-Type: application/jsonl\r\n\r\n".encode()
+        + content
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+
+
+def felm_lines(count: int, start: int = 0, segments: int = 2) -> list[str]:
+    """FELM lines; the first segment of each is correct, the others wrong."""
+    return [
+        json.dumps(
+            {
+                "index": i,
+                "source": "wk",
+                "prompt": f"Question {i}?",
+                "response": " ".join(f"Claim {k} of {i}." for k in range(segments)),
+                "segmented_response": [f"Claim {k} of {i}." for k in range(segments)],
+                "labels": [k == 0 for k in range(segments)],
+                "comment": ["" if k == 0 else "wrong" for k in range(segments)],
+                "type": ["" if k == 0 else "knowledge_error" for k in range(segments)],
+                "ref": ["" for k in range(segments)],
+                "domain": "wk",
+            }
+        )
+        for i in range(start, start + count)
+    ]
+
+
+def heavy_round(port: int, ids: dict, admin_api: dict, api: dict, upload: bytes) -> dict:
+    """One round of the heavy requests; their statuses."""
+    statuses = {}
+    pid, fc = ids["felm"], ids["factcheck"]
+    for path in (
+        f"/api/projects/{pid}/agreement/",
+        *(f"/api/projects/{pid}/export/?format={fmt}" for fmt in ids["felm_formats"]),
+        *(f"/api/projects/{fc}/export/?format={fmt}" for fmt in ids["factcheck_formats"]),
+    ):
+        statuses[path] = request(port, path, admin_api)[0]
+    body, content_type = multipart({"format": "felm"}, "felm.jsonl", upload)
+    status, data = request(
+        port,
+        f"/api/projects/{ids['imports']}/import/",
+        {**admin_api, "Content-Type": content_type},
+        "POST",
+        body,
+    )
+    statuses["import upload"] = status
+    if status == 202:
+        url = json.loads(data)["url"]
+        for _ in range(3):
+            statuses["import job poll"] = request(
+                port, "/" + url.split("/", 3)[-1] if "://" in url else url, admin_api
+            )[0]
+    annotation = f"/api/assignments/{ids['assignment']}/annotation/"
+    state = json.loads(request(port, annotation, api)[1])
+    save = json.dumps({"payload": ids["draft"], "version": state.get("version") or 0}).encode()
+    statuses["draft save"] = request(
+        port,
+        annotation,
+        {**api, "Content-Type": "application/json"},
+        "PUT",
+        save,
+    )[0]
+    return statuses
 
 
 def main() -> None:
@@ -93,6 +184,8 @@ def main() -> None:
     parser.add_argument("--preload", action="store_true", help="gunicorn --preload")
     parser.add_argument("--db", default="workbench_bench_memory")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--heavy", action="store_true", help="then the heavy requests (exports, import, ...)")
+    parser.add_argument("--no-config", action="store_true", help="without --config config/gunicorn.py")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
@@ -128,8 +221,12 @@ def main() -> None:
         from django.db import connection
         from rest_framework.authtoken.models import Token
 
+        from annotation import tasks
+        from annotation.exports.formats import export_formats
         from annotation.imports.items import import_jsonl
         from annotation.models import Assignment, Role
+        from annotation.research import agreement_cache
+        from annotation.research import selectors as research_selectors
         from annotation.services.projects import add_member, create_project
 
         call_command("migrate", verbosity=0, interactive=False)
@@ -143,28 +240,34 @@ def main() -> None:
                 user=User.objects.get_or_create(username=f"bench-{name}")[0],
                 role=Role.ANNOTATOR,
             )
-        lines = [
-            json.dumps(
-                {
-                    "index": i,
-                    "source": "wk",
-                    "prompt": f"Question {i}?",
-                    "response": f"First claim {i}. Second claim {i}.",
-                    "segmented_response": [f"First claim {i}.", f"Second claim {i}."],
-                    "labels": [True, False],
-                    "comment": ["", "wrong"],
-                    "type": ["", "knowledge_error"],
-                    "ref": ["", ""],
-                    "domain": "wk",
-                }
-            )
-            for i in range(50)
-        ]
+        lines = felm_lines(50)
         path = tmp / "felm.jsonl"
         path.write_text("\n".join(lines) + "\n")
         with path.open("rb") as handle:
             import_jsonl(project, handle, fmt="felm")
         assignment = Assignment.objects.filter(user=alice, item_stage__item__project=project).first()
+        factcheck = create_project(name="memory bench factcheck", kind="factcheck", created_by=admin)
+        # as the load test's: 200 items in the released shape (~25 KB each) with gold, lines stored
+        rng = random.Random(7)
+        fc_path = tmp / "factcheck.jsonl"
+        fc_path.write_text("".join(json.dumps(released_item(i, rng)) + "\n" for i in range(200)))
+        with fc_path.open("rb") as handle:
+            import_jsonl(factcheck, handle, fmt="factcheck-bench", labels_as="gold")
+        tasks.store_export_lines(factcheck.id)
+        imports = create_project(name="memory bench imports", kind="felm", created_by=admin)
+        ids = {
+            "felm": project.id,
+            "factcheck": factcheck.id,
+            "imports": imports.id,
+            "felm_formats": export_formats(project),
+            "factcheck_formats": export_formats(factcheck),
+            "assignment": assignment.id,
+            "draft": {"segments": [{"label": True, "error_type": None, "comment": "", "refs": []} for _ in range(2)]},
+        }
+        if not settings.CELERY_TASK_ALWAYS_EAGER:
+            # as on a server: a Celery worker has computed the agreement; the pages render it
+            stage, (resamples, seed) = 1, research_selectors.bootstrap_options(None, None)
+            agreement_cache.fill(project.id, stage, resamples, seed, "bench")
         token = Token.objects.create(user=alice).key
         session = SessionStore()
         session["_auth_user_id"] = str(admin.pk)
@@ -189,6 +292,9 @@ def main() -> None:
         command = gunicorn_command(port, "--workers", str(args.workers), "--timeout", "60")
         if args.preload:
             command.append("--preload")
+        if args.no_config:
+            command.remove("--config")
+            command.remove("config/gunicorn.py")
         if args.threads:
             command += ["--threads", str(args.threads)]
         print(f"load average {load_average():.1f}; {' '.join(command[1:])}")
@@ -226,6 +332,15 @@ def main() -> None:
         print("statuses:", {page: sorted(s) for page, s in statuses.items()})
         snap = snapshot(web.pid)
         show(f"after {args.rounds * args.workers} rounds of the common pages", web.pid, snap)
+        if args.heavy:
+            upload = ("\n".join(felm_lines(10_000, start=10_000, segments=5)) + "\n").encode()  # as the load test
+            statuses = {}
+            for _ in range(args.rounds * args.workers):
+                for name, status in heavy_round(port, ids, admin_api, api, upload).items():
+                    statuses.setdefault(name, set()).add(status)
+            print("statuses:", {page: sorted(s) for page, s in statuses.items()})
+            snap = snapshot(web.pid)
+            show(f"after {args.rounds * args.workers} rounds of the heavy requests", web.pid, snap)
         print(
             f"peak (VmHWM): total {sum(v['hwm'] for v in snap.values()):.0f} MiB, largest worker "
             f"{max(v['hwm'] for p, v in snap.items() if p != web.pid):.0f} MiB"
