@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus_scale import run_searching_process  # noqa: E402
 from corpus_vectors import DIM, index_sizes, synthetic_vectors  # noqa: E402
 from harness import configure_environment, django_setup, load_average  # noqa: E402
 
@@ -201,27 +200,7 @@ def main() -> None:
         flush=True,
     )
     connection.close()
-    child = subprocess.run(
-        [
-            sys.executable,
-            str(Path(__file__).parent / "corpus_scale.py"),
-            "--database",
-            args.database,
-            "--search-child",
-            str(corpus.id),
-            "--claims",
-            str(args.claims),
-            "--data-dir",
-            str(data_dir),
-        ],
-        capture_output=True,
-        text=True,
-        env=os.environ | {"DJANGO_DATA_DIR": str(data_dir)},
-    )
-    if child.returncode:
-        print(child.stderr[-3000:])
-        raise SystemExit("the searching process failed")
-    print(child.stdout.strip().splitlines()[-1], flush=True)
+    print(run_searching_process(args.database, corpus.id, args.claims, data_dir), flush=True)
 
 
 if __name__ == "__main__":

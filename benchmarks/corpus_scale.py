@@ -124,6 +124,32 @@ def write_corpus(path: Path, passages: int, rng: random.Random) -> int:
     return evidence_scale.write_corpus(path, passages, rng, make_sentence=sentence)
 
 
+def run_searching_process(database: str, corpus_id: int, claims: int, data_dir: Path) -> str:
+    """Run this script's searching child (a fresh process, as a worker's) on a corpus; its last
+    line of output (the JSON of its figures)."""
+    child = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--database",
+            database,
+            "--search-child",
+            str(corpus_id),
+            "--claims",
+            str(claims),
+            "--data-dir",
+            str(data_dir),
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"DJANGO_DATA_DIR": str(data_dir)},
+    )
+    if child.returncode:
+        print(child.stderr[-3000:])
+        raise SystemExit("the searching process failed")
+    return child.stdout.strip().splitlines()[-1]
+
+
 def main() -> None:
     import logging
 
@@ -288,27 +314,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     print_recall(meta, directory, vectors, Corpus.objects.get(pk=corpus.pk))
 
     print(f"   corpus id {corpus.id} (searching process again: --search-child {corpus.id} --data-dir {data_dir})")
-    child = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--database",
-            args.database,
-            "--search-child",
-            str(corpus.id),
-            "--claims",
-            str(args.claims),
-            "--data-dir",
-            str(data_dir),
-        ],
-        capture_output=True,
-        text=True,
-        env=os.environ | {"DJANGO_DATA_DIR": str(data_dir)},
-    )
-    if child.returncode:
-        print(child.stderr[-3000:])
-        raise SystemExit("the searching process failed")
-    result = json.loads(child.stdout.strip().splitlines()[-1])
+    result = json.loads(run_searching_process(args.database, corpus.id, args.claims, data_dir))
     start, end = result["start"], result["end"]
     for label in ("1 query", "4 queries"):
         r = result[label]
