@@ -225,3 +225,17 @@ def worker(start_worker):
 def pytest_configure(config):
     if EMBEDDED_RUN and (os.environ.get("DATABASE_URL") or os.environ.get("CELERY_BROKER_URL")):
         raise pytest.UsageError("TEST_STACK=embedded is the run without DATABASE_URL and CELERY_BROKER_URL: unset them")
+
+
+@pytest.fixture
+def vector_index_root(settings, tmp_path):
+    """Each test's own vector index directory, and no reader or queued rebuild left from another test."""
+    from annotation.evidence import vector_index
+
+    settings.DATA_DIR = tmp_path
+    settings.VECTOR_INDEX_DIR = None
+    vector_index._readers.clear()
+    vector_index._queued.clear()
+    yield tmp_path / "vector_index"
+    vector_index._readers.clear()
+    vector_index._queued.clear()

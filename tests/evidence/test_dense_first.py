@@ -15,17 +15,8 @@ from annotation.models import Corpus, CorpusState, Passage
 from pipeline.factcheck_step2 import search_queries
 from pipeline.retrieval import embed, rank_candidates
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("vector_index_root")]
 DIM = vector_index.DIMENSIONS
-
-
-@pytest.fixture(autouse=True)
-def index_root(settings, tmp_path):
-    settings.DATA_DIR = tmp_path
-    settings.VECTOR_INDEX_DIR = None
-    vector_index._readers.clear()
-    yield
-    vector_index._readers.clear()
 
 
 def clustered(n, seed=0, centres=8):

@@ -15,19 +15,8 @@ from annotation.evidence.corpus_search import corpus_search, dense_hits_many
 from annotation.evidence.vector_files import RowFile
 from annotation.models import Corpus, CorpusState, Passage
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("vector_index_root")]
 DIM = vector_index.DIMENSIONS
-
-
-@pytest.fixture(autouse=True)
-def index_root(settings, tmp_path):
-    settings.DATA_DIR = tmp_path
-    settings.VECTOR_INDEX_DIR = None
-    vector_index._readers.clear()
-    vector_index._queued.clear()
-    yield tmp_path / "vector_index"
-    vector_index._readers.clear()
-    vector_index._queued.clear()
 
 
 def clustered(n, seed=0, centres=20):
@@ -89,7 +78,7 @@ def same_hits(found, expected):
     assert np.allclose([s for _, s in found], [s for _, s in expected], atol=1e-5)
 
 
-def test_a_small_corpus_is_searched_exactly_from_the_mapped_files(factcheck_project, index_root):
+def test_a_small_corpus_is_searched_exactly_from_the_mapped_files(factcheck_project, vector_index_root):
     vectors = clustered(300)
     corpus = make_corpus(factcheck_project, vectors)
     meta = vector_index.sync(corpus.id)
@@ -158,7 +147,7 @@ def test_a_restarted_process_reopens_the_index_without_reading_vectors_from_the_
         assert vector_index.reader(corpus).search(near(vectors), 5) == expected
 
 
-def test_a_restarted_process_reopens_the_index_from_another_interpreter(factcheck_project, index_root):
+def test_a_restarted_process_reopens_the_index_from_another_interpreter(factcheck_project, vector_index_root):
     """The files alone (no database) are what another process maps."""
     vectors = clustered(100)
     corpus = make_corpus(factcheck_project, vectors)
@@ -176,7 +165,7 @@ def test_a_restarted_process_reopens_the_index_from_another_interpreter(factchec
 
 
 def test_another_embedding_model_gets_its_own_index_once_re_embedded(
-    factcheck_project, monkeypatch, index_root, django_capture_on_commit_callbacks
+    factcheck_project, monkeypatch, vector_index_root, django_capture_on_commit_callbacks
 ):
     vectors = clustered(150, seed=3)
     corpus = make_corpus(factcheck_project, vectors)
@@ -194,7 +183,7 @@ def test_another_embedding_model_gets_its_own_index_once_re_embedded(
     add_passages(corpus, new_vectors)
     reader = vector_index.reader(corpus)
     assert reader.meta["model"] == "another-model"
-    assert (index_root / f"corpus-{corpus.id}" / "another-model" / "meta.json").exists()
+    assert (vector_index_root / f"corpus-{corpus.id}" / "another-model" / "meta.json").exists()
     assert np.array_equal(np.asarray(reader.vectors), new_vectors)
 
 
