@@ -47,39 +47,24 @@ import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus_vectors import DIM, fold_seconds, index_sizes, print_recall, synthetic_vectors, write_vectors  # noqa: E402
+import evidence_scale  # noqa: E402
+from corpus_vectors import (  # noqa: E402
+    DIM,
+    fold_seconds,
+    index_sizes,
+    mapped_mib,
+    print_recall,
+    synthetic_vectors,
+    write_vectors,
+)
 from harness import (  # noqa: E402  (and the repository on the path)
     configure_environment,
     django_setup,
     load_average,
     maxrss_mib,
     percentile,
-    status_kib,
+    status_mb,
 )
-
-
-def status_mb() -> dict:
-    """This process's resident memory by kind (MiB), from /proc/self/status."""
-    return {key: status_kib("self", key) / 1024 for key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM")}
-
-
-def mapped_mib(directory: Path) -> dict:
-    """Rss (MiB) of this process's mappings of the index files under ``directory``, by file kind
-    (/proc/self/smaps): which mapping the RssFile growth is."""
-    kinds, kind = {"vectors": 0.0, "ids": 0.0, "ivf": 0.0}, None
-    root = str(directory)
-    with open("/proc/self/smaps") as smaps:
-        for line in smaps:
-            fields = line.split()
-            if "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:
-                path = fields[5] if len(fields) == 6 else ""
-                name = Path(path).name
-                kind = None
-                if path.startswith(root):
-                    kind = "ivf" if name.startswith("ann-") else name.split("-")[0]
-            elif kind in kinds and fields[0] == "Rss:":
-                kinds[kind] += int(fields[1]) / 1024
-    return kinds
 
 
 def setup_django(database: str, data_dir: Path) -> None:
@@ -93,35 +78,6 @@ def empty_database() -> None:
     with connection.cursor() as cursor:
         cursor.execute("DROP SCHEMA public CASCADE")
         cursor.execute("CREATE SCHEMA public")
-
-
-_CUMULATIVE: list[float] = []
-
-
-def sentence(rng: random.Random) -> str:
-    """evidence_scale.sentence with the Zipf weights summed once (it sums 30,000 of them a call:
-    hours at a million passages)."""
-    import itertools
-
-    import evidence_scale
-
-    if not _CUMULATIVE:
-        evidence_scale.sentence(random.Random(0))  # fills its WORDS and WEIGHTS
-        _CUMULATIVE.extend(itertools.accumulate(evidence_scale.WEIGHTS))
-    words_list = evidence_scale.WORDS
-    content = rng.choices(words_list, cum_weights=_CUMULATIVE, k=rng.randint(8, 12))
-    words = [
-        content.pop() if content and rng.random() < 0.55 else rng.choice(evidence_scale.FILLER)
-        for _ in range(rng.randint(15, 21))
-    ]
-    name = rng.choice(words_list[:2000]).capitalize()
-    return f"{name} {' '.join(words)} in {rng.randint(1000, 2020)}."
-
-
-def write_corpus(path: Path, passages: int, rng: random.Random) -> int:
-    import evidence_scale
-
-    return evidence_scale.write_corpus(path, passages, rng, make_sentence=sentence)
 
 
 def run_searching_process(database: str, corpus_id: int, claims: int, data_dir: Path) -> str:
@@ -226,7 +182,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     project = create_project(name=f"Corpus bench {args.passages}", kind="factcheck", created_by=admin)
     source = tmp / "corpus.jsonl"
     started = time.perf_counter()
-    documents = write_corpus(source, args.passages, rng)
+    documents = evidence_scale.write_corpus(source, args.passages, rng)
     print(
         f"0. generated {documents} documents, {source.stat().st_size / 2**20:.0f} MiB, in "
         f"{time.perf_counter() - started:.0f} s",
@@ -260,7 +216,7 @@ def run(args, tmp: Path, data_dir: Path) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_total_relation_size('annotation_passage'), pg_relation_size('passage_search_gin')")
         table_bytes, gin_bytes = cursor.fetchone()
-    claims = [sentence(rng) for _ in range(args.claims)]
+    claims = [evidence_scale.sentence(rng) for _ in range(args.claims)]
     questions = [[" ".join(rng.sample(c.split(), 4)) + "?" for _ in range(3)] for c in claims]
     corpora = searchable_corpora(project)
     one, four = [], []
@@ -515,7 +471,7 @@ def search_child(args) -> None:
 
     retrieval.embed(["warm up the embedding model"])
     rng = random.Random(99)
-    claims = [sentence(rng) for _ in range(args.claims)]
+    claims = [evidence_scale.sentence(rng) for _ in range(args.claims)]
     questions = [[" ".join(rng.sample(c.split(), 4)) + "?" for _ in range(3)] for c in claims]
     search = corpus_search(project)
     from django.conf import settings

@@ -110,3 +110,22 @@ def print_recall(meta, directory, vectors, corpus) -> None:
         + ", ".join(f"nprobe {k}: {v:.3f}" for k, v in recall.items()),
         flush=True,
     )
+
+
+def mapped_mib(directory: Path) -> dict:
+    """Rss (MiB) of this process's mappings of the index files under ``directory``, by file kind
+    (/proc/self/smaps): which mapping the RssFile growth is."""
+    kinds, kind = {"vectors": 0.0, "ids": 0.0, "ivf": 0.0}, None
+    root = str(directory)
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if "-" in fields[0] and len(fields) >= 5 and ":" in fields[3]:
+                path = fields[5] if len(fields) == 6 else ""
+                name = Path(path).name
+                kind = None
+                if path.startswith(root):
+                    kind = "ivf" if name.startswith("ann-") else name.split("-")[0]
+            elif kind in kinds and fields[0] == "Rss:":
+                kinds[kind] += int(fields[1]) / 1024
+    return kinds

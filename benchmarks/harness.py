@@ -155,6 +155,11 @@ def status_kib(pid: int | str, key: str) -> int:
     return 0
 
 
+def status_mb() -> dict:
+    """This process's resident memory by kind (MiB), from /proc/self/status."""
+    return {key: status_kib("self", key) / 1024 for key in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM")}
+
+
 def tree_rss_mib(pid: int) -> float:
     """Resident memory of a process and its children (a gunicorn master and its workers)."""
     return sum(status_kib(p, "VmRSS") for p in [pid, *children_of(pid)]) / 1024
