@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.db import connection
 
 from annotation import dispatch
 from annotation.models import Corpus, Passage
@@ -171,8 +172,6 @@ def prewarm_in_background(process: str = "worker") -> threading.Thread | None:
 
 
 def _prewarm(close_connection: bool = False) -> None:
-    from django.db import connection
-
     try:
         _faiss()
         model = model_key()
@@ -407,7 +406,7 @@ class Reader:
         """The row of each passage id, -1 where the index has none."""
         import numpy as np  # numpy: web workers start without it
 
-        from annotation.evidence.vector_files import rows_of
+        from annotation.evidence.vector_files import rows_of  # loads numpy: web workers start without it
 
         passage_ids = np.asarray(passage_ids, dtype=np.int64)
         if not self.rows:
@@ -486,7 +485,11 @@ def _stamp(directory: Path) -> tuple:
 def _open(corpus_id: int, directory: Path, model: str, stamp: tuple) -> Reader:
     import numpy as np  # numpy: web workers start without it
 
-    from annotation.evidence.vector_files import MappedLists, RowFile, id_sample
+    from annotation.evidence.vector_files import (  # loads numpy: web workers start without it
+        MappedLists,
+        RowFile,
+        id_sample,
+    )
 
     meta = _read_meta(directory, model)
     rows, generation = meta["rows"], meta["generation"]
