@@ -179,7 +179,8 @@ def through_api(path: Path, runs: int, tmp: Path, redis: str, db_name: str, item
     from felm_data import create_felm_project
 
     import_scale.DB_NAME = db_name
-    env = import_scale.child_environment(tmp / "data", redis, f"felm-import-{uuid.uuid4().hex[:8]}")
+    # the database by name: child_environment's default is import_scale's own
+    env = import_scale.child_environment(tmp / "data", redis, f"felm-import-{uuid.uuid4().hex[:8]}", db_name)
     projects = []
     for _ in range(runs):
         project = Project.objects.get(pk=create_felm_project(f"felm api {uuid.uuid4().hex[:8]}"))

@@ -226,15 +226,18 @@ def multipart(path: Path, fields: dict) -> tuple[bytes, str]:
 
 def wait_until_serving(processes: Processes, token: str, project_id: int, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
+    last = "no answer"
     while time.monotonic() < deadline:
         processes.check_alive()
         try:
-            if request(processes.port, "GET", f"/api/projects/{project_id}/", token)[0] == 200:
+            status = request(processes.port, "GET", f"/api/projects/{project_id}/", token)[0]
+            if status == 200:
                 return
-        except OSError:
-            pass
+            last = f"HTTP {status}"
+        except OSError as error:
+            last = repr(error)
         time.sleep(0.2)
-    raise RuntimeError("gunicorn did not answer in time")
+    raise RuntimeError(f"gunicorn did not answer in time (last: {last})")
 
 
 def run_import(processes: Processes, token: str, project_id: int, path: Path) -> dict:

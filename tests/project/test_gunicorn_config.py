@@ -16,7 +16,8 @@ CONFIG = REPO_ROOT / "config" / "gunicorn.py"
 def test_workers_are_recycled_with_jitter(monkeypatch):
     monkeypatch.delenv("GUNICORN_MAX_REQUESTS", raising=False)
     settings = runpy.run_path(str(CONFIG))
-    assert 0 < settings["max_requests"] <= 5000
+    # bounded, but rare: a restart is about a second of imports that queued requests wait for
+    assert 10_000 <= settings["max_requests"] <= 100_000
     assert 0 < settings["max_requests_jitter"] < settings["max_requests"]
 
 
