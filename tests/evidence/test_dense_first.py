@@ -14,16 +14,14 @@ from annotation.evidence.corpus_search import corpus_search, dense_first, rare_t
 from annotation.models import Corpus, CorpusState, Passage
 from pipeline.factcheck_step2 import search_queries
 from pipeline.retrieval import embed, rank_candidates
+from tests.helpers.evidence import clustered_vectors
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("vector_index_root")]
 DIM = vector_index.DIMENSIONS
 
 
 def clustered(n, seed=0, centres=8):
-    rng = np.random.default_rng(seed)
-    middle = rng.standard_normal((centres, DIM)).astype(np.float32)
-    x = middle[rng.integers(0, centres, n)] + rng.standard_normal((n, DIM)).astype(np.float32) * 0.06
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    return clustered_vectors(n, DIM, seed, centres)
 
 
 def text_of(i):

@@ -14,17 +14,14 @@ from annotation.evidence.corpora import _fill_search_vectors, clear_embeddings
 from annotation.evidence.corpus_search import corpus_search, dense_hits_many
 from annotation.evidence.vector_files import RowFile
 from annotation.models import Corpus, CorpusState, Passage
+from tests.helpers.evidence import clustered_vectors
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("vector_index_root")]
 DIM = vector_index.DIMENSIONS
 
 
 def clustered(n, seed=0, centres=20):
-    """Unit vectors around a few topics, as embeddings of passages on a few subjects are."""
-    rng = np.random.default_rng(seed)
-    middle = rng.standard_normal((centres, DIM)).astype(np.float32)
-    x = middle[rng.integers(0, centres, n)] + rng.standard_normal((n, DIM)).astype(np.float32) * 0.06
-    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+    return clustered_vectors(n, DIM, seed, centres)
 
 
 def make_corpus(project, vectors, name="Vectors"):

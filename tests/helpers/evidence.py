@@ -43,3 +43,13 @@ def encyclopedia(project, user):
         passage_stride=2,
     )
     return corpus
+
+
+def clustered_vectors(n, dimensions, seed=0, centres=20):
+    """Unit vectors around a few topics, as embeddings of passages on a few subjects are."""
+    import numpy as np  # as the code under test: numpy only where vectors are made
+
+    rng = np.random.default_rng(seed)
+    middle = rng.standard_normal((centres, dimensions)).astype(np.float32)
+    x = middle[rng.integers(0, centres, n)] + rng.standard_normal((n, dimensions)).astype(np.float32) * 0.06
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
