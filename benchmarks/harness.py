@@ -293,7 +293,8 @@ def worker_answers_ping(broker_url: str, hostname: str, timeout: float = 1.0) ->
     it has connected to the broker and consumes (a bare Celery app: no Django needed here)."""
     from celery import Celery  # only the benchmarks that start workers need it
 
-    app = Celery(broker=broker_url)
+    # not made the current app: in a test process that would take over from the project's own
+    app = Celery(broker=broker_url, set_as_current=False)
     try:
         return bool(app.control.ping(destination=[hostname], timeout=timeout))
     finally:

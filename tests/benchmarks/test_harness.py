@@ -85,3 +85,13 @@ def test_waiting_for_a_worker_that_exits_raises_with_its_log(tmp_path):
     process = harness.start_process([sys.executable, "-c", "print('no such worker'); raise SystemExit(3)"], log)
     with pytest.raises(RuntimeError, match="no such worker"):
         harness.wait_until_worker_ready(process, log, broker, "nobody@nowhere", timeout=30)
+
+
+def test_pinging_a_worker_leaves_the_process_s_current_celery_app_alone():
+    """A bare app made current would take over dispatch's ``current_app`` for the rest of a test
+    run (a task queued later would go to it, not to the project's app)."""
+    from celery import current_app
+
+    before = current_app._get_current_object()
+    assert harness.worker_answers_ping("memory://", "nobody@nowhere", timeout=0.1) is False
+    assert current_app._get_current_object() is before
