@@ -7,6 +7,8 @@ text with the user's columns, read into a User as the ORM would. No cache: a tok
 user deactivated is refused at the next request, as before.
 """
 
+import functools
+
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils.translation import gettext_lazy as _
@@ -16,10 +18,12 @@ from rest_framework.authtoken.models import Token
 User = get_user_model()
 
 
-def _user_fields() -> list[str]:
-    return [field.attname for field in User._meta.concrete_fields]
+@functools.cache  # the model's columns do not change while a process runs
+def _user_fields() -> tuple[str, ...]:
+    return tuple(field.attname for field in User._meta.concrete_fields)
 
 
+@functools.cache  # built once a process, not on every request
 def _token_sql() -> str:
     columns = ", ".join(f'u."{User._meta.get_field(name).column}"' for name in _user_fields())
     return (
