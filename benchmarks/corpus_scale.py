@@ -413,9 +413,7 @@ def search_child_vectors(args) -> None:
     rng = np.random.default_rng(5)
     queries = rng.standard_normal((args.claims * 4, DIM)).astype(np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    prewarm = vector_index.prewarm_in_background("worker")  # as a Celery worker process (default: on)
-    if prewarm is not None:
-        prewarm.join()  # faiss imported (no database here: the indexes are opened by the first search)
+    vector_index._faiss()  # imported, as a Celery worker's prewarm does (no database here: the first search opens)
     directory = vector_index.index_dir(corpus.id)
     start = status_mb()
     began = time.perf_counter()
@@ -477,9 +475,9 @@ def search_child(args) -> None:
     from django.conf import settings
 
     from annotation.evidence import corpus_search as corpus_search_module
-    from annotation.evidence import vector_index
+    from annotation.evidence import prewarm as search_prewarm
 
-    prewarm = vector_index.prewarm_in_background()  # VECTOR_INDEX_PREWARM=1: as gunicorn and Celery do once up
+    prewarm = search_prewarm.in_background()  # as a Celery worker process does once up (VECTOR_INDEX_PREWARM)
     if prewarm is not None:
         prewarm.join()
     start = status_mb()

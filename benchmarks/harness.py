@@ -316,12 +316,14 @@ def wait_until_worker_ready(
     return time.monotonic() - started
 
 
-def start_worker(env: dict, log: Path, name: str = "bench", wait: bool = True, timeout: float = 60):
+def start_worker(
+    env: dict, log: Path, name: str = "bench", wait: bool = True, timeout: float = 60, loglevel: str = "WARNING"
+):
     """A Celery worker (``celery_worker_command``) on the queue ``env["CELERY_TASK_DEFAULT_QUEUE"]``
     of the broker ``env["CELERY_BROKER_URL"]``, in a session of its own (``start_process``);
     with ``wait``, returned once it answers a ping. Returns (process, its hostname)."""
     hostname = f"{name}-{secrets.token_hex(3)}@{socket.gethostname()}"
-    process = start_process(celery_worker_command(env["CELERY_TASK_DEFAULT_QUEUE"], hostname), log, env)
+    process = start_process(celery_worker_command(env["CELERY_TASK_DEFAULT_QUEUE"], hostname, loglevel), log, env)
     if wait:
         try:
             wait_until_worker_ready(process, log, env["CELERY_BROKER_URL"], hostname, timeout)

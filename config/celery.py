@@ -16,10 +16,12 @@ app.autodiscover_tasks()
 
 
 @signals.worker_process_init.connect
-def _prewarm_vector_index(**_):
-    """VECTOR_INDEX_PREWARM (default "worker"): import faiss and open the corpora's vector indexes on a
-    thread once a worker process is up (annotation.evidence.vector_index), not at its first search."""
+def _prewarm_search(**_):
+    """VECTOR_INDEX_PREWARM (default "worker"): ready a worker process for its first evidence search
+    on a thread once it is up (faiss imported, the searchable corpora's indexes opened and searched
+    once, the full-text statement run once, the query embedding model loaded:
+    annotation.evidence.prewarm), not at its first search; never blocking the start or a task."""
     # the app registry is ready only after the config module loads
-    from annotation.evidence.vector_index import prewarm_in_background
+    from annotation.evidence.prewarm import in_background
 
-    prewarm_in_background("worker")
+    in_background("worker")

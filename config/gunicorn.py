@@ -42,9 +42,10 @@ def post_request(worker, req, environ, resp):
 
 
 def post_worker_init(worker):
-    """VECTOR_INDEX_PREWARM=all: import faiss on a thread once a worker is up (annotation.evidence.vector_index);
-    by default web workers do not (issue 22: they search no corpus, Celery workers do)."""
+    """VECTOR_INDEX_PREWARM=all: ready the worker for its first evidence search on a thread once it is up
+    (annotation.evidence.prewarm); by default web workers do not (issue 22: they search no corpus, Celery
+    workers do)."""
     # the app registry is ready only after the config module loads
-    from annotation.evidence.vector_index import prewarm_in_background
+    from annotation.evidence.prewarm import in_background
 
-    prewarm_in_background("web")
+    in_background("web")

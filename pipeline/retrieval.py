@@ -173,14 +173,24 @@ def lexical_scores(query: str, passages: Sequence[str]) -> list[float]:
     return scores
 
 
+_model_lock = threading.Lock()
+
+
 @lru_cache(maxsize=1)
+def _load_embedding_model():
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return embedding_backends.load()
+
+
 def embedding_model():
     """all-MiniLM-L6-v2 from its PyPI package, loaded without touching the network, on the CPU
     backend named by ``EMBEDDING_BACKEND``: ``onnx-int8`` (default), ``onnx`` or ``torch``
     (see :mod:`pipeline.embedding_backends`; the ONNX files are made on first use in
-    ``EMBEDDING_CACHE_DIR``, and torch is used, with the reason logged, when they cannot be)."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    return embedding_backends.load()
+    ``EMBEDDING_CACHE_DIR``, and torch is used, with the reason logged, when they cannot be).
+    Loaded once a process: a thread asking while another loads it (a search while a worker's
+    prewarm loads it) waits for that load rather than loading a second copy."""
+    with _model_lock:
+        return _load_embedding_model()
 
 
 def embed(texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 
 from annotation.evidence import vector_index
 from annotation.models import Corpus, Passage, Project
@@ -278,6 +278,39 @@ def _scan_in_background(readers: list[vector_index.Reader], query_vectors: np.nd
         if _scanner is None:
             _scanner = ThreadPoolExecutor(max_workers=2, thread_name_prefix="dense-scan")
     return _scanner.submit(_dense_scan, readers, query_vectors, k)
+
+
+# A prewarm's full-text statement is cut off after this long (it only warms PostgreSQL's pages).
+PREWARM_STATEMENT_TIMEOUT_MS = 2000
+
+
+def warm_dense(reader: vector_index.Reader) -> int:
+    """One throwaway dense search of ``reader`` (its first passage's vector as the query), on the
+    scan thread the searches use: faiss's first search (the coarse quantizer, the lists' pages) and
+    the thread are paid here, not by the first search (``annotation.evidence.prewarm``). Hits found."""
+    if not reader.rows:
+        return 0
+    query = reader.vectors.read(0, 1)
+    return len(_scan_in_background([reader], query, 50).result()[0])
+
+
+def warm_full_text(corpus: Corpus, reader: vector_index.Reader | None = None) -> int:
+    """The full-text statement a search of ``corpus`` alone would run, once, on the words of its
+    first passage, cut off after ``PREWARM_STATEMENT_TIMEOUT_MS`` (PostgreSQL only: its pages of the
+    GIN index and the table read before the first search). Hits found."""
+    first = reader.ids.read(0, 1) if reader is not None and reader.rows else []
+    rows = (
+        Passage.objects.filter(pk=int(first[0])) if len(first) else Passage.objects.filter(corpus=corpus).order_by("id")
+    )
+    text = rows.values_list("text", flat=True).first() or ""
+    query = " ".join(text.split()[:20])
+    if not query:
+        return 0
+    search = rare_term_search if reader is not None and dense_first([corpus], [reader]) else _search_postgresql
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL statement_timeout = %s", [int(PREWARM_STATEMENT_TIMEOUT_MS)])
+        found, _ = search([corpus], [query], 50, with_text=True)
+    return len(found[0])
 
 
 def dense_hits(corpora: list[Corpus], query_vector, k: int) -> list[tuple[int, float]]:

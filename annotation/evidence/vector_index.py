@@ -32,13 +32,13 @@ import logging
 import os
 import shutil
 import threading
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from django.conf import settings
-from django.db import connection
 
 from annotation import dispatch
 from annotation.models import Corpus, Passage
@@ -65,8 +65,6 @@ REBUILD_INLINE_MAX = 20_000
 MAPPED_MAX_MIB = 64
 # Every this many ids are held in memory to find a passage's row (one read of a block of ids).
 ID_STRIDE = 512
-# Indexes a Celery worker process opens when it starts (VECTOR_INDEX_PREWARM): the most embedded corpora.
-PREWARM_CORPORA = 8
 
 
 class IndexUnusable(Exception):
@@ -150,49 +148,31 @@ def _faiss():
     return faiss
 
 
-def prewarm_wanted(process: str) -> bool:
-    """VECTOR_INDEX_PREWARM: "worker" (the default: Celery worker processes, where evidence is
-    searched), "all" or "1" (gunicorn web workers too: only when tasks run in the web process),
-    "0" (none)."""
-    value = str(getattr(settings, "VECTOR_INDEX_PREWARM", "worker")).strip().lower()
-    if value in ("0", "off", "false", "none", "no", ""):
-        return False
-    return value in ("1", "all", "true", "yes") or process == "worker"
-
-
-def prewarm_in_background(process: str = "worker") -> threading.Thread | None:
-    """Where VECTOR_INDEX_PREWARM wants it for this kind of ``process`` ("worker": a Celery worker
-    process, "web": a gunicorn worker), import faiss and open the corpora's indexes on a thread of
-    its own once the process is up, so that its first search does not wait 0.1-0.6 s for them."""
-    if not prewarm_wanted(process):
-        return None
-    thread = threading.Thread(target=_prewarm, args=(True,), name="vector-index-prewarm", daemon=True)
-    thread.start()
-    return thread
-
-
-def _prewarm(close_connection: bool = False) -> None:
+def open_for_prewarm(corpus) -> Reader | None:
+    """Open the corpus's index for this process ahead of its first search (``annotation.evidence.prewarm``),
+    if there is a usable one on disk: None when there is none, or it is missing, corrupt or stale
+    (its first search rebuilds it or queues the rebuild, as without prewarming). A search that
+    asks for it meanwhile waits for this opening instead of opening a second copy (``reader``)."""
+    model = model_key()
+    directory = index_dir(corpus.id, model)
+    stamp = _stamp(directory)
+    with _lock:
+        cached = _fresh_reader(corpus, model, stamp)
+        if cached is not None or corpus.id in _opening:
+            return cached
+        opening = _opening[corpus.id] = threading.Event()
     try:
-        _faiss()
-        model = model_key()
-        limit = int(setting("VECTOR_INDEX_PREWARM_CORPORA", PREWARM_CORPORA))
-        corpora = Corpus.objects.filter(embedded_through__gt=0).only(
-            "id", "embedded", "embedded_through", "imported_at"
-        )
-        for corpus in corpora.order_by("-embedded_through")[:limit]:
-            directory = index_dir(corpus.id, model)
-            stamp = _stamp(directory)
-            try:
-                opened = _open_checked(corpus, directory, model, stamp)
-            except (IndexUnusable, OSError):
-                continue  # its first search rebuilds or queues it, as without prewarming
-            with _lock:
-                _readers.setdefault(corpus.id, opened)
-    except Exception:  # a worker without a database yet, a failing disk: its first search says more
-        logger.warning("vector index prewarm failed", exc_info=True)
+        try:
+            opened = _open_checked(corpus, directory, model, stamp)
+        except (IndexUnusable, OSError) as exc:
+            logger.info("vector index prewarm: corpus %s not opened (%s)", corpus.id, exc)
+            return None
+        with _lock:
+            return _readers.setdefault(corpus.id, opened)
     finally:
-        if close_connection:  # the thread's own
-            connection.close()
+        with _lock:
+            _opening.pop(corpus.id, None)
+        opening.set()
 
 
 def _build_ann(vectors: np.ndarray, path: Path) -> None:
@@ -471,7 +451,28 @@ def _top(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 _readers: dict[int, Reader] = {}
+# {corpus id: set once the prewarm's opening of its index ended}: a search waits for it
+_opening: dict[int, threading.Event] = {}
 _lock = threading.Lock()
+# At most this long does a search wait for the prewarm's opening of an index (an opening takes
+# 10-50 ms at a million passages; past this the search opens its own).
+PREWARM_WAIT_SECONDS = 10
+
+
+def _fresh_reader(corpus, model: str, stamp: tuple) -> Reader | None:
+    """This process's open reader of the corpus if it is still current (``_lock`` held), else None
+    (and a stale one forgotten)."""
+    cached = _readers.get(corpus.id)
+    if (
+        cached is not None
+        and cached.stamp == stamp
+        and stamp
+        and cached.meta["model"] == model
+        and cached.meta["through"] <= corpus.embedded_through
+    ):
+        return cached
+    _readers.pop(corpus.id, None)
+    return None
 
 
 def _stamp(directory: Path) -> tuple:
@@ -543,16 +544,20 @@ def reader(corpus) -> Reader | None:
     directory = index_dir(corpus.id, model)
     stamp = _stamp(directory)
     with _lock:
-        cached = _readers.get(corpus.id)
-        if (
-            cached is not None
-            and cached.stamp == stamp
-            and stamp
-            and cached.meta["model"] == model
-            and cached.meta["through"] <= corpus.embedded_through
-        ):
-            return cached
-        _readers.pop(corpus.id, None)
+        cached = _fresh_reader(corpus, model, stamp)
+        opening = _opening.get(corpus.id) if cached is None else None
+    if opening is not None:  # the prewarm is opening it right now: its reader, not a second opening
+        began = time.perf_counter()
+        opening.wait(PREWARM_WAIT_SECONDS)
+        logger.info(
+            "vector index of corpus %s: waited %.0f ms for the prewarm's opening",
+            corpus.id,
+            1000 * (time.perf_counter() - began),
+        )
+        with _lock:
+            cached = _fresh_reader(corpus, model, stamp)
+    if cached is not None:
+        return cached
     if not corpus.embedded_through:
         return None
     try:

@@ -292,38 +292,6 @@ def test_forget_vectors_drops_this_processes_view(factcheck_project):
     assert corpus.id not in vector_index._readers
 
 
-def test_prewarm_by_default_in_celery_workers_only(settings, monkeypatch):
-    """Evidence is searched in Celery workers; web workers stay without faiss (issue 22)."""
-    settings.VECTOR_INDEX_PREWARM = "worker"  # the default
-    assert vector_index.prewarm_wanted("worker") and not vector_index.prewarm_wanted("web")
-    for value in ("all", "1", True):
-        settings.VECTOR_INDEX_PREWARM = value
-        assert vector_index.prewarm_wanted("worker") and vector_index.prewarm_wanted("web")
-    for value in ("0", False):
-        settings.VECTOR_INDEX_PREWARM = value
-        assert not vector_index.prewarm_wanted("worker") and not vector_index.prewarm_wanted("web")
-        assert vector_index.prewarm_in_background("worker") is None
-    settings.VECTOR_INDEX_PREWARM = "worker"
-    assert vector_index.prewarm_in_background("web") is None
-    monkeypatch.setattr(vector_index, "_prewarm", lambda close: vector_index._faiss())
-    thread = vector_index.prewarm_in_background("worker")
-    thread.join(60)
-    assert not thread.is_alive() and "faiss" in sys.modules
-
-
-def test_prewarm_opens_the_indexes_of_embedded_corpora(factcheck_project, settings):
-    settings.VECTOR_INDEX_EXACT_MAX = 50  # an ANN index too
-    indexed = make_corpus(factcheck_project, clustered(80), name="indexed")
-    unindexed = make_corpus(factcheck_project, clustered(30, seed=3), name="no index on disk")
-    vector_index.remove(unindexed.id)
-    vector_index._readers.clear()
-    vector_index._prewarm()
-    assert set(vector_index._readers) == {indexed.id}
-    opened = vector_index._readers[indexed.id]
-    assert opened.ann is not None
-    assert vector_index.reader(indexed) is opened  # the first search finds it open
-
-
 def test_an_index_left_by_another_corpus_with_the_same_id_is_not_used(factcheck_project):
     """A database reset (a test run, a restore) reuses ids; the index directory outlives it."""
     corpus = make_corpus(factcheck_project, clustered(40, seed=10))
