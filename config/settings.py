@@ -286,9 +286,11 @@ CELERY_ACCEPT_CONTENT = ["json"]
 VECTOR_INDEX_DIR = os.environ.get("VECTOR_INDEX_DIR") or None
 VECTOR_INDEX_EXACT_MAX = int(os.environ.get("VECTOR_INDEX_EXACT_MAX", "20000"))  # up to this, exact search
 VECTOR_INDEX_NPROBE = int(os.environ.get("VECTOR_INDEX_NPROBE", "16"))  # IVF lists searched a query
-# Where faiss is imported and the corpora's indexes opened on a thread once a process is up, not at its
-# first search: "worker" (Celery worker processes, where evidence is searched), "all" (gunicorn web workers
-# too: for the embedded stack, whose tasks run in the web process), "0" (nowhere). docs/scaling.md.
+# Where a process is readied for its first evidence search on a thread once it is up (faiss imported, the
+# searchable corpora's indexes opened and searched once, the full-text statement run once, the query model
+# loaded: annotation.evidence.prewarm): "worker" (Celery worker processes, where evidence is searched), "all"
+# (gunicorn web workers too: for the embedded stack, whose tasks run in the web process), "0" (nowhere).
+# docs/scaling.md.
 VECTOR_INDEX_PREWARM = os.environ.get("VECTOR_INDEX_PREWARM", "worker")
 # MiB of an ANN index's lists a searching process may keep mapped before releasing them (page cache keeps them).
 VECTOR_INDEX_MAPPED_MAX = int(os.environ.get("VECTOR_INDEX_MAPPED_MAX", "64"))

@@ -454,8 +454,7 @@ _readers: dict[int, Reader] = {}
 # {corpus id: set once the prewarm's opening of its index ended}: a search waits for it
 _opening: dict[int, threading.Event] = {}
 _lock = threading.Lock()
-# At most this long does a search wait for the prewarm's opening of an index (an opening takes
-# 10-50 ms at a million passages; past this the search opens its own).
+# The longest a search waits for the prewarm's opening of an index (10-50 ms at 1 M), seconds.
 PREWARM_WAIT_SECONDS = 10
 
 
