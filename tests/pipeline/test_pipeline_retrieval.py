@@ -327,3 +327,29 @@ def test_dense_search_many_finds_for_each_query_what_dense_search_finds():
     assert [found[0][0] for found in many] == [7, 4000, 4999]
     assert retrieval.dense_search_many(queries, vectors[:0], k=5) == [[], [], []]
     assert len(retrieval.dense_search_many(queries[0], vectors, k=10_000)[0]) == 5000
+
+
+def test_the_embedding_model_is_loaded_once_when_two_threads_ask_at_once(monkeypatch):
+    """A worker's search prewarm loads it on a thread while a search may ask for it: one load."""
+    import threading
+    import time
+
+    loads = []
+
+    def slow_load():
+        loads.append(threading.current_thread().name)
+        time.sleep(0.3)
+        return object()
+
+    monkeypatch.setattr(embedding_backends, "load", slow_load)
+    retrieval._load_embedding_model.cache_clear()
+    try:
+        got = []
+        threads = [threading.Thread(target=lambda: got.append(retrieval.embedding_model())) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        assert len(loads) == 1 and len(got) == 2 and got[0] is got[1]
+    finally:
+        retrieval._load_embedding_model.cache_clear()  # the real model for the next tests
