@@ -36,7 +36,7 @@ from django.conf import settings
 from django.db import connection
 
 from annotation.evidence import corpus_search, vector_index
-from annotation.models import Corpus
+from annotation.models import Corpus, CorpusState
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +90,8 @@ def _timed(report: dict, step: str, function, *args):
 
 def _corpora() -> list[Corpus]:
     limit = int(getattr(settings, "VECTOR_INDEX_PREWARM_CORPORA", None) or PREWARM_CORPORA)
-    candidates = Corpus.objects.filter(embedded_through__gt=0).order_by("-embedded_through")
-    return [corpus for corpus in candidates[: 4 * limit] if corpus.searchable][:limit]
+    searchable = Corpus.objects.filter(state__in=(CorpusState.EMBEDDING, CorpusState.READY), embedded_through__gt=0)
+    return list(searchable.order_by("-embedded_through")[:limit])  # as Corpus.searchable
 
 
 def _embed_one() -> bool:
