@@ -423,9 +423,10 @@ def _import(
     skipped = _Skipped()
     seen: set[bytes] = set()
     next_report = time.monotonic() + PROGRESS_INTERVAL_SECONDS
-    with transaction.atomic(), _read_ahead(
-        parse_import_file(project, file, fmt, labels_as, reading, domain), reading
-    ) as entries:
+    with (
+        transaction.atomic(),
+        _read_ahead(parse_import_file(project, file, fmt, labels_as, reading, domain), reading) as entries,
+    ):
         checks_immediate = _constraints_checked_per_statement()
         last_id = Item.objects.filter(project=project).order_by("-id").values_list("id", flat=True).first()
         writer = _Writer(project, kind, labels_as, annotators, last_id)
