@@ -12,8 +12,6 @@ import functools
 import gc
 import hashlib
 import logging
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -24,6 +22,7 @@ from typing import IO, Any
 from django.db import connection, transaction
 
 from annotation.exceptions import ImportFailed
+from annotation.imports.pipelined import constraints_checked_per_statement, constraints_deferred_again, read_ahead
 from annotation.imports.reading import Reading, document_records, jsonl_records, line_error
 from annotation.imports.rows import bulk_insert, copy_items_and_stages
 from annotation.imports.uploads import stored_path
@@ -425,9 +424,9 @@ def _import(
     next_report = time.monotonic() + PROGRESS_INTERVAL_SECONDS
     with (
         transaction.atomic(),
-        _read_ahead(parse_import_file(project, file, fmt, labels_as, reading, domain), reading) as entries,
+        read_ahead(parse_import_file(project, file, fmt, labels_as, reading, domain), reading, BATCH_SIZE) as entries,
     ):
-        checks_immediate = _constraints_checked_per_statement()
+        checks_immediate = constraints_checked_per_statement()
         last_id = Item.objects.filter(project=project).order_by("-id").values_list("id", flat=True).first()
         writer = _Writer(project, kind, labels_as, annotators, last_id)
         batch: list[ParsedItem] = []
@@ -471,85 +470,10 @@ def _import(
         if result.gold_records:
             enqueue_store_export_lines(project.id)
         if checks_immediate:
-            _constraints_deferred_again()
+            constraints_deferred_again()
         if before_commit is not None:
             before_commit(result)
     return result
-
-
-@contextmanager
-def _read_ahead(entries: Iterator[ParsedItem | dict], reading: Reading):
-    """``entries`` read and checked on a thread of their own, each given with the reader's
-    (lines, bytes) after it, so that parsing the next lines runs while this thread waits for the
-    database to take the last batch (psycopg and sqlite3 release the GIL while they wait). A
-    10,000-line FELM import spends about as long in each. An exception of the reader is raised
-    here, at the entry where it happened; leaving the block early stops the reader."""
-    # handed over 200 entries at a time (a tenth of a batch), at most a batch ahead of the
-    # writer: memory stays at about two batches whatever the file's size
-    size = max(1, min(200, BATCH_SIZE // 10))
-    chunks: queue.Queue = queue.Queue(maxsize=max(1, BATCH_SIZE // size))
-    stop = threading.Event()
-
-    def put(chunk) -> bool:
-        while not stop.is_set():
-            try:
-                chunks.put(chunk, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def read() -> None:
-        chunk: list = []
-        try:
-            for entry in entries:
-                chunk.append((entry, reading.lines, reading.bytes))
-                if len(chunk) >= size:
-                    if not put(chunk):
-                        return
-                    chunk = []
-            put(chunk)
-            put(None)
-        except BaseException as exc:  # handed to the importing thread, raised there
-            put(chunk)
-            put(exc)
-        finally:
-            entries.close()
-
-    def received():
-        while True:
-            chunk = chunks.get()
-            if chunk is None:
-                return
-            if isinstance(chunk, BaseException):
-                raise chunk
-            yield from chunk
-
-    reader = threading.Thread(target=read, name="import-reader", daemon=True)
-    reader.start()
-    try:
-        yield received()
-    finally:
-        stop.set()
-        reader.join()
-
-
-def _constraints_checked_per_statement() -> bool:
-    """On PostgreSQL, the foreign keys of the rows this import writes (item→project, stage→item,
-    assignment→stage and →user: 60,000 checks at 10,000 FELM items) are checked at the end of each
-    statement instead of all at the COMMIT: the same checks, but while the reader parses the
-    next lines, not after everything else."""
-    if connection.vendor != "postgresql":
-        return False
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-    return True
-
-
-def _constraints_deferred_again() -> None:
-    """Back to Django's initially deferred foreign keys for the rest of an enclosing transaction."""
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
 
 def _skippable(error: dict) -> bool:
