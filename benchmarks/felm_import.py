@@ -1,7 +1,7 @@
 """The FELM import of issue 22, in-process and end to end through the API until the annotators see their queues.
 
 Usage: .venv/bin/python benchmarks/felm_import.py [--items 10000] [--runs 2] [--db-name workbench_bench_import_felm]
-           [--redis redis://127.0.0.1:6379/5] [--skip-api] [--skip-inprocess] [--profile]
+           [--redis redis://127.0.0.1:6379/5] [--skip-api] [--skip-inprocess] [--profile] [--batch-size N]
 
 It creates its own PostgreSQL database, migrates it, writes ``--items`` FELM lines in the released
 shape (felm_data.felm_record: 5 given segments, labels, comments, types, refs) and imports them
