@@ -1,7 +1,7 @@
 """The FELM import of issue 22, in-process and end to end through the API until the annotators see their queues.
 
 Usage: .venv/bin/python benchmarks/felm_import.py [--items 10000] [--runs 2] [--db-name workbench_bench_import_felm]
-           [--redis redis://127.0.0.1:6379/5] [--skip-api] [--skip-inprocess] [--profile]
+           [--redis redis://127.0.0.1:6379/5] [--skip-api] [--skip-inprocess] [--profile] [--batch-size N]
 
 It creates its own PostgreSQL database, migrates it, writes ``--items`` FELM lines in the released
 shape (felm_data.felm_record: 5 given segments, labels, comments, types, refs) and imports them
@@ -35,6 +35,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -105,11 +106,24 @@ def timed_copies(into: dict[str, list[float]], backend: int):
             into.setdefault("(COMMIT)", []).append(time.perf_counter() - started)
             into.setdefault("(COMMIT: backend CPU)", []).append(backend_cpu_seconds(backend) - cpu)
 
-    psycopg.Cursor.copy, psycopg.Connection.commit = copy, timed_commit
+    import queue
+
+    get = queue.Queue.get
+
+    def timed_get(self, *args, **kwargs):
+        # the importing thread waiting for the reader thread's parsed lines
+        started = time.perf_counter()
+        try:
+            return get(self, *args, **kwargs)
+        finally:
+            if threading.current_thread() is threading.main_thread():
+                into.setdefault("(waiting for parsed lines)", []).append(time.perf_counter() - started)
+
+    psycopg.Cursor.copy, psycopg.Connection.commit, queue.Queue.get = copy, timed_commit, timed_get
     try:
         yield
     finally:
-        psycopg.Cursor.copy, psycopg.Connection.commit = original, commit
+        psycopg.Cursor.copy, psycopg.Connection.commit, queue.Queue.get = original, commit, get
 
 
 def in_process(path: Path, runs: int, profile: bool) -> list[dict]:
@@ -242,6 +256,7 @@ def main() -> int:
     parser.add_argument("--skip-api", action="store_true")
     parser.add_argument("--skip-inprocess", action="store_true")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--batch-size", type=int, help="annotation.imports.items.BATCH_SIZE for the in-process runs")
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
@@ -263,6 +278,10 @@ def main() -> int:
             f"{args.items} FELM lines ({size / 2**20:.1f} MiB), 2 annotators an item; {os.cpu_count()} cores, "
             f"load average {load_average():.1f} (target: <= {TARGET_S} s through the API until the queue shows)"
         )
+        if args.batch_size:
+            from annotation.imports import items
+
+            items.BATCH_SIZE = args.batch_size
         if not args.skip_inprocess:
             in_process(path, args.runs, args.profile)
         if not args.skip_api:

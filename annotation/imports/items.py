@@ -22,6 +22,7 @@ from typing import IO, Any
 from django.db import connection, transaction
 
 from annotation.exceptions import ImportFailed
+from annotation.imports.pipelined import constraints_checked_per_statement, constraints_deferred_again, read_ahead
 from annotation.imports.reading import Reading, document_records, jsonl_records, line_error
 from annotation.imports.rows import bulk_insert, copy_items_and_stages
 from annotation.imports.uploads import stored_path
@@ -415,16 +416,21 @@ def _import(
 ) -> ImportResult:
     kind = get_kind(project.kind)
     annotators = annotator_ids(project) if kind.stages[0] in kind.annotatable_stages else []
-    reading = Reading()
+    reading = Reading()  # the reader thread's
+    shown = Reading()  # how far the reader was at the entry this thread took last
     errors: list[dict] = []
     skipped = _Skipped()
     seen: set[bytes] = set()
     next_report = time.monotonic() + PROGRESS_INTERVAL_SECONDS
-    with transaction.atomic():
+    with (
+        transaction.atomic(),
+        read_ahead(parse_import_file(project, file, fmt, labels_as, reading, domain), reading, BATCH_SIZE) as entries,
+    ):
+        checks_immediate = constraints_checked_per_statement()
         last_id = Item.objects.filter(project=project).order_by("-id").values_list("id", flat=True).first()
         writer = _Writer(project, kind, labels_as, annotators, last_id)
         batch: list[ParsedItem] = []
-        for entry in parse_import_file(project, file, fmt, labels_as, reading, domain):
+        for entry, shown.lines, shown.bytes in entries:
             if isinstance(entry, dict) and on_error == "skip" and _skippable(entry):
                 skipped.add(entry)
             elif isinstance(entry, dict):
@@ -443,16 +449,18 @@ def _import(
                         writer.write(batch)
                         batch = []
             if on_progress is not None and time.monotonic() >= next_report:
-                on_progress(reading.lines, reading.bytes)
+                on_progress(shown.lines, shown.bytes)
                 next_report = time.monotonic() + PROGRESS_INTERVAL_SECONDS
+        else:  # the reader ended: all of it read (and lines without entries counted)
+            shown.lines, shown.bytes = reading.lines, reading.bytes
         if on_progress is not None:
-            on_progress(reading.lines, reading.bytes)
+            on_progress(shown.lines, shown.bytes)
         if errors:
             raise ImportFailed(errors)
         if batch:
             writer.write(batch)
         result = writer.result
-        result.lines = reading.lines
+        result.lines = shown.lines
         result.skipped_lines, result.skipped = len(skipped.lines), skipped.reported
         if not result.items and not result.duplicates_skipped:
             raise ImportFailed(skipped.reported or [line_error(0, "(file)", "contains no items")])
@@ -461,6 +469,8 @@ def _import(
             transaction.on_commit(_enqueue_precompute_of(project, writer.stage, writer.first_item_id))
         if result.gold_records:
             enqueue_store_export_lines(project.id)
+        if checks_immediate:
+            constraints_deferred_again()
         if before_commit is not None:
             before_commit(result)
     return result
