@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from drf_spectacular.utils import extend_schema as spectacular_extend_schema  # light: decorating is not
 from rest_framework.viewsets import _check_attr_name, _is_extra_action
 
 _deferred: list[tuple[Any, dict[str, Any]]] = []
@@ -31,8 +32,6 @@ def extend_schema(**kwargs: Any) -> Callable[[Any], Any]:
 
     def decorator(target: Any) -> Any:
         if _applied:
-            from drf_spectacular.utils import extend_schema as spectacular_extend_schema
-
             return spectacular_extend_schema(**kwargs)(target)
         _deferred.append((target, kwargs))
         return target
@@ -43,8 +42,6 @@ def extend_schema(**kwargs: Any) -> Callable[[Any], Any]:
 def apply_deferred() -> None:
     """Apply the recorded decorations (called by `api.schema` once its AutoSchema exists)."""
     global _applied
-    from drf_spectacular.utils import extend_schema as spectacular_extend_schema
-
     _applied = True
     while _deferred:
         target, kwargs = _deferred.pop(0)

@@ -19,6 +19,7 @@ def import_drf_without_requests() -> None:
         return
     sys.modules["requests"] = None  # makes `import requests` raise ImportError
     try:
+        # here, not at the top: it must run while requests is hidden
         import rest_framework.compat  # noqa: F401
     finally:
         del sys.modules["requests"]
