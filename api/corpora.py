@@ -4,7 +4,7 @@ Staff manage every corpus. A project admin uploads corpora for the projects they
 the corpora of those projects; attaching a corpus to a project needs admin rights on it.
 """
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied
@@ -16,6 +16,7 @@ from annotation.models import Corpus
 from annotation.params import NATURAL
 
 from .job_serializers import CorpusCreateSerializer, CorpusProjectsSerializer, CorpusSerializer
+from .openapi import ExtraActionsWithoutSchema, extend_schema
 from .serializers import ErrorSerializer
 
 ERROR_400 = OpenApiResponse(ErrorSerializer, description="invalid input")
@@ -30,7 +31,9 @@ def _check_admin_of(user, projects) -> None:
         raise PermissionDenied(f"you are not an admin of project(s) {', '.join(map(str, refused))}")
 
 
-class CorpusViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class CorpusViewSet(
+    ExtraActionsWithoutSchema, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
     serializer_class = CorpusSerializer
     queryset = Corpus.objects.none()  # the schema's path type; rows come from get_queryset()
     lookup_value_regex = NATURAL.pattern

@@ -1,6 +1,6 @@
 """The API of the evidence wing: evidence searches and retrieving a claim again (a ProjectViewSet mixin)."""
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -14,6 +14,7 @@ from annotation.models import ItemStage
 
 from . import job_serializers, serializers
 from .common import ERROR_400, ID
+from .openapi import extend_schema
 
 
 class EvidenceActions:

@@ -1,7 +1,7 @@
 """The API of the exports wing: a project's export (a ProjectViewSet mixin)."""
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 
@@ -9,6 +9,7 @@ from annotation.exports import formats as exports
 from annotation.kinds import KINDS
 
 from .common import ERROR_400
+from .openapi import extend_schema
 
 EXPORT_FORMATS = sorted({fmt for kind in KINDS.values() for fmt in kind.export_formats} | set(exports.COMMON_FORMATS))
 EXPORT_FORMATS_BY_KIND = "; ".join(

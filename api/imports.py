@@ -1,6 +1,6 @@
 """The API of the imports wing: a project's item imports (a ProjectViewSet mixin)."""
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
@@ -11,6 +11,7 @@ from annotation.imports import jobs as import_jobs
 
 from . import job_serializers, serializers
 from .common import ID, refuse_oversized_upload
+from .openapi import extend_schema
 
 
 class ImportActions:

@@ -5,7 +5,7 @@ project (for a corpus: of one of its projects); staff for every job. Consolidato
 runs on the leaderboard, get 403 for those; everyone else 404, as for a job that does not exist.
 """
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers as drf_serializers
 from rest_framework import status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
@@ -17,6 +17,7 @@ from annotation.exceptions import DomainError
 from annotation.services import jobs
 
 from .job_serializers import job_fields
+from .openapi import extend_schema
 from .serializers import ErrorSerializer
 
 

@@ -4,7 +4,7 @@ Project admins only; staff may also pick another model or base URL (never a key:
 the project's LLM settings). See annotation.research.llm_rater.
 """
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.response import Response
@@ -15,6 +15,7 @@ from annotation import selectors
 from annotation.research import llm_rater as rater_services
 
 from .job_serializers import job_fields
+from .openapi import extend_schema
 from .serializers import ErrorSerializer
 
 

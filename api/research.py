@@ -1,7 +1,7 @@
 """The API of the research wing: agreement, system runs and the leaderboard (a ProjectViewSet mixin)."""
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import status
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, ValidationError
@@ -24,6 +24,7 @@ from .common import (
     bool_param,
     refuse_oversized_upload,
 )
+from .openapi import extend_schema
 
 
 class ResearchActions:

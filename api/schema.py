@@ -6,6 +6,7 @@ from rest_framework.permissions import SAFE_METHODS, AllowAny, IsAuthenticated
 
 from annotation.params import NATURAL
 
+from .openapi import apply_deferred
 from .permissions import IsProjectMember
 from .serializers import ErrorSerializer
 
@@ -80,3 +81,9 @@ class AutoSchema(BaseAutoSchema):
 
     def _error_schema(self):
         return self.resolve_serializer(ErrorSerializer, "response").ref
+
+
+# The API's `@extend_schema` decorations wait for this class (api/openapi.py: drf-spectacular's
+# decorator needs the schema class, and loading it at start-up cost every web worker several MiB).
+# Every schema generation reaches this module through DEFAULT_SCHEMA_CLASS before it reads them.
+apply_deferred()

@@ -1,5 +1,6 @@
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from django.utils.module_loading import import_string
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework.routers import DefaultRouter
 
 from annotation.params import NATURAL
@@ -21,6 +22,25 @@ class Router(DefaultRouter):
         return super().get_lookup_regex(viewset, lookup_prefix)
 
 
+def loaded_on_first_request(view_path: str, **initkwargs):
+    """The class-based view at `view_path`, imported when a request first reaches it.
+
+    drf-spectacular's views load its schema generator (drf_spectacular.openapi, rest_framework.test,
+    django.test, jinja2): several MiB in every web worker that only the schema and docs pages use
+    (issue 22). A plain function, so the schema generator leaves it out, as drf-spectacular's
+    views leave themselves out (SERVE_INCLUDE_SCHEMA False)."""
+    view = None
+
+    @csrf_exempt  # as APIView.as_view()
+    def lazy_view(request, *args, **kwargs):
+        nonlocal view
+        if view is None:
+            view = import_string(view_path).as_view(**initkwargs)
+        return view(request, *args, **kwargs)
+
+    return lazy_view
+
+
 router = Router()
 router.register("users", views.UserViewSet, basename="user")
 router.register("projects", views.ProjectViewSet, basename="project")
@@ -30,8 +50,12 @@ router.register("corpora", corpora.CorpusViewSet, basename="corpus")
 
 urlpatterns = [
     path("auth/token/", views.TokenView.as_view(), name="api-token"),
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("schema/", loaded_on_first_request("drf_spectacular.views.SpectacularAPIView"), name="api-schema"),
+    path(
+        "docs/",
+        loaded_on_first_request("drf_spectacular.views.SpectacularSwaggerView", url_name="api-schema"),
+        name="api-docs",
+    ),
     re_path(
         rf"^projects/(?P<project_id>{NATURAL.pattern})/llm-rater/$",
         llm_rater.RaterRunsView.as_view(),

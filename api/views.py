@@ -8,7 +8,7 @@ from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import page_not_found as html_page_not_found
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import mixins, status, viewsets
 from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
@@ -49,6 +49,7 @@ from .common import (
 from .evidence import EvidenceActions
 from .exports import ExportActions
 from .imports import ImportActions
+from .openapi import ExtraActionsWithoutSchema, extend_schema
 from .parsers import PARSER_CLASSES
 from .permissions import CanConsolidate, IsProjectAdmin, IsProjectMember, IsStaff
 from .research import ResearchActions
@@ -56,7 +57,7 @@ from .research import ResearchActions
 User = get_user_model()
 
 
-class UserViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
+class UserViewSet(ExtraActionsWithoutSchema, mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
     """Staff administrators create annotator accounts here."""
 
     permission_classes = [IsStaff]
@@ -83,7 +84,9 @@ class UserViewSet(mixins.CreateModelMixin, mixins.ListModelMixin, viewsets.Gener
 # lookup the database cannot hold (OverflowError on SQLite: a 500).
 # The wings' actions come from their mixins (api/imports.py, evidence.py, research.py, exports.py);
 # the docstring below is the schema's description of every project operation.
-class ProjectViewSet(ImportActions, EvidenceActions, ResearchActions, ExportActions, viewsets.ModelViewSet):
+class ProjectViewSet(
+    ExtraActionsWithoutSchema, ImportActions, EvidenceActions, ResearchActions, ExportActions, viewsets.ModelViewSet
+):
     """Projects the caller is a member of; staff create them, project admins run them."""
 
     serializer_class = serializers.ProjectSerializer
@@ -379,7 +382,7 @@ class ProjectViewSet(ImportActions, EvidenceActions, ResearchActions, ExportActi
         return Response(selectors.project_progress(self.get_object()))
 
 
-class AssignmentViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class AssignmentViewSet(ExtraActionsWithoutSchema, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """An annotator's own assignments; nobody reads another annotator's work here."""
 
     serializer_class = serializers.AssignmentSerializer
@@ -427,7 +430,7 @@ class AssignmentViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
         )
 
 
-class ConsolidationViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class ConsolidationViewSet(ExtraActionsWithoutSchema, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Consolidation tasks, for the project's consolidators and admins only."""
 
     serializer_class = serializers.ConsolidationDetailSerializer
