@@ -327,3 +327,10 @@ def test_dense_search_many_finds_for_each_query_what_dense_search_finds():
     assert [found[0][0] for found in many] == [7, 4000, 4999]
     assert retrieval.dense_search_many(queries, vectors[:0], k=5) == [[], [], []]
     assert len(retrieval.dense_search_many(queries[0], vectors, k=10_000)[0]) == 5000
+
+
+def test_onnx_runtime_threads_do_not_spin_after_a_call(encoders):
+    # spinning pool threads were most of a query's embedding CPU on a busy machine (issue 23)
+    encoder = encoders("onnx-int8")
+    options = encoder.session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
