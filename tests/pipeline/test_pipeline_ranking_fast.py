@@ -142,11 +142,19 @@ def rng_unit(rng):
     return v / np.linalg.norm(v)
 
 
-def test_lexical_scores_are_the_per_passage_definitions_to_the_last_bit():
+ASCII_WORDS = [w for w in WORDS if w.isascii()] + ["a.b", "x-y-z", "_", "__init__", "3", "I'm", "\tTab\n", "e.g."]
+
+
+@pytest.mark.parametrize(
+    "words",
+    [WORDS, ASCII_WORDS, ASCII_WORDS + ["\u212a"]],  # the Kelvin sign: ASCII "k" once lower-cased
+    ids=["unicode", "ascii", "kelvin"],
+)
+def test_lexical_scores_are_the_per_passage_definitions_to_the_last_bit(words):
     rng = random.Random(11)
     for _ in range(300):
-        passages = [passage(rng) for _ in range(rng.randint(1, 60))]
-        query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 12)))
+        passages = [passage(rng, words) for _ in range(rng.randint(1, 60))]
+        query = " ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
         assert retrieval.lexical_scores(query, passages) == reference_lexical_scores(query, passages), query
     assert retrieval.lexical_scores("tower", []) == []
     assert retrieval.lexical_scores("", ["the tower"]) == [0.0]
