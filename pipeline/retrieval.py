@@ -21,6 +21,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 from pipeline import embedding_backends
@@ -131,25 +132,28 @@ def _words(lowered: str) -> list[str]:
     return _BM25_TOKEN.findall(lowered)
 
 
-def _term_numbers(words: list[str]) -> list[int]:
-    """The stem number of each of ``words`` (-1: a stop word or one character), new words
-    stemmed together."""
+def _term_numbers(words: list[str]) -> np.ndarray:
+    """The stem number of each of ``words`` (-1: a stop word or one character), as int64; words
+    not seen before are stemmed together, and only they are looked at twice."""
+    import numpy as np  # numpy: web workers load the kinds without it
+
     with _stem_lock:  # a PyStemmer stemmer is not thread-safe, and the maps are shared
-        try:
-            return list(map(_term_ids.__getitem__, words))  # every word seen before: the usual case
-        except KeyError:
-            pass
-        new = set(words).difference(_term_ids)
+        numbers = np.fromiter(map(_term_ids.get, words, repeat(-2)), dtype=np.int64, count=len(words))
+        missing = np.flatnonzero(numbers == -2).tolist()
+        if not missing:
+            return numbers
+        new = {words[i] for i in missing}
         if len(_term_ids) + len(new) > _STEM_CACHE_SIZE:
             _term_ids.clear()
             _stem_ids.clear()
-            new = set(words)
+            missing, new = list(range(len(words))), set(words)
         stop = _stopwords()
         kept = [w for w in new if len(w) > 1 and w not in stop]
         _term_ids.update(dict.fromkeys(new.difference(kept), -1))
         for word, stem in zip(kept, _stemmer().stemWords(kept)):
             _term_ids[word] = _stem_ids.setdefault(stem, len(_stem_ids))
-        return list(map(_term_ids.__getitem__, words))
+        numbers[missing] = [_term_ids[words[i]] for i in missing]
+        return numbers
 
 
 def lexical_scores(query: str, passages: Sequence[str]) -> list[float]:
@@ -174,11 +178,11 @@ def lexical_scores(query: str, passages: Sequence[str]) -> list[float]:
     counts = np.fromiter(map(len, words_of), dtype=np.intp, count=len(words_of))
     # query and passages numbered in one call: the maps may be emptied between two calls
     numbers = _term_numbers(query_words + [w for found in words_of for w in found])
-    query_terms = [n for n in numbers[: len(query_words)] if n >= 0]
+    query_terms = [n for n in numbers[: len(query_words)].tolist() if n >= 0]
     if not query_terms:
         return [0.0] * len(passages)
     size = len(passages)
-    numbers = np.array(numbers[len(query_words) :], dtype=np.int64)
+    numbers = numbers[len(query_words) :]
     passage_of = np.repeat(np.arange(size), counts)
     kept = numbers >= 0
     lengths = np.bincount(passage_of[kept], minlength=size)
