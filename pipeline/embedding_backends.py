@@ -302,6 +302,12 @@ class OnnxEncoder:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         if threads:
             options.intra_op_num_threads = threads
+        # ONNX Runtime's pool threads spin for work after each operator and after the call
+        # returns: with the cores busy elsewhere that spinning was most of a query's embedding CPU
+        # (a claim's 4 queries: 31-44 ms CPU with it, 16-17 ms without, the same vectors; wall
+        # time 71-76 ms against 29 ms at load 9: benchmarks/README.md, "Ranking and query
+        # embedding CPU").
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         providers = onnx_providers(device)
         self.session = onnxruntime.InferenceSession(str(self.path), options, providers=providers)
         self.device = "cuda" if self.session.get_providers()[0] == "CUDAExecutionProvider" else "cpu"

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 from pipeline import embedding_backends
@@ -103,7 +104,6 @@ BM25_B = 0.75
 # word characters is matched whole from its start), a quarter faster.
 _BM25_TOKEN = re.compile(r"\w\w+")
 _STEM_CACHE_SIZE = 200_000
-_stems: dict[str, str] = {}
 _stem_lock = threading.Lock()
 
 
@@ -114,22 +114,46 @@ def _stopwords() -> frozenset[str]:
     return frozenset(STOPWORDS_EN)
 
 
-def _stem_all(words) -> list[str]:
-    """Snowball stems of ``words``, each word stemmed once per process."""
-    with _stem_lock:  # a PyStemmer stemmer is not thread-safe, and the cache is shared
-        new = [w for w in words if w not in _stems]
-        if new:
-            if len(_stems) > _STEM_CACHE_SIZE:
-                _stems.clear()
-            _stems.update(zip(new, _stemmer().stemWords(new)))
-        return [_stems[w] for w in words]
+# Words seen by :func:`lexical_scores`, each mapped once a process to the number of its stem
+# (-1: a stop word or a single character), so a passage's terms are numbered by a dictionary
+# look-up done in C (``map``), never by a Python loop over its words.
+_term_ids: dict[str, int] = {}
+_stem_ids: dict[str, int] = {}
+# Lower-cased ASCII text's words without the regular expression: every byte that is not a word
+# character (``\w`` on ASCII: letters, digits, "_") made a space, then ``split``; its runs of one
+# character are numbered -1. Half the time of ``findall`` over a claim's candidates.
+_ASCII_GAPS = bytes(c if c < 128 and re.fullmatch(r"\w", chr(c)) else 32 for c in range(256))
 
 
-def _terms(text: str) -> list[str]:
-    """The tokens :func:`tokenize` gives ``text``: lower-cased words of two characters or more,
-    English stop words removed, Snowball stems."""
-    stop = _stopwords()
-    return _stem_all([w for w in _BM25_TOKEN.findall(text.lower()) if w not in stop])
+def _words(lowered: str) -> list[str]:
+    """``_BM25_TOKEN``'s matches in ``lowered``, and on ASCII text its one-character words too."""
+    if lowered.isascii():
+        return lowered.encode("ascii").translate(_ASCII_GAPS).decode("ascii").split()
+    return _BM25_TOKEN.findall(lowered)
+
+
+def _term_numbers(words: list[str]) -> np.ndarray:
+    """The stem number of each of ``words`` (-1: a stop word or one character), as int64; words
+    not seen before are stemmed together, and only they are looked at twice."""
+    import numpy as np  # numpy: web workers load the kinds without it
+
+    with _stem_lock:  # a PyStemmer stemmer is not thread-safe, and the maps are shared
+        numbers = np.fromiter(map(_term_ids.get, words, repeat(-2)), dtype=np.int64, count=len(words))
+        missing = np.flatnonzero(numbers == -2).tolist()
+        if not missing:
+            return numbers
+        new = {words[i] for i in missing}
+        if len(_term_ids) + len(new) > _STEM_CACHE_SIZE:
+            _term_ids.clear()
+            _stem_ids.clear()
+            missing, new = list(range(len(words))), set(words)
+        stop = _stopwords()
+        kept = [w for w in new if len(w) > 1 and w not in stop]
+        _term_ids.update(dict.fromkeys(new.difference(kept), -1))
+        for word, stem in zip(kept, _stemmer().stemWords(kept)):
+            _term_ids[word] = _stem_ids.setdefault(stem, len(_stem_ids))
+        numbers[missing] = [_term_ids[words[i]] for i in missing]
+        return numbers
 
 
 def lexical_scores(query: str, passages: Sequence[str]) -> list[float]:
@@ -138,39 +162,46 @@ def lexical_scores(query: str, passages: Sequence[str]) -> list[float]:
     The same scores as a :class:`LexicalIndex` over ``passages`` (bm25s, Lucene variant: same
     tokens, idf and length normalisation, a repeated query word counted each time), computed
     for the query's words only: building a bm25s index of a claim's candidates took most of the
-    ranking's time (20 ms for a hundred), this takes a quarter of that, most of it finding the
-    words."""
-    query_terms = _terms(query or "")
-    if not passages or not query_terms:
-        return [0.0] * len(passages)
-    wanted = set(query_terms)
-    lengths, found = [], []
-    for passage in passages:
-        terms = _terms(passage)
-        lengths.append(len(terms))
-        tf_of: dict[str, int] = {}
-        for term in terms:
-            if term in wanted:
-                tf_of[term] = tf_of.get(term, 0) + 1
-        found.append(tf_of)
-    average = sum(lengths) / len(lengths)
-    if average == 0:
+    ranking's time (20 ms for a hundred). The passages' words are found by one ``split`` each
+    (ASCII text; else the regular expression) and numbered by one look-up a word (stems kept for
+    the process); lengths and
+    term frequencies are counted with numpy, and each query term adds its part to every
+    passage's score in the query's order, the additions the per-passage loop did, so the scores
+    are the same to the last bit (``tests/pipeline/test_pipeline_retrieval.py`` pins them
+    against that loop)."""
+    import numpy as np  # numpy: web workers load the kinds without it
+
+    if not passages:
+        return []
+    query_words = _words((query or "").lower())
+    words_of = [_words(passage.lower()) for passage in passages]
+    counts = np.fromiter(map(len, words_of), dtype=np.intp, count=len(words_of))
+    # query and passages numbered in one call: the maps may be emptied between two calls
+    numbers = _term_numbers(query_words + [w for found in words_of for w in found])
+    query_terms = [n for n in numbers[: len(query_words)].tolist() if n >= 0]
+    if not query_terms:
         return [0.0] * len(passages)
     size = len(passages)
-    idf = {}
-    for term in wanted:
-        df = sum(1 for tf in found if term in tf)
+    numbers = numbers[len(query_words) :]
+    passage_of = np.repeat(np.arange(size), counts)
+    kept = numbers >= 0
+    lengths = np.bincount(passage_of[kept], minlength=size)
+    total = int(lengths.sum())
+    if total == 0:
+        return [0.0] * size
+    average = total / size
+    tf_of, idf = {}, {}
+    for term in dict.fromkeys(query_terms):
+        tf = np.bincount(passage_of[numbers == term], minlength=size).astype(np.float64)
+        df = int(np.count_nonzero(tf))
+        tf_of[term] = tf
         idf[term] = math.log(1 + (size - df + 0.5) / (df + 0.5))
-    scores = []
-    for length, tf_of in zip(lengths, found):
-        norm = BM25_K1 * ((1 - BM25_B) + BM25_B * length / average)
-        score = 0.0
-        for term in query_terms:
-            tf = tf_of.get(term)
-            if tf:
-                score += idf[term] * tf / (norm + tf)
-        scores.append(score)
-    return scores
+    norm = BM25_K1 * ((1 - BM25_B) + BM25_B * lengths / average)
+    scores = np.zeros(size, dtype=np.float64)
+    for term in query_terms:
+        tf = tf_of[term]
+        scores += idf[term] * tf / (norm + tf)
+    return scores.tolist()
 
 
 _model_lock = threading.Lock()
@@ -310,7 +341,7 @@ def rank_candidates(
     pieces of evidence.
     """
     import numpy as np  # numpy: web workers load the kinds without it
-    from rapidfuzz import fuzz  # rapidfuzz: web workers load the kinds without it
+    from rapidfuzz import fuzz, process  # rapidfuzz: web workers load the kinds without it
 
     unique: dict[str, Candidate] = {}
     for candidate in candidates:
@@ -321,25 +352,35 @@ def rank_candidates(
     if not pool:
         return []
     lexical = _normalise(lexical_scores(claim, [c.text for c in pool]))
+    dense_of: list[float | None] = [None] * len(pool)
+    if claim_vector is not None:
+        # every cosine in one matrix-vector product, not one numpy call a candidate
+        with_vector = [i for i, c in enumerate(pool) if c.vector is not None]
+        if with_vector:
+            cosines = np.stack([pool[i].vector for i in with_vector]) @ np.asarray(claim_vector)
+            for i, cosine in zip(with_vector, cosines.tolist()):
+                dense_of[i] = cosine
     scored = []
-    for candidate, lex in zip(pool, lexical):
-        dense = None
-        if claim_vector is not None and candidate.vector is not None:
-            dense = float(np.dot(candidate.vector, claim_vector))
+    for candidate, lex, dense in zip(pool, lexical, dense_of):
         fused = lex if dense is None else lexical_weight * lex + (1 - lexical_weight) * max(dense, 0.0)
         scored.append((fused, lex, dense, candidate))
     scored.sort(key=lambda row: -row[0])
 
     kept: list[tuple[float, float, float | None, Candidate]] = []
+    kept_texts: list[str] = []
     per_source: dict[str, int] = {}
     for row in scored:
         candidate = row[3]
         source_key = candidate.url or candidate.title
         if source_key and per_source.get(source_key, 0) >= max_per_source:
             continue
-        if any(fuzz.token_set_ratio(candidate.text, other[3].text) >= NEAR_DUPLICATE_RATIO for other in kept):
+        # any kept passage at NEAR_DUPLICATE_RATIO or more; the cut-off lets rapidfuzz stop early
+        if process.extractOne(
+            candidate.text, kept_texts, scorer=fuzz.token_set_ratio, score_cutoff=NEAR_DUPLICATE_RATIO
+        ):
             continue
         kept.append(row)
+        kept_texts.append(candidate.text)
         if source_key:
             per_source[source_key] = per_source.get(source_key, 0) + 1
         if len(kept) == top_k:

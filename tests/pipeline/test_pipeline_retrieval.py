@@ -353,3 +353,10 @@ def test_the_embedding_model_is_loaded_once_when_two_threads_ask_at_once(monkeyp
         assert len(loads) == 1 and len(got) == 2 and got[0] is got[1]
     finally:
         retrieval._load_embedding_model.cache_clear()  # the real model for the next tests
+
+
+def test_onnx_runtime_threads_do_not_spin_after_a_call(encoders):
+    # spinning pool threads were most of a query's embedding CPU on a busy machine (issue 23)
+    encoder = encoders("onnx-int8")
+    options = encoder.session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
