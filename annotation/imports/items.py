@@ -22,6 +22,7 @@ from typing import IO, Any
 from django.db import connection, transaction
 
 from annotation.exceptions import ImportFailed
+from annotation.exports.lines import store_new_items_lines
 from annotation.imports.reading import Reading, document_records, jsonl_records, line_error
 from annotation.imports.rows import bulk_insert, copy_items_and_stages
 from annotation.imports.uploads import stored_path
@@ -265,6 +266,8 @@ class _Writer:
     result: ImportResult = field(default_factory=lambda: ImportResult(0, 0, 0, 0))
     first_item_id: int | None = None
     stages_done: list[int] = field(default_factory=list)
+    # whether some imported gold item's export lines are left to the task store_export_lines
+    lines_pending: bool = False
 
     def __post_init__(self):
         self.stage = self.kind.stages[0]
@@ -316,7 +319,9 @@ class _Writer:
                 ],
             )
             self.result.gold_records += len(gold)
-            open_next_stages(self.project, [stage.id for stage in stages] + self._write_later_gold(items, batch))
+            later = self._write_later_gold(items, batch)
+            open_next_stages(self.project, [stage.id for stage in stages] + later)
+            self._store_export_lines(items, stages, batch)
         self.result.items += len(items)
         self.result.precomputing += sum(stage.status == StageStatus.PRECOMPUTING for stage in stages)
         self.result.assignments += assign_new_stages(
@@ -325,6 +330,38 @@ class _Writer:
             self.annotators,
             self.load,
         )
+
+    def _store_export_lines(self, items: list[Item], stages: list[ItemStage], batch: list[ParsedItem]) -> None:
+        """The batch's export lines rendered from the values in hand and stored in this
+        transaction (exports.lines.store_new_items_lines); what it leaves is left to the task."""
+        if not self.kind.stored_export_formats:
+            return
+        rows = [self._export_row(item, stage, p) for item, stage, p in zip(items, stages, batch)]
+        if len(store_new_items_lines(self.project, rows)) < len(rows):
+            self.lines_pending = True
+
+    def _export_row(self, item: Item, stage: ItemStage, p: ParsedItem) -> dict:
+        """The item's row as exports.selectors.gold_rows reads it back once stored."""
+        row = {
+            "item_id": item.id,
+            "external_id": item.external_id,
+            "source": item.source,
+            "domain": item.domain,
+            "prompt": item.prompt,
+            "response": item.response,
+            "metadata": (item.metadata or {}) if self.kind.export_reads_metadata else {},
+            "content": stage.content,
+            "gold": p.labels[self.stage],
+        }
+        if self.kind.export_later_stages:
+            later = {}
+            for number in self.kind.stages[1:]:  # as _write_later_gold carries them: each after the last
+                if number not in p.content or number not in p.labels:
+                    break
+                if number in self.kind.export_later_stages:
+                    later[number] = {"content": p.content[number], "gold": p.labels[number]}
+            row["stages"] = later
+        return row
 
     def _write_later_gold(self, items: list[Item], batch: list[ParsedItem]) -> list[int]:
         """Later stages whose content and labels the file gives (e.g. Factcheck-Bench's released
@@ -459,7 +496,7 @@ def _import(
         result.warnings = _warnings(project, kind, writer, annotators)
         if result.precomputing:
             transaction.on_commit(_enqueue_precompute_of(project, writer.stage, writer.first_item_id))
-        if result.gold_records:
+        if result.gold_records and writer.lines_pending:
             enqueue_store_export_lines(project.id)
         if before_commit is not None:
             before_commit(result)
