@@ -249,3 +249,20 @@ def test_an_item_whose_released_values_jsonb_changes_is_left_to_the_task(factche
     stored = _stored_lines(factcheck_project)
     assert export_lines.render_lines(factcheck_project, FMT, [second.id]) == {second.id: stored[second.id]}
     assert exported(factcheck_project)[1]["sentences"]["sentence3"]["revised_claims"] == [1e19, {"zz": 1, "a": [0.5]}]
+
+
+def test_an_import_that_opens_a_step_queues_the_task_for_its_lines(factcheck_project, monkeypatch):
+    """Step 2 of an item imported with step-1 gold only is opened and pre-annotated after the
+    commit, which moves the item's stamp: the line the import stored goes stale, and the task is
+    queued to store it again."""
+    from annotation.imports import items as import_writer
+    from annotation.kinds.factcheck.benchmark import STEP2_FIELDS
+
+    queued = []
+    monkeypatch.setattr(import_writer, "enqueue_store_export_lines", lambda *args: queued.append(args))
+    line = released_line(0) | {"revised_response": ""}
+    for sentence in line["sentences"].values():
+        sentence.update({field: [] for field in STEP2_FIELDS}, revised_decontext="")
+    import_jsonl(factcheck_project, jsonl([line]), fmt=FMT, labels_as="gold")
+    assert ItemStage.objects.filter(item__project=factcheck_project, stage=2).exists()
+    assert queued == [(factcheck_project.id,)]
