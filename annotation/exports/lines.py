@@ -10,7 +10,8 @@ from itertools import islice
 from django.db import connection, transaction
 
 from annotation.exports import selectors
-from annotation.kinds import get_kind
+from annotation.kinds import KindSpec, get_kind
+from annotation.kinds.base import ParsedItem
 from annotation.models import ExportLine, Project
 from annotation.services.locks import project_still_there
 
@@ -72,6 +73,31 @@ def store_export_lines(project: Project, item_ids: Iterable[int] | None = None) 
                 _upsert(fresh)
             stored += len(fresh)
     return stored
+
+
+def imported_row(kind: KindSpec, item_id: int, content: dict, parsed: ParsedItem) -> dict:
+    """The row ``selectors.gold_rows`` will read back for an item an import as gold has just
+    written (``content``: its first stage's), from the import's parsed values."""
+    row = {
+        "item_id": item_id,
+        "external_id": parsed.external_id,
+        "source": parsed.source,
+        "domain": parsed.domain,
+        "prompt": parsed.prompt,
+        "response": parsed.response,
+        "metadata": (parsed.metadata or {}) if kind.export_reads_metadata else {},
+        "content": content,
+        "gold": parsed.labels[kind.stages[0]],
+    }
+    if kind.export_later_stages:
+        later = {}
+        for number in kind.stages[1:]:  # as the import writes them: each only after the last
+            if number not in parsed.content or number not in parsed.labels:
+                break
+            if number in kind.export_later_stages:
+                later[number] = {"content": parsed.content[number], "gold": parsed.labels[number]}
+        row["stages"] = later
+    return row
 
 
 def store_new_items_lines(project: Project, rows: list[dict]) -> set[int]:

@@ -22,7 +22,7 @@ from typing import IO, Any
 from django.db import connection, transaction
 
 from annotation.exceptions import ImportFailed
-from annotation.exports.lines import store_new_items_lines
+from annotation.exports.lines import imported_row, store_new_items_lines
 from annotation.imports.reading import Reading, document_records, jsonl_records, line_error
 from annotation.imports.rows import bulk_insert, copy_gold_records, copy_items_and_stages, copy_stages
 from annotation.imports.uploads import stored_path
@@ -369,32 +369,9 @@ class _Writer:
         ``items``: each new item's id and first stage's content."""
         if not self.kind.stored_export_formats:
             return
-        rows = [self._export_row(item_id, content, p) for (item_id, content), p in zip(items, batch)]
+        rows = [imported_row(self.kind, item_id, content, p) for (item_id, content), p in zip(items, batch)]
         if len(store_new_items_lines(self.project, rows)) < len(rows):
             self.lines_pending = True
-
-    def _export_row(self, item_id: int, content: dict, p: ParsedItem) -> dict:
-        """The item's row as exports.selectors.gold_rows reads it back once stored."""
-        row = {
-            "item_id": item_id,
-            "external_id": p.external_id,
-            "source": p.source,
-            "domain": p.domain,
-            "prompt": p.prompt,
-            "response": p.response,
-            "metadata": (p.metadata or {}) if self.kind.export_reads_metadata else {},
-            "content": content,
-            "gold": p.labels[self.stage],
-        }
-        if self.kind.export_later_stages:
-            later = {}
-            for number in self.kind.stages[1:]:  # as _write_later_gold carries them: each after the last
-                if number not in p.content or number not in p.labels:
-                    break
-                if number in self.kind.export_later_stages:
-                    later[number] = {"content": p.content[number], "gold": p.labels[number]}
-            row["stages"] = later
-        return row
 
     def _write_later_gold(self, items: list[Item], batch: list[ParsedItem]) -> list[int]:
         """Later stages whose content and labels the file gives (e.g. Factcheck-Bench's released
