@@ -14,8 +14,8 @@ time, output bytes) and a separate run under tracemalloc (peak of the traced Pyt
 memory at the two sizes shows whether it grows with the item count. Target: factcheck-bench
 ≤ 2 s for 10,000 items, memory flat.
 
-factcheck-bench serves each item's stored line (ExportLine, rendered by a task after the import
-or consolidation): "stored" is that export; "rendered" is the first export after the stored
+factcheck-bench serves each item's stored line (ExportLine, stored by an import as gold itself, or
+by a task after an import or a consolidation): "stored" is that export; "rendered" is the first export after the stored
 lines went stale (e.g. a new version of the export code), which renders every line.
 """
 

@@ -10,7 +10,8 @@ from itertools import islice
 from django.db import connection, transaction
 
 from annotation.exports import selectors
-from annotation.kinds import get_kind
+from annotation.kinds import KindSpec, get_kind
+from annotation.kinds.base import ParsedItem
 from annotation.models import ExportLine, Project
 from annotation.services.locks import project_still_there
 
@@ -72,6 +73,66 @@ def store_export_lines(project: Project, item_ids: Iterable[int] | None = None) 
                 _upsert(fresh)
             stored += len(fresh)
     return stored
+
+
+def imported_row(kind: KindSpec, item_id: int, content: dict, parsed: ParsedItem) -> dict:
+    """The row ``selectors.gold_rows`` will read back for an item an import as gold has just
+    written (``content``: its first stage's), from the import's parsed values."""
+    row = {
+        "item_id": item_id,
+        "external_id": parsed.external_id,
+        "source": parsed.source,
+        "domain": parsed.domain,
+        "prompt": parsed.prompt,
+        "response": parsed.response,
+        "metadata": (parsed.metadata or {}) if kind.export_reads_metadata else {},
+        "content": content,
+        "gold": parsed.labels[kind.stages[0]],
+    }
+    if kind.export_later_stages:
+        later = {}
+        for number in kind.stages[1:]:  # as the import writes them: each only after the last
+            if number not in parsed.content or number not in parsed.labels:
+                break
+            if number in kind.export_later_stages:
+                later[number] = {"content": parsed.content[number], "gold": parsed.labels[number]}
+        row["stages"] = later
+    return row
+
+
+def store_new_items_lines(project: Project, rows: list[dict]) -> set[int]:
+    """Store the lines of items the current transaction has just written (an import as gold),
+    rendered from ``rows``: each item's row as ``selectors.gold_rows`` would read it back, built
+    from the values the import has in hand (no read of what was just written, no second
+    transaction). Only rows the kind renders the same from such values as from the stored ones
+    (``KindSpec.renders_line_from_import``) are stored here; returns the ids of the items whose
+    lines were stored (the others are left to the task ``store_export_lines``).
+
+    Each line is stamped with its item's stamp read after the item's rows were written: rows
+    written later in the transaction move the stamp, and the line is then stale, never served."""
+    kind = get_kind(project.kind)
+    if connection.vendor != "postgresql" or not kind.stored_export_formats or not rows:
+        return set()
+    version = kind.export_renderer_version()
+    stamps = selectors.export_stamps([row["item_id"] for row in rows], version)
+    stored: set[int] | None = None
+    lines: list[tuple[int, str, str, str]] = []
+    for fmt in kind.stored_export_formats:
+        kept = [row for row in rows if row["item_id"] in stamps and kind.renders_line_from_import(fmt, row)]
+        records = kind.export_lines(fmt, kept)
+        lines += [
+            (row["item_id"], fmt, stamps[row["item_id"]], json.dumps(record, ensure_ascii=False) + "\n")
+            for row, record in zip(kept, records)
+        ]
+        ids = {row["item_id"] for row in kept}
+        stored = ids if stored is None else stored & ids
+    table = connection.ops.quote_name(ExportLine._meta.db_table)
+    with connection.cursor() as cursor:
+        # new items have no lines yet: straight into the table (no temporary table, no ON CONFLICT)
+        with cursor.cursor.copy(f"COPY {table} (item_id, format, stamp, line) FROM STDIN") as copy:
+            for line in lines:
+                copy.write_row(line)
+    return stored or set()
 
 
 def _upsert(lines: list[ExportLine]) -> None:

@@ -22,9 +22,10 @@ from typing import IO, Any
 from django.db import connection, transaction
 
 from annotation.exceptions import ImportFailed
+from annotation.exports.lines import imported_row, store_new_items_lines
 from annotation.imports.pipelined import constraints_checked_per_statement, constraints_deferred_again, read_ahead
 from annotation.imports.reading import Reading, document_records, jsonl_records, line_error
-from annotation.imports.rows import bulk_insert, copy_items_and_stages
+from annotation.imports.rows import bulk_insert, copy_gold_records, copy_items_and_stages, copy_stages
 from annotation.imports.uploads import stored_path
 from annotation.json_values import NUL, nul_path, values_parsed_from
 from annotation.kinds import KindSpec, PayloadError, get_kind
@@ -266,6 +267,8 @@ class _Writer:
     result: ImportResult = field(default_factory=lambda: ImportResult(0, 0, 0, 0))
     first_item_id: int | None = None
     stages_done: list[int] = field(default_factory=list)
+    # whether some imported gold item's export lines are left to the task store_export_lines
+    lines_pending: bool = False
 
     def __post_init__(self):
         self.stage = self.kind.stages[0]
@@ -289,8 +292,8 @@ class _Writer:
             batch = kept
         if not batch:
             return
-        if self.labels_as != "gold" and connection.vendor == "postgresql":
-            self._copy(batch)
+        if connection.vendor == "postgresql":
+            self._copy_gold(batch) if self.labels_as == "gold" else self._copy(batch)
             return
         items = bulk_insert(
             [
@@ -317,7 +320,9 @@ class _Writer:
                 ],
             )
             self.result.gold_records += len(gold)
-            open_next_stages(self.project, [stage.id for stage in stages] + self._write_later_gold(items, batch))
+            later = self._write_later_gold(items, batch)
+            open_next_stages(self.project, [stage.id for stage in stages] + later)
+            self._store_export_lines([(item.id, stage.content) for item, stage in zip(items, stages)], batch)
         self.result.items += len(items)
         self.result.precomputing += sum(stage.status == StageStatus.PRECOMPUTING for stage in stages)
         self.result.assignments += assign_new_stages(
@@ -326,6 +331,48 @@ class _Writer:
             self.annotators,
             self.load,
         )
+
+    def _copy_gold(self, batch: list[ParsedItem]) -> None:
+        """Items with gold on PostgreSQL: items, steps and gold records written as COPY text (no
+        model objects: their fields' per-value preparation was a third of the import's Python
+        time), then the items' export lines stored from the same values."""
+        values = [self._stage_values(p) for p in batch]
+        item_ids, stage_ids = copy_items_and_stages(self.project.id, batch, self.stage, values)
+        if self.first_item_id is None:
+            self.first_item_id = item_ids[0]
+        copy_gold_records(stage_ids, [p.labels[self.stage] for p in batch], GoldSource.IMPORT)
+        done = list(stage_ids)
+        carried = list(zip(item_ids, batch))
+        for number in self.kind.stages[1:]:  # later steps the file gives, as _write_later_gold
+            carried = [(item_id, p) for item_id, p in carried if number in p.content and number in p.labels]
+            if not carried:
+                break
+            ids = copy_stages(
+                [
+                    (item_id, number, StageStatus.DONE, p.content[number], {"content": "import"})
+                    for item_id, p in carried
+                ]
+            )
+            copy_gold_records(ids, [p.labels[number] for _, p in carried], GoldSource.IMPORT)
+            done += ids
+        self.result.gold_records += len(done)
+        if open_next_stages(self.project, done):
+            # the steps opened are pre-annotated after the commit, which moves their items'
+            # stamps: the task stores those items' lines again once the import has committed
+            self.lines_pending = True
+        self.result.items += len(item_ids)
+        # every first stage is done (labels_as=gold): none precomputes, none is assigned
+        self._store_export_lines([(item_id, content) for item_id, (content, *_) in zip(item_ids, values)], batch)
+
+    def _store_export_lines(self, items: list[tuple[int, dict]], batch: list[ParsedItem]) -> None:
+        """The batch's export lines rendered from the values in hand and stored in this
+        transaction (exports.lines.store_new_items_lines); what it leaves is left to the task.
+        ``items``: each new item's id and first stage's content."""
+        if not self.kind.stored_export_formats:
+            return
+        rows = [imported_row(self.kind, item_id, content, p) for (item_id, content), p in zip(items, batch)]
+        if len(store_new_items_lines(self.project, rows)) < len(rows):
+            self.lines_pending = True
 
     def _write_later_gold(self, items: list[Item], batch: list[ParsedItem]) -> list[int]:
         """Later stages whose content and labels the file gives (e.g. Factcheck-Bench's released
@@ -467,7 +514,7 @@ def _import(
         result.warnings = _warnings(project, kind, writer, annotators)
         if result.precomputing:
             transaction.on_commit(_enqueue_precompute_of(project, writer.stage, writer.first_item_id))
-        if result.gold_records:
+        if result.gold_records and writer.lines_pending:
             enqueue_store_export_lines(project.id)
         if checks_immediate:
             constraints_deferred_again()

@@ -11,7 +11,7 @@ from django.db import connection, connections, models
 from django.utils import timezone
 
 from annotation.json_values import dumps_stored
-from annotation.models import Item, ItemStage
+from annotation.models import GoldRecord, Item, ItemStage
 
 BATCH_SIZE = 2000
 # COPY's text format: a backslash starts an escape; tab, newline and carriage return end a field
@@ -84,6 +84,54 @@ def copy_items_and_stages(
         with raw.copy(f"COPY {quote(stage_table)} ({', '.join(STAGE_COLUMNS)}) FROM STDIN") as copy:
             copy.write(stage_rows.encode("utf-8"))
     return [item_id for item_id, _ in ids], [stage_id for _, stage_id in ids]
+
+
+GOLD_COLUMNS = (
+    "id",
+    "item_stage_id",
+    "payload",
+    "source",
+    "consolidated_by_id",
+    "disagreed_fields",
+    "created_at",
+    "updated_at",
+)
+
+
+def copy_stages(rows: list[tuple[int, int, str, dict, dict]]) -> list[int]:
+    """New item stages, each (item id, stage, status, content, provenance) without suggestion;
+    returns their ids."""
+    wrapper = connections[connection.alias]
+    now = timezone.now().isoformat()
+    table = ItemStage._meta.db_table
+    with wrapper.cursor() as cursor:
+        ids = [row[0] for row in _ids(cursor, (table,), len(rows))]
+        text = "".join(
+            f"{stage_id}\t{item_id}\t{stage}\t{status}\t{copy_json(content)}\t{NULL}\t{copy_json(provenance)}\t\t\t{now}\n"
+            for stage_id, (item_id, stage, status, content, provenance) in zip(ids, rows)
+        )
+        with cursor.cursor.copy(
+            f"COPY {wrapper.ops.quote_name(table)} ({', '.join(STAGE_COLUMNS)}) FROM STDIN"
+        ) as copy:
+            copy.write(text.encode("utf-8"))
+    return ids
+
+
+def copy_gold_records(stage_ids: list[int], payloads: list, source: str) -> list[int]:
+    """New gold records of these stages (no consolidator, nothing disagreed); returns their ids."""
+    wrapper = connections[connection.alias]
+    now = timezone.now().isoformat()
+    table = GoldRecord._meta.db_table
+    source = copy_text(str(source))
+    with wrapper.cursor() as cursor:
+        ids = [row[0] for row in _ids(cursor, (table,), len(stage_ids))]
+        text = "".join(
+            f"{gold_id}\t{stage_id}\t{copy_json(payload)}\t{source}\t{NULL}\t[]\t{now}\t{now}\n"
+            for gold_id, stage_id, payload in zip(ids, stage_ids, payloads)
+        )
+        with cursor.cursor.copy(f"COPY {wrapper.ops.quote_name(table)} ({', '.join(GOLD_COLUMNS)}) FROM STDIN") as copy:
+            copy.write(text.encode("utf-8"))
+    return ids
 
 
 def bulk_insert(objs: list) -> list:

@@ -177,3 +177,92 @@ def test_a_consolidation_stores_the_items_line(factcheck_project, users):
     (line,) = ExportLine.objects.filter(item=stage.item, format=FMT)
     assert json.loads(line.line)["sentences"]["sentence1"]["claims"] == ["Paris is in France."]
     assert exported(factcheck_project) == [json.loads(line.line)]
+
+
+def _stored_lines(project) -> dict[int, str]:
+    return dict(ExportLine.objects.filter(item__project=project, format=FMT).values_list("item_id", "line"))
+
+
+def test_an_import_of_the_released_file_stores_the_lines_it_renders_from_the_stored_rows(
+    factcheck_project, monkeypatch
+):
+    """The import renders each line from the values it has in hand, in its own transaction: byte
+    for byte the line rendered later from what the database stored (key order, numbers), for
+    every item of the released file; no task is queued for them."""
+    from annotation.imports import items as import_writer
+    from tests.helpers.paths import shared_data_path
+
+    queued = []
+    monkeypatch.setattr(import_writer, "enqueue_store_export_lines", lambda *args: queued.append(args))
+    path = shared_data_path("factcheck-bench", "factcheck-GPT-benchmark.jsonl")
+    with open(path, "rb") as handle:
+        result = import_jsonl(factcheck_project, handle, fmt=FMT, labels_as="gold")
+    stored = _stored_lines(factcheck_project)
+    assert len(stored) == result.items > 90 and queued == []
+    assert export_lines.render_lines(factcheck_project, FMT, list(stored)) == stored
+    # the released file has manual evidence: its entries' key order is the line's too
+    records = [json.loads(line) for line in stored.values()]
+    assert any(m for r in records for s in r["sentences"].values() for m in s["human_evidence_metadata"])
+
+
+def test_manual_evidence_is_exported_in_its_documented_key_order(imported):
+    from annotation.kinds.factcheck.benchmark import MANUAL_KEYS
+
+    gold = GoldRecord.objects.filter(item_stage__item__project=imported, item_stage__stage=2).first()
+    entry = {"text": "Seen at https://e.example/x", "url": "https://e.example/x", "query": "", "reliable": True}
+    gold.payload["claims"][0]["manual_evidence"] = [{**entry, "sufficient": None}]
+    gold.save()
+    (record,) = [r for r in exported(imported) if r["id"] == str(gold.item_stage.item_id)]
+    (metadata,) = record["sentences"]["sentence1"]["human_evidence_metadata"][0]
+    assert tuple(metadata) == MANUAL_KEYS
+
+
+def test_an_item_whose_released_values_jsonb_changes_is_left_to_the_task(factcheck_project, monkeypatch):
+    """A sentence without claims keeps its released ``revised_claims`` as they are (any JSON):
+    jsonb gives a float such as 1e+19 back as an integer and reorders keys, so that item's line
+    is not rendered from the values in hand but by the task, from the stored rows."""
+    from annotation.imports import items as import_writer
+
+    queued = []
+    monkeypatch.setattr(import_writer, "enqueue_store_export_lines", lambda *args: queued.append(args))
+    odd = released_line(1)
+    odd["sentences"]["sentence3"] = {
+        "text": "Hello.",
+        "decontext": "Hello.",
+        "sentence_factuality_label": "NA",
+        "revised_decontext": "Hello.",
+        "sentence_checkworthiness": "no",
+        "most_importance_sentence": "no",
+        "claims": [],
+        "claim_checkworthiness": [],
+        "if_most_important_claim": [],
+        **{field: [] for field in ("if_automatic_evidence_enough_to_verify", "human_evidence", "auto_evidence")},
+        **{field: [] for field in ("auto_evidence_url", "stance_claim_autoEvid", "if_claim_needs_edit")},
+        **{field: [] for field in ("claims_factuality_label", "usedEvidence_index_in_revision")},
+        "revised_claims": [1e19, {"zz": 1, "a": [0.5]}],
+    }
+    import_jsonl(factcheck_project, jsonl([released_line(0), odd]), fmt=FMT, labels_as="gold")
+    first, second = Item.objects.filter(project=factcheck_project).order_by("id")
+    assert list(_stored_lines(factcheck_project)) == [first.id]
+    assert queued == [(factcheck_project.id,)]
+    assert export_lines.store_export_lines(factcheck_project) == 1
+    stored = _stored_lines(factcheck_project)
+    assert export_lines.render_lines(factcheck_project, FMT, [second.id]) == {second.id: stored[second.id]}
+    assert exported(factcheck_project)[1]["sentences"]["sentence3"]["revised_claims"] == [1e19, {"zz": 1, "a": [0.5]}]
+
+
+def test_an_import_that_opens_a_step_queues_the_task_for_its_lines(factcheck_project, monkeypatch):
+    """Step 2 of an item imported with step-1 gold only is opened and pre-annotated after the
+    commit, which moves the item's stamp: the line the import stored goes stale, and the task is
+    queued to store it again."""
+    from annotation.imports import items as import_writer
+    from annotation.kinds.factcheck.benchmark import STEP2_FIELDS
+
+    queued = []
+    monkeypatch.setattr(import_writer, "enqueue_store_export_lines", lambda *args: queued.append(args))
+    line = released_line(0) | {"revised_response": ""}
+    for sentence in line["sentences"].values():
+        sentence.update({field: [] for field in STEP2_FIELDS}, revised_decontext="")
+    import_jsonl(factcheck_project, jsonl([line]), fmt=FMT, labels_as="gold")
+    assert ItemStage.objects.filter(item__project=factcheck_project, stage=2).exists()
+    assert queued == [(factcheck_project.id,)]

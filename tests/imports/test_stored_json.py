@@ -12,7 +12,7 @@ from annotation.exports import lines as export_lines
 from annotation.exports.formats import export_jsonl
 from annotation.imports.items import import_jsonl
 from annotation.json_values import dumps_stored
-from annotation.models import GoldRecord, Item
+from annotation.models import ExportLine, GoldRecord, Item
 from tests.helpers.builders import jsonl
 from tests.helpers.factcheck import released_line
 
@@ -82,12 +82,42 @@ def test_stored_lines_and_imported_values_are_compressed_with_lz4(factcheck_proj
     passage = " ".join(hashlib.sha1(str(i).encode()).hexdigest() for i in range(400))
     line["sentences"]["sentence1"]["auto_evidence"][0][0] = passage
     import_jsonl(factcheck_project, jsonl([line]), fmt="factcheck-bench", labels_as="gold")
+    query = (
+        "SELECT pg_column_compression(e.line), pg_column_compression(i.metadata) "
+        "FROM annotation_exportline e JOIN annotation_item i ON i.id = e.item_id"
+    )
+    with connection.cursor() as cursor:  # the import stored the line itself (COPY into the table)
+        cursor.execute(query)
+        assert cursor.fetchall() == [("lz4", "lz4")]
+    ExportLine.objects.all().delete()  # and the task, through its temporary table
     assert export_lines.store_export_lines(factcheck_project) == 1
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_column_compression(e.line), pg_column_compression(i.metadata) "
-            "FROM annotation_exportline e JOIN annotation_item i ON i.id = e.item_id"
-        )
+        cursor.execute(query)
         assert cursor.fetchall() == [("lz4", "lz4")]
         # a line is compressed in the temporary table it is copied into, and kept so: with lz4 too
         assert export_lines._line_compression(cursor) == " COMPRESSION lz4"
+
+
+@pytest.mark.django_db
+@pytest.mark.postgres_only("the COPY rows of an import as gold are PostgreSQL's")
+def test_an_import_as_gold_writes_the_rows_the_models_would(factcheck_project):
+    """Items, steps and gold records of an import as gold are COPY text, not model objects:
+    each column as the model's defaults and the import's values make it."""
+    from annotation.models import GoldSource, ItemStage, StageStatus
+
+    line = released_line()
+    import_jsonl(factcheck_project, jsonl([line]), fmt="factcheck-bench", labels_as="gold")
+    item = Item.objects.get(project=factcheck_project)
+    assert (item.prompt, item.response, item.created_at is not None) == (line["prompt"], line["response"], True)
+    stages = list(ItemStage.objects.filter(item=item).order_by("stage"))
+    # step 2 as the file gives it; step 3, which it does not, opened for pre-annotation
+    assert [(s.stage, s.status, s.provenance, s.suggestion) for s in stages[1:]] == [
+        (2, StageStatus.DONE, {"content": "import"}, None),
+        (3, StageStatus.PRECOMPUTING, {}, None),
+    ]
+    assert stages[0].status == StageStatus.DONE and stages[0].content["sentences"]
+    assert not GoldRecord.objects.filter(item_stage=stages[2]).exists()
+    for stage in stages[:2]:
+        gold = GoldRecord.objects.get(item_stage=stage)
+        assert (gold.source, gold.consolidated_by, gold.disagreed_fields) == (GoldSource.IMPORT, None, [])
+        assert gold.created_at == gold.updated_at and gold.payload

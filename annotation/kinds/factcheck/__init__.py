@@ -12,7 +12,13 @@ from typing import Any
 from ..base import AgreementItem, KindSpec, MergeResult, ParsedItem
 from ..felm import parse_plain_line
 from . import research, step1, step2, step2_content, step3, subtasks
-from .benchmark import LATER_STEP_FIELDS, SENTENCE_KEY, benchmark_record, parse_benchmark_line
+from .benchmark import (
+    LATER_STEP_FIELDS,
+    SENTENCE_KEY,
+    benchmark_record,
+    parse_benchmark_line,
+    record_renders_from_import,
+)
 from .step1 import (
     CLAIM_CATEGORIES,
     CLAIM_IMPORTANCE,
@@ -180,6 +186,9 @@ class FactcheckKind(KindSpec):
             raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.export_formats)}")
         for row in rows:
             yield benchmark_record(row)
+
+    def renders_line_from_import(self, fmt: str, row: dict) -> bool:
+        return fmt == "factcheck-bench" and record_renders_from_import(row)
 
     def archive_files(self, fmt: str) -> tuple[str, ...]:
         if fmt != "factcheck-subtasks":

@@ -56,6 +56,8 @@ STEP2_FIELDS = (
     "usedEvidence_index_in_revision",
 )
 EXTRA_FIELDS = ("auto_evidence_reliable", "human_evidence_metadata")
+# a manual evidence entry's keys, in the order an export writes them (Appendix D.4)
+MANUAL_KEYS = ("text", "url", "query", "reliable", "sufficient")
 # Step 3 in the released shape: per sentence, per item.
 STEP3_SENTENCE_FIELDS = ("revised_decontext", "sentence_factuality_label")
 STEP3_ITEM_FIELDS = ("revised_response", "response_factuality")
@@ -457,7 +459,7 @@ def _step2_sentences(step1_gold: dict, stage2: dict) -> list[dict]:
                     **{f: v for f, v in kept.items() if f in STEP2_FIELDS},
                 }
                 fields["auto_evidence_reliable"].append(list(answer["reliable"]))
-                fields["human_evidence_metadata"].append([dict(e) for e in answer["manual_evidence"]])
+                fields["human_evidence_metadata"].append([_manual_entry(e) for e in answer["manual_evidence"]])
             else:
                 values = _unverified_claim(claim["text"])
                 if kept.get("claim") == claim["text"]:
@@ -472,6 +474,38 @@ def _step2_sentences(step1_gold: dict, stage2: dict) -> list[dict]:
             )
         result.append(fields)
     return result
+
+
+def _manual_entry(entry: dict) -> dict:
+    """A manual evidence entry in the documented key order (text, url, query, reliable,
+    sufficient), whether it comes from the database (jsonb orders keys shorter first) or from an
+    import's parsed values: the same line either way (``record_renders_from_import``)."""
+    ordered = {key: entry[key] for key in MANUAL_KEYS if key in entry}
+    if len(ordered) < len(entry):  # not written by step2.validate_payload: the rest in jsonb's order
+        rest = sorted((k for k in entry if k not in ordered), key=lambda k: (len(k.encode()), k.encode()))
+        ordered.update((key, entry[key]) for key in rest)
+    return ordered
+
+
+def _plain(value) -> bool:
+    """Strings, booleans, null and lists of them: what jsonb gives back as it was given."""
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (str, bool))
+
+
+def record_renders_from_import(row: dict) -> bool:
+    """Whether ``benchmark_record(row)`` of a row built from an import's parsed values is the
+    record of the row read back from the database. The record copies released values as they are
+    only for a sentence without claims (its ``revised_claims``, any JSON: numbers and objects
+    come back from jsonb changed, e.g. ``1e+19`` as an integer, keys reordered), and manual
+    evidence entries (written in a fixed order); every other field is rebuilt from checked
+    strings, booleans and lists."""
+    stage2 = (row.get("stages") or {}).get(2)
+    if not stage2:
+        return True
+    kept = (stage2["gold"].get("released") or {}).get("sentences") or {}
+    return all(_plain(entry.get("revised_claims", [])) for entry in kept.values())
 
 
 def _step3_fields(step1_gold: dict, stage2: dict, stage3: dict) -> dict:
