@@ -117,9 +117,10 @@ _RARE_SEARCH = r"""
 WITH q AS MATERIALIZED (
     SELECT n - 1 AS n, tsvector_to_array(to_tsvector('english', t)) AS lexemes
     FROM unnest(%(queries)s::text[]) WITH ORDINALITY AS x(t, n)
-), probed AS MATERIALIZED (
+), probes AS MATERIALIZED (
     SELECT d.l, m.ids FROM (
-        SELECT DISTINCT l FROM q CROSS JOIN LATERAL unnest(q.lexemes) AS l WHERE l <> ALL(%(frequent)s::text[])
+        SELECT DISTINCT l FROM q CROSS JOIN LATERAL unnest(q.lexemes) AS l
+        WHERE l <> ALL(%(frequent)s::text[]) AND l <> ALL(%(not_rare)s::text[])
     ) AS d CROSS JOIN LATERAL (
         SELECT ARRAY(
             SELECT p.id FROM annotation_passage p
@@ -127,7 +128,8 @@ WITH q AS MATERIALIZED (
               AND p.search @@ CAST('''' || replace(replace(d.l, '\', '\\'), '''', '''''') || '''' AS tsquery)
             LIMIT %(rare)s + 1) AS ids
     ) AS m
-    WHERE cardinality(m.ids) <= %(rare)s
+), probed AS MATERIALIZED (
+    SELECT l, ids FROM probes WHERE cardinality(ids) <= %(rare)s
 ), tsq AS MATERIALIZED (
     SELECT q.n, CAST(string_agg('''' || replace(replace(probed.l, '\', '\\'), '''', '''''') || '''', ' | ') AS tsquery)
            AS query
@@ -153,12 +155,27 @@ def _frequent(corpora: list[Corpus]) -> list[str]:
     return sorted(set.intersection(*(set(c.frequent_terms) for c in corpora)))
 
 
-def _run_search(statement: str, params: dict, queries: list[str], with_text: bool):
+# The lexemes a rare-term search probed and found in more than the bound of passages (rows of
+# query number -1): remembered (``_not_rare``), so that the next claims do not probe them again.
+_OVER_BOUND = "\nUNION ALL SELECT -1, NULL, NULL{nulls}, l FROM probes WHERE cardinality(ids) > %(rare)s"
+
+
+def _run_search(statement: str, params: dict, queries: list[str], with_text: bool, over: list | None = None):
+    """Run a search statement; with ``over`` (a rare-term search), the lexemes probed over the
+    bound are appended to it."""
     found: list[list[tuple[int, float]]] = [[] for _ in queries]
     rows = {} if with_text else None
+    tail = _HITS_AND_TEXT if with_text else _HITS
+    if over is not None:
+        tail = (tail if with_text else "SELECT n, id, rank, NULL FROM hits") + _OVER_BOUND.format(
+            nulls=", NULL, NULL, NULL, NULL, NULL" if with_text else ""
+        )
     with connection.cursor() as cursor:
-        cursor.execute(statement + (_HITS_AND_TEXT if with_text else _HITS), params)
+        cursor.execute(statement + tail, params)
         for number, pid, rank, *row in cursor.fetchall():
+            if number < 0:
+                over.append(row[-1])
+                continue
             found[number].append((pid, float(rank)))
             if rows is not None:
                 rows[pid] = tuple(row)
@@ -167,18 +184,50 @@ def _run_search(statement: str, params: dict, queries: list[str], with_text: boo
     return found, rows
 
 
+# {(bound, ((corpus id, passages, imported at), ...)): lexemes found in more than ``bound`` of those passages}.
+# Probing such a lexeme reads bound + 1 rows of the table (3-5 ms at 1 M, most of a claim's
+# statement), and finds it over the bound again while the corpora hold the same passages: it is
+# left out as a frequent lexeme is. Keyed by the corpora's passage counts and import times, so a
+# corpus imported again or grown probes afresh; at most NOT_RARE_REMEMBERED lexemes a key (then emptied).
+_not_rare: dict[tuple, set[str]] = {}
+NOT_RARE_REMEMBERED = 100_000
+
+
+def _not_rare_key(corpora: list[Corpus], bound: int) -> tuple:
+    return (bound, tuple(sorted((c.id, c.passages, str(c.imported_at)) for c in corpora)))
+
+
+def forget_not_rare() -> None:
+    with _lock:
+        _not_rare.clear()
+
+
 def rare_term_search(corpora: list[Corpus], queries: list[str], k: int, with_text: bool = False):
     """As ``_search_postgresql``, but only passages holding a query's rare lexemes (each in at
     most ``CORPUS_RARE_TERM_PASSAGES`` passages of ``corpora``) are candidates: the bounded
-    lexical pass of a dense-first search (``_RARE_SEARCH``)."""
+    lexical pass of a dense-first search (``_RARE_SEARCH``). Lexemes an earlier search of the same
+    corpora found over the bound are not probed again (``_not_rare``)."""
+    bound = int(getattr(settings, "CORPUS_RARE_TERM_PASSAGES", RARE_TERM_PASSAGES))
+    key = _not_rare_key(corpora, bound)
+    with _lock:
+        known = sorted(_not_rare.get(key, ()))
     params = {
         "frequent": _frequent(corpora),
+        "not_rare": known,
         "queries": list(queries),
         "corpora": [c.id for c in corpora],
         "k": k,
-        "rare": int(getattr(settings, "CORPUS_RARE_TERM_PASSAGES", RARE_TERM_PASSAGES)),
+        "rare": bound,
     }
-    return _run_search(_RARE_SEARCH, params, queries, with_text)
+    over: list[str] = []
+    result = _run_search(_RARE_SEARCH, params, queries, with_text, over)
+    if over:
+        with _lock:
+            remembered = _not_rare.setdefault(key, set())
+            if len(remembered) + len(over) > NOT_RARE_REMEMBERED:
+                remembered.clear()
+            remembered.update(over)
+    return result
 
 
 def dense_first(corpora: list[Corpus], readers: list[vector_index.Reader]) -> bool:

@@ -99,6 +99,44 @@ def test_the_bounded_lexical_pass_probes_each_lexeme_and_ranks_only_rare_ones(fa
     assert [[pid for pid, _ in hits] for hits in rare_term_search([corpus], ["harbour zanzibar"], 50)[0]] == [[ids[7]]]
 
 
+@pytest.fixture(autouse=True)
+def _no_lexemes_remembered():
+    corpus_search_module.forget_not_rare()
+    yield
+    corpus_search_module.forget_not_rare()
+
+
+@pytest.mark.postgres_only("dense-first retrieval bounds PostgreSQL's full-text search")
+def test_lexemes_over_the_bound_are_not_probed_again_and_the_hits_stay_the_same(
+    factcheck_project, settings, monkeypatch
+):
+    settings.CORPUS_RARE_TERM_PASSAGES = 9
+    corpus, ids = towers(factcheck_project, clustered(40, seed=9))
+    runs = []
+    original = corpus_search_module._run_search
+
+    def spy(statement, params, queries, with_text, over=None):
+        result = original(statement, params, queries, with_text, over)
+        runs.append((list(params["not_rare"]), list(over)))
+        return result
+
+    monkeypatch.setattr(corpus_search_module, "_run_search", spy)
+    queries = ["harbour zanzibar tower", "city harbours", "tower"]
+    first = rare_term_search([corpus], queries, 50, True)
+    assert runs[-1][0] == [] and sorted(runs[-1][1]) == ["citi", "harbour", "tower"]  # probed, over the bound
+    assert first[0][0] == [(ids[7], first[0][0][0][1])] and first[0][1] == first[0][2] == []
+    again = rare_term_search([corpus], queries, 50, True)
+    assert again == first
+    assert runs[-1] == (["citi", "harbour", "tower"], [])  # not probed: known over the bound
+    settings.CORPUS_RARE_TERM_PASSAGES = 10  # another bound: probed afresh ("harbour" is rare now)
+    assert {pid for pid, _ in rare_term_search([corpus], ["harbour"], 50)[0][0]} == set(ids[:10])
+    assert runs[-1][0] == []
+    settings.CORPUS_RARE_TERM_PASSAGES = 9
+    corpus.passages += 1  # the corpus changed: probed afresh
+    assert rare_term_search([corpus], queries, 50, True) == first
+    assert runs[-1][0] == [] and sorted(runs[-1][1]) == ["citi", "harbour", "tower"]
+
+
 @pytest.mark.postgres_only("dense-first retrieval bounds PostgreSQL's full-text search")
 @pytest.mark.parametrize("query", ["it's O'Brien's \\ tower", "'|&!():* <-> tower", "\\'", "     ", "the of and"])
 def test_any_query_text_is_searched_safely_by_the_bounded_pass(factcheck_project, query):
