@@ -382,6 +382,19 @@ def _indexed_vectors(readers: list[vector_index.Reader], passage_ids: list[int])
     return found
 
 
+def _passage_rows(ids: set[int]):
+    """(id, corpus, document, position, title, url, text) of these passages. On PostgreSQL with the
+    ids as one array (not a placeholder each: at 150 dense-only candidates a claim, 1 ms less of
+    parsing and planning, and half a millisecond of this process's CPU)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {', '.join(_ROW_FIELDS)} FROM {Passage._meta.db_table} WHERE id = ANY(%s)", [sorted(ids)]
+            )
+            return cursor.fetchall()
+    return Passage.objects.filter(id__in=ids).order_by().values_list(*_ROW_FIELDS)
+
+
 def corpus_search(project: Project, *, embed_missing: bool = True):
     """A ``pipeline.factcheck_step2.SearchFn`` over the project's searchable corpora, or None
     when it has none. ``embed_missing``: embed (and store) candidates that have no vector yet.
@@ -432,10 +445,7 @@ def corpus_search(project: Project, *, embed_missing: bool = True):
                 dense[number] = found
         wanted = [pid for found in lexical + dense for pid, _ in found if pid not in rows]
         if wanted:
-            rows.update(
-                (row[0], row[1:])
-                for row in Passage.objects.filter(id__in=set(wanted)).order_by().values_list(*_ROW_FIELDS)
-            )
+            rows.update((row[0], row[1:]) for row in _passage_rows(set(wanted)))
         # In the passages' own order (Passage.Meta: corpus, newest first, document, position),
         # which is the order candidates are ranked from on ties.
         rows = {
