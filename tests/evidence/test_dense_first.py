@@ -9,12 +9,12 @@ from django.test.utils import CaptureQueriesContext
 
 from annotation.evidence import corpus_search as corpus_search_module
 from annotation.evidence import vector_index
-from annotation.evidence.corpora import _fill_search_vectors, embed_next_batch
+from annotation.evidence.corpora import embed_next_batch
 from annotation.evidence.corpus_search import corpus_search, dense_first, rare_term_search, searchable_corpora
 from annotation.models import Corpus, CorpusState, Passage
 from pipeline.factcheck_step2 import search_queries
 from pipeline.retrieval import embed, rank_candidates
-from tests.helpers.evidence import clustered_vectors
+from tests.helpers.evidence import add_embedded_passages, clustered_vectors
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("vector_index_root")]
 DIM = vector_index.DIMENSIONS
@@ -37,24 +37,7 @@ def towers(project, vectors, embedded=None):
     embedded = len(vectors) if embedded is None else embedded
     corpus = Corpus.objects.create(name="Towers", state=CorpusState.EMBEDDING)
     corpus.projects.set([project])
-    Passage.objects.bulk_create(
-        [
-            Passage(
-                corpus=corpus,
-                document=i,
-                position=0,
-                title=f"t{i}",
-                text=text_of(i),
-                embedding=v.tobytes() if i < embedded else None,
-            )
-            for i, v in enumerate(vectors)
-        ]
-    )
-    ids = list(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True))
-    Corpus.objects.filter(pk=corpus.pk).update(
-        embedded=embedded, embedded_through=ids[embedded - 1], passages=len(vectors)
-    )
-    _fill_search_vectors(corpus.id)
+    ids = add_embedded_passages(corpus, vectors, text=text_of, embedded=embedded)
     vector_index.sync(corpus.id)
     corpus.refresh_from_db()
     return corpus, ids

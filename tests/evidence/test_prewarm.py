@@ -10,11 +10,10 @@ import pytest
 from django.db import connection
 
 from annotation.evidence import prewarm, vector_index
-from annotation.evidence.corpora import _fill_search_vectors
 from annotation.evidence.corpus_search import corpus_search
-from annotation.models import Corpus, CorpusState, Passage
+from annotation.models import Corpus, CorpusState
 from config import celery as celery_config
-from tests.helpers.evidence import clustered_vectors
+from tests.helpers.evidence import add_embedded_passages, clustered_vectors
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("vector_index_root")]
 DIM = vector_index.DIMENSIONS
@@ -25,23 +24,12 @@ def make_corpus(project, count, name, seed=0, state=CorpusState.READY):
     corpus = Corpus.objects.create(name=name, state=state)
     corpus.projects.set([project])
     vectors = clustered_vectors(count, DIM, seed)
-    Passage.objects.bulk_create(
-        [
-            Passage(
-                corpus=corpus,
-                document=i,
-                position=0,
-                title=f"{name} {i}",
-                text=f"the passage number {i} of {name} about towers and bridges",
-                embedding=v.tobytes(),
-            )
-            for i, v in enumerate(vectors)
-        ]
+    add_embedded_passages(
+        corpus,
+        vectors,
+        text=lambda i: f"the passage number {i} of {name} about towers and bridges",
+        title=lambda i: f"{name} {i}",
     )
-    last = Passage.objects.filter(corpus=corpus).order_by("-id").values_list("id", flat=True).first()
-    Corpus.objects.filter(pk=corpus.pk).update(embedded=count, embedded_through=last, passages=count)
-    _fill_search_vectors(corpus.id)
-    corpus.refresh_from_db()
     vector_index.sync(corpus.id)
     return corpus, vectors
 

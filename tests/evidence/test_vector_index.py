@@ -10,11 +10,11 @@ import pytest
 
 from annotation.evidence import corpus_search as corpus_search_module
 from annotation.evidence import vector_index
-from annotation.evidence.corpora import _fill_search_vectors, clear_embeddings
+from annotation.evidence.corpora import clear_embeddings
 from annotation.evidence.corpus_search import corpus_search, dense_hits_many
 from annotation.evidence.vector_files import RowFile
 from annotation.models import Corpus, CorpusState, Passage
-from tests.helpers.evidence import clustered_vectors
+from tests.helpers.evidence import add_embedded_passages, clustered_vectors
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("vector_index_root")]
 DIM = vector_index.DIMENSIONS
@@ -33,26 +33,7 @@ def make_corpus(project, vectors, name="Vectors"):
 
 def add_passages(corpus, vectors):
     """Passages with these vectors after the corpus's last one, as embedded by the worker."""
-    start = Passage.objects.filter(corpus=corpus).count()
-    Passage.objects.bulk_create(
-        [
-            Passage(
-                corpus=corpus,
-                document=start + i,
-                position=0,
-                title=f"t{start + i}",
-                text=f"passage number {start + i}",
-                embedding=v.tobytes(),
-            )
-            for i, v in enumerate(vectors)
-        ]
-    )
-    last = Passage.objects.filter(corpus=corpus).order_by("-id").values_list("id", flat=True).first()
-    Corpus.objects.filter(pk=corpus.pk).update(
-        embedded=start + len(vectors), embedded_through=last, passages=start + len(vectors)
-    )
-    _fill_search_vectors(corpus.id)  # PostgreSQL's full-text search (nothing on SQLite)
-    corpus.refresh_from_db()
+    add_embedded_passages(corpus, vectors)
     return vector_index.sync(corpus.id)
 
 

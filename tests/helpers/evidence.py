@@ -53,3 +53,38 @@ def clustered_vectors(n, dimensions, seed=0, centres=20):
     middle = rng.standard_normal((centres, dimensions)).astype(np.float32)
     x = middle[rng.integers(0, centres, n)] + rng.standard_normal((n, dimensions)).astype(np.float32) * 0.06
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def add_embedded_passages(corpus, vectors, text=None, title=None, embedded=None):
+    """Passages after the corpus's last one, the first ``embedded`` (all by default) with these
+    vectors as the worker stores them; the corpus's counters updated and its full-text search
+    filled (PostgreSQL; nothing on SQLite). ``text``/``title`` map a passage's number to its text
+    and title. Returns the new passages' ids in order; the vector index is left to the caller."""
+    from annotation.evidence.corpora import _fill_search_vectors
+    from annotation.models import Corpus, Passage
+
+    start = Passage.objects.filter(corpus=corpus).count()
+    embedded = len(vectors) if embedded is None else embedded
+    text = text or (lambda n: f"passage number {n}")
+    title = title or (lambda n: f"t{n}")
+    Passage.objects.bulk_create(
+        [
+            Passage(
+                corpus=corpus,
+                document=start + i,
+                position=0,
+                title=title(start + i),
+                text=text(start + i),
+                embedding=v.tobytes() if i < embedded else None,
+            )
+            for i, v in enumerate(vectors)
+        ]
+    )
+    ids = list(Passage.objects.filter(corpus=corpus).order_by("id").values_list("id", flat=True))[start:]
+    through = ids[embedded - 1] if embedded else corpus.embedded_through
+    Corpus.objects.filter(pk=corpus.pk).update(
+        embedded=start + embedded, embedded_through=through, passages=start + len(vectors)
+    )
+    _fill_search_vectors(corpus.id)
+    corpus.refresh_from_db()
+    return ids
