@@ -12,7 +12,7 @@ from rest_framework.authtoken.serializers import AuthTokenSerializer
 from rest_framework.utils import json
 
 from annotation import selectors
-from annotation.json_values import MAX_JSON_DEPTH, nul_path, text_may_hold_nul, too_deep
+from annotation.json_values import MAX_JSON_DEPTH, nests_at_most, nul_path, text_may_hold_nul, too_deep
 from annotation.kinds import KINDS
 from annotation.kinds.factcheck.step2_content import RELEASED_EVIDENCE_KEY
 from annotation.models import Assignment, Consolidation, Item, ItemStage, Membership, Project, ProjectKind, Role
@@ -25,13 +25,6 @@ NUL_MESSAGE = "Null characters are not allowed."
 
 def contains_nul(value) -> bool:
     return nul_path(value) is not None
-
-
-def _nests_at_most(text: str, limit: int) -> bool:
-    """Whether JSON ``text`` cannot nest lists and objects more than ``limit`` levels: the depth is
-    at most the number of them, and each opens with a ``[`` or ``{`` (brackets inside strings only
-    make the count larger, so a False here just means "walk the value")."""
-    return text.count("[") + text.count("{") <= limit
 
 
 class JSONValueField(serializers.JSONField):
@@ -57,7 +50,7 @@ class JSONValueField(serializers.JSONField):
             self.fail("invalid")
         except RecursionError:
             self.fail("too_deep")
-        if not _nests_at_most(text, MAX_JSON_DEPTH) and too_deep(value):
+        if not nests_at_most(text) and too_deep(value):
             self.fail("too_deep")
         return value, text
 
@@ -79,7 +72,7 @@ class FieldsFromArguments:
     """A serializer whose fields are copied (for each instance, as DRF does) by calling each field's
     class with the arguments it was declared with, which is what DRF's ``Field.__deepcopy__`` does,
     less deep-copying those arguments: for serializers of every save, whose fields' arguments are
-    immutable values (tests/api/test_serializer_fields.py checks). DRF's ``copy.deepcopy`` of the
+    immutable values (tests/api/test_save_parsing.py checks). DRF's ``copy.deepcopy`` of the
     declared fields was a third of the save serializer's time (issue 22)."""
 
     def get_fields(self):

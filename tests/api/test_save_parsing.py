@@ -1,10 +1,12 @@
-"""The save serializer's shortcuts (issue 22) answer as the walks they skip: the JSON text decides
-depth and NUL questions only when it can, and fields are copied from their arguments."""
+"""The save's parsing shortcuts (issue 22) answer as the walks they skip: the JSON text decides
+depth and NUL questions only when it can, and serializer fields are copied from their arguments."""
 
 import copy
+import io
 
 import pytest
-from rest_framework import serializers
+from rest_framework import parsers, serializers
+from rest_framework.exceptions import ParseError
 from rest_framework.utils import json
 
 from annotation.json_values import MAX_JSON_DEPTH, too_deep
@@ -105,3 +107,48 @@ def _lazy():
     from django.utils.translation import gettext_lazy
 
     return gettext_lazy("x")
+
+
+def reference_parse(body: bytes):
+    """The parser as it was: DRF's, then a walk of the whole body."""
+    from api.parsers import TOO_DEEP  # api.parsers first imported here would be circular (DRF's settings)
+
+    try:
+        data = parsers.JSONParser().parse(io.BytesIO(body))
+    except RecursionError:
+        raise ParseError(TOO_DEEP) from None
+    if too_deep(data):
+        raise ParseError(TOO_DEEP)
+    return data
+
+
+def parsed(parse, body: bytes):
+    try:
+        return "parsed", parse(body)
+    except ParseError as error:
+        return "refused", str(error.detail)
+
+
+BODIES = [
+    b'{"payload": {"segments": []}, "version": 0}',
+    b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH,
+    b"[" * (MAX_JSON_DEPTH + 1) + b"]" * (MAX_JSON_DEPTH + 1),
+    b"[" * 100_000 + b"]" * 100_000,
+    json.dumps({"a": nested_dicts(MAX_JSON_DEPTH)}).encode(),
+    json.dumps([[]] * (MAX_JSON_DEPTH + 5)).encode(),  # many brackets, shallow
+    json.dumps({"c": "[[[[" * 40}).encode(),  # brackets in a string
+    b'{"n": NaN}',
+    b'{"n": 1e400}',
+    b'{"a": "\xff"}',
+    b"\xff\xfe{}",
+    b"{not json",
+    b"",
+]
+
+
+@pytest.mark.parametrize("body", BODIES, ids=range(len(BODIES)))
+def test_the_json_parser_answers_as_drf_and_the_walk_did(body):
+    from api.parsers import JSONParser
+
+    ours = parsed(lambda raw: JSONParser().parse(io.BytesIO(raw)), body)
+    assert ours == parsed(reference_parse, body)
