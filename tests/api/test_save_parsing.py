@@ -8,6 +8,7 @@ import pytest
 from rest_framework import parsers, serializers
 from rest_framework.exceptions import ParseError
 from rest_framework.utils import json
+from rest_framework.views import APIView  # first, as in the app: it loads api.parsers (DRF's settings)
 
 from annotation.json_values import MAX_JSON_DEPTH, too_deep
 from api.serializers import (
@@ -111,7 +112,7 @@ def _lazy():
 
 def reference_parse(body: bytes):
     """The parser as it was: DRF's, then a walk of the whole body."""
-    from api.parsers import TOO_DEEP  # api.parsers first imported here would be circular (DRF's settings)
+    from api.parsers import TOO_DEEP
 
     try:
         data = parsers.JSONParser().parse(io.BytesIO(body))
@@ -152,3 +153,49 @@ def test_the_json_parser_answers_as_drf_and_the_walk_did(body):
 
     ours = parsed(lambda raw: JSONParser().parse(io.BytesIO(raw)), body)
     assert ours == parsed(reference_parse, body)
+
+
+ACCEPTS = [
+    None,
+    "*/*",
+    "application/json",
+    "",
+    "text/html",
+    "application/json; indent=4",
+    "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+    "application/*",
+    "image/png",
+]
+
+
+@pytest.mark.parametrize("accept", ACCEPTS)
+@pytest.mark.parametrize("browsable_first", [False, True])
+def test_content_negotiation_answers_as_drfs(accept, browsable_first):
+    from rest_framework import renderers
+    from rest_framework.exceptions import NotAcceptable
+    from rest_framework.negotiation import DefaultContentNegotiation
+    from rest_framework.request import Request
+    from rest_framework.test import APIRequestFactory
+
+    from api.negotiation import ContentNegotiation
+
+    headers = {} if accept is None else {"HTTP_ACCEPT": accept}
+    choices = [renderers.JSONRenderer(), renderers.BrowsableAPIRenderer()]
+    if browsable_first:
+        choices.reverse()
+
+    def selected(negotiation):
+        request = Request(APIRequestFactory().put("/api/assignments/1/annotation/", **headers))
+        try:
+            renderer, media_type = negotiation().select_renderer(request, choices)
+        except NotAcceptable:
+            return "406"
+        return type(renderer), media_type
+
+    assert selected(ContentNegotiation) == selected(DefaultContentNegotiation)
+
+
+def test_the_api_negotiates_with_the_fast_path():
+    from api.negotiation import ContentNegotiation
+
+    assert APIView.content_negotiation_class is ContentNegotiation
