@@ -1,5 +1,6 @@
 """Saving annotators' work: drafts, submission, and the version check against stale tabs."""
 
+import functools
 import json
 
 from django.db import connection, transaction
@@ -7,6 +8,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from annotation.exceptions import DomainError, VersionConflict
+from annotation.json_values import dumps_stored
 from annotation.kinds import get_kind
 from annotation.models import Annotation, Assignment, AssignmentStatus, ItemStage, Project, StageStatus
 
@@ -146,14 +148,13 @@ def _save_on_postgresql(assignment_id: int, payload, version: int, submit: bool,
     return annotation
 
 
-def _lock_and_read(assignment_id: int, user, *, relaxed_commit: bool) -> tuple[Assignment, Annotation | None]:
-    """One statement: the project ``FOR KEY SHARE``, then the assignment ``FOR UPDATE`` (two
-    locking clauses, taken in this order: annotation/services/locks.py; the stage, item and
-    annotation rows are not locked), with its stage, the project's kind and the annotation's id,
-    version and submitted flag as of this statement's snapshot; ``relaxed_commit``: SET LOCAL
-    synchronous_commit TO OFF in the same round trip. Raises Assignment.DoesNotExist."""
-    fields = [f.attname for f in Assignment._meta.concrete_fields]
-    stage_fields = ["id", "item_id", "stage", "status", "content"]
+_STAGE_FIELDS = ("id", "item_id", "stage", "status", "content")
+
+
+@functools.cache  # the models do not change while a process runs: built once, not on every save
+def _lock_and_read_statement(by_user: bool, relaxed_commit: bool) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """The assignment's field names, the stage's, and the statement of _lock_and_read."""
+    fields = tuple(f.attname for f in Assignment._meta.concrete_fields)
     tables = {
         "a": Assignment._meta.db_table,
         "s": ItemStage._meta.db_table,
@@ -162,7 +163,7 @@ def _lock_and_read(assignment_id: int, user, *, relaxed_commit: bool) -> tuple[A
         "n": Annotation._meta.db_table,
     }
     columns = [f"a.{Assignment._meta.get_field(name).column}" for name in fields]
-    columns += [f"s.{ItemStage._meta.get_field(name).column}" for name in stage_fields]
+    columns += [f"s.{ItemStage._meta.get_field(name).column}" for name in _STAGE_FIELDS]
     columns += ["p.kind", "n.id", "n.version", "n.submitted"]
     if relaxed_commit:
         columns.append("set_config('synchronous_commit', 'off', true)")
@@ -170,9 +171,19 @@ def _lock_and_read(assignment_id: int, user, *, relaxed_commit: bool) -> tuple[A
         f"SELECT {', '.join(columns)} FROM {tables['a']} a "
         f"JOIN {tables['s']} s ON s.id = a.item_stage_id JOIN {tables['i']} i ON i.id = s.item_id "
         f"JOIN {tables['p']} p ON p.id = i.project_id LEFT JOIN {tables['n']} n ON n.assignment_id = a.id "
-        f"WHERE a.id = %s{' AND a.user_id = %s' if user is not None else ''} "
+        f"WHERE a.id = %s{' AND a.user_id = %s' if by_user else ''} "
         "FOR KEY SHARE OF p FOR UPDATE OF a"
     )
+    return fields, _STAGE_FIELDS, sql
+
+
+def _lock_and_read(assignment_id: int, user, *, relaxed_commit: bool) -> tuple[Assignment, Annotation | None]:
+    """One statement: the project ``FOR KEY SHARE``, then the assignment ``FOR UPDATE`` (two
+    locking clauses, taken in this order: annotation/services/locks.py; the stage, item and
+    annotation rows are not locked), with its stage, the project's kind and the annotation's id,
+    version and submitted flag as of this statement's snapshot; ``relaxed_commit``: SET LOCAL
+    synchronous_commit TO OFF in the same round trip. Raises Assignment.DoesNotExist."""
+    fields, stage_fields, sql = _lock_and_read_statement(user is not None, relaxed_commit)
     params = [assignment_id] if user is None else [assignment_id, user.pk]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -205,7 +216,7 @@ def _update_both(annotation: Annotation, assignment: Assignment, *, expected_ver
             f"UPDATE {Assignment._meta.db_table} SET active_seconds = %s, started_at = %s, status = %s, submitted_at = %s "
             f"WHERE id = %s AND EXISTS (SELECT 1 FROM saved)",
             [
-                json.dumps(annotation.payload),
+                dumps_stored(annotation.payload),
                 annotation.version,
                 annotation.submitted,
                 annotation.updated_at,
