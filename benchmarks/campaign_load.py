@@ -211,6 +211,12 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=2000, help="FELM items of the campaign (default 2000)")
     parser.add_argument("--run-time", default="90s", help="locust --run-time (default 90s)")
     parser.add_argument("--web-workers", type=int, default=4)
+    parser.add_argument(
+        "--with-ramp-up",
+        action="store_true",
+        help="keep the ramp-up in the statistics (all users start within 3 s; by default locust's "
+        "--reset-stats drops what was sent before the last user started)",
+    )
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/5")
     parser.add_argument("--db", default="workbench_bench_campaign")
     parser.add_argument(
@@ -309,6 +315,7 @@ def main() -> None:
                     "--only-summary",
                     "--stop-timeout",
                     "30",
+                    *([] if args.with_ramp_up else ["--reset-stats"]),
                     "--loglevel",
                     "WARNING",
                 ],
@@ -326,7 +333,13 @@ def main() -> None:
             print(locust_stderr[-3000:])
         print(
             f"\nload average at the end {load_average():.1f}; gunicorn {args.web_workers} sync workers, Celery worker "
-            f"--pool=solo, {users} users for {args.run_time}\n"
+            f"--pool=solo, {users} users for {args.run_time}; "
+            + (
+                "the ramp-up included"
+                if args.with_ramp_up
+                else "statistics from the end of the ramp-up (--reset-stats)"
+            )
+            + "\n"
         )
         with open(tmp / "campaign_stats.csv", newline="") as handle:
             print_table(
