@@ -3,6 +3,7 @@ workers, bind and timeouts)."""
 
 import ctypes
 import ctypes.util
+import gc
 import os
 
 # Issue 22 (web tier memory): a sync worker grows from ~82 MiB after start as requests load modules
@@ -41,10 +42,22 @@ def post_request(worker, req, environ, resp):
     release_freed_memory()
 
 
+def freeze_startup_objects() -> None:
+    """Move every object alive once the worker has loaded the app (modules, URL patterns, DRF and
+    Django internals) to the garbage collector's permanent generation. A full collection walks all
+    tracked objects; without this one landed now and then inside a save and paused it for up to
+    ~200 ms (the max of 20 clients saving back to back: 207-212 ms, with it 39-41 ms; issue 22,
+    benchmarks/README.md). Objects made later are collected as before."""
+    gc.collect()
+    gc.freeze()
+
+
 def post_worker_init(worker):
-    """VECTOR_INDEX_PREWARM=all: ready the worker for its first evidence search on a thread once it is up
-    (annotation.evidence.prewarm); by default web workers do not (issue 22: they search no corpus, Celery
-    workers do)."""
+    """Once the worker has loaded the app: its start-up objects frozen (above), and with
+    VECTOR_INDEX_PREWARM=all the worker readied for its first evidence search on a thread
+    (annotation.evidence.prewarm); by default web workers do not (issue 22: they search no corpus,
+    Celery workers do)."""
+    freeze_startup_objects()
     # the app registry is ready only after the config module loads
     from annotation.evidence.prewarm import in_background
 

@@ -62,3 +62,26 @@ def test_post_request_calls_the_trim(monkeypatch):
     settings["post_request"].__globals__["release_freed_memory"] = lambda: calls.append(1) or True
     settings["post_request"](None, None, {}, None)
     assert calls == [1]
+
+
+FREEZE = """
+import gc, runpy, sys
+
+hooks = runpy.run_path(sys.argv[1])
+assert gc.get_freeze_count() == 0
+hooks["freeze_startup_objects"]()
+print(gc.get_freeze_count())
+"""
+
+
+def test_a_worker_freezes_its_start_up_objects_out_of_full_collections():
+    """post_worker_init moves what start-up made to the permanent generation, so a full collection
+    during a request does not walk it (a pause of up to ~200 ms in a save before)."""
+    hooks = runpy.run_path(str(CONFIG))
+    frozen = []
+    hooks["post_worker_init"].__globals__["freeze_startup_objects"] = lambda: frozen.append(True)
+    hooks["post_worker_init"](worker=None)
+    assert frozen == [True]
+    result = subprocess.run([sys.executable, "-c", FREEZE, str(CONFIG)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert int(result.stdout.strip()) > 1000  # the interpreter's and the config's objects at least
