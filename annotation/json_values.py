@@ -102,14 +102,6 @@ def nul_path(value, path: str = "") -> str | None:
 MAX_JSON_DEPTH = 100
 
 
-def nests_at_most(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether JSON ``text`` cannot nest lists and objects more than ``limit`` levels, without
-    parsing it: the depth is at most the number of lists and objects, and each opens with a ``[``
-    or ``{`` (brackets inside strings only make the count larger: False just means "walk the
-    value with too_deep"). A save's body has a few dozen, so its walk is skipped (issue 22)."""
-    return text.count("[") + text.count("{") <= limit
-
-
 def too_deep(value, limit: int = MAX_JSON_DEPTH) -> bool:
     """Whether lists and objects are nested more than ``limit`` levels (checked without recursion)."""
     pending = [(value, 1)]

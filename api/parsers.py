@@ -1,13 +1,10 @@
 """Request body parsers: hostile JSON is a 400 (or 413) that says why, never a 500."""
 
-import codecs
-
 from django.conf import settings
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
-from rest_framework.utils import json
 
-from annotation.json_values import MAX_JSON_DEPTH, nests_at_most, too_deep
+from annotation.json_values import MAX_JSON_DEPTH, too_deep
 
 from .exceptions import PayloadTooLarge
 
@@ -33,16 +30,11 @@ class JSONParser(parsers.JSONParser):
                 length = 0
             if length > limit:
                 raise PayloadTooLarge(f"the request body has {length} bytes, more than the {limit} accepted")
-        # DRF's JSONParser.parse (json.load is json.loads of the stream's text), keeping the text:
-        # it answers the depth question of a small body without walking the value (issue 22).
         try:
-            text = codecs.getreader(parsers.get_encoding(parser_context or {}))(stream).read()
-            data = json.loads(text, parse_constant=json.strict_constant if self.strict else None)
-        except ValueError as exc:
-            raise ParseError("JSON parse error - %s" % str(exc)) from None
+            data = super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise ParseError(TOO_DEEP) from None
-        if not nests_at_most(text) and too_deep(data):
+        if too_deep(data):
             raise ParseError(TOO_DEEP)
         return data
 

@@ -9,10 +9,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.authtoken.serializers import AuthTokenSerializer
-from rest_framework.utils import json
 
 from annotation import selectors
-from annotation.json_values import MAX_JSON_DEPTH, nests_at_most, nul_path, text_may_hold_nul, too_deep
+from annotation.json_values import MAX_JSON_DEPTH, nul_path, too_deep
 from annotation.kinds import KINDS
 from annotation.kinds.factcheck.step2_content import RELEASED_EVIDENCE_KEY
 from annotation.models import Assignment, Consolidation, Item, ItemStage, Membership, Project, ProjectKind, Role
@@ -34,25 +33,13 @@ class JSONValueField(serializers.JSONField):
     default_error_messages = {"too_deep": f"Nested deeper than {MAX_JSON_DEPTH} levels."}
 
     def to_internal_value(self, data):
-        return self.value_and_text(data)[0]
-
-    def value_and_text(self, data) -> tuple[object, str]:
-        """The value (DRF's JSONField.to_internal_value: text is parsed, anything else must
-        serialise) and its JSON text, which answers the depth and NUL questions of a small value
-        without walking it (issue 22: on every save, the walks were a third of the serializer)."""
         try:
-            if self.binary or getattr(data, "is_json_string", False):
-                text = data.decode() if isinstance(data, bytes) else data
-                value = json.loads(text, cls=self.decoder)
-            else:
-                value, text = data, json.dumps(data, cls=self.encoder)
-        except (TypeError, ValueError):
-            self.fail("invalid")
+            value = super().to_internal_value(data)
         except RecursionError:
             self.fail("too_deep")
-        if not nests_at_most(text) and too_deep(value):
+        if too_deep(value):
             self.fail("too_deep")
-        return value, text
+        return value
 
 
 @extend_schema_field(OpenApiTypes.OBJECT)
@@ -60,23 +47,10 @@ class PayloadField(JSONValueField):
     """A payload (documented as an object); NUL characters answer 400, not a database error."""
 
     def to_internal_value(self, data):
-        value, text = self.value_and_text(data)
-        # JSON text spells U+0000 only as \u0000 (or raw, in text a lax parser read); json.dumps
-        # escapes it so: without either, no string or key of the value holds one.
-        if text_may_hold_nul(text) and contains_nul(value):
+        value = super().to_internal_value(data)
+        if contains_nul(value):
             raise serializers.ValidationError(NUL_MESSAGE)
         return value
-
-
-class FieldsFromArguments:
-    """A serializer whose fields are copied (for each instance, as DRF does) by calling each field's
-    class with the arguments it was declared with, which is what DRF's ``Field.__deepcopy__`` does,
-    less deep-copying those arguments: for serializers of every save, whose fields' arguments are
-    immutable values (tests/api/test_save_parsing.py checks). DRF's ``copy.deepcopy`` of the
-    declared fields was a third of the save serializer's time (issue 22)."""
-
-    def get_fields(self):
-        return {name: type(field)(*field._args, **field._kwargs) for name, field in self._declared_fields.items()}
 
 
 class UsernameField(serializers.SlugRelatedField):
@@ -301,7 +275,7 @@ class AssignmentSerializer(serializers.ModelSerializer):
         }
 
 
-class AnnotationWriteSerializer(FieldsFromArguments, serializers.Serializer):
+class AnnotationWriteSerializer(serializers.Serializer):
     payload = PayloadField()
     version = serializers.IntegerField(min_value=0)
     submit = serializers.BooleanField(default=False)

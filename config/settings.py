@@ -211,8 +211,6 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "api.schema.AutoSchema",
     # `format` is a domain parameter here (export/import formats), not content negotiation.
     "URL_FORMAT_OVERRIDE": None,
-    # DRF's, with the Accept headers of API clients answered at once (issue 22: on every save).
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "api.negotiation.ContentNegotiation",
     "EXCEPTION_HANDLER": "api.exceptions.exception_handler",
 }
 
