@@ -16,11 +16,16 @@ How a human payload becomes the lists:
 * ``irrelevant`` facts: left out of both lists (``"exclude"``, the default) or counted as not
   supported (``"not_supported"``); facts without a label yet are left out.
 
-Per model, ``model_scores`` follows the release (see ``../shared/data/dfactscore/README.md``):
-``init_score`` / ``init_global_score`` are means over paragraphs with facts, with no length
-penalty (the numbers the paper reports); ``score`` / ``global_score`` apply FActScore's penalty
-exp(1 - 10/n) to a paragraph of n ≤ 10 facts. ``num_supporting_topics`` counts the distinct pages
-in ``decisions`` (the release's definition: its example file gives 1.5 only that way).
+Per model, ``model_scores`` follows the authors' code (``factscorer_ambig.py`` of
+d223302/Merging-Facts-Crafting-Fallacies, which wrote the released files): ``init_score`` /
+``init_global_score`` are means over paragraphs with facts, with no length penalty (the numbers
+the paper reports); ``score`` applies FActScore's penalty exp(1 - 10/n) to a paragraph of n ≤ 10
+facts, ``global_score`` the same penalty with n the paragraph's number of groups (the code's
+``len(resolved_facts)``: the splitter's groups, not their facts). ``num_groups`` is the mean
+number of groups (the paper's "# bios"): for a human gold its individuals; a gold that keeps a
+release's lists has no known number (the release keeps only the model's mean, and its grouped
+list does not mark where a group ends), so it is left out of ``num_groups`` and ``global_score``.
+``num_supporting_topics`` counts the distinct pages in ``decisions``.
 """
 
 from __future__ import annotations
@@ -113,10 +118,18 @@ def released_lists(
     return decisions or None, global_decisions or None
 
 
+def group_count(gold: dict) -> int | None:
+    """The paragraph's number of groups: the annotators' individuals; None for a gold that keeps
+    a release's lists (its individuals are only the pages the grouped list names)."""
+    individuals = gold.get("individuals")
+    if gold.get("released") is not None or isinstance(individuals, bool) or not isinstance(individuals, int):
+        return None
+    return individuals
+
+
 def paragraph_scores(content: dict, gold: dict, irrelevant: str = "exclude") -> dict:
     """FActScore, D-FActScore and counts of one paragraph's gold (scores None without counted facts)."""
     decisions, global_decisions = released_lists(content, gold, irrelevant)
-    individuals = gold.get("individuals")
     entities = [f.get("entity") for f in gold.get("facts") or [] if f.get("entity") is not None]
     if entities:
         distinct = len(set(entities))
@@ -126,7 +139,7 @@ def paragraph_scores(content: dict, gold: dict, irrelevant: str = "exclude") -> 
         "facts": len(decisions or []),
         "factscore": _share(decisions),
         "dfactscore": _share(global_decisions),
-        "num_groups": individuals if isinstance(individuals, int) else None,
+        "num_groups": group_count(gold),
         "num_supporting_topics": _topics(decisions),
         "distinct_entities": distinct,
         "decisions": decisions,
@@ -134,8 +147,12 @@ def paragraph_scores(content: dict, gold: dict, irrelevant: str = "exclude") -> 
     }
 
 
-def length_penalty(facts: int) -> float:
-    return 1.0 if facts > GAMMA else math.exp(1 - GAMMA / facts)
+def length_penalty(count: int) -> float:
+    """FActScore's penalty for a paragraph of ``count`` facts (groups, for D-FActScore); 0 for
+    none, as the code's exp(1 - 10 / (0 + 1e-10)) is."""
+    if count <= 0:
+        return 0.0
+    return 1.0 if count > GAMMA else math.exp(1 - GAMMA / count)
 
 
 def _mean(values: list[float]) -> float | None:
@@ -151,11 +168,14 @@ def model_scores(paragraphs: list[dict]) -> dict:
     responding = [p for p in paragraphs if p["decisions"] or p["global_decisions"]]
     plain = [p for p in responding if p["factscore"] is not None]
     grouped = [p for p in responding if p["dfactscore"] is not None]
+    # the number of groups is known for human golds only (group_count)
     groups = [p["num_groups"] for p in responding if p.get("num_groups") is not None]
     return {
         "score": _mean([length_penalty(len(_judged(p["decisions"]))) * p["factscore"] for p in plain]),
         "init_score": _mean([p["factscore"] for p in plain]),
-        "global_score": _mean([length_penalty(len(_judged(p["global_decisions"]))) * p["dfactscore"] for p in grouped]),
+        "global_score": _mean(
+            [length_penalty(p["num_groups"]) * p["dfactscore"] for p in grouped if p.get("num_groups") is not None]
+        ),
         "init_global_score": _mean([p["dfactscore"] for p in grouped]),
         "respond_ratio": len(responding) / len(paragraphs) if paragraphs else None,
         "num_facts_per_response": _mean([len(p["decisions"] or []) for p in responding]),

@@ -136,6 +136,8 @@ def test_model_scores_by_hand():
     assert result["init_score"] == pytest.approx((0.25 + 0.8) / 2)
     assert result["init_global_score"] == pytest.approx((0.25 + 0.8) / 2)
     assert result["score"] == pytest.approx((math.exp(1 - 10 / 4) * 0.25 + math.exp(1 - 10 / 5) * 0.8) / 2)
+    # the authors' code penalises D-FActScore by the number of groups (2 and 1), not of facts
+    assert result["global_score"] == pytest.approx((math.exp(1 - 10 / 2) * 0.25 + math.exp(1 - 10 / 1) * 0.8) / 2)
     assert result["respond_ratio"] == pytest.approx(2 / 3)
     assert result["num_facts_per_response"] == 4.5
     assert result["num_groups"] == 1.5  # over the responding paragraphs only
@@ -150,6 +152,22 @@ def test_model_scores_by_hand():
 def test_length_penalty():
     assert length_penalty(11) == 1.0 and length_penalty(10) == 1.0
     assert length_penalty(5) == pytest.approx(math.exp(-1))
+    assert length_penalty(0) == 0.0  # the code's exp(1 - 10 / 1e-10)
+
+
+def test_a_release_kept_as_gold_has_no_number_of_groups():
+    """The release keeps only each model's mean number of groups and its grouped list does not
+    mark where a group ends: the individuals inferred at import (the pages the grouped list
+    names) are not the paper's groups, so neither num_groups nor global_score counts them."""
+    entries = [{"atom": f"fact {i}", "is_supported": i < 3, "supporting_topic": None} for i in range(4)]
+    released = paragraph_scores({}, _released_gold(entries, entries, 1))
+    assert released["num_groups"] is None and released["dfactscore"] == 0.75
+    annotated = paragraph_scores(CONTENT, GOLD)  # 2 groups, D-FActScore 0.25
+    result = model_scores([released, annotated])
+    assert result["init_global_score"] == pytest.approx((0.75 + 0.25) / 2)
+    assert result["num_groups"] == 2  # over the paragraphs whose groups are known
+    assert result["global_score"] == pytest.approx(math.exp(1 - 10 / 2) * 0.25)
+    assert model_scores([released])["num_groups"] is None and model_scores([released])["global_score"] is None
 
 
 def _released_gold(decisions, global_decisions, individuals):
@@ -195,24 +213,18 @@ def test_imported_result_gives_its_scores_back_exactly():
 
 def test_example_result_file():
     released = json.loads(shared_data_path("dfactscore", "example-result.json").read_text())
-    # The file keeps only the mean number of groups (1.5): the paragraphs' 2 and 1 are given here.
-    individuals = iter([2, 1])
     paragraphs = [
-        paragraph_scores({}, _released_gold(d, g, next(individuals) if d else 0))
+        paragraph_scores({}, _released_gold(d, g, 1 if d else 0))
         for d, g in zip(released["decisions"], released["global_decisions"])
     ]
     result = model_scores(paragraphs)
     assert result["init_score"] == released["init_score"]
     assert result["init_global_score"] == released["init_global_score"]
-    for key in (
-        "score",
-        "global_score",
-        "respond_ratio",
-        "num_facts_per_response",
-        "num_supporting_topics",
-        "num_groups",
-    ):
+    for key in ("score", "respond_ratio", "num_facts_per_response", "num_supporting_topics"):
         assert result[key] == pytest.approx(released[key], rel=1e-12), key
+    # The file keeps only the mean number of groups: num_groups, and global_score (penalised by
+    # each paragraph's groups), cannot be recomputed from it.
+    assert result["num_groups"] is None and result["global_score"] is None
     assert result["nan"] == released["nan"]
     assert result["decisions"] == released["decisions"]
     assert result["global_decisions"] == released["global_decisions"]
