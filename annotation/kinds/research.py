@@ -96,6 +96,8 @@ class Task:
     # paper's scores this task's decisions make ("factscore" | "dfactscore")
     models: dict[Hashable, str] | None = None
     paragraph_score: str = ""
+    # D-FActScore: each paragraph's number of groups (None: not known), global_score's penalty
+    groups: dict[Hashable, int | None] | None = None
     # the per-unit agreement export's field that says whether the annotators agreed on this
     # task's unit ("" = the prediction field); scores on agreed units only read it
     agreement_field: str = ""

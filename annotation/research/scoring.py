@@ -33,7 +33,10 @@ released file imported as gold: see tests/research/test_scoring.py):
   ``fact_support``: facts without a label, and irrelevant ones unless the project counts them
   as not supported, are left out), keyed by its index in the export's ``facts``; ``supported``
   or ``not_supported`` by any candidate page (FActScore's decision) or by the page linked to
-  the fact's individual (D-FActScore's). Predictions may be JSON booleans. Their results add
+  the fact's individual (D-FActScore's). A gold imported from a result file keeps the release's
+  lists: its ``support`` units are the entries of ``decisions`` and its ``global_support`` units
+  those of ``global_decisions``, keyed by their positions in the result export's lists (the two
+  lists may hold different atoms). Predictions may be JSON booleans. Their results add
   ``paragraph_scores``: the system's FActScore (D-FActScore) per paragraph and per source model
   against the gold's, means as pipeline.dfactscore_scores.model_scores takes them.
 
@@ -208,8 +211,9 @@ def paragraph_comparison(task: Task, units: list[GoldUnit], predicted: list[str]
     without a prediction counts as not supported). Per model, as the released result files give
     them (pipeline.dfactscore_scores.model_scores): the mean over paragraphs with facts
     (``init_score`` / ``init_global_score``, the paper's numbers) and the length-penalised one
-    (``score`` / ``global_score``), with the absolute difference (the paper reports at most 8
-    points between its estimator and humans).
+    (``score`` / ``global_score``, the latter by the gold's number of groups, over the paragraphs
+    where it is known), with the absolute difference (the paper reports at most 8 points between
+    its estimator and humans).
 
     ``{"score": "factscore" | "dfactscore", "models": [{"model", "paragraphs", "human": {init,
     penalised}, "system": {...}, "difference": {...}}], "paragraphs": [{"item", "model",
@@ -222,8 +226,10 @@ def paragraph_comparison(task: Task, units: list[GoldUnit], predicted: list[str]
     human: dict[str, list[dict]] = defaultdict(list)
     system: dict[str, list[dict]] = defaultdict(list)
     paragraphs = []
+    groups = task.groups or {}
     for item, model in (task.models or {}).items():
-        ours, theirs = _paragraph(gold_of.get(item, [])), _paragraph(system_of.get(item, []))
+        ours = _paragraph(gold_of.get(item, []), groups.get(item))
+        theirs = _paragraph(system_of.get(item, []), groups.get(item))
         human[model].append(ours)
         system[model].append(theirs)
         paragraphs.append(
@@ -240,11 +246,11 @@ def paragraph_comparison(task: Task, units: list[GoldUnit], predicted: list[str]
     )
     models = []
     for model, scored in human.items():
-        # each paragraph's two lists are the same here: model_scores' FActScore keys hold the numbers
+        # each paragraph's two lists are the task's decisions: init_score == init_global_score
         ours, theirs = model_scores(scored), model_scores(system[model])
         numbers = {
-            "human": {init: ours["init_score"], penalised: ours["score"]},
-            "system": {init: theirs["init_score"], penalised: theirs["score"]},
+            "human": {init: ours[init], penalised: ours[penalised]},
+            "system": {init: theirs[init], penalised: theirs[penalised]},
         }
         models.append(
             {
@@ -273,8 +279,9 @@ def paragraph_comparison(task: Task, units: list[GoldUnit], predicted: list[str]
     }
 
 
-def _paragraph(supported: list[bool]) -> dict:
-    """One paragraph's decisions in the shape model_scores takes."""
+def _paragraph(supported: list[bool], groups: int | None) -> dict:
+    """One paragraph's decisions in the shape model_scores takes (``groups``: the gold's number
+    of groups, D-FActScore's penalty)."""
     entries = [{"atom": "", "is_supported": flag, "supporting_topic": None} for flag in supported] or None
     share = sum(supported) / len(supported) if supported else None
     return {
@@ -282,7 +289,7 @@ def _paragraph(supported: list[bool]) -> dict:
         "global_decisions": entries,
         "factscore": share,
         "dfactscore": share,
-        "num_groups": None,
+        "num_groups": groups,
         "num_supporting_topics": 0,
     }
 

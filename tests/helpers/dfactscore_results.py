@@ -1,6 +1,9 @@
 """The dfactscore kind tests' data: one model's run over three generations in the released result
 shape (Mara Quell, an abstention, Ivo Brandt), the import lines built from it, the project they
-import into, and builders of payloads."""
+import into, builders of payloads, and released runs whose plain and grouped lists hold different
+atoms (as every released file's do)."""
+
+import numpy as np
 
 from .builders import project_with_team
 
@@ -144,3 +147,60 @@ def complete_payload():
             fact(1, "not_supported"),
         ],
     )
+
+
+# -- released runs whose two lists hold different atoms ----------------------------------------------
+
+# The authors' splitter rewrites and drops atoms, so a release's grouped list never holds the same
+# facts as its plain one (in the ChatGPT file no generation's two lists have the same length). Here
+# the plain list judges a Riga fact the grouped one lacks, the grouped one a club fact the plain
+# one lacks: FActScore over the grouped list's facts is not the release's.
+RIGA = "Mara Quell studied in Riga."
+CLUB = "Mara Quell rows for a club."
+SPLIT_DECISIONS = [
+    [*DECISIONS[0], entry(RIGA, True, ARTIST["title"])],
+    None,
+    DECISIONS[2],
+]
+SPLIT_GLOBAL_DECISIONS = [
+    [*GLOBAL_DECISIONS[0][:3], entry(CLUB, False)],
+    None,
+    GLOBAL_DECISIONS[2],
+]
+
+
+def release_mean(lists: list) -> float:
+    """The release's init_score / init_global_score as the authors' code computes it: numpy's
+    mean, over generations with facts, of the mean of their is_supported."""
+    return float(np.mean([np.mean([e["is_supported"] for e in entries]) for entries in lists if entries is not None]))
+
+
+def released_run(model: str, decisions: list, global_decisions: list) -> dict:
+    """A result file of one model in the released shape, its figures computed as the code does."""
+    return {
+        "model": model,
+        "decisions": decisions,
+        "global_decisions": global_decisions,
+        "init_score": release_mean(decisions),
+        "init_global_score": release_mean(global_decisions),
+    }
+
+
+def released_run_lines(run: dict, prefix: str) -> list[dict]:
+    """The run's import lines (as ``dfactscore_lines`` joins them), each with an id."""
+    return [
+        {**generation, "id": f"{prefix}{number}", "model": run["model"], "decisions": d, "global_decisions": gd}
+        for number, (generation, d, gd) in enumerate(zip(GENERATIONS, run["decisions"], run["global_decisions"]))
+    ]
+
+
+def release_as_predictions(lines: list[dict]) -> list[dict]:
+    """The release's own decisions as a system's predictions file: each entry of ``decisions``
+    predicts ``supported`` and each of ``global_decisions`` ``global_supported``, keyed by its
+    position in its list."""
+    predictions = []
+    for line in lines:
+        for key, field in (("decisions", "supported"), ("global_decisions", "global_supported")):
+            for position, decision in enumerate(line[key] or []):
+                predictions.append({"item": line["id"], "fact": position, field: decision["is_supported"]})
+    return predictions

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
-from pipeline.dfactscore_scores import model_scores, paragraph_scores, partition_agreements
+from pipeline.dfactscore_scores import group_count, model_scores, paragraph_scores, partition_agreements
 
 from ..base import AgreementItem, KindSpec, MergeResult, ParsedItem
 from ..research import SUPPORT, GoldUnit, Task, dfactscore_figures, item_key, listed_units
@@ -22,8 +22,10 @@ from .scores import (
     SUPPORT_LABELS,
     consolidated_scores,
     fact_support,
+    gold_support,
     machine_payload,
     paragraph_record,
+    prediction_keys,
     rater_inputs,
     support_label,
 )
@@ -104,20 +106,30 @@ class DfactscoreKind(KindSpec):
         }
 
     def gold_units(self, tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]], settings: dict) -> None:
-        """Per fact, as the project's ``irrelevant`` setting counts facts in its scores."""
+        """Per fact, as the project's ``irrelevant`` setting counts facts in its scores; FActScore's
+        over the plain list and D-FActScore's over the grouped one (``gold_support``)."""
         support, global_support = tasks["support"], tasks["global_support"]
         irrelevant = dfactscore_settings(settings)["irrelevant"]
         models: dict[Hashable, str] = {}
+        groups: dict[Hashable, int | None] = {}
         for row in rows_of(metadata=False):
             item = item_key(row)
             models[item] = row["source"]
-            for index, supported, global_supported in fact_support(row["content"], row["gold"], irrelevant):
-                support.units.append(GoldUnit((item, index), SUPPORT_LABELS[supported]))
-                global_support.units.append(GoldUnit((item, index), SUPPORT_LABELS[global_supported]))
+            groups[item] = group_count(row["gold"])
+            plain, grouped = gold_support(row["content"], row["gold"], irrelevant)
+            support.units += [GoldUnit((item, index), SUPPORT_LABELS[value]) for index, value in plain]
+            global_support.units += [GoldUnit((item, index), SUPPORT_LABELS[value]) for index, value in grouped]
         support.models = global_support.models = models
+        support.groups = global_support.groups = groups
 
     def existing_units(self, rows_of: Callable[..., Iterable[dict]]) -> set[tuple]:
-        return listed_units(rows_of, "facts")
+        """The gold's facts, and the entries of a release's kept lists (gold_support's keys)."""
+        keys = listed_units(rows_of, "facts")
+        for row in rows_of(metadata=False):
+            released = row["gold"].get("released") or {}
+            size = max(len(released.get(key) or []) for key in ("decisions", "global_decisions")) if released else 0
+            keys.update((item_key(row), index) for index in range(size))
+        return keys
 
     def rater_plan(self, step: int, items: list[dict], settings: dict) -> list:
         # loads NLTK and scikit-learn: kept out of web start-up
@@ -298,13 +310,17 @@ class DfactscoreKind(KindSpec):
         """Per fact, the machine's FActScore decision (``support``: supported by any page) and its
         D-FActScore one (``global_support``: by its group's linked page), computed from the
         suggestion as the humans' are from their payloads (``machine_payload``). A fact the
-        machine calls irrelevant is predicted not supported."""
+        machine calls irrelevant is predicted not supported. Against a gold that keeps a
+        release's lists, each fact predicts the entry of its atom (``prediction_keys``)."""
         payload = machine_payload(suggestion, len(content.get("facts") or []))
         if payload is None:
             return
+        keys = prediction_keys(content, gold)
         for index, supported, global_supported in fact_support(content, payload, "not_supported"):
-            yield "support", (index,), SUPPORT_LABELS[supported]
-            yield "global_support", (index,), SUPPORT_LABELS[global_supported]
+            for task, value in (("support", supported), ("global_support", global_supported)):
+                key = index if keys is None else keys[task].get(index)
+                if key is not None:
+                    yield task, (key,), SUPPORT_LABELS[value]
 
     # -- export -----------------------------------------------------------------------------
 

@@ -170,6 +170,20 @@ def gold_from_released(facts: list[str], candidates: list[dict], released: dict,
     }
 
 
+def released_positions(facts: list[str], entries: list[dict] | None) -> dict[int, int]:
+    """Fact index → the position of the entry of a released list with the same atom (by text,
+    each entry taken once, in order); facts the list does not hold are left out."""
+    waiting: dict[str, list[int]] = {}
+    for position, entry in enumerate(entries or []):
+        if isinstance(entry, dict) and isinstance(entry.get("atom"), str):
+            waiting.setdefault(_norm(entry["atom"]), []).append(position)
+    positions = {}
+    for index, text in enumerate(facts):
+        if waiting.get(_norm(text)):
+            positions[index] = waiting[_norm(text)].pop(0)
+    return positions
+
+
 def _by_atom(entries: list[dict] | None) -> dict[str, dict]:
     by_atom: dict[str, dict] = {}
     for entry in entries or []:

@@ -8,6 +8,7 @@ from typing import Any
 from pipeline.dfactscore_scores import model_scores, paragraph_scores
 
 from .payloads import suggested_partition
+from .released import released_positions
 from .settings import NONE, dfactscore_settings
 
 SUPPORT_LABELS = {True: "supported", False: "not_supported"}
@@ -169,6 +170,38 @@ def fact_support(content: dict, payload: dict, irrelevant: str = "exclude") -> I
         any_page = fact.get("any_page")
         supported = any_page == "supported" if any_page is not None and label != "irrelevant" else global_supported
         yield index, supported, global_supported
+
+
+def gold_support(content: dict, gold: dict, irrelevant: str = "exclude") -> tuple[list, list]:
+    """The gold's FActScore units and D-FActScore units, each a list of (fact key, supported):
+    from a release's kept lists, each judged entry of ``decisions`` and of ``global_decisions``
+    keyed by its position in its list (the lists may hold different atoms, and the release's
+    scores are over each list's own); else ``fact_support``'s, keyed by the fact's index."""
+    released = gold.get("released")
+    if released is None:
+        facts = list(fact_support(content, gold, irrelevant))
+        return [(index, supported) for index, supported, _ in facts], [(index, grouped) for index, _, grouped in facts]
+    return tuple(
+        [
+            (position, entry["is_supported"])
+            for position, entry in enumerate(released.get(key) or [])
+            if isinstance(entry, dict) and isinstance(entry.get("is_supported"), bool)
+        ]
+        for key in ("decisions", "global_decisions")
+    )
+
+
+def prediction_keys(content: dict, gold: dict | None) -> dict[str, dict[int, int]] | None:
+    """Per task, fact index → the gold's unit key (gold_support) where they differ: the
+    entries of a release's kept lists with the fact's atom; None where they are the same."""
+    released = (gold or {}).get("released")
+    if released is None:
+        return None
+    texts = [fact.get("text", "") for fact in content.get("facts") or []]
+    return {
+        task: released_positions(texts, released.get(key))
+        for task, key in (("support", "decisions"), ("global_support", "global_decisions"))
+    }
 
 
 def machine_payload(suggestion: dict | None, count: int) -> dict | None:
