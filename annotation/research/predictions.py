@@ -65,7 +65,7 @@ UPLOAD_DIR = "predictions"
 DEFAULT_RESAMPLES = 1000
 MAX_RESAMPLES = 10_000
 PROGRESS_INTERVAL_SECONDS = 0.5
-# What one unit of each key field is called in messages.
+# The fields of a per-unit agreement line that key its unit (as predictions key it), in key order.
 AGREEMENT_LINE_KEYS = ("sentence", "claim", "evidence", "segment", "fact")
 
 
