@@ -196,6 +196,17 @@ class ResearchActions:
                 description="the run the differences are to (default: the best system on the current gold)",
             ),
             OpenApiParameter(
+                "subset",
+                str,
+                enum=list(leaderboard_selectors.SUBSETS),
+                description=(
+                    "the units the figures are over: paper (those the task's paper reports its figures over, "
+                    "e.g. Factcheck-Bench subtask 5's false responses; the default where the task has such a "
+                    "subset and a run is scored on it) or all; the answer's subset, subsets and subset_title "
+                    "say which"
+                ),
+            ),
+            OpenApiParameter(
                 "agreed",
                 bool,
                 description=(
@@ -211,7 +222,8 @@ class ResearchActions:
         ``reference`` (a run id) and ``rows``: each system version and baseline with its
         ``metrics`` ({value, low, high}), ``per_label`` scores, ``stale`` (scored on other gold)
         and ``difference`` to the reference (paired bootstrap; null for the reference and for
-        runs not scored on the same gold)."""
+        runs not scored on the same gold); ``subset`` (``paper`` or ``all``) and ``subset_title``
+        say which units the figures are over, ``subsets`` the task's others (name, title, units)."""
         project = self.get_object()
         raw = request.query_params.get("reference")
         reference = None
@@ -225,6 +237,7 @@ class ResearchActions:
                 request.query_params.get("task") or None,
                 reference,
                 bool_param(request, "agreed"),
+                request.query_params.get("subset") or None,
             )
         except ValueError as error:
             raise ValidationError(error.args[0])

@@ -103,6 +103,11 @@ class Task:
     agreement_field: str = ""
     # the figures the task's paper reports, its leaderboard's headline (the first ranks)
     figures: tuple[Figure, ...] = ACCURACY_AND_MACRO
+    # where the paper's figures are over some of the units only: which ones (words for pages,
+    # "" when over every unit) and their keys (set with the units by the kind's gold_units);
+    # scored apart, the leaderboard's default view
+    paper_subset: str = ""
+    paper_units: frozenset[tuple] = frozenset()
 
     def accepts(self, value: Any) -> bool:
         """Whether a prediction line's value can be this task's prediction (before normalise):

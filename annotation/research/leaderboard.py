@@ -104,11 +104,19 @@ def negated(diff: dict) -> dict:
     return result
 
 
-def _part(entry, subset: str) -> dict | None:
-    """A task's scores on every unit or on the agreed ones, from its entry in SystemRun.scores."""
+ALL, PAPER = "all", "paper"
+SUBSETS = (PAPER, ALL)
+
+
+def _part(entry, subset: str = ALL, agreed: bool = False) -> dict | None:
+    """A task's scores from its entry in SystemRun.scores: on every unit (``all``) or on the
+    paper's subset (``paper``), and of those on the agreed units only."""
     if not isinstance(entry, dict):
         return None
-    return entry if subset == "all" else entry.get("agreed")
+    part = entry if subset == ALL else entry.get(subset)
+    if not isinstance(part, dict):
+        return None
+    return part.get("agreed") if agreed else part
 
 
 def _difference(first_id: int, first: dict | None, second_id: int, second: dict | None) -> dict | None:
@@ -121,14 +129,16 @@ def _difference(first_id: int, first: dict | None, second_id: int, second: dict 
     return None
 
 
-def run_difference(first: SystemRun, second: SystemRun, task: str, subset: str) -> dict | None:
+def run_difference(
+    first: SystemRun, second: SystemRun, task: str, subset: str = ALL, agreed: bool = False
+) -> dict | None:
     """``first`` minus ``second`` (paired bootstrap), from whichever of the two was scored after
     the other; None when they were scored on different gold units."""
     return _difference(
         first.id,
-        _part((first.scores or {}).get(task), subset),
+        _part((first.scores or {}).get(task), subset, agreed),
         second.id,
-        _part((second.scores or {}).get(task), subset),
+        _part((second.scores or {}).get(task), subset, agreed),
     )
 
 
@@ -154,7 +164,41 @@ def scored_tasks(project: Project) -> list[dict]:
     return found
 
 
-def leaderboard(project: Project, task: str | None = None, reference: int | None = None, agreed: bool = False) -> dict:
+def _subsets(definition: scoring.Task | None, runs: list[dict], agreed: bool) -> list[dict]:
+    """The unit sets a task's board can show, the paper's first where its paper reports figures
+    over some units only: name, words for pages, units of the newest run scored on it, and
+    ``unscored`` when no run has scores on it yet (runs scored before it existed)."""
+    found = []
+    described = {ALL: "units with a gold record"}
+    if definition is not None and definition.paper_subset:
+        described = {PAPER: definition.paper_subset, **described}
+    for name, words in described.items():
+        parts = [part for run in runs if (part := _part(run["entry"], name, agreed))]
+        found.append(
+            {
+                "name": name,
+                "title": words,
+                "units": parts[0]["units"] if parts else None,
+                "available": bool(parts),
+                "unscored": name != ALL and not any(isinstance(r["entry"], dict) and name in r["entry"] for r in runs),
+            }
+        )
+    return found
+
+
+def _describe(board: dict, shown: dict) -> None:
+    """``subset_title``: which units the board's figures are over, in words."""
+    words = f"the {shown['units']} {shown['title']}" if shown["units"] is not None else shown["title"]
+    board["subset_title"] = words + (" (the paper's subset)" if shown["name"] == PAPER else "")
+
+
+def leaderboard(
+    project: Project,
+    task: str | None = None,
+    reference: int | None = None,
+    agreed: bool = False,
+    subset: str | None = None,
+) -> dict:
     """The scored systems of one task (every version its own row) and the baselines, each with
     its scores and, but for the reference system, its paired difference to it.
 
@@ -165,8 +209,11 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
     scored on other gold are ``stale``: their differences are unknown until they are scored
     again. Systems are ranked by their latest version, the versions of a system newest first;
     the baselines (those scored with the reference) come last. ``agreed``: the scores on the
-    units all annotators agreed on. Only the task's part of each run's scores is read.
-    ValueError({parameter: message}) for an unknown task or reference."""
+    units all annotators agreed on. ``subset``: ``paper``, the units the task's paper reports
+    its figures over (Task.paper_subset; the default where some run is scored on them), or
+    ``all``; ``subsets`` lists the task's, ``subset_title`` says which units the figures are
+    over. Only the task's part of each run's scores is read.
+    ValueError({parameter: message}) for an unknown task, reference or subset."""
     tasks = scored_tasks(project)
     board = {
         "tasks": tasks,
@@ -175,6 +222,9 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
         "measure": "labels",
         "agreed": agreed,
         "agreed_available": False,
+        "subset": ALL,
+        "subsets": [],
+        "subset_title": "",
         "reference": None,
         "current_fingerprint": None,
         "rows": [],
@@ -182,6 +232,8 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
         "other_metrics": [],
         "differences": [],
     }
+    if subset is not None and subset not in SUBSETS:
+        raise ValueError({"subset": f"must be one of {', '.join(SUBSETS)}"})
     if not tasks:
         if task:
             raise ValueError({"task": "no system has been scored in this project yet"})
@@ -190,7 +242,6 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
     if task and task not in titles:
         raise ValueError({"task": f"must be one of {', '.join(titles)}"})
     task = task or tasks[0]["name"]
-    subset = "agreed" if agreed else "all"
     runs = list(
         SystemRun.objects.filter(project=project, scores__has_key=task)
         .order_by("-created_at", "-id")
@@ -206,14 +257,24 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
             entry=F(f"scores__{task}"),
         )
     )
+    subsets = _subsets(scoring.task_definitions(project.kind).get(task), runs, agreed)
+    offered = {entry["name"]: entry for entry in subsets}
+    if subset is not None and subset not in offered:
+        raise ValueError({"subset": f"task {task} is scored on every unit only: must be {ALL}"})
+    if subset is None:
+        subset = PAPER if offered.get(PAPER, {}).get("available") else ALL
+    shown = offered[subset]
     for run in runs:
-        run["part"] = _part(run["entry"], subset)
+        run["part"] = _part(run["entry"], subset, agreed)
     scored = [run for run in runs if run["part"]]
     board.update(
         task=task,
         title=titles[task],
-        agreed_available=any(_part(run["entry"], "agreed") for run in runs),
+        agreed_available=any(_part(run["entry"], subset, True) for run in runs),
+        subset=subset,
+        subsets=subsets,
     )
+    _describe(board, shown)
     if not scored:
         if reference is not None:
             raise ValueError({"reference": "no system is scored on these units"})
@@ -249,6 +310,10 @@ def leaderboard(project: Project, task: str | None = None, reference: int | None
         fresh = [run for run in scored if run["part"]["fingerprint"] == current]
         ref = max(fresh, key=lambda run: (_rank_value(run["part"], primary), run["created_at"], run["id"]))
     board["reference"] = ref["id"]
+    for entry in subsets:  # the reference's units: those of the figures the differences are over
+        if part := _part(ref["entry"], entry["name"], agreed):
+            entry["units"] = part["units"]
+    _describe(board, shown)
 
     def picked(diff: dict | None) -> dict | None:
         return {name: diff[name] for name, _ in DIFFERENCES[measure] if name in diff} if diff else None
@@ -329,7 +394,7 @@ def _number(value) -> str:
 
 def leaderboard_csv(board: dict) -> Iterator[str]:
     """The leaderboard table as CSV lines: one row per system version and baseline, each metric
-    and difference with its interval."""
+    and difference with its interval, and the subset of units they are over."""
     header = [
         "kind",
         "system",
@@ -352,6 +417,7 @@ def leaderboard_csv(board: dict) -> Iterator[str]:
             f"difference_{entry['name']}_low",
             f"difference_{entry['name']}_high",
         ]
+    header.append("subset")  # which units the figures are over; last, so the other columns keep their places
     buffer = io.StringIO()
     writer = csv.writer(buffer)
 
@@ -387,5 +453,6 @@ def leaderboard_csv(board: dict) -> Iterator[str]:
                 "high": None,
             }
             line += [_number(value["value"]), _number(value["low"]), _number(value["high"])]
+        line.append(board["subset"])
         writer.writerow(line)
         yield take()

@@ -32,7 +32,9 @@ unit, plus:
   one scored later (when both have the same fingerprint), so nothing is computed on page load;
 - ``agreed``: the same (scores, baselines, differences, fingerprint) on the units all
   annotators agreed on (the per-unit agreement export's ``agreed``), or None when the project
-  has no unit annotated by two or more annotators.
+  has no unit annotated by two or more annotators;
+- ``paper`` (a task whose paper's figures are over some units, Task.paper_subset): the same on
+  those units, with its own ``agreed`` (the agreed ones of them); None when the gold has none.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ UPLOAD_DIR = "predictions"
 DEFAULT_RESAMPLES = 1000
 MAX_RESAMPLES = 10_000
 PROGRESS_INTERVAL_SECONDS = 0.5
-# What one unit of each key field is called in messages.
+# The fields of a per-unit agreement line that key its unit (as predictions key it), in key order.
 AGREEMENT_LINE_KEYS = ("sentence", "claim", "evidence", "segment", "fact")
 
 
@@ -379,7 +381,9 @@ def score_steps(
             continue
         baselines = (1 if task.measure == "revision" else 2) + bool(machine.get(name))
         compared = sum(bool(other.predictions.get(name)) for other in others)
-        steps += (1 + baselines + compared) * (2 if agreed and agreed.get(name) else 1)
+        only = agreed.get(name) if agreed else None
+        subsets = 1 + bool(only) + bool(task.paper_units) + bool(only and only & task.paper_units)
+        steps += (1 + baselines + compared) * subsets
     return steps
 
 
@@ -406,11 +410,17 @@ def score_predictions(
         if not mine or not task.units:
             continue
         baselines = scoring.baseline_predictions(task, seed, machine.get(name))
+
+        def on(units: set | None) -> dict | None:  # None: no unit to score on
+            return _subset_scores(task, mine, units, baselines, list(others), resamples, seed, step) if units else None
+
         entry = _subset_scores(task, mine, None, baselines, list(others), resamples, seed, step)
         only = agreed.get(name) if agreed is not None else None
-        entry["agreed"] = (
-            _subset_scores(task, mine, only, baselines, list(others), resamples, seed, step) if only else None
-        )
+        entry["agreed"] = on(only)
+        if task.paper_subset:
+            entry["paper"] = paper = on(task.paper_units)
+            if paper:
+                paper["agreed"] = on(only & task.paper_units if only else None)
         entry.update(
             title=task.title,
             position=position,
@@ -473,17 +483,7 @@ def run_system_run(run_id: int) -> SystemRun | None:
     try:
         _score_run(run, progress)
     except FileNotFoundError:
-        _end(
-            run_id,
-            SystemRunState.FAILED,
-            errors=[
-                line_error(
-                    0,
-                    "(file)",
-                    jobs.UPLOAD_GONE,
-                )
-            ],
-        )
+        _end(run_id, SystemRunState.FAILED, errors=[line_error(0, "(file)", jobs.UPLOAD_GONE)])
     except Exception as exc:
         if isinstance(exc, (OperationalError, InterfaceError)):
             raise

@@ -18,6 +18,7 @@ from annotation.kinds import get_kind
 from annotation.kinds.base import GOLD_RATER
 from annotation.models import Project, SystemRun, SystemRunSource, SystemRunState
 from annotation.research import agreement, scoring
+from annotation.research.predictions import AGREEMENT_LINE_KEYS
 
 MAX_RUNS = 3
 
@@ -45,11 +46,12 @@ def human_values(project: Project, stage: int, wanted: set[str]) -> dict[str, di
         item = row["external_id"] or str(row["item_id"])
         raters = row["payloads"] if row["gold"] is None else {GOLD_RATER: row["gold"], **row["payloads"]}
         for ids, field, by_rater in kind.agreement_unit_values(stage, row["content"], raters):
-            if field not in wanted or None in ids.values():
+            key = tuple(ids[name] for name in AGREEMENT_LINE_KEYS if name in ids)
+            if field not in wanted or None in key:
                 continue
             answers = {name: value for name, value in by_rater.items() if name is not GOLD_RATER and value is not None}
             if answers:
-                values[field][(item, *ids.values())] = answers
+                values[field][(item, *key)] = answers
     return values
 
 

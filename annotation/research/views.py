@@ -63,9 +63,10 @@ def _estimate(value: dict | None) -> dict:
 
 @login_required
 def leaderboard_page(request, project_id):
-    """The leaderboard of one task (``?task=``), on every gold unit or on the agreed ones
-    (``?agreed=1``), with differences to a reference run (``?reference=``); ``?download=csv``
-    or ``json`` gives the table as a file."""
+    """The leaderboard of one task (``?task=``), on the units its paper's figures are over or on
+    every gold unit (``?subset=paper|all``, the paper's by default where it has one), of those on
+    the agreed ones (``?agreed=1``), with differences to a reference run (``?reference=``);
+    ``?download=csv`` or ``json`` gives the table as a file."""
     project, _ = project_for(request, project_id, RESEARCHERS)
     raw_reference = request.GET.get("reference") or None
     reference = parse_natural(raw_reference) if raw_reference else None
@@ -76,19 +77,25 @@ def leaderboard_page(request, project_id):
     if download is not None and download not in DOWNLOADS:
         raise BadRequest(f"download: must be one of {', '.join(DOWNLOADS)}, not {download[:40]!r}")
     task = request.GET.get("task") or None
-    try:
-        board = boards.leaderboard(project, task, reference, agreed)
-    except ValueError as error:
-        problems = error.args[0]
-        if set(problems) != {"reference"} or download is not None:
-            raise BadRequest("; ".join(f"{name}: {message}" for name, message in problems.items()))
-        # a reference kept from another task or subset: the page falls back to the default one
-        messages.info(
-            request,
-            f"Run {reference} is not scored on these units: the reference is the best system.",
-        )
-        reference = None
-        board = boards.leaderboard(project, task, None, agreed)
+    subset = request.GET.get("subset") or None
+    if subset is not None and subset not in boards.SUBSETS:
+        raise BadRequest(f"subset: must be one of {', '.join(boards.SUBSETS)}, not {subset[:40]!r}")
+    while True:  # a reference or subset kept from another task: the page falls back to the default one
+        try:
+            board = boards.leaderboard(project, task, reference, agreed, subset)
+            break
+        except ValueError as error:
+            problems = error.args[0]
+            if not set(problems) <= {"reference", "subset"} or download is not None:
+                raise BadRequest("; ".join(f"{name}: {message}" for name, message in problems.items()))
+            if "reference" in problems:
+                messages.info(
+                    request, f"Run {reference} is not scored on these units: the reference is the best system."
+                )
+                reference = None
+            if "subset" in problems:
+                messages.info(request, "This task is scored on every unit only: the figures are over all of them.")
+                subset = None
     if download is not None:
         return _download(project, board, download)
     for row in board["rows"]:
@@ -117,6 +124,7 @@ def leaderboard_page(request, project_id):
     plot = None
     if board["rows"]:
         primary = board["metrics"][0]
+        paper = " (the paper's subset)" if board["subset"] == boards.PAPER else ""
         plot = plots.bar_chart(
             [
                 {
@@ -125,11 +133,13 @@ def leaderboard_page(request, project_id):
                 }
                 for row in board["rows"]
             ],
-            title=f"{primary['title']}{' (agreed units)' if agreed else ''}, 95 % CI",
+            title=f"{primary['title']}{' (agreed units)' if agreed else ''}{paper}, 95 % CI",
         )
-    query = {"task": board["task"] or "", "agreed": "1" if agreed else ""}
+    query = {"task": board["task"] or "", "agreed": "1" if agreed else "", "subset": board["subset"]}
     if reference is not None:
         query["reference"] = str(reference)
+    for entry in board["subsets"]:  # each a click away, on the same task and agreed units
+        entry["url"] = f"?{urlencode({'task': query['task'], 'agreed': query['agreed'], 'subset': entry['name']})}"
     return render(
         request,
         "annotation/leaderboard.html",
@@ -163,7 +173,10 @@ def line_shapes(kind: str) -> list[dict]:
 
 
 def _download(project, board: dict, fmt: str):
-    filename = f"{file_stem(project)}-leaderboard-{board['task'] or 'none'}{'-agreed' if board['agreed'] else ''}.{fmt}"
+    # the units the figures are over, where the task can be shown on others too
+    subset = f"-{board['subset']}" if len(board["subsets"]) > 1 else ""
+    agreed = "-agreed" if board["agreed"] else ""
+    filename = f"{file_stem(project)}-leaderboard-{board['task'] or 'none'}{subset}{agreed}.{fmt}"
     if fmt == "csv":
         response = StreamingHttpResponse(boards.leaderboard_csv(board), content_type="text/csv; charset=utf-8")
     else:

@@ -198,6 +198,7 @@ def test_export_and_import_formats_are_documented(schema):
         "felm",
         "factcheck-bench",
         "factcheck-subtasks",
+        "factcheck-evidence",
         "dfactscore",
         "dfactscore-result",
         "agreement-units",

@@ -230,7 +230,10 @@ def test_paging_and_filters_are_documented_with_their_bounds(schema):
 def test_export_formats_are_documented_per_kind(schema):
     description = parameter(schema, "/api/projects/{id}/export/", "format")["description"]
     assert "felm: felm, agreement-units, annotations" in description
-    assert "factcheck: factcheck-bench, factcheck-subtasks, agreement-units, annotations" in description
+    assert (
+        "factcheck: factcheck-bench, factcheck-subtasks, factcheck-evidence, agreement-units, annotations"
+        in description
+    )
 
 
 def test_error_answers_are_documented_where_they_can_happen(schema):

@@ -292,6 +292,34 @@ def test_factcheck_step1_sentences_and_claims_aligned_to_the_gold_claims(factche
     assert {r["claim"] for r in step1 if r["field"].startswith("claim_")} == {None, 0, 1}
 
 
+def test_factcheck_step1_claims_before_consolidation_are_named_by_their_aligned_pair(factcheck):
+    """Issue 29.8: without a gold record no claim has a gold index (``claim`` null), so each
+    claim unit is named by its row of the annotators' alignment (``pair``, the same on every
+    field of those claims) with each annotator's claim text beside it."""
+    GoldRecord.objects.filter(item_stage__stage=1).delete()
+    ItemStage.objects.filter(stage=1).update(status=StageStatus.ANNOTATING)
+    claims = [r for r in lines(factcheck) if r["step"] == 1 and r["field"].startswith("claim_")]
+    assert {r["claim"] for r in claims} == {None}
+    by_pair = {}
+    for line in claims:
+        by_pair.setdefault((line["sentence"], line["pair"]), []).append(line)
+    # alice's two claims, bob's three: his extra (first) one has a row of its own, placed before
+    # the row of the claim that follows it in his list
+    assert {pair: lines_[0]["claim_texts"] for pair, lines_ in by_pair.items()} == {
+        ("sentence1", 0): {"alice": None, "bob": "The Eiffel Tower stands tall there."},
+        ("sentence1", 1): {"alice": "Paris is in France.", "bob": "Paris is in France."},
+        ("sentence1", 2): {"alice": "Paris is a city.", "bob": "Paris is a city."},
+    }
+    for (_, pair), found in by_pair.items():
+        assert {r["field"] for r in found} == {"claim_category", "claim_importance"}
+        assert len({json.dumps(r["claim_texts"]) for r in found}) == 1
+    in_france = next(r for r in by_pair[("sentence1", 1)] if r["field"] == "claim_category")
+    assert in_france["annotators"] == {"alice": "factual", "bob": "opinion"} and in_france["agreed"] is False
+    # after consolidation the gold record leads the alignment: its claim index and the pair together
+    checked = [r for r in lines(factcheck) if r["step"] == 1 and r["field"] == "claim_category"]
+    assert all(isinstance(r["pair"], int) and "gold" not in r["claim_texts"] for r in checked)
+
+
 def test_factcheck_step2_stance_per_passage_and_claim_fields_with_a_third_rater(factcheck):
     step2 = [r for r in lines(factcheck) if r["step"] == 2]
     units = by_unit(step2, "claim", "evidence", "field")

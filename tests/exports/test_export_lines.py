@@ -200,9 +200,9 @@ def test_an_import_of_the_released_file_stores_the_lines_it_renders_from_the_sto
     stored = _stored_lines(factcheck_project)
     assert len(stored) == result.items > 90 and queued == []
     assert export_lines.render_lines(factcheck_project, FMT, list(stored)) == stored
-    # the released file has manual evidence: its entries' key order is the line's too
+    # released fields only: step 2's evidence flags are in the factcheck-evidence export
     records = [json.loads(line) for line in stored.values()]
-    assert any(m for r in records for s in r["sentences"].values() for m in s["human_evidence_metadata"])
+    assert not any("human_evidence_metadata" in s for r in records for s in r["sentences"].values())
 
 
 def test_manual_evidence_is_exported_in_its_documented_key_order(imported):
@@ -212,8 +212,9 @@ def test_manual_evidence_is_exported_in_its_documented_key_order(imported):
     entry = {"text": "Seen at https://e.example/x", "url": "https://e.example/x", "query": "", "reliable": True}
     gold.payload["claims"][0]["manual_evidence"] = [{**entry, "sufficient": None}]
     gold.save()
-    (record,) = [r for r in exported(imported) if r["id"] == str(gold.item_stage.item_id)]
-    (metadata,) = record["sentences"]["sentence1"]["human_evidence_metadata"][0]
+    evidence = [json.loads(line) for line in export_jsonl(imported, "factcheck-evidence")]
+    (record,) = [r for r in evidence if r["item"] == str(gold.item_stage.item_id) and r["sentence"] == "sentence1"]
+    (metadata,) = record["human_evidence_metadata"]
     assert tuple(metadata) == MANUAL_KEYS
 
 

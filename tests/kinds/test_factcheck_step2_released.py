@@ -10,7 +10,7 @@ from annotation.exceptions import ImportFailed
 from annotation.exports.formats import export_jsonl
 from annotation.imports.items import import_jsonl
 from annotation.kinds.factcheck import step2_content
-from annotation.kinds.factcheck.benchmark import STEP2_FIELDS, benchmark_record
+from annotation.kinds.factcheck.benchmark import STEP2_FIELDS, benchmark_record, evidence_lines
 from annotation.models import GoldRecord, ItemStage, StageStatus
 from annotation.services.annotations import save_annotation
 from annotation.services.consolidation import save_consolidation
@@ -69,9 +69,15 @@ def test_released_step2_imports_as_content_and_gold_and_exports_unchanged(
     for key, sentence in line["sentences"].items():
         for field in STEP2_FIELDS:
             assert exported["sentences"][key][field] == sentence[field], (key, field)
-    first = exported["sentences"]["sentence1"]
-    assert first["auto_evidence_reliable"] == [[None, None], []]
-    assert first["human_evidence_metadata"] == [gold["claims"][0]["manual_evidence"], []]
+    # what the released shape has no field for is in its own export, per verified claim
+    (evidence,) = [json.loads(text) for text in export_jsonl(factcheck_project, "factcheck-evidence")]
+    assert evidence == {
+        "item": exported["id"],
+        "sentence": "sentence1",
+        "claim": 0,
+        "auto_evidence_reliable": [None, None],
+        "human_evidence_metadata": gold["claims"][0]["manual_evidence"],
+    }
 
 
 @pytest.mark.django_db
@@ -141,10 +147,19 @@ def test_benchmark_record_writes_the_released_vocabularies():
         "revised_claims": ["A.", "B."],
         "usedEvidence_index_in_revision": ["2,self-retrieved", "NA"],
     }
-    assert sentence["auto_evidence_reliable"] == [[True, False], []]
-    assert sentence["human_evidence_metadata"] == [[manual("Quote.", query="q")], []]
+    assert "auto_evidence_reliable" not in sentence and "human_evidence_metadata" not in sentence
+    assert evidence_lines({**row, "item_id": 7, "external_id": ""}) == [
+        {
+            "item": "7",
+            "sentence": "sentence1",
+            "claim": 0,
+            "auto_evidence_reliable": [True, False],
+            "human_evidence_metadata": [manual("Quote.", query="q")],
+        }
+    ]
     without = benchmark_record({**row, "stages": {}})["sentences"]["sentence1"]
-    assert all(without[field] == [] for field in (*STEP2_FIELDS, "auto_evidence_reliable", "human_evidence_metadata"))
+    assert all(without[field] == [] for field in STEP2_FIELDS)
+    assert evidence_lines({**row, "stages": {}}) == []
 
 
 @pytest.mark.parametrize(

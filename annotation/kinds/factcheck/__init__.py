@@ -16,6 +16,7 @@ from .benchmark import (
     LATER_STEP_FIELDS,
     SENTENCE_KEY,
     benchmark_record,
+    evidence_lines,
     parse_benchmark_line,
     record_renders_from_import,
 )
@@ -40,7 +41,7 @@ class FactcheckKind(KindSpec):
     retrievable_stages = (2,)
     import_formats = ("plain", "factcheck-bench", "factcheck-tool")
     document_formats = ("factcheck-tool",)
-    export_formats = ("factcheck-bench", "factcheck-subtasks")
+    export_formats = ("factcheck-bench", "factcheck-subtasks", "factcheck-evidence")
     archive_formats = ("factcheck-subtasks",)
     ordinal_fields = {
         "sentence_importance": SENTENCE_IMPORTANCE,
@@ -182,6 +183,10 @@ class FactcheckKind(KindSpec):
     # -- export -----------------------------------------------------------------------------
 
     def export_lines(self, fmt: str, rows: Iterable[dict]) -> Iterable[dict]:
+        if fmt == "factcheck-evidence":
+            for row in rows:
+                yield from evidence_lines(row)
+            return
         if fmt != "factcheck-bench":
             raise ValueError(f"export format {fmt!r} is not one of {', '.join(self.export_formats)}")
         for row in rows:

@@ -21,10 +21,11 @@ Strings there may be ``{"nul_free": text, "nul_offsets": [...]}``: PostgreSQL ca
 which the released evidence holds (evidence passages keep it as ``nul_offsets``). A gold record
 re-consolidated in the app has no ``released`` and exports the canonical rendering.
 
-The export adds two documented fields per sentence, one entry per claim:
+The export writes the released fields only (and the item's ``id``). What step 2 records beyond
+them goes to its own export, ``factcheck-evidence`` (``evidence_lines``): per verified claim,
 ``auto_evidence_reliable`` (per passage: is its source reliable, true/false/null) and
 ``human_evidence_metadata`` (the annotators' evidence as ``{"text", "url", "query", "reliable",
-"sufficient"}``, Appendix D.4).
+"sufficient"}``, Appendix D.4), which the released ``human_evidence`` text renders only in part.
 """
 
 import re
@@ -55,7 +56,6 @@ STEP2_FIELDS = (
     "revised_claims",
     "usedEvidence_index_in_revision",
 )
-EXTRA_FIELDS = ("auto_evidence_reliable", "human_evidence_metadata")
 # a manual evidence entry's keys, in the order an export writes them (Appendix D.4)
 MANUAL_KEYS = ("text", "url", "query", "reliable", "sufficient")
 # Step 3 in the released shape: per sentence, per item.
@@ -443,13 +443,13 @@ def _unverified_claim(text: str) -> dict:
 
 
 def _step2_sentences(step1_gold: dict, stage2: dict) -> list[dict]:
-    """Per sentence, the step-2 fields (and the extra fields) from the step-2 content and gold."""
+    """Per sentence, the step-2 fields from the step-2 content and gold."""
     content, gold = stage2["content"], stage2["gold"]
     released = gold.get("released") or {}
     verified = {(c["sentence"], c["claim"]): (c, a) for c, a in zip(content.get("claims", []), gold.get("claims", []))}
     result = []
     for s, sentence in enumerate(step1_gold["sentences"]):
-        fields = {f: [] for f in (*STEP2_FIELDS, *EXTRA_FIELDS)}
+        fields = {f: [] for f in STEP2_FIELDS}
         for j, claim in enumerate(sentence["claims"]):
             kept = _decode((released.get("claims") or {}).get(f"{s}/{j}") or {})
             if (s, j) in verified:
@@ -458,14 +458,10 @@ def _step2_sentences(step1_gold: dict, stage2: dict) -> list[dict]:
                     **render_claim(evidence, answer),
                     **{f: v for f, v in kept.items() if f in STEP2_FIELDS},
                 }
-                fields["auto_evidence_reliable"].append(list(answer["reliable"]))
-                fields["human_evidence_metadata"].append([_manual_entry(e) for e in answer["manual_evidence"]])
             else:
                 values = _unverified_claim(claim["text"])
                 if kept.get("claim") == claim["text"]:
                     values.update({f: v for f, v in kept.items() if f in STEP2_FIELDS})
-                fields["auto_evidence_reliable"].append([])
-                fields["human_evidence_metadata"].append([])
             for field in STEP2_FIELDS:
                 fields[field].append(values[field])
         if not sentence["claims"]:
@@ -479,12 +475,34 @@ def _step2_sentences(step1_gold: dict, stage2: dict) -> list[dict]:
 def _manual_entry(entry: dict) -> dict:
     """A manual evidence entry in the documented key order (text, url, query, reliable,
     sufficient), whether it comes from the database (jsonb orders keys shorter first) or from an
-    import's parsed values: the same line either way (``record_renders_from_import``)."""
+    import's parsed values: the same line either way."""
     ordered = {key: entry[key] for key in MANUAL_KEYS if key in entry}
     if len(ordered) < len(entry):  # not written by step2.validate_payload: the rest in jsonb's order
         rest = sorted((k for k in entry if k not in ordered), key=lambda k: (len(k.encode()), k.encode()))
         ordered.update((key, entry[key]) for key in rest)
     return ordered
+
+
+def evidence_lines(row: dict) -> list[dict]:
+    """The ``factcheck-evidence`` lines of one consolidated item: one per claim its step-2 gold
+    verified, keyed as the predictions and the per-unit agreement export key claims (``item``,
+    ``sentence``, ``claim``), with what the released shape has no field for: each passage's
+    ``auto_evidence_reliable`` (in ``auto_evidence``'s order) and the annotators' own evidence,
+    ``human_evidence_metadata``. No line before step 2 is consolidated."""
+    stage2 = (row.get("stages") or {}).get(2)
+    if not stage2:
+        return []
+    item = row.get("external_id") or str(row.get("item_id", ""))
+    return [
+        {
+            "item": item,
+            "sentence": f"sentence{claim['sentence'] + 1}",
+            "claim": claim["claim"],
+            "auto_evidence_reliable": list(answer["reliable"]),
+            "human_evidence_metadata": [_manual_entry(e) for e in answer["manual_evidence"]],
+        }
+        for claim, answer in zip(stage2["content"].get("claims", []), stage2["gold"].get("claims", []))
+    ]
 
 
 def _plain(value) -> bool:
@@ -498,9 +516,8 @@ def record_renders_from_import(row: dict) -> bool:
     """Whether ``benchmark_record(row)`` of a row built from an import's parsed values is the
     record of the row read back from the database. The record copies released values as they are
     only for a sentence without claims (its ``revised_claims``, any JSON: numbers and objects
-    come back from jsonb changed, e.g. ``1e+19`` as an integer, keys reordered), and manual
-    evidence entries (written in a fixed order); every other field is rebuilt from checked
-    strings, booleans and lists."""
+    come back from jsonb changed, e.g. ``1e+19`` as an integer, keys reordered); every other
+    field is rebuilt from checked strings, booleans and lists."""
     stage2 = (row.get("stages") or {}).get(2)
     if not stage2:
         return True
@@ -547,10 +564,7 @@ def benchmark_record(row: dict) -> dict:
         later = (
             step2_fields[index - 1]
             if step2_fields
-            else {
-                **{key: list(value) for key, value in LATER_STEP_FIELDS.items() if isinstance(value, list)},
-                **{key: [] for key in EXTRA_FIELDS},
-            }
+            else {key: list(value) for key, value in LATER_STEP_FIELDS.items() if isinstance(value, list)}
         )
         revision = (
             step3_fields["sentences"][index - 1]
@@ -571,7 +585,6 @@ def benchmark_record(row: dict) -> dict:
             "claim_checkworthiness": [c["category"] for c in claims],
             **{key: later[key] for key in LATER_STEP_FIELDS if key in later},
             "if_most_important_claim": [c["importance"] for c in claims],
-            **{key: later[key] for key in EXTRA_FIELDS},
         }
     return {
         # not a released field: the item's id (as the items API and the other exports name it),

@@ -16,6 +16,11 @@ from ..research import (
     item_key,
 )
 from .step2 import STANCE3, STANCES
+from .step3 import derived_labels
+
+# The responses the paper's revision figures are over: false by its rule (step3.derived_labels),
+# not by a released label (the released response_factuality says false of 68 of the 94).
+PAPER_REVISION_SUBSET = "responses the paper counts as false (a claim step 2 verified needs an edit or lacks evidence)"
 
 # step -> agreement field -> the scoring task whose predictions answer it (the LLM rater's agreement)
 RATED_FIELDS = {
@@ -86,11 +91,14 @@ def scoring_tasks() -> dict[str, Task]:
             measure="revision",
             agreement_field="revised_response",
             figures=REVISION_FIGURES,
+            # Wang et al. report the revision figures over the false responses only (61 of 94)
+            paper_subset=PAPER_REVISION_SUBSET,
         ),
     }
 
 
 def gold_units(tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]]) -> None:
+    false_responses = set()
     for row in rows_of(stage=1, later_stages=(2, 3), metadata=False):
         item = item_key(row)
         for s, sentence in enumerate(row["gold"]["sentences"]):
@@ -115,6 +123,9 @@ def gold_units(tasks: dict[str, Task], rows_of: Callable[..., Iterable[dict]]) -
         stage3 = row["stages"].get(3)
         if stage3:  # step 3 opens only after step 2
             tasks["revision"].units.append(GoldUnit((item,), stage3["gold"].get("response") or "", row["response"]))
+            if derived_labels(row["gold"], stage2["content"], stage2["gold"])["response"] is False:
+                false_responses.add((item,))
+    tasks["revision"].paper_units = frozenset(false_responses)
 
 
 def existing_units(rows_of: Callable[..., Iterable[dict]]) -> set[tuple]:

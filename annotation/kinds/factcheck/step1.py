@@ -277,21 +277,29 @@ def agreement_units(payloads: dict[Hashable, dict]) -> dict[str, dict[Any, dict]
 
 
 def unit_values(content: dict, payloads: dict[Hashable, dict]) -> Iterator[tuple[dict, str, dict]]:
-    """agreement_units' units, named as the export names them: the sentence key and the claim's
-    index in the first rater's claims where that rater is the gold record (None otherwise, and
-    for a claim the gold record does not have)."""
+    """agreement_units' units, named as the export names them: the sentence key and, for a claim,
+    ``claim`` (its index in the gold record's claims where the first rater is the gold record;
+    None otherwise, and for a claim the gold record does not have), ``pair`` (the index of the
+    row align_claims gives in the sentence: one id for the claims aligned across the raters,
+    before consolidation too) and ``claim_texts`` (each annotator's claim on that row, None
+    where one has none)."""
     pivot_is_gold = next(iter(payloads), None) is GOLD_RATER
-    pivot_claims: dict[int, list[int | None]] = {}  # sentence → the gold claim on each aligned row
+    rows_of: dict[int, list[list[int | None]]] = {}  # sentence → its aligned rows (a claim index per rater)
     for field, units in agreement_units(payloads).items():
         for unit, values in units.items():
             index, row = unit if isinstance(unit, tuple) else (unit, None)
-            ids = {"sentence": f"sentence{index + 1}"}
+            ids: dict = {"sentence": f"sentence{index + 1}"}
             if row is not None:
-                if pivot_is_gold and index not in pivot_claims:
-                    pivot_claims[index] = [
-                        r[0] for r in align_claims([p["sentences"][index]["claims"] for p in payloads.values()])
-                    ]
-                ids["claim"] = pivot_claims[index][row] if pivot_is_gold else None
+                if index not in rows_of:
+                    rows_of[index] = align_claims([p["sentences"][index]["claims"] for p in payloads.values()])
+                aligned = rows_of[index][row]
+                ids["claim"] = aligned[0] if pivot_is_gold else None
+                ids["pair"] = row
+                ids["claim_texts"] = {
+                    rater: None if at is None else payload["sentences"][index]["claims"][at].get("text")
+                    for (rater, payload), at in zip(payloads.items(), aligned)
+                    if rater is not GOLD_RATER
+                }
             yield ids, field, values
 
 
