@@ -245,6 +245,13 @@ class SystemRunCreateSerializer(serializers.Serializer):
         default=False,
         help_text="replace the run of this system and version if there is one (otherwise such an upload is refused)",
     )
+    domain = serializers.CharField(
+        max_length=50,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="optional: the domain of the lines that name none, for a file of one domain (e.g. FELM's math)",
+    )
 
 
 class SystemRunSerializer(JobStatusMixin, serializers.ModelSerializer):

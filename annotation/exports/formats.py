@@ -45,6 +45,7 @@ def agreement_unit_lines(project: Project) -> Iterator[dict]:
             answers = [values[name] for name in annotators if values.get(name) is not None]
             yield {
                 "item": row["external_id"] or str(row["item_id"]),
+                **({"domain": row["domain"]} if row["domain"] else {}),
                 "item_id": row["item_id"],
                 "step": row["stage"],
                 **ids,

@@ -216,12 +216,14 @@ def annotation_rows(project: Project) -> Iterator[dict]:
             "assignment__item_stage__content",
             "assignment__item_stage__item_id",
             "assignment__item_stage__item__external_id",
+            "assignment__item_stage__item__domain",
         )
     )
     for row in queryset.iterator(chunk_size=2000):
         yield {
             "item_id": row["assignment__item_stage__item_id"],
             "external_id": row["assignment__item_stage__item__external_id"],
+            **_domain(row["assignment__item_stage__item__domain"]),
             "stage": row["assignment__item_stage__stage"],
             "annotator": row["assignment__user__username"],
             "role": row["assignment__role"],
@@ -234,6 +236,11 @@ def annotation_rows(project: Project) -> Iterator[dict]:
             # False: one of the items outside the overlap share, whose one submission is its gold record
             "double_annotated": project.is_overlap_item(row["assignment__item_stage__item_id"]),
         }
+
+
+def _domain(domain: str) -> dict:
+    """An item's domain, named beside its id where it has one (ids are unique per domain)."""
+    return {"domain": domain} if domain else {}
 
 
 def _iso(value):
@@ -265,7 +272,7 @@ def agreement_unit_rows(project: Project, stage: int | None = None) -> Iterator[
         stages = {
             row[0]: row[1:]
             for row in ItemStage.objects.filter(id__in=ids).values_list(
-                "id", "stage", "content", "item_id", "item__external_id"
+                "id", "stage", "content", "item_id", "item__external_id", "item__domain"
             )
         }
         gold = dict(
@@ -274,10 +281,11 @@ def agreement_unit_rows(project: Project, stage: int | None = None) -> Iterator[
             )
         )
         for stage_id, rows in chunk:
-            stage, content, item_id, external_id = stages[stage_id]
+            stage, content, item_id, external_id, domain = stages[stage_id]
             yield {
                 "item_id": item_id,
                 "external_id": external_id,
+                "domain": domain,
                 "stage": stage,
                 "content": content,
                 "payloads": {username: payload for _, username, _, payload in rows},

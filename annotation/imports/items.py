@@ -10,7 +10,6 @@ by annotation.imports.reading; uploads become an ``ImportJob`` that a Celery tas
 
 import functools
 import gc
-import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -23,6 +22,7 @@ from django.db import connection, transaction
 
 from annotation.exceptions import ImportFailed
 from annotation.exports.lines import imported_row, store_new_items_lines
+from annotation.imports.ids import FileIds, identity, stored_clashes, stored_identities
 from annotation.imports.pipelined import constraints_checked_per_statement, constraints_deferred_again, read_ahead
 from annotation.imports.reading import Reading, document_records, jsonl_records, line_error
 from annotation.imports.rows import bulk_insert, copy_gold_records, copy_items_and_stages, copy_stages
@@ -122,12 +122,6 @@ def _label_error(kind: KindSpec, item: ParsedItem, stage: int, labels_as: str) -
     return None
 
 
-def _identity(external_id: str, prompt: str, response: str) -> bytes:
-    """What makes two items exact duplicates, hashed to 16 bytes (about 90 bytes a line in memory)."""
-    text = "\x00".join((external_id, prompt, response)).encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(text, digest_size=16).digest()
-
-
 def check_options(project: Project, fmt: str, labels_as: str, on_error: str = "refuse", domain: str = "") -> None:
     """Refuse an unknown format, labels_as or on_error, or a bad domain, before any line is read."""
     kind = get_kind(project.kind)
@@ -224,8 +218,8 @@ def import_jsonl(
     pre-annotated by a Celery task after the transaction commits. ``labels_as`` decides what
     labels in the file become: the gold record (``gold``), the annotators' starting point
     instead of the machine's (``suggestion``) or nothing (``ignore``). Exact duplicates (same
-    external id, prompt and response, in the file or already in the project) are skipped and
-    counted. ``on_progress(lines, bytes)`` is called every half second or so;
+    external id, domain, prompt and response, in the file or already in the project) are skipped
+    and counted; another item with an id already used is a bad line (annotation.imports.ids). ``on_progress(lines, bytes)`` is called every half second or so;
     ``before_commit(result)`` runs inside the transaction (an exception there undoes it all).
     """
     check_options(project, fmt, labels_as, on_error, domain)
@@ -274,20 +268,9 @@ class _Writer:
         self.stage = self.kind.stages[0]
         self.load = current_load(self.project, self.annotators) if self.annotators else None
 
-    def _already_stored(self, batch: list[ParsedItem]) -> set[bytes]:
-        if self.existing_up_to is None:
-            return set()
-        rows = Item.objects.filter(
-            project=self.project,
-            id__lte=self.existing_up_to,
-            external_id__in={p.external_id for p in batch},
-            response__in={p.response for p in batch},
-        ).values_list("external_id", "prompt", "response")
-        return {_identity(*row) for row in rows}
-
     def write(self, batch: list[ParsedItem]) -> None:
-        if stored := self._already_stored(batch):
-            kept = [p for p in batch if _identity(p.external_id, p.prompt, p.response) not in stored]
+        if stored := stored_identities(self.project, self.existing_up_to, batch):
+            kept = [p for p in batch if identity(p.external_id, p.domain, p.prompt, p.response) not in stored]
             self.result.duplicates_skipped += len(batch) - len(kept)
             batch = kept
         if not batch:
@@ -468,6 +451,7 @@ def _import(
     errors: list[dict] = []
     skipped = _Skipped()
     seen: set[bytes] = set()
+    names = FileIds()
     next_report = time.monotonic() + PROGRESS_INTERVAL_SECONDS
     with (
         transaction.atomic(),
@@ -477,35 +461,48 @@ def _import(
         last_id = Item.objects.filter(project=project).order_by("-id").values_list("id", flat=True).first()
         writer = _Writer(project, kind, labels_as, annotators, last_id)
         batch: list[ParsedItem] = []
+
+        def bad(error: dict) -> None:
+            if on_error == "skip" and _skippable(error):
+                skipped.add(error)
+            else:
+                errors.append(error)
+
+        def flush() -> None:
+            # after an error the batch is still checked (every bad line is listed), never written
+            clashes = stored_clashes(project, last_id, batch)
+            for error in clashes.values():
+                bad(error)
+            if not errors:
+                writer.write([p for p in batch if p.line not in clashes])
+            batch.clear()
+
         for entry, shown.lines, shown.bytes in entries:
-            if isinstance(entry, dict) and on_error == "skip" and _skippable(entry):
-                skipped.add(entry)
-            elif isinstance(entry, dict):
-                errors.append(entry)
-                batch = []  # nothing more is written: the transaction will be rolled back
-                if len(errors) >= MAX_REPORTED_ERRORS:
-                    break
-            elif not errors:
-                identity = _identity(entry.external_id, entry.prompt, entry.response)
-                if identity in seen:
-                    writer.result.duplicates_skipped += 1
-                else:
-                    seen.add(identity)
-                    batch.append(entry)
-                    if len(batch) >= BATCH_SIZE:
-                        writer.write(batch)
-                        batch = []
+            if isinstance(entry, dict):
+                bad(entry)
+            elif (named := identity(entry.external_id, entry.domain, entry.prompt, entry.response)) in seen:
+                writer.result.duplicates_skipped += 1
+            elif clash := names.clash(entry):
+                bad(clash)
+            else:
+                seen.add(named)
+                names.add(entry)
+                batch.append(entry)
+                if len(batch) >= BATCH_SIZE:
+                    flush()
+            if len(errors) >= MAX_REPORTED_ERRORS:
+                break
             if on_progress is not None and time.monotonic() >= next_report:
                 on_progress(shown.lines, shown.bytes)
                 next_report = time.monotonic() + PROGRESS_INTERVAL_SECONDS
         else:  # the reader ended: all of it read (and lines without entries counted)
             shown.lines, shown.bytes = reading.lines, reading.bytes
+            if batch:
+                flush()
         if on_progress is not None:
             on_progress(shown.lines, shown.bytes)
         if errors:
-            raise ImportFailed(errors)
-        if batch:
-            writer.write(batch)
+            raise ImportFailed(sorted(errors, key=lambda error: error["line"])[:MAX_REPORTED_ERRORS])
         result = writer.result
         result.lines = shown.lines
         result.skipped_lines, result.skipped = len(skipped.lines), skipped.reported

@@ -118,8 +118,21 @@ class Task:
         return any(type(value) is type(allowed) and value == allowed for allowed in self.vocabulary)
 
 
-def item_key(row: dict) -> str:
-    return row["external_id"] or str(row["item_id"])
+def item_key(row: dict) -> Hashable:
+    """How scoring keys an item: its name (external id, else database id) or, for an item with a
+    domain, ``(domain, name)``, since ids are unique only per domain (FELM's five domain files
+    each number from "0"). Prediction lines name the two apart (``item`` and ``domain``)."""
+    return item_name(row["external_id"], row["item_id"], row.get("domain") or "")
+
+
+def item_name(external_id: str, item_id: int, domain: str = "") -> Hashable:
+    name = external_id or str(item_id)
+    return (domain, name) if domain else name
+
+
+def named_item(key: Hashable) -> tuple[str, str]:
+    """(domain, name) of an item key ("" when it has no domain)."""
+    return key if isinstance(key, tuple) else ("", key)
 
 
 def checkworthy(label: str) -> str:

@@ -21,6 +21,11 @@ class PredictionsForm(forms.Form):
         help_text="bootstrap resamples of the 95 % intervals (0: none)",
     )
     seed = forms.IntegerField(min_value=0, max_value=2**32 - 1, initial=0, required=False)
+    domain = forms.CharField(
+        max_length=50,
+        required=False,
+        help_text="optional: the domain of the lines that name none, for a file of one domain (e.g. FELM's math)",
+    )
     replace = forms.BooleanField(required=False, label="Replace the scores of this system and version if they exist")
 
     def clean_resamples(self):

@@ -4,7 +4,7 @@ gold units; every bad line is reported with its line, field and reason."""
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from annotation.imports.reading import Reading, jsonl_records, line_error
@@ -35,9 +35,13 @@ class Predictions:
 
 
 def _key_text(key_fields: Iterable[str], values: Iterable) -> str:
-    return " ".join(
-        f"{name} {value!r}" if isinstance(value, str) else f"{name} {value}" for name, value in zip(key_fields, values)
-    )
+    return " ".join(_value_text(name, value) for name, value in zip(key_fields, values))
+
+
+def _value_text(name: str, value) -> str:
+    if isinstance(value, tuple):  # an item of a domain
+        return f"{name} {value[1]!r} of domain {value[0]!r}"
+    return f"{name} {value!r}" if isinstance(value, str) else f"{name} {value}"
 
 
 def _label_text(value) -> str:
@@ -55,8 +59,9 @@ class _Reader:
     """Checks lines against the project's tasks: their key fields, units and vocabularies, and
     the units that exist (``known``: see scoring.existing_units; the tasks' units always count)."""
 
-    def __init__(self, tasks: Mapping[str, scoring.Task], known: set[tuple] = frozenset()):
+    def __init__(self, tasks: Mapping[str, scoring.Task], known: set[tuple] = frozenset(), domain: str = ""):
         self.tasks = tasks
+        self.domain = domain  # the upload's option: the domain of lines that name none
         self.key_names: list[str] = []
         for task in tasks.values():
             self.key_names += [name for name in task.key_fields if name not in self.key_names]
@@ -76,7 +81,12 @@ class _Reader:
         self.known = set(known).union(*self.units.values())
         # every prefix of every unit: names the level a bad key fails at
         self.prefixes = {key[:depth] for key in self.known for depth in range(1, len(key) + 1)}
-        self.value_types: dict[str, type] = {}
+        # each item name → {its domain ("" for none): its key}; names repeat across domains
+        self.items: dict[str, dict[str, Hashable]] = defaultdict(dict)
+        for key in self.known:
+            domain, name = scoring.named_item(key[0])
+            self.items[name][domain] = key[0]
+        self.value_types: dict[str, type] = {"item": str}  # a name; an item with a domain is resolved by it
         for task in tasks.values():
             for unit in task.units[:1]:
                 for name, value in zip(task.key_fields, unit.key):
@@ -152,6 +162,7 @@ class _Reader:
                     "must be a JSON object with the unit's ids and the predicted labels",
                 )
             ]
+        domain = data.pop("domain", None)
         present = [name for name in self.key_names if name in data]
         group = self.by_keys.get(frozenset(present))
         if group is None:
@@ -203,6 +214,11 @@ class _Reader:
                 errors.append(line_error(number, name, _refused_label(taking, name, value)))
             elif isinstance(value, str) and "\x00" in value:  # PostgreSQL cannot store it
                 errors.append(line_error(number, name, "contains the NUL character (U+0000), which cannot be stored"))
+        if not errors and "item" in order:
+            at = order.index("item")
+            values[at], error = self._item(number, values[at], domain)
+            if error:
+                errors.append(error)
         if errors:
             return [], errors
         keys = {task.name: tuple(values[order.index(name)] for name in task.key_fields) for task in group}
@@ -227,6 +243,32 @@ class _Reader:
                 found.append((task.name, keys[task.name], value))
         return (found, []) if not errors else ([], errors)
 
+    def _item(self, number: int, name: str, domain) -> tuple[Hashable, dict | None]:
+        """The key of the item a line names by ``item`` and, where names repeat, ``domain`` (the
+        line's, else the upload's option); a name that matches no item is left to _unknown_key."""
+        given = domain is not None
+        if not given:
+            domain = self.domain
+        if given and (not isinstance(domain, str) or not domain):
+            return None, line_error(number, "domain", f"must be a domain's name, not {_label_text(domain)}")
+        found = self.items.get(name)
+        if not found:
+            return name, None
+        if domain:
+            if domain in found:
+                return found[domain], None
+            return None, line_error(
+                number, "domain", f"{domain!r} has no item {name!r}; the project has it {_domains_text(found)}"
+            )
+        if len(found) == 1:
+            return next(iter(found.values())), None
+        return None, line_error(
+            number,
+            "domain",
+            f"is missing: the project has {len(found)} items {name!r} ({_domains_text(found)}); add "
+            f'"domain" to the line, or give the upload a domain when the whole file is of one',
+        )
+
     def _unknown_key(self, number: int, order: tuple, values: list) -> dict:
         depth = next(
             (d for d in range(1, len(values) + 1) if tuple(values[:d]) not in self.prefixes),
@@ -240,20 +282,34 @@ class _Reader:
         )
 
 
+def _domains_text(found: Mapping[str, Hashable]) -> str:
+    return ", ".join(f"in domain {d!r}" if d else "without a domain" for d in sorted(found))
+
+
 def read_predictions(
     tasks: Mapping[str, scoring.Task],
     lines: Iterable[bytes | str],
     on_line: Callable[[int], None] | None = None,
     known: set[tuple] = frozenset(),
+    domain: str = "",
 ) -> Predictions:
     """Every line of a predictions file checked against the project's tasks (see _Reader) and
-    the units that exist (``known``, see scoring.existing_units).
+    the units that exist (``known``, see scoring.existing_units). Items are named by ``item``
+    and, where the project has the same name in several domains, ``domain``: the line's, else
+    the upload's ``domain`` option.
 
     Errors are collected up to MAX_REPORTED_ERRORS (then reading stops); a prediction for a
     unit that has no gold label of a task (e.g. the factuality of a claim nobody verified) is
     counted in ``ignored``, not refused, as long as the unit exists."""
-    reader = _Reader(tasks, known)
+    reader = _Reader(tasks, known, domain)
     result = Predictions(by_task={name: {} for name in tasks})
+    domains = {d for found in reader.items.values() for d in found if d}
+    if domain and domain not in domains:
+        named = ", ".join(repr(d) for d in sorted(domains)) or "none"
+        result.errors.append(
+            line_error(0, "domain", f"the project has no item in domain {domain!r} (its domains: {named})")
+        )
+        return result
     reading = Reading()
     records = 0
     for number, data, error in jsonl_records(lines, reading):
@@ -281,3 +337,23 @@ def read_predictions(
             )
         )
     return result
+
+
+# -- what a run stores ----------------------------------------------------------------------------
+
+
+def stored_form(by_task: Mapping[str, Mapping[tuple, object]]) -> dict[str, list[list]]:
+    """{task: [[*key, label], ...]}: what SystemRun.predictions holds."""
+    return {
+        name: [[*key, label] for key, label in predictions.items()]
+        for name, predictions in by_task.items()
+        if predictions
+    }
+
+
+def from_stored(stored: Mapping[str, list[list]]) -> dict[str, dict[tuple, object]]:
+    # JSON gives an item keyed (domain, name) back as a list
+    return {
+        name: {tuple(tuple(v) if isinstance(v, list) else v for v in row[:-1]): row[-1] for row in rows}
+        for name, rows in (stored or {}).items()
+    }

@@ -4,7 +4,9 @@ A system's predictions are a JSONL file keyed like the project's exports (see
 annotation.research.scoring): ``{"item": "q7", "sentence": "sentence1", "checkworthy": "yes"}``,
 ``{"item": "q7", "sentence": "sentence1", "claim": 0, "evidence": 2, "stance": "refute"}``,
 ``{"item": "12", "segment": 3, "label": "error"}``… A line's key fields pick the tasks keyed by
-exactly those fields; each of them whose ``field`` the line carries takes the label. Lines are
+exactly those fields; each of them whose ``field`` the line carries takes the label. An item of
+a domain is named by ``item`` and ``domain`` (needed where its id repeats across domains; the
+upload's ``domain`` option gives it to lines without one). Lines are
 read as imports read them (annotation.imports.reading: UTF-8, strict JSON, hostile values named;
 the file's reader: annotation.research.prediction_files). A key
 must name a unit that exists (scoring.existing_units); one without a gold label of the task
@@ -55,9 +57,9 @@ from annotation.exceptions import ImportFailed
 from annotation.exports.formats import agreement_unit_lines
 from annotation.imports.reading import check_upload_size, line_error
 from annotation.imports.uploads import store_upload, stored_path
-from annotation.models import Project, SystemRun, SystemRunSource, SystemRunState
+from annotation.models import Item, Project, SystemRun, SystemRunSource, SystemRunState
 from annotation.research import scoring
-from annotation.research.prediction_files import read_predictions
+from annotation.research.prediction_files import from_stored, read_predictions, stored_form
 from annotation.services import jobs
 from pipeline.scoring import Scored, difference, means_with_ci
 
@@ -123,6 +125,7 @@ def create_system_run(
     seed: int = 0,
     replace: bool = False,
     queue: bool = True,
+    domain="",
 ) -> SystemRun:
     """Store an upload of predictions and queue their checking and scoring (after commit).
 
@@ -130,8 +133,10 @@ def create_system_run(
     earlier run and its scores are deleted. A failed upload holds nothing worth keeping and is
     replaced without asking. Of two uploads of the same system and version at once, the unique
     constraint lets exactly one in. ``queue=False`` leaves the scoring to the caller (the
-    management command runs it itself)."""
+    management command runs it itself). ``domain``: the domain of the lines that name none (a
+    file of one FELM domain in a project of several)."""
     system, version = check_run_options(system, version, resamples, seed)
+    domain = _one_line(domain, "domain", Item._meta.get_field("domain").max_length, required=False)
     check_upload_size(getattr(upload, "size", None))
     relative, _ = store_upload(upload, UPLOAD_DIR)
     try:
@@ -154,7 +159,7 @@ def create_system_run(
                         version=version,
                         source=SystemRunSource.UPLOAD,
                         created_by=user if getattr(user, "is_authenticated", False) else None,
-                        options={"resamples": resamples, "seed": seed},
+                        options={"resamples": resamples, "seed": seed, **({"domain": domain} if domain else {})},
                         file_path=relative,
                         file_name=os.path.basename(str(getattr(upload, "name", "") or ""))[:255],
                     )
@@ -213,22 +218,6 @@ def rescore_system_runs(project: Project, run_ids: Iterable[int] | None = None) 
             for run_id in ids:
                 _queue_scoring(run_id)
     return len(ids)
-
-
-# -- reading a predictions file -----------------------------------------------------------------------
-
-
-def stored_form(by_task: Mapping[str, Mapping[tuple, object]]) -> dict[str, list[list]]:
-    """{task: [[*key, label], ...]}: what SystemRun.predictions holds."""
-    return {
-        name: [[*key, label] for key, label in predictions.items()]
-        for name, predictions in by_task.items()
-        if predictions
-    }
-
-
-def from_stored(stored: Mapping[str, list[list]]) -> dict[str, dict[tuple, object]]:
-    return {name: {tuple(row[:-1]): row[-1] for row in rows} for name, rows in (stored or {}).items()}
 
 
 # -- scoring ------------------------------------------------------------------------------------------
@@ -316,7 +305,8 @@ def agreed_units(project: Project, tasks: Mapping[str, scoring.Task]) -> dict[st
         if line["agreed"] is None or line["field"] not in wanted:
             continue
         overlap = True
-        key = (line["item"], *(line[name] for name in AGREEMENT_LINE_KEYS if name in line))
+        item = scoring.item_name(line["item"], line["item_id"], line.get("domain", ""))
+        key = (item, *(line[name] for name in AGREEMENT_LINE_KEYS if name in line))
         found = verdicts[line["field"]]
         for depth in range(1, len(key) + 1):
             found[key[:depth]] = found.get(key[:depth], True) and bool(line["agreed"])
@@ -524,7 +514,13 @@ def _score_run(run: SystemRun, progress: _Progress) -> None:
             )
             return
         with open(path, "rb") as handle:
-            read = read_predictions(tasks, handle, on_line=lambda number: progress.set(done=number), known=known)
+            read = read_predictions(
+                tasks,
+                handle,
+                on_line=lambda number: progress.set(done=number),
+                known=known,
+                domain=(run.options or {}).get("domain", ""),
+            )
         if read.errors:
             _end(
                 run.id,

@@ -18,6 +18,7 @@ from annotation.kinds import get_kind
 from annotation.kinds.base import GOLD_RATER
 from annotation.models import Project, SystemRun, SystemRunSource, SystemRunState
 from annotation.research import agreement, scoring
+from annotation.research.prediction_files import from_stored
 from annotation.research.predictions import AGREEMENT_LINE_KEYS
 
 MAX_RUNS = 3
@@ -43,7 +44,7 @@ def human_values(project: Project, stage: int, wanted: set[str]) -> dict[str, di
     kind = get_kind(project.kind)
     values: dict[str, dict[tuple, dict]] = defaultdict(dict)
     for row in selectors.agreement_unit_rows(project, stage=stage):
-        item = row["external_id"] or str(row["item_id"])
+        item = scoring.item_name(row["external_id"], row["item_id"], row["domain"])
         raters = row["payloads"] if row["gold"] is None else {GOLD_RATER: row["gold"], **row["payloads"]}
         for ids, field, by_rater in kind.agreement_unit_values(stage, row["content"], raters):
             key = tuple(ids[name] for name in AGREEMENT_LINE_KEYS if name in ids)
@@ -84,7 +85,8 @@ def rater_agreement(project: Project, stage: int, resamples: int = 0, seed: int 
         annotators = sorted({who for answers in units.values() for who in answers})
         rows = []
         for run in runs:
-            predicted = {tuple(row[:-1]): normalise(row[-1]) for row in (run.predictions or {}).get(task_name, [])}
+            stored = from_stored({task_name: (run.predictions or {}).get(task_name, [])}).get(task_name, {})
+            predicted = {key: normalise(label) for key, label in stored.items()}
             for who in annotators:
                 pairs = {
                     key: (answers[who], predicted[key])

@@ -1,7 +1,8 @@
 """Scoring automatic fact-checkers against a project's gold: the tasks, their units, baselines.
 
 A task is a list of gold units, each keyed like the exports: the item (its external id, else
-its database id, as ``felm``/``dfactscore`` exports write it), then the released sentence key
+its database id, as ``felm``/``dfactscore`` exports write it; ``(domain, id)`` for an item with a
+domain, see kinds.research.item_key), then the released sentence key
 (``sentence1``…), the claim's index within its sentence, the evidence passage's index within
 its claim, the FELM segment's index or the D-FActScore fact's (indexes 0-based, list positions
 in the export). ``machine_predictions`` turns the project's own machine pre-annotation into
@@ -68,6 +69,8 @@ from annotation.kinds.research import (  # noqa: F401 (scoring.Task & co. are re
     dfactscore_figures,
     factuality,
     item_key,
+    item_name,
+    named_item,
 )
 from annotation.models import ItemStage, Project, StageStatus
 from pipeline.dfactscore_scores import model_scores
@@ -322,6 +325,7 @@ def machine_predictions(
             "suggestion",
             "item_id",
             "item__external_id",
+            "item__domain",
             "item__prompt",
             "item__response",
             "item__source",
@@ -334,7 +338,7 @@ def machine_predictions(
             suggestion = stage.suggestion
         elif (suggestion := suggestion_of(stage)) is None:
             continue
-        item = stage.item.external_id or str(stage.item_id)
+        item = item_name(stage.item.external_id, stage.item_id, stage.item.domain)
         for name, key, label in kind.suggestion_predictions(stage.stage, stage.content, suggestion, stage.gold.payload):
             task = tasks.get(name)
             if task is not None and task.accepts(label):

@@ -223,6 +223,7 @@ def system_run_upload(request, project_id):
             resamples=data["resamples"],
             seed=data["seed"],
             replace=data["replace"],
+            domain=data["domain"],
         )
     except (ImportFailed, UploadTooLarge) as exc:
         errors = getattr(exc, "errors", None)

@@ -4,6 +4,7 @@ is not in the repository): good lines of each domain, broken ones, a file of the
 import json
 
 from annotation.exports.formats import export_jsonl
+from annotation.imports.items import import_jsonl
 
 NAN_RESPONSE = "is NaN or infinite (or too large for a number), which JSON does not allow"
 
@@ -123,3 +124,35 @@ BROKEN_ERRORS = [
     {"line": 2, "field": "type", "message": "must be a list with one entry per segment (3), not 2"},
     {"line": 4, "field": "response", "message": NAN_RESPONSE},
 ]
+
+
+# -- the five domain files, each numbered from "0" ----------------------------------------------------
+
+# the shape of a line of each domain file (science's are like world knowledge's)
+DOMAIN_LINES = {
+    "wk": wk_line,
+    "science": wk_line,
+    "writing_rec": writing_line,
+    "reasoning": reasoning_line,
+    "math": math_line,
+}
+
+
+def domain_file_lines(domain: str, count: int = 2) -> list[dict]:
+    """The first ``count`` lines of a domain file: indexes from "0", as every released domain file
+    has them (numbers where the domain's lines write numbers), prompts of their own."""
+    lines = []
+    for number in range(count):
+        line = DOMAIN_LINES[domain]()
+        line["index"] = number if isinstance(line["index"], int) else str(number)
+        line["prompt"] = f"{line['prompt']} ({domain} {number})"
+        lines.append(line)
+    return lines
+
+
+def import_domain_files(project, count: int = 2, labels_as: str = "gold") -> dict[str, list[dict]]:
+    """Each of the five domain files imported into ``project`` with its ``domain`` option."""
+    files = {domain: domain_file_lines(domain, count) for domain in DOMAIN_LINES}
+    for domain, records in files.items():
+        import_jsonl(project, lines_of(released_file(*records)), fmt="felm", labels_as=labels_as, domain=domain)
+    return files

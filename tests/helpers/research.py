@@ -23,6 +23,7 @@ from annotation.models import (
     SystemRun,
 )
 from annotation.research import scoring
+from annotation.research.prediction_files import from_stored
 from annotation.research.predictions import create_system_run, read_predictions
 from annotation.services.projects import add_member, create_project
 
@@ -178,6 +179,11 @@ def post_run(client, project_id, lines, **fields):
     run = client.get(response["Location"])
     assert run.status_code == 200, run.content
     return response, run.json()
+
+
+def stored_predictions(run: SystemRun, task: str) -> list[tuple]:
+    """A run's stored predictions of a task, as sorted (*unit key, label) rows."""
+    return sorted((*key, label) for key, label in from_stored(run.predictions)[task].items())
 
 
 def read(project, lines):

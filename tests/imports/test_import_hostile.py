@@ -95,10 +95,12 @@ HOSTILE_LINES = [
 
 def _file(bad_line: str, fmt: str = "plain") -> list[bytes]:
     good = GOOD if fmt == "plain" else json.dumps(felm_line(1, ["A."]))
+    # a good line after the bad one (its own id: an id names one item)
+    last = good.replace("A.", "C.") if fmt == "plain" else json.dumps(felm_line(3, ["C."]))
     return [
         f"{good}\n".encode(),
         f"{bad_line}\n".encode(),
-        f"{good.replace('A.', 'C.')}\n".encode(),
+        f"{last}\n".encode(),
     ]
 
 
@@ -225,15 +227,15 @@ def test_exact_duplicates_in_the_file_and_in_the_project_are_skipped_and_counted
     again = [
         felm_line(2, ["B."]),
         felm_line(3, ["C."]),
-        felm_line(1, ["A."], prompt="Another prompt?"),
+        felm_line(4, ["D."]),
     ]
     result = import_jsonl(felm_project, jsonl(again), fmt="felm")
     assert (result.items, result.duplicates_skipped, result.assignments) == (2, 1, 4)
     assert sorted(Item.objects.values_list("external_id", "prompt")) == [
-        ("1", "Another prompt?"),
         ("1", "Question 1?"),
         ("2", "Question 2?"),
         ("3", "Question 3?"),
+        ("4", "Question 4?"),
     ]
 
 

@@ -17,6 +17,7 @@ from pipeline.parsing import ParseError
 from tests.helpers.builders import jsonl, project_with_team
 from tests.helpers.fake_llm import FakeLLMServer, FakeReply, last_user_message, well_behaved_responder
 from tests.helpers.llm_rater import SECRET, free_port, rater_responder, released, run_rater, sent_chars, use_llm
+from tests.helpers.research import stored_predictions
 
 # -- the pipeline part: FELM answers and the estimate's arithmetic ---------------------------------
 
@@ -194,10 +195,11 @@ def test_felm_run_predicts_every_segment_and_is_scored(felm_rater_gold, users, m
     assert run.source == SystemRunSource.LLM_RATER and run.system == "LLM rater (rater-model)" and run.version
     assert run.errors == []
     # "Answer: 2": the second segment of each response is wrong, so each response is
-    assert sorted(map(tuple, run.predictions["segment"])) == sorted(
-        (str(i), k, "error" if k == 1 else "correct") for i in range(3) for k in range(3)
+    # the builders' items are of domain wk: keyed (domain, index)
+    assert stored_predictions(run, "segment") == sorted(
+        (("wk", str(i)), k, "error" if k == 1 else "correct") for i in range(3) for k in range(3)
     )
-    assert sorted(map(tuple, run.predictions["response"])) == [(str(i), "error") for i in range(3)]
+    assert stored_predictions(run, "response") == [(("wk", str(i)), "error") for i in range(3)]
     assert run.scores["segment"]["accuracy"]["value"] == pytest.approx(6 / 9)  # the gold has no error
     assert run.options["rated"] == {"item_steps": 3, "calls": 3, "answered": 3}
     assert run.options["heartbeat"] and "heartbeat" not in rater_services.run_summary(run)["options"]
@@ -299,7 +301,7 @@ def test_a_failing_call_is_recorded_and_the_run_goes_on(felm_rater_gold, users):
         use_llm(felm_rater_gold, server)
         run = run_rater(felm_rater_gold, users["admin"])
     assert run.state == SystemRunState.DONE
-    assert sorted(map(tuple, run.predictions["segment"])) == [("0", k, "correct") for k in range(3)]
+    assert stored_predictions(run, "segment") == [(("wk", "0"), k, "correct") for k in range(3)]
     assert [e["field"] for e in run.errors] == ["item 1, step 1", "item 2, step 1"]
     assert "BadRequestError" in run.errors[0]["message"] and "overloaded" in run.errors[0]["message"]
     assert "neither segment numbers nor ALL_CORRECT" in run.errors[1]["message"]

@@ -36,6 +36,9 @@ class Command(BaseCommand):
             help=f"bootstrap resamples of the 95 %% intervals, 0 to {MAX_RESAMPLES} (default {DEFAULT_RESAMPLES})",
         )
         parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+        parser.add_argument(
+            "--domain", default="", help="the domain of the lines that name none (a file of one domain, e.g. math)"
+        )
         parser.add_argument("--replace", action="store_true", help="replace the scores of this system and version")
 
     def handle(self, *args, **options):
@@ -52,6 +55,7 @@ class Command(BaseCommand):
                     seed=options["seed"],
                     replace=options["replace"],
                     queue=False,
+                    domain=options["domain"],
                 )
         except (ImportFailed, UploadTooLarge) as exc:
             errors = getattr(exc, "errors", None)
