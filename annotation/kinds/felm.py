@@ -73,6 +73,7 @@ class FelmKind(KindSpec):
                 ("item", "segment"),
                 vocabulary=("correct", "error"),
                 figures=FELM_FIGURES,
+                balanced_labels=("correct", "error"),
             ),
             "response": Task(
                 "response",
@@ -82,6 +83,7 @@ class FelmKind(KindSpec):
                 vocabulary=("correct", "error"),
                 agreement_field="label",
                 figures=FELM_FIGURES,
+                balanced_labels=("correct", "error"),
             ),
         }
 

@@ -101,6 +101,9 @@ class Task:
     agreement_field: str = ""
     # the figures the task's paper reports, its leaderboard's headline (the first ranks)
     figures: tuple[Figure, ...] = ACCURACY_AND_MACRO
+    # the labels whose recalls balanced accuracy averages, undefined when the gold lacks one
+    # (FELM's code: both classes); None: those the gold holds, as scikit-learn
+    balanced_labels: tuple[str, ...] | None = None
 
     def accepts(self, value: Any) -> bool:
         """Whether a prediction line's value can be this task's prediction (before normalise):
