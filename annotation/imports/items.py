@@ -165,7 +165,10 @@ def parse_import_file(
     more per bad line). ``domain`` fills the domain of items whose line has none."""
     kind = get_kind(project.kind)
     reading = reading or Reading()
-    records = document_records(lines, reading) if fmt in kind.document_formats else jsonl_records(lines, reading)
+    if fmt in kind.document_formats:
+        records = document_records(lines, reading)
+    else:
+        records = jsonl_records(lines, reading, kind.import_non_finite_fields.get(fmt, ()))
     for number, data, error in records:
         if error is None and not isinstance(data, dict):
             error = line_error(number, "(line)", "must be a JSON object")
@@ -467,6 +470,7 @@ def _import(
     shown = Reading()  # how far the reader was at the entry this thread took last
     errors: list[dict] = []
     skipped = _Skipped()
+    read_otherwise = _LineWarnings()
     seen: set[bytes] = set()
     next_report = time.monotonic() + PROGRESS_INTERVAL_SECONDS
     with (
@@ -492,6 +496,7 @@ def _import(
                 else:
                     seen.add(identity)
                     batch.append(entry)
+                    read_otherwise.add(entry)
                     if len(batch) >= BATCH_SIZE:
                         writer.write(batch)
                         batch = []
@@ -511,7 +516,7 @@ def _import(
         result.skipped_lines, result.skipped = len(skipped.lines), skipped.reported
         if not result.items and not result.duplicates_skipped:
             raise ImportFailed(skipped.reported or [line_error(0, "(file)", "contains no items")])
-        result.warnings = _warnings(project, kind, writer, annotators)
+        result.warnings = [*read_otherwise.reported(), *_warnings(project, kind, writer, annotators)]
         if result.precomputing:
             transaction.on_commit(_enqueue_precompute_of(project, writer.stage, writer.first_item_id))
         if result.gold_records and writer.lines_pending:
@@ -539,6 +544,25 @@ class _Skipped:
         self.lines.add(error["line"])
         if len(self.reported) < MAX_REPORTED_ERRORS:
             self.reported.append(error)
+
+
+@dataclass
+class _LineWarnings:
+    """What the imported lines held that was read otherwise than given (ParsedItem.warnings),
+    each named by line and field: the first MAX_REPORTED_ERRORS listed, the others counted."""
+
+    listed: list[str] = field(default_factory=list)
+    more: int = 0
+
+    def add(self, item: ParsedItem) -> None:
+        for name, message in item.warnings:
+            if len(self.listed) < MAX_REPORTED_ERRORS:
+                self.listed.append(f"line {item.line}, field {name}: {message}")
+            else:
+                self.more += 1
+
+    def reported(self) -> list[str]:
+        return self.listed + ([f"{self.more} more such warnings are not listed."] if self.more else [])
 
 
 def _warnings(project: Project, kind: KindSpec, writer: "_Writer", annotators: list[int]) -> list[str]:

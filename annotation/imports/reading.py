@@ -196,23 +196,35 @@ def decode_line(raw: bytes | str, number: int) -> tuple[str | None, dict | None]
         return None, placed_error(number, "(line)", f"is not UTF-8: {exc.reason}", len(before) + 1, shown)
 
 
-def read_json_line(raw: bytes | str, number: int) -> tuple[Any, dict | None, str]:
+def read_json_line(raw: bytes | str, number: int, non_finite: tuple[str, ...] = ()) -> tuple[Any, dict | None, str]:
     """The one reader of a JSONL line for every upload (items of every format, corpora,
     predictions): (parsed JSON, error naming line, column and field, the line's text). A blank
     line gives (None, None, text); NaN, Infinity and numbers too large for a float are refused
-    naming their field (PostgreSQL's JSON cannot hold them)."""
+    naming their field (PostgreSQL's JSON cannot hold them), but in the top-level fields named
+    in ``non_finite``, which the caller reads (a released FELM line's NaN response)."""
     text, error = decode_line(raw, number)
     if error is not None:
         return None, error, ""
     if not text.strip():
         return None, None, text
-    data, error = _loads(text, number)
+    data, error = _loads(text, number, non_finite)
     if error is None and (_SURROGATE_ESCAPES[0] in text or _SURROGATE_ESCAPES[1] in text):
-        error = _hostile_value(data, number)
+        error = _hostile_value(_without(data, non_finite), number)
     return data, error, text
 
 
-def _loads(text: str, number: int) -> tuple[Any, dict | None]:
+def _without(data: Any, non_finite: tuple[str, ...]) -> Any:
+    """``data`` but the top-level fields of ``non_finite`` that hold a non-finite number."""
+    if not non_finite or not isinstance(data, dict):
+        return data
+    return {
+        key: value
+        for key, value in data.items()
+        if not (key in non_finite and isinstance(value, float) and not math.isfinite(value))
+    }
+
+
+def _loads(text: str, number: int, non_finite: tuple[str, ...] = ()) -> tuple[Any, dict | None]:
     line = max(number, 1)
     try:
         try:
@@ -243,6 +255,8 @@ def _loads(text: str, number: int) -> tuple[Any, dict | None]:
         return None, _syntax_error(exc, number)
     except (RecursionError, ValueError):
         return None, line_error(line, "(json)", NON_FINITE)
+    if non_finite and isinstance(data, dict) and not _hostile_value(_without(data, non_finite), line):
+        return data, None  # only the fields the caller reads hold one
     return None, _hostile_value(data, line) or line_error(line, "(json)", NON_FINITE)
 
 
@@ -253,12 +267,14 @@ def _hostile_value(data: Any, number: int) -> dict | None:
     return None
 
 
-def jsonl_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tuple[int, Any, dict | None]]:
-    """(line number, parsed JSON, error) for every non-blank line."""
+def jsonl_records(
+    lines: Iterable[bytes | str], reading: Reading, non_finite: tuple[str, ...] = ()
+) -> Iterator[tuple[int, Any, dict | None]]:
+    """(line number, parsed JSON, error) for every non-blank line (``non_finite``: read_json_line's)."""
     first_line, held = 0, None  # the first line, when it might open a multi-line JSON document
     for number, line in enumerate(lines, start=1):
         reading.lines, reading.bytes = number, reading.bytes + len(line)
-        data, error, raw = read_json_line(line, number)
+        data, error, raw = read_json_line(line, number, non_finite)
         reading.may_hold_nul = text_may_hold_nul(raw)
         if error is not None and error["field"] == "(line)":  # not UTF-8
             yield number, None, error
