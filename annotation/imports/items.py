@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from annotation.exceptions import ImportFailed
 from annotation.exports.lines import imported_row, store_new_items_lines
 from annotation.imports.pipelined import constraints_checked_per_statement, constraints_deferred_again, read_ahead
-from annotation.imports.reading import Reading, document_records, jsonl_records, line_error
+from annotation.imports.reading import Reading, document_records, jsonl_records, line_error, note_warnings
 from annotation.imports.rows import bulk_insert, copy_gold_records, copy_items_and_stages, copy_stages
 from annotation.imports.uploads import stored_path
 from annotation.json_values import NUL, nul_path, values_parsed_from
@@ -165,10 +165,8 @@ def parse_import_file(
     more per bad line). ``domain`` fills the domain of items whose line has none."""
     kind = get_kind(project.kind)
     reading = reading or Reading()
-    if fmt in kind.document_formats:
-        records = document_records(lines, reading)
-    else:
-        records = jsonl_records(lines, reading, kind.import_non_finite_fields.get(fmt, ()))
+    reading.non_finite = kind.import_non_finite_fields.get(fmt, ())
+    records = document_records(lines, reading) if fmt in kind.document_formats else jsonl_records(lines, reading)
     for number, data, error in records:
         if error is None and not isinstance(data, dict):
             error = line_error(number, "(line)", "must be a JSON object")
@@ -189,10 +187,7 @@ def _parsed_item(
     try:
         item = kind.parse_import_line(fmt, data, number)
     except ImportLineError as exc:
-        return [
-            line_error(exc.line, exc.field, exc.message),
-            *(line_error(exc.line, f, m) for f, m in exc.more),
-        ]
+        return [line_error(exc.line, name, message) for name, message in ((exc.field, exc.message), *exc.more)]
     if domain and not item.domain:
         item.domain = domain
     if error := _too_long(item, fmt, data):
@@ -470,7 +465,6 @@ def _import(
     shown = Reading()  # how far the reader was at the entry this thread took last
     errors: list[dict] = []
     skipped = _Skipped()
-    read_otherwise = _LineWarnings()
     seen: set[bytes] = set()
     next_report = time.monotonic() + PROGRESS_INTERVAL_SECONDS
     with (
@@ -496,7 +490,7 @@ def _import(
                 else:
                     seen.add(identity)
                     batch.append(entry)
-                    read_otherwise.add(entry)
+                    note_warnings(writer.result.warnings, entry.line, entry.warnings)
                     if len(batch) >= BATCH_SIZE:
                         writer.write(batch)
                         batch = []
@@ -516,7 +510,7 @@ def _import(
         result.skipped_lines, result.skipped = len(skipped.lines), skipped.reported
         if not result.items and not result.duplicates_skipped:
             raise ImportFailed(skipped.reported or [line_error(0, "(file)", "contains no items")])
-        result.warnings = [*read_otherwise.reported(), *_warnings(project, kind, writer, annotators)]
+        result.warnings += _warnings(project, kind, writer, annotators)
         if result.precomputing:
             transaction.on_commit(_enqueue_precompute_of(project, writer.stage, writer.first_item_id))
         if result.gold_records and writer.lines_pending:
@@ -544,25 +538,6 @@ class _Skipped:
         self.lines.add(error["line"])
         if len(self.reported) < MAX_REPORTED_ERRORS:
             self.reported.append(error)
-
-
-@dataclass
-class _LineWarnings:
-    """What the imported lines held that was read otherwise than given (ParsedItem.warnings),
-    each named by line and field: the first MAX_REPORTED_ERRORS listed, the others counted."""
-
-    listed: list[str] = field(default_factory=list)
-    more: int = 0
-
-    def add(self, item: ParsedItem) -> None:
-        for name, message in item.warnings:
-            if len(self.listed) < MAX_REPORTED_ERRORS:
-                self.listed.append(f"line {item.line}, field {name}: {message}")
-            else:
-                self.more += 1
-
-    def reported(self) -> list[str]:
-        return self.listed + ([f"{self.more} more such warnings are not listed."] if self.more else [])
 
 
 def _warnings(project: Project, kind: KindSpec, writer: "_Writer", annotators: list[int]) -> list[str]:

@@ -114,6 +114,8 @@ class Reading:
     bytes: int = 0
     # whether the line just read (a document: the whole text) can hold U+0000 at all
     may_hold_nul: bool = True
+    # top-level fields where NaN or ±Infinity is read, not refused (read_json_line)
+    non_finite: tuple[str, ...] = ()
 
 
 def check_upload_size(size: int | None) -> None:
@@ -133,6 +135,17 @@ def _storable(text: str, limit: int) -> str:
 
 def line_error(line: int, field_name: str, message: str) -> dict:
     return {"line": line, "field": _storable(field_name, 200), "message": _storable(message, 500)}
+
+
+MAX_LISTED_WARNINGS = 1000  # a file warned on every line keeps a result of a few hundred KB
+
+
+def note_warnings(listed: list[str], line: int, warnings: Iterable[tuple[str, str]]) -> None:
+    """A line's warnings, (field, message) of what was read otherwise than given, added to an
+    import result's ``listed`` named by line and field, up to MAX_LISTED_WARNINGS."""
+    for field_name, message in warnings:
+        if len(listed) < MAX_LISTED_WARNINGS:
+            listed.append(f"line {line}, field {_storable(field_name, 200)}: {_storable(message, 500)}")
 
 
 EXCERPT_CHARS = 24  # of the line on either side of an error's column
@@ -255,9 +268,10 @@ def _loads(text: str, number: int, non_finite: tuple[str, ...] = ()) -> tuple[An
         return None, _syntax_error(exc, number)
     except (RecursionError, ValueError):
         return None, line_error(line, "(json)", NON_FINITE)
-    if non_finite and isinstance(data, dict) and not _hostile_value(_without(data, non_finite), line):
+    found = _hostile_value(_without(data, non_finite), line)
+    if found is None and non_finite and isinstance(data, dict):
         return data, None  # only the fields the caller reads hold one
-    return None, _hostile_value(data, line) or line_error(line, "(json)", NON_FINITE)
+    return None, found or line_error(line, "(json)", NON_FINITE)
 
 
 def _hostile_value(data: Any, number: int) -> dict | None:
@@ -267,14 +281,12 @@ def _hostile_value(data: Any, number: int) -> dict | None:
     return None
 
 
-def jsonl_records(
-    lines: Iterable[bytes | str], reading: Reading, non_finite: tuple[str, ...] = ()
-) -> Iterator[tuple[int, Any, dict | None]]:
-    """(line number, parsed JSON, error) for every non-blank line (``non_finite``: read_json_line's)."""
+def jsonl_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tuple[int, Any, dict | None]]:
+    """(line number, parsed JSON, error) for every non-blank line."""
     first_line, held = 0, None  # the first line, when it might open a multi-line JSON document
     for number, line in enumerate(lines, start=1):
         reading.lines, reading.bytes = number, reading.bytes + len(line)
-        data, error, raw = read_json_line(line, number, non_finite)
+        data, error, raw = read_json_line(line, number, reading.non_finite)
         reading.may_hold_nul = text_may_hold_nul(raw)
         if error is not None and error["field"] == "(line)":  # not UTF-8
             yield number, None, error

@@ -10,13 +10,16 @@ import math
 
 import pytest
 
+from annotation.exceptions import ImportFailed
 from annotation.exports.formats import export_jsonl
+from annotation.imports import reading
 from annotation.imports.items import import_jsonl
 from annotation.kinds import get_kind
 from annotation.models import GoldRecord, Item
 from annotation.research.leaderboard import leaderboard, leaderboard_csv
 from tests.helpers.felm_release import (
     GOOD,
+    NON_FINITE,
     READ_AS_FELM,
     lines_of,
     long_lists_line,
@@ -154,3 +157,24 @@ def test_an_undefined_figure_is_a_dash_on_the_page_null_in_the_api_and_json_and_
     quiet_row = next(r for r in table if r["run"] == str(quiet.id))
     assert (quiet_row["per_label.error.f1"], quiet_row["per_label.error.f1_low"]) == ("", "")
     assert quiet_row["per_label.error.recall"] == "0"
+
+
+def test_nan_is_read_only_in_a_felm_lines_response(felm_project):
+    with pytest.raises(ImportFailed) as failed:
+        import_jsonl(felm_project, lines_of(released_file(nan_line())), fmt="plain")
+    assert failed.value.errors == [{"line": 1, "field": "response", "message": NON_FINITE}]
+    nan_both = {**nan_line(), "ref_contents": ["<NaN>"]}
+    with pytest.raises(ImportFailed) as failed:
+        import_jsonl(felm_project, lines_of(released_file(nan_both)), fmt="felm")
+    assert failed.value.errors == [{"line": 1, "field": "ref_contents[0]", "message": NON_FINITE}]
+    assert not Item.objects.exists()
+
+
+def test_the_warnings_listed_are_bounded(felm_project, monkeypatch):
+    monkeypatch.setattr(reading, "MAX_LISTED_WARNINGS", 4)
+    lines = [{**long_lists_line(), "index": str(i)} for i in range(3)]
+    result = import_jsonl(felm_project, lines_of(released_file(*lines)), fmt="felm", labels_as="gold")
+    assert result.items == 3
+    assert [w.split(":")[0] for w in result.warnings] == ["line 1, field labels"] + [
+        f"line {n}, field {name}" for n, name in ((1, "comment"), (1, "type"), (2, "labels"))
+    ]
