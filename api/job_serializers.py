@@ -57,7 +57,10 @@ class ImportResultSerializer(serializers.Serializer):
     warnings = serializers.ListField(
         child=serializers.CharField(),
         default=list,
-        help_text="what keeps the imported items from moving on (e.g. too few annotators)",
+        help_text=(
+            "what a line held that was read otherwise than given, by line and field (e.g. a FELM list longer "
+            "than the segments), and what keeps the imported items from moving on (e.g. too few annotators)"
+        ),
     )
 
 
@@ -269,7 +272,7 @@ class SystemRunSerializer(JobStatusMixin, serializers.ModelSerializer):
         allow_null=True,
         help_text=(
             "{task: scores}: score_task's numbers on every gold unit (accuracy, balanced_accuracy, macro, per_label, each "
-            "{value, low, high}; revisions: against_original/against_gold), with title, fingerprint (of the gold units), "
+            "{value, low, high}, null where the figure divides by zero; revisions: against_original/against_gold), with title, fingerprint (of the gold units), "
             'baselines {name: {title, scores}}, differences {"run:<id>" | "baseline:<name>": this run minus that one, '
             "paired bootstrap} and agreed (the same on the units all annotators agreed on, or null)"
         ),

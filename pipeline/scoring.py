@@ -4,23 +4,27 @@ Plain Python + numpy (no Django). The metrics are scikit-learn's, computed here 
 matrices so that every bootstrap resample costs one matrix product instead of a loop:
 
 - ``accuracy``; ``balanced_accuracy`` (mean recall over the labels the gold holds, as
-  ``balanced_accuracy_score``);
-- per label precision, recall, F1 and support, and their macro means, as
-  ``precision_recall_fscore_support(..., zero_division=0)``. The labels are, as in scikit-learn,
-  the sorted union of gold and predicted labels unless given; a given ``labels`` restricts the
-  per-label and macro figures (not accuracy), like scikit-learn's ``labels=``.
+  ``balanced_accuracy_score``, or over given ``balanced_labels``, as FELM's code);
+- per label precision, recall, F1 and support; a figure whose definition divides by zero (no
+  unit predicted or held by the gold with the label) is None, not 0 (FELM's evaluation code
+  gives None there), and F1 is None where precision or recall is. The macro means are
+  ``precision_recall_fscore_support(..., zero_division=0)``'s (an undefined figure counts 0).
+  The labels are, as in scikit-learn, the sorted union of gold and predicted labels unless
+  given; a given ``labels`` restricts the per-label and macro figures (not accuracy), like
+  scikit-learn's ``labels=``.
 
 Confidence intervals resample *items*, not units: the units of one item (its sentences, claims,
 passages) are not independent. Each resample draws ``n_items`` items with replacement from a
 seeded numpy Generator; per-item confusion counts weighted by how often each item was drawn
 give every resample's confusion matrix at once. Percentile intervals (2.5 %, 97.5 %). In a
-resample the label set stays the one of the whole data (a label no resampled unit holds scores
-0, as scikit-learn with ``labels=`` does). ``mean_with_ci`` gives the same intervals for a
-mean of per-unit numbers (e.g. a revision's edit distance to the gold one).
+resample the label set stays the one of the whole data (a figure a resample leaves undefined
+is left out of the interval; in the macro means it counts 0). ``mean_with_ci`` gives the same
+intervals for a mean of per-unit numbers (e.g. a revision's edit distance to the gold one).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
@@ -47,37 +51,41 @@ def score(
     labels: Sequence[str] | None = None,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    balanced_labels: Sequence[str] | None = None,
 ) -> dict:
     """Accuracy, balanced accuracy, macro and per-label P/R/F1 of ``units``, each as
-    ``{"value", "low", "high"}`` (``low``/``high`` None when ``resamples`` is 0)."""
+    ``{"value", "low", "high"}`` (``low``/``high`` None when ``resamples`` is 0; all three None
+    for a figure undefined on these units, the interval over the resamples where it is defined).
+    ``balanced_labels``: the labels whose recalls balanced accuracy averages, None (undefined)
+    when the gold lacks one of them, as FELM's code; by default those the gold holds."""
     import numpy as np  # numpy: web workers start without it
 
     if resamples < 0:
         raise ValueError("resamples must be 0 or more")
     if not units:
         raise ValueError("no units to score")
-    labels, per_item, size = _confusions(units, labels)
-    point = _metrics(per_item.sum(axis=0)[None, :], size, len(labels))
+    labels, per_item, every = _confusions(units, labels, balanced_labels=balanced_labels)
+    size, balanced = len(every), _balanced_columns(every, balanced_labels)
+    point = _metrics(per_item.sum(axis=0)[None, :], size, len(labels), balanced)
     low = high = None
     if resamples:
         draws = [
-            _metrics(weights @ per_item, size, len(labels))
+            _metrics(weights @ per_item, size, len(labels), balanced)
             for weights in resample_weights(per_item.shape[0], resamples, seed)
         ]
         stacked = {key: np.concatenate([d[key] for d in draws]) for key in point}
-        tail = (1 - CONFIDENCE) / 2 * 100
-        low = {key: np.nanpercentile(values, tail, axis=0) for key, values in stacked.items()}
-        high = {key: np.nanpercentile(values, 100 - tail, axis=0) for key, values in stacked.items()}
+        low = {key: _percentile(values, (1 - CONFIDENCE) / 2 * 100) for key, values in stacked.items()}
+        high = {key: _percentile(values, (1 + CONFIDENCE) / 2 * 100) for key, values in stacked.items()}
 
     def estimate(key: str, column: int | None = None) -> dict:
         pick = (lambda a: a[0]) if column is None else (lambda a: a[0][column])
-        value = {"value": float(pick(point[key]))}
-        if low is None:
-            return {**value, "low": None, "high": None}
+        value = _defined(pick(point[key]))
+        if low is None or value is None:
+            return {"value": value, "low": None, "high": None}
         return {
-            **value,
-            "low": float(low[key] if column is None else low[key][column]),
-            "high": float(high[key] if column is None else high[key][column]),
+            "value": value,
+            "low": _defined(low[key] if column is None else low[key][column]),
+            "high": _defined(high[key] if column is None else high[key][column]),
         }
 
     support = point["support"][0]
@@ -101,14 +109,23 @@ def score(
 
 
 def _confusions(
-    units: Sequence[Scored], labels: Sequence[str] | None, also: Sequence[Scored] = ()
-) -> tuple[list[str], np.ndarray, int]:
-    """The scored labels and per-item confusion counts, flattened (true × predicted), with the
-    scored labels first and any other label present after them (in ``units`` or in ``also``: a
-    paired comparison needs both systems' matrices over the same labels)."""
+    units: Sequence[Scored],
+    labels: Sequence[str] | None,
+    also: Sequence[Scored] = (),
+    balanced_labels: Sequence[str] | None = None,
+) -> tuple[list[str], np.ndarray, list[str]]:
+    """The scored labels, per-item confusion counts, flattened (true × predicted), and every
+    label of the matrix in its order: the scored labels first and any other label present after
+    them (in ``units``, in ``also``, since a paired comparison needs both systems' matrices over
+    the same labels, or in ``balanced_labels``)."""
     import numpy as np  # numpy: web workers start without it
 
-    present = sorted({u.gold for u in units} | {u.predicted for u in units} | {u.predicted for u in also})
+    present = sorted(
+        {u.gold for u in units}
+        | {u.predicted for u in units}
+        | {u.predicted for u in also}
+        | set(balanced_labels or ())
+    )
     if labels is None:
         labels = present
     else:
@@ -124,7 +141,27 @@ def _confusions(
     size = len(every)
     per_item = np.zeros((len(items), size * size))
     np.add.at(per_item, (item_of, gold * size + predicted), 1)
-    return labels, per_item, size
+    return labels, per_item, every
+
+
+def _balanced_columns(every: list[str], balanced_labels: Sequence[str] | None) -> list[int] | None:
+    """The matrix columns whose recalls balanced accuracy averages (None: those the gold holds)."""
+    return None if balanced_labels is None else [every.index(label) for label in balanced_labels]
+
+
+def _defined(value) -> float | None:
+    """A figure as stored and shown: None where its definition divides by zero (NaN here)."""
+    value = float(value)
+    return None if value != value else value
+
+
+def _percentile(values: np.ndarray, q: float) -> np.ndarray:
+    """``nanpercentile`` over the resamples where a figure is defined; NaN where it never is."""
+    import numpy as np  # numpy: web workers start without it
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "All-NaN slice": a figure never defined
+        return np.nanpercentile(values, q, axis=0)
 
 
 DIFFERENCE_METRICS = (
@@ -143,13 +180,15 @@ def difference(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     second_labels: Sequence[str] | None = None,
+    balanced_labels: Sequence[str] | None = None,
 ) -> dict:
     """``first`` minus ``second`` on each of DIFFERENCE_METRICS, with a paired bootstrap CI:
     both systems are scored on the same resampled items in every resample, so the interval is
     that of the difference, not of two independent scores. Both must hold the same units (same
     items and gold, in the same order). ``labels`` scores ``first`` and ``second_labels``
     (default: ``labels``) ``second``, so that each side's macro figures are those its own
-    ``score`` shows; with neither, both use the union of both systems' labels."""
+    ``score`` shows; with neither, both use the union of both systems' labels. None where
+    either side's figure is undefined (``balanced_labels`` as ``score`` takes it)."""
     import numpy as np  # numpy: web workers start without it
 
     if len(first) != len(second) or any(a.item != b.item or a.gold != b.gold for a, b in zip(first, second)):
@@ -160,14 +199,18 @@ def difference(
         labels = sorted({u.gold for u in first} | {u.predicted for u in first} | {u.predicted for u in second})
     if second_labels is None:
         second_labels = labels
-    labels, per_item_first, size = _confusions(first, labels, also=second)
-    second_labels, per_item_second, _ = _confusions(second, second_labels, also=first)
-    kept, kept_second = len(labels), len(second_labels)
+    labels, per_item_first, every = _confusions(first, labels, also=second, balanced_labels=balanced_labels)
+    second_labels, per_item_second, every_second = _confusions(
+        second, second_labels, also=first, balanced_labels=balanced_labels
+    )
+    size, kept, kept_second = len(every), len(labels), len(second_labels)
+    balanced = _balanced_columns(every, balanced_labels)
+    balanced_second = _balanced_columns(every_second, balanced_labels)
     # each side: its scored labels first, then any other (the matrices have the same size)
     point = {
-        key: float(
-            _metrics(per_item_first.sum(axis=0)[None, :], size, kept)[key][0]
-            - _metrics(per_item_second.sum(axis=0)[None, :], size, kept_second)[key][0]
+        key: _defined(
+            _metrics(per_item_first.sum(axis=0)[None, :], size, kept, balanced)[key][0]
+            - _metrics(per_item_second.sum(axis=0)[None, :], size, kept_second, balanced_second)[key][0]
         )
         for key in DIFFERENCE_METRICS
     }
@@ -176,16 +219,17 @@ def difference(
         draws = {key: [] for key in DIFFERENCE_METRICS}
         for weights in resample_weights(len(per_item_first), resamples, seed):
             a, b = (
-                _metrics(weights @ per_item_first, size, kept),
-                _metrics(weights @ per_item_second, size, kept_second),
+                _metrics(weights @ per_item_first, size, kept, balanced),
+                _metrics(weights @ per_item_second, size, kept_second, balanced_second),
             )
             for key in DIFFERENCE_METRICS:
                 draws[key].append(a[key] - b[key])
-        tail = (1 - CONFIDENCE) / 2 * 100
         for key, values in draws.items():
+            if result[key]["value"] is None:
+                continue
             stacked = np.concatenate(values)
-            result[key]["low"] = float(np.nanpercentile(stacked, tail))
-            result[key]["high"] = float(np.nanpercentile(stacked, 100 - tail))
+            result[key]["low"] = _defined(_percentile(stacked, (1 - CONFIDENCE) / 2 * 100))
+            result[key]["high"] = _defined(_percentile(stacked, (1 + CONFIDENCE) / 2 * 100))
     return {
         "units": len(first),
         "labels": list(labels),
@@ -275,9 +319,11 @@ def bootstrap_indices(n_items: int, resamples: int, seed: int = 0, chunk: int = 
     return result
 
 
-def _metrics(confusion: np.ndarray, size: int, kept: int) -> dict[str, np.ndarray]:
+def _metrics(confusion: np.ndarray, size: int, kept: int, balanced: list[int] | None = None) -> dict[str, np.ndarray]:
     """Metrics of a stack of flattened confusion matrices (rows: resamples); the first ``kept``
-    labels are the ones scored per label and in the macro means."""
+    labels are the ones scored per label and in the macro means. NaN where a figure's definition
+    divides by zero; ``balanced``: the columns whose recalls balanced accuracy averages (NaN if
+    one has no gold unit), None for those the gold holds."""
     import numpy as np  # numpy: web workers start without it
 
     matrix = confusion.reshape(-1, size, size)
@@ -286,22 +332,27 @@ def _metrics(confusion: np.ndarray, size: int, kept: int) -> dict[str, np.ndarra
     hits = np.diagonal(matrix, axis1=1, axis2=2)
     total = true_count.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        precision = np.where(predicted_count > 0, hits / predicted_count, 0.0)[:, :kept]
+        precision = np.where(predicted_count > 0, hits / predicted_count, np.nan)[:, :kept]
         recall_all = np.where(true_count > 0, hits / true_count, np.nan)
-        recall = np.nan_to_num(recall_all[:, :kept], nan=0.0)
+        recall = recall_all[:, :kept]
         denominator = (true_count + predicted_count)[:, :kept]
-        f1 = np.where(denominator > 0, 2 * hits[:, :kept] / denominator, 0.0)
+        # the harmonic mean of P and R (0 where both are 0), undefined where either is
+        f1 = np.where(np.isnan(precision) | np.isnan(recall), np.nan, 2 * hits[:, :kept] / denominator)
+        if balanced is None:  # recall averaged over the labels the gold holds, as scikit-learn
+            balanced_accuracy = np.nansum(recall_all, axis=1) / (true_count > 0).sum(axis=1)
+        else:
+            balanced_accuracy = recall_all[:, balanced].mean(axis=1)
         return {
             "accuracy": hits.sum(axis=1) / total,
-            # recall averaged over the labels the gold holds (NaN for the others)
-            "balanced_accuracy": np.nansum(recall_all, axis=1) / (true_count > 0).sum(axis=1),
+            "balanced_accuracy": balanced_accuracy,
             "precision": precision,
             "recall": recall,
             "f1": f1,
             "support": true_count[:, :kept],
-            "macro_precision": precision.mean(axis=1),
-            "macro_recall": recall.mean(axis=1),
-            "macro_f1": f1.mean(axis=1),
+            # scikit-learn's zero_division=0: an undefined per-label figure counts 0 in the mean
+            "macro_precision": np.nan_to_num(precision).mean(axis=1),
+            "macro_recall": np.nan_to_num(recall).mean(axis=1),
+            "macro_f1": np.nan_to_num(f1).mean(axis=1),
         }
 
 

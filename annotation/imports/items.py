@@ -24,7 +24,7 @@ from annotation.exceptions import ImportFailed
 from annotation.exports.lines import imported_row, store_new_items_lines
 from annotation.imports.ids import FileIds, identity, stored_clashes, stored_identities
 from annotation.imports.pipelined import constraints_checked_per_statement, constraints_deferred_again, read_ahead
-from annotation.imports.reading import Reading, document_records, jsonl_records, line_error
+from annotation.imports.reading import Reading, document_records, jsonl_records, line_error, note_warnings
 from annotation.imports.rows import bulk_insert, copy_gold_records, copy_items_and_stages, copy_stages
 from annotation.imports.uploads import stored_path
 from annotation.json_values import NUL, nul_path, values_parsed_from
@@ -159,6 +159,7 @@ def parse_import_file(
     more per bad line). ``domain`` fills the domain of items whose line has none."""
     kind = get_kind(project.kind)
     reading = reading or Reading()
+    reading.non_finite = kind.import_non_finite_fields.get(fmt, ())
     records = document_records(lines, reading) if fmt in kind.document_formats else jsonl_records(lines, reading)
     for number, data, error in records:
         if error is None and not isinstance(data, dict):
@@ -180,10 +181,7 @@ def _parsed_item(
     try:
         item = kind.parse_import_line(fmt, data, number)
     except ImportLineError as exc:
-        return [
-            line_error(exc.line, exc.field, exc.message),
-            *(line_error(exc.line, f, m) for f, m in exc.more),
-        ]
+        return [line_error(exc.line, name, message) for name, message in ((exc.field, exc.message), *exc.more)]
     if domain and not item.domain:
         item.domain = domain
     if error := _too_long(item, fmt, data):
@@ -487,6 +485,7 @@ def _import(
             else:
                 seen.add(named)
                 names.add(entry)
+                note_warnings(writer.result.warnings, entry.line, entry.warnings)
                 batch.append(entry)
                 if len(batch) >= BATCH_SIZE:
                     flush()
@@ -508,7 +507,7 @@ def _import(
         result.skipped_lines, result.skipped = len(skipped.lines), skipped.reported
         if not result.items and not result.duplicates_skipped:
             raise ImportFailed(skipped.reported or [line_error(0, "(file)", "contains no items")])
-        result.warnings = _warnings(project, kind, writer, annotators)
+        result.warnings += _warnings(project, kind, writer, annotators)
         if result.precomputing:
             transaction.on_commit(_enqueue_precompute_of(project, writer.stage, writer.first_item_id))
         if result.gold_records and writer.lines_pending:

@@ -114,6 +114,8 @@ class Reading:
     bytes: int = 0
     # whether the line just read (a document: the whole text) can hold U+0000 at all
     may_hold_nul: bool = True
+    # top-level fields where NaN or ±Infinity is read, not refused (read_json_line)
+    non_finite: tuple[str, ...] = ()
 
 
 def check_upload_size(size: int | None) -> None:
@@ -133,6 +135,17 @@ def _storable(text: str, limit: int) -> str:
 
 def line_error(line: int, field_name: str, message: str) -> dict:
     return {"line": line, "field": _storable(field_name, 200), "message": _storable(message, 500)}
+
+
+MAX_LISTED_WARNINGS = 1000  # a file warned on every line keeps a result of a few hundred KB
+
+
+def note_warnings(listed: list[str], line: int, warnings: Iterable[tuple[str, str]]) -> None:
+    """A line's warnings, (field, message) of what was read otherwise than given, added to an
+    import result's ``listed`` named by line and field, up to MAX_LISTED_WARNINGS."""
+    for field_name, message in warnings:
+        if len(listed) < MAX_LISTED_WARNINGS:
+            listed.append(f"line {line}, field {_storable(field_name, 200)}: {_storable(message, 500)}")
 
 
 EXCERPT_CHARS = 24  # of the line on either side of an error's column
@@ -196,23 +209,35 @@ def decode_line(raw: bytes | str, number: int) -> tuple[str | None, dict | None]
         return None, placed_error(number, "(line)", f"is not UTF-8: {exc.reason}", len(before) + 1, shown)
 
 
-def read_json_line(raw: bytes | str, number: int) -> tuple[Any, dict | None, str]:
+def read_json_line(raw: bytes | str, number: int, non_finite: tuple[str, ...] = ()) -> tuple[Any, dict | None, str]:
     """The one reader of a JSONL line for every upload (items of every format, corpora,
     predictions): (parsed JSON, error naming line, column and field, the line's text). A blank
     line gives (None, None, text); NaN, Infinity and numbers too large for a float are refused
-    naming their field (PostgreSQL's JSON cannot hold them)."""
+    naming their field (PostgreSQL's JSON cannot hold them), but in the top-level fields named
+    in ``non_finite``, which the caller reads (a released FELM line's NaN response)."""
     text, error = decode_line(raw, number)
     if error is not None:
         return None, error, ""
     if not text.strip():
         return None, None, text
-    data, error = _loads(text, number)
+    data, error = _loads(text, number, non_finite)
     if error is None and (_SURROGATE_ESCAPES[0] in text or _SURROGATE_ESCAPES[1] in text):
-        error = _hostile_value(data, number)
+        error = _hostile_value(_without(data, non_finite), number)
     return data, error, text
 
 
-def _loads(text: str, number: int) -> tuple[Any, dict | None]:
+def _without(data: Any, non_finite: tuple[str, ...]) -> Any:
+    """``data`` but the top-level fields of ``non_finite`` that hold a non-finite number."""
+    if not non_finite or not isinstance(data, dict):
+        return data
+    return {
+        key: value
+        for key, value in data.items()
+        if not (key in non_finite and isinstance(value, float) and not math.isfinite(value))
+    }
+
+
+def _loads(text: str, number: int, non_finite: tuple[str, ...] = ()) -> tuple[Any, dict | None]:
     line = max(number, 1)
     try:
         try:
@@ -243,7 +268,10 @@ def _loads(text: str, number: int) -> tuple[Any, dict | None]:
         return None, _syntax_error(exc, number)
     except (RecursionError, ValueError):
         return None, line_error(line, "(json)", NON_FINITE)
-    return None, _hostile_value(data, line) or line_error(line, "(json)", NON_FINITE)
+    found = _hostile_value(_without(data, non_finite), line)
+    if found is None and non_finite and isinstance(data, dict):
+        return data, None  # only the fields the caller reads hold one
+    return None, found or line_error(line, "(json)", NON_FINITE)
 
 
 def _hostile_value(data: Any, number: int) -> dict | None:
@@ -258,7 +286,7 @@ def jsonl_records(lines: Iterable[bytes | str], reading: Reading) -> Iterator[tu
     first_line, held = 0, None  # the first line, when it might open a multi-line JSON document
     for number, line in enumerate(lines, start=1):
         reading.lines, reading.bytes = number, reading.bytes + len(line)
-        data, error, raw = read_json_line(line, number)
+        data, error, raw = read_json_line(line, number, reading.non_finite)
         reading.may_hold_nul = text_may_hold_nul(raw)
         if error is not None and error["field"] == "(line)":  # not UTF-8
             yield number, None, error

@@ -51,6 +51,8 @@ class ParsedItem:
     labels: dict[int, dict] = field(default_factory=dict)
     # stage number → machine pre-annotation carried by the file (e.g. the original tool's claims)
     suggestions: dict[int, dict] = field(default_factory=dict)
+    # (field, message): what was read otherwise than given (cut, defaulted), said with the result
+    warnings: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -186,6 +188,9 @@ class KindSpec:
     import_formats: tuple[str, ...] = ()
     # formats whose file is one JSON document (an object or a list of them), not JSONL
     document_formats: tuple[str, ...] = ()
+    # format → top-level fields that may hold NaN or ±Infinity, read by parse_import_line itself
+    # (a released FELM line's NaN response); anywhere else such a number refuses the line
+    import_non_finite_fields: dict[str, tuple[str, ...]] = {}
     export_formats: tuple[str, ...] = ()
     # fields whose labels are ordered (field → labels from one end to the other): shown in that
     # order, with Krippendorff's α for ordinal data beside the nominal one

@@ -1,6 +1,8 @@
 """FELM segment labelling (Chen et al.): one stage; per segment correct / contains an error,
 error type, reason and reference links."""
 
+import json
+import math
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
@@ -40,6 +42,10 @@ NO_VALUE = (None, "")
 # index, a null source), so that the export gives back the same JSON value.
 SCALAR_FIELDS = ("index", "source", "prompt", "domain")
 SEGMENTATION_METHODS = ("auto", "sentence", "separator")
+# FELM's evaluation code (eval/eval.py) scores segment i by ``labels[i]`` for i below
+# len(segmented_response) and never reads the response, the comments or the types: a line it
+# scores is read as it reads it, each difference said with the import (ParsedItem.warnings)
+# and the values given kept for the export.
 
 
 def empty_segment() -> dict:
@@ -60,6 +66,7 @@ class FelmKind(KindSpec):
         "error_type": "Error type (segments both marked wrong)",
     }
     value_names = {"irrelevant_with_qst": "Irrelevant to the question"}  # as felm.js names it
+    import_non_finite_fields = {"felm": ("response",)}  # two released lines have a NaN response
 
     # -- research (annotation.scoring, the LLM rater and its agreement) -----------------------
     rated_steps = (1,)
@@ -73,6 +80,7 @@ class FelmKind(KindSpec):
                 ("item", "segment"),
                 vocabulary=("correct", "error"),
                 figures=FELM_FIGURES,
+                balanced_labels=("correct", "error"),
             ),
             "response": Task(
                 "response",
@@ -82,6 +90,7 @@ class FelmKind(KindSpec):
                 vocabulary=("correct", "error"),
                 agreement_field="label",
                 figures=FELM_FIGURES,
+                balanced_labels=("correct", "error"),
             ),
         }
 
@@ -143,7 +152,9 @@ class FelmKind(KindSpec):
         missing = [key for key in ("response", "segmented_response") if key not in data]
         if missing:
             raise ImportLineError(line, missing[0], "is missing (FELM shape needs it)")
-        response = require_str(data, "response", line)
+        given_response = data["response"]
+        not_a_number = isinstance(given_response, float) and not math.isfinite(given_response)
+        response = "" if not_a_number else require_str(data, "response", line)
         segments = data["segmented_response"]
         if not isinstance(segments, list) or not segments:
             raise ImportLineError(line, "segmented_response", "must be a non-empty list of strings")
@@ -161,6 +172,17 @@ class FelmKind(KindSpec):
         metadata.update({k: data[k] for k in SCALAR_FIELDS if k in data and not isinstance(data[k], str)})
         if data.get("domain") == "":
             metadata["domain"] = ""
+        warnings: list[tuple[str, str]] = []
+        if not_a_number:  # jsonb holds no NaN: its JSON spelling is kept, the export gives it back
+            metadata["response"] = json.dumps(given_response)
+            response = " ".join(segments)
+            warnings.append(
+                (
+                    "response",
+                    f"is {metadata['response']}, not a text: read as the segments joined by spaces (FELM's "
+                    f"evaluation code reads only the segments); exported as {metadata['response']}",
+                )
+            )
         parsed = ParsedItem(
             line=line,
             prompt=optional_str(data, "prompt", line),
@@ -171,28 +193,39 @@ class FelmKind(KindSpec):
             domain=domain,
             metadata=metadata,
             content={1: {"segments": segments}},
+            warnings=warnings,
         )
         if "labels" in data:
-            parsed.labels[1] = self._parse_felm_labels(data, len(segments), line)
+            parsed.labels[1] = self._parse_felm_labels(data, len(segments), line, warnings)
             gold = parsed.labels[1]["segments"]
             for key, derived in (("comment", _comments(gold)), ("type", _types(gold))):
-                if key in data and data[key] != derived:  # a spelling of "none" the export must give back
+                if key in data and data[key] != derived:  # a spelling of "none", entries past the segments
                     metadata[key] = data[key]
-            if typed_correct_segments(data.get("labels"), data.get("type")):
-                # the release contradicts itself: kept as given (export) and shown (item_warnings)
+            if len(data["labels"]) > len(segments) or typed_correct_segments(data["labels"], data.get("type")):
+                # entries past the segments, a contradiction of the release (shown by
+                # item_warnings): kept as given for the export
                 metadata["labels"] = data["labels"]
         return parsed
 
-    def _parse_felm_labels(self, data: dict, count: int, line: int) -> dict:
+    def _parse_felm_labels(self, data: dict, count: int, line: int, warnings: list[tuple[str, str]]) -> dict:
         labels = data["labels"]
         comments = data.get("comment")
         types = data.get("type")
         comments = [""] * count if comments in (None, []) else comments
+        if isinstance(types, str):  # FELM's own evaluation input (all.jsonl) has "type": "" on reasoning lines
+            warnings.append(
+                (
+                    "type",
+                    f"is {json.dumps(types[:40], ensure_ascii=False)}, a text, not a list: no error type read "
+                    "(FELM's evaluation code scores none); exported as given",
+                )
+            )
+            types = None
         types = [None] * count if types in (None, []) else types
         wrong = [
             (key, values)
             for key, values in (("labels", labels), ("comment", comments), ("type", types))
-            if not isinstance(values, list) or len(values) != count
+            if not isinstance(values, list) or len(values) < count
         ]
         if wrong:  # every list that does not fit is named (the release has lines where all three are off)
             messages = [
@@ -204,8 +237,18 @@ class FelmKind(KindSpec):
                 for key, values in wrong
             ]
             raise ImportLineError(line, *messages[0], more=tuple(messages[1:]))
+        for key, values in (("labels", labels), ("comment", comments), ("type", types)):
+            if len(values) > count:
+                warnings.append(
+                    (
+                        key,
+                        f"has {len(values)} entries for {count} segments: the first {count} read, "
+                        "as FELM's evaluation code reads them; "
+                        f"the other {len(values) - count} kept for the export",
+                    )
+                )
         segments = []
-        for index, (label, comment, error_type) in enumerate(zip(labels, comments, types)):
+        for index, (label, comment, error_type) in enumerate(zip(labels[:count], comments[:count], types[:count])):
             if not isinstance(label, bool):
                 raise ImportLineError(line, f"labels[{index}]", "must be true or false")
             if comment is not None and not isinstance(comment, str):
@@ -232,6 +275,8 @@ class FelmKind(KindSpec):
         gold_segments = (gold or {}).get("segments") or []
         warnings = []
         for index, error_type in typed_correct_segments(metadata.get("labels"), metadata.get("type")):
+            if index >= len(content.get("segments") or []):
+                continue  # an entry past the last segment: no segment says it
             if index < len(gold_segments) and gold_segments[index].get("label") is not True:
                 continue  # the gold record no longer says correct: nothing contradicts
             warnings.append(
@@ -469,6 +514,11 @@ def felm_record(row: dict) -> dict:
     for key in SCALAR_FIELDS:
         if key in metadata and _text(metadata[key]) == record[key]:
             record[key] = metadata[key]
+    if "response" in metadata and record["response"] == " ".join(record["segmented_response"]):
+        record["response"] = json.loads(metadata["response"])  # NaN, as the line gave it
+    given_labels = metadata.get("labels")
+    if isinstance(given_labels, list) and len(given_labels) > len(segments):
+        record["labels"] += given_labels[len(segments) :]  # entries past the segments, as given
     # a type the file gave on a segment it labelled correct comes back while the gold says correct
     for index, error_type in typed_correct_segments(metadata.get("labels"), metadata.get("type")):
         if isinstance(record["type"], list) and index < len(segments) and segments[index].get("label") is True:
@@ -492,8 +542,10 @@ def _as_given(metadata: dict, key: str, derived: list) -> Any:
     if key not in metadata:
         return derived
     given = metadata[key]
-    if given in ([], None) and all(value in NO_VALUE for value in derived):
+    if (given in ([], None) or isinstance(given, str)) and all(value in NO_VALUE for value in derived):
         return given  # the whole list not annotated
+    if isinstance(given, list) and len(given) > len(derived):  # entries past the segments, as given
+        return _as_given({key: given[: len(derived)]}, key, derived) + given[len(derived) :]
     if not isinstance(given, list) or len(given) != len(derived):
         return derived
     return [g if g == d or (g in NO_VALUE and d in NO_VALUE) else d for g, d in zip(given, derived)]

@@ -108,6 +108,9 @@ class Task:
     # scored apart, the leaderboard's default view
     paper_subset: str = ""
     paper_units: frozenset[tuple] = frozenset()
+    # the labels whose recalls balanced accuracy averages, undefined when the gold lacks one
+    # (FELM's code: both classes); None: those the gold holds, as scikit-learn
+    balanced_labels: tuple[str, ...] | None = None
 
     def accepts(self, value: Any) -> bool:
         """Whether a prediction line's value can be this task's prediction (before normalise):

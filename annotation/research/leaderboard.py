@@ -97,7 +97,7 @@ def negated(diff: dict) -> dict:
     for key, value in diff.items():
         if isinstance(value, dict) and "value" in value:
             result[key] = {
-                "value": -value["value"],
+                "value": None if value["value"] is None else -value["value"],
                 "low": None if value["high"] is None else -value["high"],
                 "high": None if value["low"] is None else -value["low"],
             }

@@ -289,6 +289,7 @@ def task_difference(
         second_labels=scored_labels(second, theirs),
         resamples=resamples,
         seed=seed,
+        balanced_labels=task.balanced_labels,
     )
 
 

@@ -165,6 +165,7 @@ def score_task(
         labels=labels,
         resamples=resamples,
         seed=seed,
+        balanced_labels=task.balanced_labels,
     )
     result = {"measure": "labels", **result, "missing": missing}
     if task.models is not None:

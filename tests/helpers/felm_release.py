@@ -1,12 +1,14 @@
 """Lines of the released FELM domain files, written here in the released shapes (the release itself
-is not in the repository): good lines of each domain, broken ones, a file of them, and its export."""
+is not in the repository): good lines of each domain, lines FELM's evaluation code scores though
+they are off (lists longer than the segments, a NaN response, ``"type": ""``), broken ones, a file
+of them, and its export."""
 
 import json
 
 from annotation.exports.formats import export_jsonl
 from annotation.imports.items import import_jsonl
 
-NAN_RESPONSE = "is NaN or infinite (or too large for a number), which JSON does not allow"
+NON_FINITE = "is NaN or infinite (or too large for a number), which JSON does not allow"
 
 
 def wk_line() -> dict:
@@ -72,7 +74,7 @@ def reasoning_line() -> dict:
 
 
 def mismatch_line() -> dict:
-    """three segments, but labels, comment and type for two (24 such lines in the release)."""
+    """three segments, but labels, comment and type for two: FELM's code cannot score it (no labels[2])."""
     return {
         "index": "99",
         "source": "quora",
@@ -86,7 +88,30 @@ def mismatch_line() -> dict:
     }
 
 
+def long_lists_line() -> dict:
+    """two segments, labels, comment and type for three (24 such lines in the release): FELM's
+    code reads the first two; the third is a contradiction (correct, with a type) of no segment."""
+    return {
+        "index": "98",
+        "source": "quora",
+        "prompt": "Q?",
+        "response": "A. B.",
+        "segmented_response": ["A.", "B."],
+        "labels": [False, True, True],
+        "comment": ["no", "", "x"],
+        "type": ["knowledge_error", None, "knowledge_error"],
+        "ref": [],
+    }
+
+
+def string_type_line() -> dict:
+    """reasoning as FELM's evaluation input (eval/all.jsonl) writes all 208 of them: ``"type": ""``."""
+    return {**reasoning_line(), "index": 41, "labels": [False], "comment": ["x is B."], "type": ""}
+
+
 GOOD = [wk_line, math_line, writing_line, reasoning_line]
+# lines FELM's code scores that are off: imported as it reads them, with a warning each
+READ_AS_FELM = [long_lists_line, string_type_line]
 
 
 def released_file(*records) -> bytes:
@@ -96,8 +121,15 @@ def released_file(*records) -> bytes:
 
 
 def nan_line() -> dict:
+    """a NaN response (two lines of the release): FELM's code reads only the segments."""
     line = wk_line()
     line["index"], line["response"] = "100", "<NaN>"
+    return line
+
+
+def nan_prompt_line() -> dict:
+    line = wk_line()
+    line["index"], line["prompt"] = "101", "<NaN>"
     return line
 
 
@@ -109,7 +141,7 @@ def exported(project) -> list[dict]:
     return [json.loads(line) for line in export_jsonl(project, "felm")]
 
 
-BROKEN = released_file(wk_line(), mismatch_line(), math_line(), nan_line(), writing_line())
+BROKEN = released_file(wk_line(), mismatch_line(), math_line(), nan_prompt_line(), writing_line())
 BROKEN_ERRORS = [
     {
         "line": 2,
@@ -122,7 +154,7 @@ BROKEN_ERRORS = [
         "message": "must be a list with one entry per segment (3), not 2",
     },
     {"line": 2, "field": "type", "message": "must be a list with one entry per segment (3), not 2"},
-    {"line": 4, "field": "response", "message": NAN_RESPONSE},
+    {"line": 4, "field": "prompt", "message": NON_FINITE},
 ]
 
 

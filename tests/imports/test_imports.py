@@ -166,9 +166,9 @@ def test_labels_as_gold_needs_labels(felm_project):
         ),
         (json.dumps(felm_line(1, ["A."], labels=["yes"])), "labels[0]", "must be true or false"),
         (
-            json.dumps(felm_line(1, ["A."], labels=[True, False])),
+            json.dumps(felm_line(1, ["A.", "B."], labels=[True])),  # longer lists are cut (FELM's code)
             "labels",
-            "must be a list with one entry per segment (1), not 2",
+            "must be a list with one entry per segment (2), not 1",
         ),
         (
             json.dumps(felm_line(1, ["A."], type=["typo"])),

@@ -16,7 +16,7 @@ from tests.helpers.felm_release import (
     lines_of,
     math_line,
     mismatch_line,
-    nan_line,
+    nan_prompt_line,
     released_file,
     wk_line,
     writing_line,
@@ -54,7 +54,7 @@ def test_skip_with_no_good_line_imports_nothing_and_lists_the_lines(felm_project
     with pytest.raises(ImportFailed) as failed:
         import_jsonl(
             felm_project,
-            lines_of(released_file(mismatch_line(), nan_line())),
+            lines_of(released_file(mismatch_line(), nan_prompt_line())),
             fmt="felm",
             on_error="skip",
         )

@@ -11,9 +11,9 @@ from tests.helpers.builders import jsonl, post_import
 from tests.helpers.felm_release import (
     BROKEN,
     BROKEN_ERRORS,
-    NAN_RESPONSE,
+    NON_FINITE,
     mismatch_line,
-    nan_line,
+    nan_prompt_line,
     released_file,
     wk_line,
 )
@@ -75,7 +75,7 @@ def test_the_page_form_imports_with_skip_and_domain_and_lists_the_skipped_lines(
     hostile = mismatch_line()
     hostile["labels"] = [True, "<b>x</b>"]  # an error message quoting user text is shown escaped
     upload = jsonl([])
-    upload.write(released_file(wk_line(), hostile, nan_line()))
+    upload.write(released_file(wk_line(), hostile, nan_prompt_line()))
     upload.seek(0)
     with django_capture_on_commit_callbacks(execute=True):
         client.post(
@@ -93,7 +93,7 @@ def test_the_page_form_imports_with_skip_and_domain_and_lists_the_skipped_lines(
     assert "Items need 3 annotators each, but the project has 2" in page
     assert '<details class="skipped-lines" open>' in page
     assert "line 2, field labels: must be a list with one entry per segment (3), not 2" in page
-    assert f"line 3, field response: {NAN_RESPONSE}" in page
+    assert f"line 3, field prompt: {NON_FINITE}" in page
     assert "bad lines skipped, domain science" in page  # the job's options beside its name
     assert Item.objects.get().domain == "science"
     assert ImportJob.objects.get().options == {"on_error": "skip", "domain": "science"}
@@ -110,7 +110,7 @@ def test_the_page_form_refuses_by_default(logged_in, felm_project, django_captur
             {"file": upload, "format": "felm", "labels_as": "ignore"},
         )
     page = client.get(f"/projects/{felm_project.id}/").content.decode()
-    assert "nothing was imported" in page.lower() and "line 4, field response" in page
+    assert "nothing was imported" in page.lower() and "line 4, field prompt" in page
     assert not Item.objects.exists()
 
 
@@ -133,5 +133,5 @@ def test_the_management_command_carries_the_options(felm_project, tmp_path, caps
         "math",
     )
     out = capsys.readouterr().out
-    assert "imported 3 items" in out and "skipped line 4, field response" in out
+    assert "imported 3 items" in out and "skipped line 4, field prompt" in out
     assert set(Item.objects.values_list("domain", flat=True)) == {"math"}

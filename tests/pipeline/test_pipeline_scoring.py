@@ -50,21 +50,26 @@ def test_point_scores_equal_scikit_learn_on_random_data(seed):
     assert result["balanced_accuracy"]["value"] == pytest.approx(balanced_accuracy_score(gold, pred))
     macro = precision_recall_fscore_support(gold, pred, average="macro", zero_division=0)
     assert [result["macro"][m]["value"] for m in ("precision", "recall", "f1")] == pytest.approx(macro[:3])
-    per_label = precision_recall_fscore_support(gold, pred, labels=labels, zero_division=0)
+    # per label: a figure that divides by zero is None (scikit-learn's zero_division=nan), and F1,
+    # the harmonic mean of P and R, is None where either is (scikit-learn counts it 0 then)
+    per_label = precision_recall_fscore_support(gold, pred, labels=labels, zero_division=np.nan)
     report = classification_report(gold, pred, labels=labels, zero_division=0, output_dict=True)
+
+    def defined(value, *also):
+        return None if any(np.isnan(v) for v in (value, *also)) else pytest.approx(value)
+
     for i, label in enumerate(labels):
         ours = result["per_label"][label]
+        p, r, f, support = (column[i] for column in per_label)
         assert [
             ours["precision"]["value"],
             ours["recall"]["value"],
             ours["f1"]["value"],
             ours["support"],
-        ] == pytest.approx([per_label[0][i], per_label[1][i], per_label[2][i], per_label[3][i]])
-        assert [
-            ours["precision"]["value"],
-            ours["recall"]["value"],
-            ours["f1"]["value"],
-        ] == pytest.approx([report[label]["precision"], report[label]["recall"], report[label]["f1-score"]])
+        ] == [defined(p), defined(r), defined(f, p, r), support]
+        if ours["f1"]["value"] is not None:
+            assert ours["f1"]["value"] == pytest.approx(report[label]["f1-score"])
+    assert result["per_label"]["other"]["precision"]["value"] is None  # never predicted
     assert result["macro"]["f1"]["value"] == pytest.approx(report["macro avg"]["f1-score"])
     assert result["accuracy"]["low"] is None and result["accuracy"]["high"] is None
 
@@ -222,3 +227,54 @@ def test_mean_with_ci_equals_a_plain_bootstrap_over_items():
         mean_with_ci([1.0], items=[1, 2])
     with pytest.raises(ValueError):
         mean_with_ci([1.0], resamples=-1)
+
+
+def test_a_figure_that_divides_by_zero_is_none_and_its_interval_skips_the_resamples_without_it():
+    """Errors predicted in one item only: the error precision is defined on the whole data but
+    not in resamples that miss that item; the interval is over the others, as a plain bootstrap
+    with scikit-learn's zero_division=nan and nanpercentile gives it."""
+    units = [Scored(i, "error" if i % 2 else "correct", "error" if i == 1 else "correct") for i in range(12)]
+    result = score(units, resamples=200, seed=3)
+    draws = []
+    for drawn in bootstrap_indices(12, 200, 3):
+        sample = [units[i] for i in drawn]
+        precision = precision_recall_fscore_support(
+            [u.gold for u in sample], [u.predicted for u in sample], labels=["error"], zero_division=np.nan
+        )[0][0]
+        draws.append(precision)
+    assert any(np.isnan(draws)) and not all(np.isnan(draws))
+    precision = result["per_label"]["error"]["precision"]
+    assert precision["value"] == 1.0
+    assert [precision["low"], precision["high"]] == pytest.approx(list(np.nanpercentile(draws, [2.5, 97.5])))
+    # nothing predicted "error": precision and F1 have no value, nor an interval; recall is 0
+    quiet = score([Scored(u.item, u.gold, "correct") for u in units], resamples=50)
+    error = quiet["per_label"]["error"]
+    assert error["precision"] == error["f1"] == {"value": None, "low": None, "high": None}
+    assert error["recall"]["value"] == 0.0
+    # the macro means count it 0, as scikit-learn's zero_division=0
+    gold = [u.gold for u in units]
+    macro = precision_recall_fscore_support(gold, ["correct"] * 12, average="macro", zero_division=0)
+    assert [quiet["macro"][m]["value"] for m in ("precision", "recall", "f1")] == pytest.approx(macro[:3])
+
+
+def test_balanced_labels_leave_balanced_accuracy_undefined_when_the_gold_lacks_one():
+    # FELM's code: 0.5 * (recall of correct + recall of errors), None without a gold error
+    units = [Scored(i, "correct", "error" if i % 3 == 0 else "correct") for i in range(9)]
+    gold, pred = [u.gold for u in units], [u.predicted for u in units]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scikit-learn warns of a predicted class not in the gold
+        plain = balanced_accuracy_score(gold, pred)
+    assert score(units, resamples=0)["balanced_accuracy"]["value"] == pytest.approx(plain)
+    both = ("correct", "error")
+    assert score(units, resamples=20, balanced_labels=both)["balanced_accuracy"] == {
+        "value": None,
+        "low": None,
+        "high": None,
+    }
+    paired = difference(units, units, resamples=20, balanced_labels=both)
+    assert paired["balanced_accuracy"] == {"value": None, "low": None, "high": None}
+    assert paired["accuracy"]["value"] == 0.0
+    mixed = [*units, Scored(9, "error", "error")]
+    assert score(mixed, resamples=0, balanced_labels=both)["balanced_accuracy"]["value"] == pytest.approx(
+        0.5 * (6 / 9 + 1)
+    )

@@ -2,6 +2,7 @@
 (scoring.Task.figures), the first ranks the systems, the others of its measure are a click away.
 Values checked against scikit-learn."""
 
+import numpy as np
 import pytest
 from sklearn.metrics import balanced_accuracy_score, precision_recall_fscore_support
 
@@ -23,7 +24,8 @@ def felm_lines(error_at, skip=lambda i, k: False):
 
 # The gold (felm_gold): segment 1 of items 0 and 3 is an error, the 16 other segments correct.
 # "eager" calls every segment 1 an error and leaves segments 0 and 2 of items 0-3 without a
-# prediction: error F1 0.5, macro F1 0.45. "quiet" calls nothing an error: error F1 0, macro F1 0.47.
+# prediction: error F1 0.5, macro F1 0.45. "quiet" calls nothing an error: its error precision and
+# F1 are undefined ("–", as FELM's code gives None), macro F1 0.47 (scikit-learn's zero_division=0).
 EAGER = felm_lines(lambda i, k: k == 1, skip=lambda i, k: k != 1 and i < 4)
 QUIET = felm_lines(lambda i, k: False)
 
@@ -45,16 +47,20 @@ def test_felm_leads_with_the_f1_of_detecting_errors_and_balanced_accuracy(felm_g
     for run, lines in ((eager, EAGER), (quiet, QUIET)):
         predicted_of = {(line["item"], line["segment"]): line["label"] for line in lines}
         predicted = [predicted_of.get(u.key, scoring.MISSING) for u in task.units]
-        p, r, f, _ = precision_recall_fscore_support(gold_labels, predicted, labels=["error"], zero_division=0)
+        p, r, f, _ = precision_recall_fscore_support(gold_labels, predicted, labels=["error"], zero_division=np.nan)
         row = next(row for row in board["rows"] if row["run"] == run.id)
-        assert row["metrics"]["per_label.error.f1"]["value"] == pytest.approx(f[0])
-        assert row["metrics"]["per_label.error.precision"]["value"] == pytest.approx(p[0])
+        expected_f1 = None if np.isnan(p[0]) or np.isnan(r[0]) else pytest.approx(f[0])
+        assert row["metrics"]["per_label.error.f1"]["value"] == expected_f1
+        assert row["metrics"]["per_label.error.precision"]["value"] == (None if np.isnan(p[0]) else pytest.approx(p[0]))
         assert row["metrics"]["per_label.error.recall"]["value"] == pytest.approx(r[0])
         assert row["metrics"]["balanced_accuracy"]["value"] == pytest.approx(
             balanced_accuracy_score(gold_labels, predicted)
         )
-        by_system[run.system] = (f[0], run.scores["segment"]["macro"]["f1"]["value"])
-    assert by_system["eager"][0] == pytest.approx(0.5) and by_system["quiet"][0] == 0
+        by_system[run.system] = (
+            row["metrics"]["per_label.error.f1"]["value"],
+            run.scores["segment"]["macro"]["f1"]["value"],
+        )
+    assert by_system["eager"][0] == pytest.approx(0.5) and by_system["quiet"][0] is None
     # macro F1 orders them the other way: the ranking is the error class's F1
     assert by_system["eager"][1] < by_system["quiet"][1]
     assert [row["system"] for row in board["rows"] if row["kind"] == "system"] == ["eager", "quiet"]
