@@ -116,7 +116,9 @@ def test_lines_rendered_by_other_code_are_not_served(imported, monkeypatch, modu
     assert ExportLine.objects.exclude(line='{"served": "old code"}\n').count() == 6
 
 
-@pytest.mark.parametrize("module", ["annotation.selectors", "annotation.kinds.dfactscore", "annotation.exports.formats"])
+@pytest.mark.parametrize(
+    "module", ["annotation.selectors", "annotation.kinds.dfactscore", "annotation.exports.formats"]
+)
 def test_lines_are_still_served_after_a_change_to_code_off_their_path(imported, monkeypatch, module):
     ExportLine.objects.update(line='{"served": "stored"}\n')
     edit_source(monkeypatch, export_lines.source_path(module))
