@@ -9,28 +9,25 @@ import importlib.util
 import json
 from collections.abc import Iterable
 from functools import cache
-from itertools import accumulate, islice
+from itertools import islice
 from pathlib import Path
 
 from django.db import connection, transaction
 
 from annotation.exports import selectors
+from annotation.exports.render_path import RENDER_PATHS
 from annotation.gold import gold_rows
-from annotation.kinds import KINDS, KindSpec, get_kind
+from annotation.kinds import KindSpec, get_kind
 from annotation.kinds.base import ParsedItem
 from annotation.models import ExportLine, Project
 from annotation.services.locks import project_still_there
 
 RENDER_CHUNK = 250
-# Where a stored line's code starts: render_lines, imported_row, store_new_items_lines (this module).
-RENDER_ENTRY = __name__
-# The app's root packages (those of .importlinter): the render path is followed through all of them.
-APP_PACKAGES = ("annotation", "api", "config", "pipeline")
 
 
 def renderer_version(kind: KindSpec) -> str:
     """The version of the code that renders ``kind``'s stored lines, part of every line's stamp:
-    a digest of the source of each module on the path that renders them (render_paths). A deploy
+    a digest of the source of each module on the path that renders them (render_path). A deploy
     that changes any of them serves no line the old code rendered; one that changes only modules
     off the path (the core's other selectors, another kind, the pages) keeps every line."""
     return _versions()[kind.key]
@@ -39,39 +36,12 @@ def renderer_version(kind: KindSpec) -> str:
 @cache
 def _versions() -> dict[str, str]:
     versions = {}
-    for key, modules in render_paths().items():
+    for key, modules in RENDER_PATHS.items():
         digest = hashlib.sha256()
-        for name in sorted(modules):
+        for name in modules:
             digest.update(name.encode() + b"\0" + _source(source_path(name)) + b"\0")
         versions[key] = digest.hexdigest()[:16]
     return versions
-
-
-@cache
-def render_paths() -> dict[str, frozenset[str]]:
-    """Kind key → the modules whose code renders its stored lines: this module and the kind's own,
-    every app module they import, directly or not (imports inside functions too), as the import
-    graph has them, and the packages above each. The kinds' registry imports every kind; here it
-    leads to the kind's own module only, since a kind's lines are rendered by its class alone.
-    Built from the source once per process."""
-    # grimp (the graph lint-imports checks): ~40 ms and ~4 MiB, only for a process's first stored export
-    import grimp
-
-    graph = grimp.build_graph(*APP_PACKAGES, cache_dir=None)
-    registry = get_kind.__module__
-    for spec in KINDS.values():
-        if graph.direct_import_exists(importer=registry, imported=type(spec).__module__):
-            graph.remove_import(importer=registry, imported=type(spec).__module__)
-
-    def with_imports(modules: set[str]) -> frozenset[str]:
-        while True:  # with what each imports and the packages above each ("a.b.c": a, a.b), which run first
-            more = {up for name in modules for up in graph.find_upstream_modules(name)}
-            more |= {package for name in modules for package in accumulate(name.split("."), "{}.{}".format)}
-            if more <= modules:
-                return frozenset(modules)
-            modules = modules | more
-
-    return {key: with_imports({RENDER_ENTRY, type(spec).__module__}) for key, spec in KINDS.items()}
 
 
 def source_path(module: str) -> Path:
