@@ -1,5 +1,5 @@
 """Reads of the workflow core: who may see what, queues, progress. (Agreement and scores:
-annotation.research.selectors; export rows: annotation.exports.selectors.)"""
+annotation.research.selectors; the gold rows exports and research read: annotation.gold.)"""
 
 from collections import defaultdict
 from datetime import timedelta

@@ -18,6 +18,7 @@ from django.http import StreamingHttpResponse
 from annotation.exports import lines as export_lines
 from annotation.exports import selectors
 from annotation.exports.downloads import attachment, file_stem
+from annotation.gold import gold_rows
 from annotation.kinds import get_kind
 from annotation.kinds.base import GOLD_RATER
 from annotation.models import Project
@@ -72,7 +73,7 @@ def export_jsonl(project: Project, fmt: str) -> Iterator[str]:
     else:
         records = kind.export_lines(
             fmt,
-            selectors.gold_rows(project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata),
+            gold_rows(project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata),
             **kind.export_options(project.pipeline_settings),
         )
     for record in records:
@@ -83,7 +84,7 @@ def _stored_lines(project: Project, fmt: str) -> Iterator[str]:
     """The stored lines of the export, and the missing or stale ones rendered now (and stored
     afterwards by a task, so the next export finds them)."""
     rendered = 0
-    for chunk in selectors.stored_export_lines(project, fmt, get_kind(project.kind).export_renderer_version()):
+    for chunk in selectors.stored_export_lines(project, fmt, export_lines.renderer_version(get_kind(project.kind))):
         missing = [item_id for item_id, line in chunk if line is None]
         fresh = export_lines.render_lines(project, fmt, missing) if missing else {}
         rendered += len(missing)
@@ -117,7 +118,7 @@ def export(project: Project, fmt: str) -> Export:
     """The export of format ``fmt`` as a stream, with its content type and file name."""
     kind = get_kind(project.kind)
     if fmt in kind.archive_formats:
-        rows = selectors.gold_rows(project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata)
+        rows = gold_rows(project, later_stages=kind.export_later_stages, metadata=kind.export_reads_metadata)
         return Export(
             archive_stream(kind.archive_files(fmt), kind.export_archive(fmt, rows)),
             "application/zip",

@@ -1,15 +1,22 @@
 """Stored export lines: each consolidated item's line of the large JSONL exports, rendered once
 when its gold records change (the task ``store_export_lines``, queued by name by the core after a
 consolidation or an import: services.consolidation.enqueue_store_export_lines) so an export
-streams stored text. See ``ExportLine`` for why a stored line is never served stale."""
+streams stored text. See ``ExportLine`` for why a stored line is never served stale, and
+``renderer_version`` for why none rendered by other code is."""
 
+import hashlib
+import importlib.util
 import json
 from collections.abc import Iterable
+from functools import cache
 from itertools import islice
+from pathlib import Path
 
 from django.db import connection, transaction
 
 from annotation.exports import selectors
+from annotation.exports.render_path import RENDER_PATHS
+from annotation.gold import gold_rows
 from annotation.kinds import KindSpec, get_kind
 from annotation.kinds.base import ParsedItem
 from annotation.models import ExportLine, Project
@@ -18,12 +25,39 @@ from annotation.services.locks import project_still_there
 RENDER_CHUNK = 250
 
 
+def renderer_version(kind: KindSpec) -> str:
+    """The version of the code that renders ``kind``'s stored lines, part of every line's stamp:
+    a digest of the source of each module on the path that renders them (render_path). A deploy
+    that changes any of them serves no line the old code rendered; one that changes only modules
+    off the path (the core's other selectors, another kind, the pages) keeps every line."""
+    return _versions()[kind.key]
+
+
+@cache
+def _versions() -> dict[str, str]:
+    versions = {}
+    for key, modules in RENDER_PATHS.items():
+        digest = hashlib.sha256()
+        for name in modules:
+            digest.update(name.encode() + b"\0" + _source(source_path(name)) + b"\0")
+        versions[key] = digest.hexdigest()[:16]
+    return versions
+
+
+def source_path(module: str) -> Path:
+    return Path(importlib.util.find_spec(module).origin)
+
+
+def _source(path: Path) -> bytes:
+    return path.read_bytes()
+
+
 def render_lines(project: Project, fmt: str, item_ids: Iterable[int]) -> dict[int, str]:
     """item id → its line of format ``fmt`` (a stored format: one record per item), rendered from
     the gold records now."""
     kind = get_kind(project.kind)
     rows = list(
-        selectors.gold_rows(
+        gold_rows(
             project,
             later_stages=kind.export_later_stages,
             metadata=kind.export_reads_metadata,
@@ -44,7 +78,7 @@ def store_export_lines(project: Project, item_ids: Iterable[int] | None = None) 
     kind = get_kind(project.kind)
     if connection.vendor != "postgresql" or not kind.stored_export_formats:
         return 0
-    version = kind.export_renderer_version()
+    version = renderer_version(kind)
     stored = 0
     for fmt in kind.stored_export_formats:
         if item_ids is None:
@@ -76,7 +110,7 @@ def store_export_lines(project: Project, item_ids: Iterable[int] | None = None) 
 
 
 def imported_row(kind: KindSpec, item_id: int, content: dict, parsed: ParsedItem) -> dict:
-    """The row ``selectors.gold_rows`` will read back for an item an import as gold has just
+    """The row ``gold_rows`` will read back for an item an import as gold has just
     written (``content``: its first stage's), from the import's parsed values."""
     row = {
         "item_id": item_id,
@@ -102,7 +136,7 @@ def imported_row(kind: KindSpec, item_id: int, content: dict, parsed: ParsedItem
 
 def store_new_items_lines(project: Project, rows: list[dict]) -> set[int]:
     """Store the lines of items the current transaction has just written (an import as gold),
-    rendered from ``rows``: each item's row as ``selectors.gold_rows`` would read it back, built
+    rendered from ``rows``: each item's row as ``gold_rows`` would read it back, built
     from the values the import has in hand (no read of what was just written, no second
     transaction). Only rows the kind renders the same from such values as from the stored ones
     (``KindSpec.renders_line_from_import``) are stored here; returns the ids of the items whose
@@ -113,7 +147,7 @@ def store_new_items_lines(project: Project, rows: list[dict]) -> set[int]:
     kind = get_kind(project.kind)
     if connection.vendor != "postgresql" or not kind.stored_export_formats or not rows:
         return set()
-    version = kind.export_renderer_version()
+    version = renderer_version(kind)
     stamps = selectors.export_stamps([row["item_id"] for row in rows], version)
     stored: set[int] | None = None
     lines: list[tuple[int, str, str, str]] = []

@@ -1,10 +1,7 @@
 """The interface every project kind implements."""
 
-import hashlib
-import sys
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +135,7 @@ class KindSpec:
 
     def gold_units(self, tasks: dict, rows_of: Callable[..., Iterable[dict]], settings: dict) -> None:
         """Fill ``tasks`` (fresh from scoring_tasks) with the gold units of the consolidated items.
-        ``rows_of(**options)`` reads them (selectors.gold_rows of the project); ``settings``: the
+        ``rows_of(**options)`` reads them (annotation.gold.gold_rows of the project); ``settings``: the
         project's pipeline settings."""
 
     def existing_units(self, rows_of: Callable[..., Iterable[dict]]) -> set[tuple]:
@@ -215,11 +212,6 @@ class KindSpec:
         back as an integer, so a kind says yes only where its export writes no such values
         from the row as they are."""
         return False
-
-    def export_renderer_version(self) -> str:
-        """A digest of the code that renders this kind's exports (the kind's modules, this
-        interface, the rows it is given): a stored line rendered by other code is never served."""
-        return _renderer_version(type(self).__module__)
 
     def item_warnings(self, stage: int, content: dict, metadata: dict, gold: dict | None) -> list[str]:
         """Contradictions in what an import brought, kept as given and shown on the item page and
@@ -384,16 +376,3 @@ def optional_str(data: dict, key: str, line: int) -> str:
 
 
 Parser = Callable[[dict, int], ParsedItem]
-
-
-@cache
-def _renderer_version(module_name: str) -> str:
-    module = sys.modules[module_name]
-    here = Path(__file__).resolve().parent
-    own = Path(module.__file__).resolve()
-    sources = sorted(own.parent.glob("*.py")) if own.name == "__init__.py" else [own]
-    sources += [here / "base.py", here.parent / "selectors.py"]
-    digest = hashlib.sha256()
-    for path in sources:
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]

@@ -49,7 +49,7 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any
 
-from annotation.exports import selectors
+from annotation.gold import gold_rows
 from annotation.kinds import get_kind
 from annotation.kinds.dfactscore import support_label  # noqa: F401 (read as scoring.support_label)
 from annotation.kinds.research import (  # noqa: F401 (scoring.Task & co. are read from here too)
@@ -99,7 +99,7 @@ def project_tasks(project: Project) -> dict[str, Task]:
     """The scoring tasks of a project's kind, from its consolidated gold (KindSpec.gold_units)."""
     kind = get_kind(project.kind)
     tasks = kind.scoring_tasks()
-    kind.gold_units(tasks, functools.partial(selectors.gold_rows, project), project.pipeline_settings)
+    kind.gold_units(tasks, functools.partial(gold_rows, project), project.pipeline_settings)
     return tasks
 
 
@@ -110,7 +110,7 @@ def existing_units(project: Project) -> set[tuple]:
     stance, the factuality of an unverified claim) is counted and left out, not refused, since
     a system predicts every unit; a unit that does not exist (a typo, 1-based indexes) refuses
     the file."""
-    return get_kind(project.kind).existing_units(functools.partial(selectors.gold_rows, project))
+    return get_kind(project.kind).existing_units(functools.partial(gold_rows, project))
 
 
 def response_predictions(segment_predictions: Mapping[tuple, str]) -> dict[tuple, str]:

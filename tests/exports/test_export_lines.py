@@ -12,6 +12,7 @@ from annotation.exports.formats import export_jsonl
 from annotation.imports.items import import_jsonl
 from annotation.models import ExportLine, GoldRecord, Item, ItemStage, StageStatus
 from tests.helpers.builders import jsonl
+from tests.helpers.exports import edit_source
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -101,18 +102,27 @@ def test_a_line_is_stale_after_any_write_to_its_rows_even_one_that_bypasses_the_
         assert len(records) == 5 and records[0]["prompt"] == "Question 1?"
 
 
-def test_lines_rendered_by_other_code_are_not_served(imported, monkeypatch):
+@pytest.mark.parametrize(
+    "module",
+    ["annotation.exports.lines", "annotation.gold", "annotation.kinds.factcheck.benchmark", "annotation.kinds.felm"],
+)
+def test_lines_rendered_by_other_code_are_not_served(imported, monkeypatch, module):
+    """A deploy that changes any module on the path that renders the lines (the rendering, the
+    rows, the kind and what it imports) serves none of the lines the old code stored."""
     ExportLine.objects.update(line='{"served": "old code"}\n')
-    monkeypatch.setattr(type(imported_kind(imported)), "export_renderer_version", lambda self: "another version")
+    edit_source(monkeypatch, export_lines.source_path(module))
     assert {"served": "old code"} not in exported(imported)
     # the export stored the lines it rendered, under the new version
     assert ExportLine.objects.exclude(line='{"served": "old code"}\n').count() == 6
 
 
-def imported_kind(project):
-    from annotation.kinds import get_kind
-
-    return get_kind(project.kind)
+@pytest.mark.parametrize(
+    "module", ["annotation.selectors", "annotation.kinds.dfactscore", "annotation.exports.formats"]
+)
+def test_lines_are_still_served_after_a_change_to_code_off_their_path(imported, monkeypatch, module):
+    ExportLine.objects.update(line='{"served": "stored"}\n')
+    edit_source(monkeypatch, export_lines.source_path(module))
+    assert exported(imported) == [{"served": "stored"}] * 6
 
 
 def test_a_line_rendered_while_its_rows_change_is_not_stored(imported, monkeypatch):

@@ -3,11 +3,13 @@ every line, and never a stale one."""
 
 import pytest
 
+from annotation.exports import lines as export_lines
 from annotation.exports.formats import export_jsonl
 from annotation.imports.items import import_jsonl
 from annotation.kinds import get_kind
 from annotation.models import ExportLine, GoldRecord, Item
 from tests.helpers.builders import felm_line, jsonl
+from tests.helpers.exports import edit_source
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -53,3 +55,17 @@ def test_a_gold_record_written_behind_the_services_back_is_never_served_stale(im
     GoldRecord.objects.filter(pk=gold.pk).update(payload={"segments": segments})
     exported = "".join(export_jsonl(imported, "felm"))
     assert exported == rendered(imported, monkeypatch) and "Now wrong." in exported
+
+
+@pytest.mark.parametrize("module", ["annotation.kinds.felm", "annotation.kinds.base", "annotation.gold"])
+def test_a_change_to_the_code_that_renders_the_lines_serves_none_of_the_old_ones(imported, monkeypatch, module):
+    ExportLine.objects.update(line='{"served": "old code"}\n')
+    edit_source(monkeypatch, export_lines.source_path(module))
+    assert "old code" not in "".join(export_jsonl(imported, "felm"))
+
+
+@pytest.mark.parametrize("module", ["annotation.selectors", "annotation.kinds.factcheck"])
+def test_a_change_to_code_off_the_path_keeps_serving_the_stored_lines(imported, monkeypatch, module):
+    ExportLine.objects.update(line='{"served": "stored"}\n')
+    edit_source(monkeypatch, export_lines.source_path(module))
+    assert "".join(export_jsonl(imported, "felm")) == '{"served": "stored"}\n' * 5
