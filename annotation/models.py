@@ -1,4 +1,4 @@
-"""Domain model (DESIGN.md §4).
+"""Domain model: projects, items and their steps, assignments, consolidations (docs/design.md).
 
 Payloads are JSON validated by the project kind (``annotation.kinds``), so one set of tables
 serves FELM, Factcheck-Bench and D-FActScore projects.

@@ -8,6 +8,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 
 from annotation import selectors
@@ -34,6 +35,8 @@ def _check_admin_of(user, projects) -> None:
 class CorpusViewSet(
     ExtraActionsWithoutSchema, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
 ):
+    # Any signed-in user: the rows are the caller's corpora (get_queryset); writes check admin rights.
+    permission_classes = [IsAuthenticated]
     serializer_class = CorpusSerializer
     queryset = Corpus.objects.none()  # the schema's path type; rows come from get_queryset()
     lookup_value_regex = NATURAL.pattern
@@ -84,7 +87,7 @@ class CorpusViewSet(
             403: OpenApiResponse(ErrorSerializer),
         },
     )
-    @action(detail=True, methods=["put"])
+    @action(detail=True, methods=["put"], permission_classes=[IsAuthenticated])
     def projects(self, request, pk=None):
         """Set the projects that search this corpus; changes only to projects the caller administers."""
         corpus = self.get_object()
@@ -104,7 +107,7 @@ class CorpusViewSet(
             403: OpenApiResponse(ErrorSerializer),
         },
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
     def cancel(self, request, pk=None):
         """Cancel a queued or running import: its passages and upload are deleted, the corpus fails
         with a "cancelled" error. A worker that died mid-import resumes after its last batch instead."""

@@ -15,6 +15,7 @@ from annotation.models import ItemStage
 from . import job_serializers, serializers
 from .common import ERROR_400, ID
 from .openapi import extend_schema
+from .permissions import PROJECT_ADMINS, PROJECT_MEMBERS
 
 
 class EvidenceActions:
@@ -31,7 +32,7 @@ class EvidenceActions:
             404: OpenApiResponse(serializers.ErrorSerializer, description="no such project, or not a member of it"),
         },
     )
-    @action(detail=True, methods=["post"], url_path="evidence-searches")
+    @action(detail=True, methods=["post"], url_path="evidence-searches", permission_classes=PROJECT_MEMBERS)
     def evidence_searches(self, request, pk=None):
         """Search the project's corpora (and the web, where configured) for evidence, as the
         step-2 page does: 202 with the search, which a Celery task answers."""
@@ -57,6 +58,7 @@ class EvidenceActions:
         methods=["get"],
         url_path=rf"evidence-searches/(?P<search_id>{ID})",
         url_name="evidence-search",
+        permission_classes=PROJECT_MEMBERS,
     )
     def evidence_search(self, request, pk=None, search_id=None):
         """One of the caller's searches: state (queued, running, done, failed) and results."""
@@ -93,6 +95,7 @@ class EvidenceActions:
         methods=["post"],
         url_path=rf"items/(?P<item_id>{ID})/claims/(?P<claim>{ID})/retrieve",
         url_name="retrieve-claim",
+        permission_classes=PROJECT_ADMINS,
     )
     def retrieve_claim(self, request, pk=None, item_id=None, claim=None):
         """Retrieve one step-2 claim's evidence again (e.g. after its web search failed), until

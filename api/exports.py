@@ -10,6 +10,7 @@ from annotation.kinds import KINDS
 
 from .common import ERROR_400
 from .openapi import extend_schema
+from .permissions import PROJECT_ADMINS
 
 EXPORT_FORMATS = sorted({fmt for kind in KINDS.values() for fmt in kind.export_formats} | set(exports.COMMON_FORMATS))
 EXPORT_FORMATS_BY_KIND = "; ".join(
@@ -36,7 +37,7 @@ class ExportActions:
             )
         ],
     )
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], permission_classes=PROJECT_ADMINS)
     def export(self, request, pk=None):
         project = self.get_object()
         fmt = request.query_params.get("format", "")

@@ -12,6 +12,7 @@ from annotation.imports import jobs as import_jobs
 from . import job_serializers, serializers
 from .common import ID, refuse_oversized_upload
 from .openapi import extend_schema
+from .permissions import PROJECT_ADMINS
 
 
 class ImportActions:
@@ -35,7 +36,7 @@ class ImportActions:
             ),
         },
     )
-    @action(detail=True, methods=["post"], url_path="import")
+    @action(detail=True, methods=["post"], url_path="import", permission_classes=PROJECT_ADMINS)
     def import_items(self, request, pk=None):
         """Upload a file to import: 202 with the job, which a Celery task runs, all or nothing.
 
@@ -64,7 +65,7 @@ class ImportActions:
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
     @extend_schema(responses=job_serializers.ImportJobSerializer(many=True))
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], permission_classes=PROJECT_ADMINS)
     def imports(self, request, pk=None):
         """The project's imports, newest first."""
         page = self.paginate_queryset(selectors.import_jobs(self.get_object()))
@@ -77,7 +78,13 @@ class ImportActions:
             404: OpenApiResponse(serializers.ErrorSerializer, description="no such job in a project of the caller's"),
         },
     )
-    @action(detail=True, methods=["get"], url_path=rf"imports/(?P<job_id>{ID})", url_name="import-job")
+    @action(
+        detail=True,
+        methods=["get"],
+        url_path=rf"imports/(?P<job_id>{ID})",
+        url_name="import-job",
+        permission_classes=PROJECT_ADMINS,
+    )
     def import_job(self, request, pk=None, job_id=None):
         """One import: state (queued, running, done, failed), lines read, errors and result."""
         job = selectors.import_jobs(self.get_object()).filter(pk=job_id).first()

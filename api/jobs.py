@@ -9,6 +9,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers as drf_serializers
 from rest_framework import status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -54,6 +55,8 @@ def _visible_job(user, kind: jobs.JobKind, job_id: int):
 
 
 class JobRestartView(APIView):
+    permission_classes = [IsAuthenticated]  # who may restart which job: _visible_job
+
     @extend_schema(
         request=None,
         parameters=[

@@ -7,6 +7,7 @@ the project's LLM settings). See annotation.research.llm_rater.
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
@@ -118,6 +119,8 @@ def run_data(request, run) -> dict:
 
 
 class RaterEstimateView(APIView):
+    permission_classes = [IsAuthenticated]  # the project's admins: admin_project()
+
     @extend_schema(
         request=RaterOptionsSerializer,
         responses={200: RaterEstimateSerializer, **ERRORS},
@@ -132,6 +135,8 @@ class RaterEstimateView(APIView):
 
 
 class RaterRunsView(APIView):
+    permission_classes = [IsAuthenticated]  # the project's admins: admin_project()
+
     @extend_schema(
         responses={200: RaterRunSerializer(many=True), **ERRORS},
         summary="The project's LLM rater runs",
@@ -166,6 +171,8 @@ class RaterRunsView(APIView):
 
 
 class RaterRunView(APIView):
+    permission_classes = [IsAuthenticated]  # the project's admins: admin_project()
+
     @extend_schema(responses={200: RaterRunSerializer, **ERRORS}, summary="One LLM rater run and its progress")
     def get(self, request, project_id, run_id):
         project = admin_project(request, project_id)

@@ -25,6 +25,7 @@ from .common import (
     refuse_oversized_upload,
 )
 from .openapi import extend_schema
+from .permissions import PROJECT_CONSOLIDATORS
 
 
 class ResearchActions:
@@ -54,7 +55,7 @@ class ResearchActions:
             OpenApiParameter("seed", int, description="seed of the bootstrap (default 0)"),
         ],
     )
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], permission_classes=PROJECT_CONSOLIDATORS)
     def agreement(self, request, pk=None):
         """Agreement per field of one step (admins and consolidators), with 95 % bootstrap intervals.
 
@@ -121,7 +122,13 @@ class ResearchActions:
             ),
         },
     )
-    @action(detail=True, methods=["get", "post"], url_path="system-runs", url_name="system-runs")
+    @action(
+        detail=True,
+        methods=["get", "post"],
+        url_path="system-runs",
+        url_name="system-runs",
+        permission_classes=PROJECT_CONSOLIDATORS,
+    )
     def system_runs(self, request, pk=None):
         """Automatic fact-checkers' predictions and their scores (project admins and consolidators).
 
@@ -170,6 +177,7 @@ class ResearchActions:
         methods=["get", "delete"],
         url_path=rf"system-runs/(?P<run_id>{ID})",
         url_name="system-run",
+        permission_classes=PROJECT_CONSOLIDATORS,
     )
     def system_run(self, request, pk=None, run_id=None):
         """One run: state (queued, running, done, failed), progress, errors and scores; DELETE
@@ -216,7 +224,7 @@ class ResearchActions:
             ),
         ],
     )
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], permission_classes=PROJECT_CONSOLIDATORS)
     def leaderboard(self, request, pk=None):
         """The leaderboard of one task: ``tasks``, ``metrics``, ``differences`` (the columns),
         ``reference`` (a run id) and ``rows``: each system version and baseline with its

@@ -1,7 +1,8 @@
 from django.urls import include, path, re_path
 from django.utils.module_loading import import_string
 from django.views.decorators.csrf import csrf_exempt
-from rest_framework.routers import DefaultRouter
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.routers import APIRootView, DefaultRouter
 
 from annotation.params import NATURAL
 
@@ -15,6 +16,15 @@ class Router(DefaultRouter):
     # No format-suffix routes (``imports/1.json/``): undocumented, and every action answered
     # them with a TypeError (an unexpected ``format`` argument: a 500).
     include_format_suffixes = False
+
+    class APIRootView(APIRootView):
+        permission_classes = [IsAuthenticated]
+
+    def get_method_map(self, viewset, method_map):
+        # Only the methods the viewset serves (not a project's PUT): another method gets no
+        # action, hence no action's permission rule, and is answered 405.
+        bound = super().get_method_map(viewset, method_map)
+        return {method: name for method, name in bound.items() if method in viewset.http_method_names}
 
     def get_lookup_regex(self, viewset, lookup_prefix=""):
         if getattr(viewset, "lookup_value_regex", None) is None:
@@ -38,6 +48,7 @@ def loaded_on_first_request(view_path: str, **initkwargs):
             view = import_string(view_path).as_view(**initkwargs)
         return view(request, *args, **kwargs)
 
+    lazy_view.view_path = view_path  # for tests/api/test_route_permissions.py
     return lazy_view
 
 

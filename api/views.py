@@ -51,7 +51,7 @@ from .exports import ExportActions
 from .imports import ImportActions
 from .openapi import ExtraActionsWithoutSchema, extend_schema
 from .parsers import PARSER_CLASSES
-from .permissions import CanConsolidate, IsProjectAdmin, IsProjectMember, IsStaff
+from .permissions import PROJECT_ADMINS, PROJECT_CONSOLIDATORS, PROJECT_MEMBERS, IsStaff
 from .research import ResearchActions
 
 User = get_user_model()
@@ -102,36 +102,23 @@ class ProjectViewSet(
             return serializers.ProjectUpdateSerializer
         return super().get_serializer_class()
 
+    # The router's own actions (and "metadata", OPTIONS on any of the project's routes); each
+    # extra action names its rule in its @action.
+    action_permissions = {
+        "list": PROJECT_MEMBERS,
+        "retrieve": PROJECT_MEMBERS,
+        "metadata": PROJECT_MEMBERS,
+        "create": [IsStaff],
+        "partial_update": PROJECT_ADMINS,
+        "destroy": PROJECT_ADMINS,
+    }
+
     def get_permissions(self):
-        if self.action == "create":
-            return [IsStaff()]
-        if self.action in {
-            "partial_update",
-            "destroy",
-            "members",
-            "member",
-            "import_items",
-            "imports",
-            "import_job",
-            "items",
-            "export",
-            "progress",
-            "retrieve_claim",
-            "reopen_stage",
-            "split_stage",
-            "reassign",
-        }:
-            return [IsAuthenticated(), IsProjectAdmin()]
-        if self.action in {
-            "consolidations",
-            "agreement",
-            "system_runs",
-            "system_run",
-            "leaderboard",
-        }:
-            return [IsAuthenticated(), CanConsolidate()]
-        # evidence_searches, evidence_search: any member (annotators, consolidators, admins)
-        return [IsAuthenticated(), IsProjectMember()]
+        if self.action is None:  # a method the route does not serve: 405 once signed in
+            return [IsAuthenticated()]
+        if self.action in self.action_permissions:
+            return [permission() for permission in self.action_permissions[self.action]]
+        return super().get_permissions()
 
     def get_object(self):
         project = get_object_or_404(Project, pk=self.kwargs["pk"])
@@ -179,7 +166,7 @@ class ProjectViewSet(
         request=serializers.MembershipSerializer,
         responses={201: serializers.MembershipSerializer},
     )
-    @action(detail=True, methods=["get", "post"])
+    @action(detail=True, methods=["get", "post"], permission_classes=PROJECT_ADMINS)
     def members(self, request, pk=None):
         project = self.get_object()
         if request.method == "GET":
@@ -212,6 +199,7 @@ class ProjectViewSet(
         methods=["patch", "delete"],
         url_path=rf"members/(?P<membership_id>{ID})",
         url_name="member",
+        permission_classes=PROJECT_ADMINS,
     )
     def member(self, request, pk=None, membership_id=None):
         """Move a member to another role (PATCH ``{"role"}``) or take the role away (DELETE).
@@ -249,6 +237,7 @@ class ProjectViewSet(
         methods=["post"],
         url_path=rf"items/(?P<item_id>{ID})/stages/(?P<stage>{ID})/reopen",
         url_name="reopen-stage",
+        permission_classes=PROJECT_ADMINS,
     )
     def reopen_stage(self, request, pk=None, item_id=None, stage=None):
         """Reopen a saved gold record, or restore a discarded item, with a reason (kept in the
@@ -280,6 +269,7 @@ class ProjectViewSet(
         methods=["post"],
         url_path=rf"items/(?P<item_id>{ID})/stages/(?P<stage>{ID})/split",
         url_name="split-stage",
+        permission_classes=PROJECT_ADMINS,
     )
     def split_stage(self, request, pk=None, item_id=None, stage=None):
         """Correct an item's sentence split (FELM: segmentation) before any annotator has started it."""
@@ -304,6 +294,7 @@ class ProjectViewSet(
         methods=["post"],
         url_path=rf"assignments/(?P<assignment_id>{ID})/reassign",
         url_name="reassign",
+        permission_classes=PROJECT_ADMINS,
     )
     def reassign(self, request, pk=None, assignment_id=None):
         """Give an assignment nobody started to another annotator of the project (a stalled item)."""
@@ -325,7 +316,7 @@ class ProjectViewSet(
             )
         ],
     )
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], permission_classes=PROJECT_ADMINS)
     def items(self, request, pk=None):
         project = self.get_object()
         stage_status = choice_param(request, "status", StageStatus.values)
@@ -349,7 +340,7 @@ class ProjectViewSet(
             )
         ],
     )
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], permission_classes=PROJECT_MEMBERS)
     def assignments(self, request, pk=None):
         project = self.get_object()
         mine = bool_param(request, "mine")
@@ -368,7 +359,7 @@ class ProjectViewSet(
         responses=serializers.ConsolidationSerializer(many=True),
         parameters=[OpenApiParameter("status", str, enum=ConsolidationStatus.values)],
     )
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], permission_classes=PROJECT_CONSOLIDATORS)
     def consolidations(self, request, pk=None):
         project = self.get_object()
         consolidation_status = choice_param(request, "status", ConsolidationStatus.values)
@@ -377,7 +368,7 @@ class ProjectViewSet(
         return self.get_paginated_response(serializers.ConsolidationSerializer(page, many=True).data)
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
-    @action(detail=True, methods=["get"])
+    @action(detail=True, methods=["get"], permission_classes=PROJECT_ADMINS)
     def progress(self, request, pk=None):
         return Response(selectors.project_progress(self.get_object()))
 
@@ -385,6 +376,7 @@ class ProjectViewSet(
 class AssignmentViewSet(ExtraActionsWithoutSchema, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """An annotator's own assignments; nobody reads another annotator's work here."""
 
+    permission_classes = [IsAuthenticated]  # the rows are the caller's own (get_queryset)
     serializer_class = serializers.AssignmentSerializer
     # Only for the schema's path parameter type; rows always come from get_queryset().
     queryset = Assignment.objects.none()
@@ -398,7 +390,7 @@ class AssignmentViewSet(ExtraActionsWithoutSchema, mixins.RetrieveModelMixin, vi
         request=serializers.AnnotationWriteSerializer,
         responses={200: serializers.AnnotationReadSerializer, 400: ERROR_400, 409: ERROR_409},
     )
-    @action(detail=True, methods=["get", "put"])
+    @action(detail=True, methods=["get", "put"], permission_classes=[IsAuthenticated])
     def annotation(self, request, pk=None):
         if request.method == "GET":
             return Response(selectors.annotation_state(self.get_object()))
@@ -414,7 +406,7 @@ class AssignmentViewSet(ExtraActionsWithoutSchema, mixins.RetrieveModelMixin, vi
         return Response({"payload": saved.payload, "version": saved.version, "submitted": saved.submitted})
 
     @extend_schema(request=None, responses={200: serializers.AnnotationReadSerializer, 400: ERROR_400})
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
     def reopen(self, request, pk=None):
         """Take a submission back to edit it, until every annotator of the item has submitted."""
         try:
@@ -433,6 +425,7 @@ class AssignmentViewSet(ExtraActionsWithoutSchema, mixins.RetrieveModelMixin, vi
 class ConsolidationViewSet(ExtraActionsWithoutSchema, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Consolidation tasks, for the project's consolidators and admins only."""
 
+    permission_classes = [IsAuthenticated]  # get_object answers 404 to anyone else
     serializer_class = serializers.ConsolidationDetailSerializer
     http_method_names = ["get", "put", "post", "head", "options"]
 
@@ -468,7 +461,7 @@ class ConsolidationViewSet(ExtraActionsWithoutSchema, mixins.RetrieveModelMixin,
         request=serializers.DiscardSerializer,
         responses={200: serializers.ConsolidationSerializer, 400: ERROR_400},
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
     def discard(self, request, pk=None):
         consolidation = self.get_object()
         data = serializers.DiscardSerializer(data=request.data)
@@ -482,7 +475,7 @@ class ConsolidationViewSet(ExtraActionsWithoutSchema, mixins.RetrieveModelMixin,
         request=serializers.EscalateSerializer,
         responses={200: serializers.ConsolidationSerializer, 400: ERROR_400},
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], permission_classes=[IsAuthenticated])
     def escalate(self, request, pk=None):
         """Ask for a third rater (steps that allow one): the consolidation waits until the third
         rater has answered blind, then reopens with the three answers merged."""

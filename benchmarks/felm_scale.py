@@ -366,7 +366,7 @@ def print_header(args) -> None:
 
 
 def print_summary(results: dict, args) -> None:
-    print("\nSummary (targets from DESIGN.md section 9 / the issue):")
+    print("\nSummary (targets from benchmarks/README.md, felm_scale.py):")
     rows = []
     if "import" in results:
         r = results["import"]

@@ -198,7 +198,8 @@ REST_FRAMEWORK = {
         "api.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Closed: every view and action names its own rule (api/permissions.py).
+    "DEFAULT_PERMISSION_CLASSES": ["api.permissions.Undeclared"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     # JSON nested too deeply is a 400, not a RecursionError (500).

@@ -1,4 +1,4 @@
-"""Machine pre-annotation as plain Python (DESIGN.md §7).
+"""Machine pre-annotation as plain Python, the bottom layer (docs/layers.md).
 
 Nothing here imports Django, ``annotation`` or ``api``: functions take and return plain data so
 they run in a Celery worker, a management command or a notebook. Each step has an LLM backend

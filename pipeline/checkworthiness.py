@@ -1,6 +1,6 @@
 """Claim-category, sentence-checkworthiness and importance hints (Factcheck-Bench step 1).
 
-Labels are exactly the released data's (DESIGN.md §5): claim category ``factual | opinion |
+Labels are exactly the released data's (docs/released-files.md): claim category ``factual | opinion |
 not_a_claim | other``; sentence checkworthiness ``yes | no``; sentence and claim importance
 ``yes | intermediate | no``. Every hint records the backend (and model) that produced it.
 

@@ -194,24 +194,14 @@ def _assigned(groups_a: Sequence[int | None], groups_b: Sequence[int | None]) ->
     return [a for a, _ in pairs], [b for _, b in pairs]
 
 
-def partition_agreement(groups_a: Sequence[int | None], groups_b: Sequence[int | None]) -> float | None:
-    """Adjusted Rand index of two annotators' fact → group assignments (facts either left
-    ungrouped are left out; None when no fact is grouped by both)."""
-    # heavy: loaded only where this is computed
-    from sklearn.metrics import (
-        adjusted_rand_score,  # scikit-learn: heavy, only where this is computed
-    )
-
-    a, b = _assigned(groups_a, groups_b)
-    return float(adjusted_rand_score(a, b)) if a else None
-
-
 def partition_agreements(
     pairs: Sequence[tuple[Sequence[int | None], Sequence[int | None]]],
 ) -> list[float | None]:
-    """``partition_agreement`` of many paragraphs at once, vectorised (scikit-learn's validation
-    costs ~1 ms a call, 10 s for 10,000 paragraphs). The same pair-counting formula as
-    ``sklearn.metrics.adjusted_rand_score``, from each paragraph's contingency table."""
+    """Adjusted Rand index of two annotators' fact → group assignments, per paragraph (facts
+    either left ungrouped are left out; None when no fact is grouped by both). The pair-counting
+    formula of ``sklearn.metrics.adjusted_rand_score``, from each paragraph's contingency table,
+    for every paragraph at once: a library call per paragraph spends most of its time checking
+    its input (benchmarks/README.md, ``dfactscore_scores.py``)."""
     import numpy as np  # numpy: web workers start without it (the kind imports this module)
 
     rows, la, lb = [], [], []

@@ -1,8 +1,8 @@
 """Offline sentence and segment splitting for LLM responses.
 
-NLTK's pretrained Punkt models are downloadable data, which this project cannot fetch
-(DESIGN.md §2). An *untrained* ``PunktSentenceTokenizer`` knows no abbreviations and no
-sentence starters, so it breaks "the U.S. Department" and "Dr. Arts" and glues
+NLTK's pretrained Punkt models are downloadable data, which this project cannot fetch (it
+runs offline: no download at run time). An *untrained* ``PunktSentenceTokenizer`` knows no
+abbreviations and no sentence starters, so it breaks "the U.S. Department" and "Dr. Arts" and glues
 "World War I. It was". We therefore ship the parameters Punkt would otherwise have learnt
 (``ABBREVIATIONS``, ``COLLOCATIONS`` and ``SENTENCE_STARTERS`` below, plain Python constants) and add the
 layout rules Punkt ignores because it sees text as one line: paragraphs, unpunctuated

@@ -19,7 +19,7 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 import httpx2
 
@@ -49,7 +49,7 @@ class WebSearchRefused(WebSearchError):
 @dataclass(frozen=True)
 class WebSearchConfig:
     base_url: str | None = None
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # kept out of logs and reprs, as the LLM's
     timeout: float = 10.0
     max_page_bytes: int = 2_000_000
     results_per_query: int = 5

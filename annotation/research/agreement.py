@@ -1,4 +1,4 @@
-"""Inter-annotator agreement (DESIGN.md §8), computed on plain data: the coefficients of one
+"""Inter-annotator agreement (docs/researcher.md), computed on plain data: the coefficients of one
 field, per rater pair, per week of submission and against a reference (the gold record).
 
 Nominal data, and Krippendorff's α with the ordinal metric too where a field's labels are

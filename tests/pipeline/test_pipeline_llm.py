@@ -232,3 +232,9 @@ def test_an_llm_server_on_a_private_address_needs_the_explicit_setting(monkeypat
         monkeypatch.setenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1")  # a lab's own server, allowed by setting
         [result] = run_chats(server.config(max_retries=0), [[{"role": "user", "content": "hi"}]])
         assert result.error is None and len(server.requests) == 1
+
+
+def test_the_config_repr_hides_the_api_key():
+    config = LLMConfig(base_url="http://llm.example/v1", api_key="sk-secret-key", model="m")
+    assert "sk-secret-key" not in repr(config) and "sk-secret-key" not in str(config)
+    assert "http://llm.example/v1" in repr(config)

@@ -158,3 +158,9 @@ def test_the_search_api_on_a_private_address_needs_the_explicit_setting(web, mon
     assert Web.seen == []
     monkeypatch.setenv("OUTBOUND_ALLOW_PRIVATE_SERVICE_URLS", "1")
     assert search(web, "Marie Curie")
+
+
+def test_the_config_repr_hides_the_api_key():
+    config = WebSearchConfig(base_url="http://search.example", api_key="ws-secret-key")
+    assert "ws-secret-key" not in repr(config) and "ws-secret-key" not in str(config)
+    assert "http://search.example" in repr(config)
