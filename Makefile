@@ -71,8 +71,12 @@ test: install-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest $(COVERAGE) --cov-fail-under=$(COVERAGE_FLOOR)
 
+# The headline benchmarks, one table of figures and targets (benchmarks/README.md): PostgreSQL on
+# 127.0.0.1:5432 (user postgres) and Redis on 127.0.0.1:6379; BENCHMARK_OPTIONS=--quick runs them
+# small on SQLite, e.g. BENCHMARK_OPTIONS="--evidence-passages 1000000" at the targets' corpus size.
+BENCHMARK_OPTIONS ?=
 benchmark: install-dev
-	$(BIN)/python benchmarks/felm_scale.py
+	$(BIN)/python benchmarks/suite.py $(BENCHMARK_OPTIONS)
 
 clean:
 	rm -rf $(VENV) staticfiles db.sqlite3 db.sqlite3-*

@@ -39,7 +39,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import felm_data  # noqa: E402  (the FELM data felm_scale.py uses too)
+import felm_data  # noqa: E402  (the FELM data the headlines use too)
 from harness import (  # noqa: E402
     configure_environment,
     create_database,

@@ -72,7 +72,7 @@ def set_up(tmp: Path, args) -> dict:
     from annotation.models import Assignment, Role
     from annotation.services.annotations import save_annotation
     from annotation.services.projects import add_member, create_project
-    from benchmarks.factcheck_export import released_item
+    from factcheck_import import released_item
     from felm_data import generate_felm_jsonl
 
     migrate()

@@ -7,7 +7,7 @@ Set-up, before the clock, in the driver's process (tasks run in-process, no brok
    machine that exports and quantises all-MiniLM-L6-v2 to ONNX int8 in ``EMBEDDING_CACHE_DIR``
    (minutes), afterwards it reads the files; the seconds are reported either way;
 2. a generated corpus of about ``passages`` passages (documents of 13 sentences over a
-   Zipf-weighted pseudo-word vocabulary, ``evidence_scale.write_corpus``) is uploaded to the
+   Zipf-weighted pseudo-word vocabulary, ``evidence_data.write_corpus``) is uploaded to the
    project through ``evidence.corpora.create_corpus`` and embedded whole (as the worker does
    with ``embed_corpus``);
 3. ``items`` items in the released shape with step-1 fields only (2 sentences of 2 claims,
@@ -27,7 +27,7 @@ import random
 import time
 from pathlib import Path
 
-from evidence_scale import sentence as corpus_sentence
+from evidence_data import sentence as corpus_sentence
 
 RESERVED = 20  # the last items: only "retrieve again" touches them (annotators stop long before)
 LATE_ITEMS = 20  # imported during the run: the worker pre-computes their step 2

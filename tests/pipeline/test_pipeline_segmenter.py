@@ -155,7 +155,7 @@ def test_unknown_method_is_rejected():
 # Measured on the released data: plain Punkt 83.6 %, ours 87.8 % (273/311). 28 released
 # sentences were edited by annotators and occur nowhere in their response (ceiling 91.0 %);
 # most other misses follow contradictory conventions (e.g. list headings removed by hand in
-# one item and kept in another). See benchmarks/sentence_split.py --misses.
+# one item and kept in another). See benchmarks/quality/sentence_split.py --misses.
 MIN_MATCH_RATE = 0.87
 MIN_SHARE_OF_REACHABLE = 0.95
 

@@ -1,6 +1,6 @@
 """How often the offline sentence splitter reproduces Factcheck-Bench's released sentences.
 
-Usage: python benchmarks/sentence_split.py [path/to/factcheck-GPT-benchmark.jsonl] [--misses]
+Usage: python benchmarks/quality/sentence_split.py [path/to/factcheck-GPT-benchmark.jsonl] [--misses]
 
 Prints the match rate (see pipeline/evaluation.py) for plain, untrained NLTK Punkt and for
 pipeline.segmenter.split_sentences, plus the ceiling set by annotator-edited sentences.
@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO_ROOT))
 
 from nltk.tokenize.punkt import PunktSentenceTokenizer  # noqa: E402

@@ -1,24 +1,55 @@
-"""Step 4 of felm_scale.py: latency and throughput of the annotation-save endpoint
-(``PUT /api/assignments/{id}/annotation/``, draft saves) from concurrent HTTP clients against
-gunicorn, per worker configuration, with the PostgreSQL backends' wait events sampled during the
-load; and the same save in-process (Django test client) with its SQL statements."""
+"""Headline "saves": draft saves of the annotation endpoint under load, back to back and paced.
+
+Usage: .venv/bin/python benchmarks/saves.py [--clients 20] [--configs sync:4] [--client python|wrk|both]
+           [--saves 100] [--think-ms 600] [--wrk-seconds 15] [--db workbench_bench_saves]
+
+A FELM project in annotating status with one annotator (and token) per client, 5 assignments
+each. gunicorn (``config.wsgi`` with config/gunicorn.py) is started on loopback for each worker
+configuration; the clients (Python threads on ``http.client``, or ``wrk`` with ``save_wrk.lua``:
+a C load generator that leaves the 2 cores to the server) each make warm-up saves, then measured
+draft saves, ``PUT /api/assignments/{id}/annotation/`` carrying the version of their last answer:
+back to back (closed loop: latency ≈ clients ÷ throughput), then with the best configuration
+again with every client pausing ``--think-ms`` after each answer (the page's autosave rhythm).
+Reported: p50 / p95 / p99 / max, saves/s, errors, the server's CPU a save and, on PostgreSQL,
+what its backends waited on (pg_stat_activity). Before the HTTP runs the same save goes through
+Django's test client in-process, with its SQL statements. benchmarks/save_layers.py splits that
+in-process save by layer. The database is dropped at the end whatever happens.
+"""
 
 from __future__ import annotations
 
+import argparse
 import http.client
 import json
 import os
 import random
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 import warnings
 from pathlib import Path
 
-from felm_data import ERROR_TYPES, SEGMENTS_PER_ITEM, felm_record
-from harness import PG_SERVER, Gunicorn
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from felm_data import ERROR_TYPES, SEGMENTS_PER_ITEM, felm_record  # noqa: E402
+from harness import (  # noqa: E402
+    CLOCK_TICKS,
+    PG_SERVER,
+    Figure,
+    Gunicorn,
+    Run,
+    bench_database,
+    is_sqlite,
+    print_figures,
+    process_cpu_ticks,
+    tree_pids,
+)
 
-DEFAULT_DB = "workbench_bench"
+TARGET_BACK_TO_BACK_MS = 30.0
+TARGET_PACED_MS = 15.0
 
 
 def setup_save_project(clients: int, per_client: int) -> list[tuple[str, list[int]]]:
@@ -137,7 +168,9 @@ class WaitSampler(threading.Thread):
         self.db_name, self.counts, self.stop = db_name, {}, threading.Event()
 
     def run(self):
-        import psycopg
+        if is_sqlite(self.db_name):
+            return  # SQLite has no backends to watch
+        import psycopg  # the PostgreSQL driver, only for this sampler
 
         sql = (
             "SELECT coalesce(wait_event_type || ':' || wait_event, 'cpu') FROM pg_stat_activity "
@@ -156,18 +189,7 @@ class WaitSampler(threading.Thread):
 
 def tree_cpu_seconds(pid: int | None) -> float:
     """User + system CPU of a process and its children (a gunicorn master and its workers)."""
-    if pid is None:
-        return 0.0
-    from harness import children_of
-
-    total = 0
-    for each in [pid, *children_of(pid)]:
-        try:
-            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
-    return total / os.sysconf("SC_CLK_TCK")
+    return 0.0 if pid is None else sum(process_cpu_ticks(p) for p in tree_pids(pid)) / CLOCK_TICKS
 
 
 def load_test(
@@ -177,7 +199,7 @@ def load_test(
     warmup: int,
     saves: int,
     think: float = 0,
-    db_name: str = DEFAULT_DB,
+    db_name: str,
     server_pid: int | None = None,
 ) -> dict:
     """``len(client_specs)`` threads, each ``warmup`` + ``saves`` saves on its own assignments."""
@@ -297,9 +319,6 @@ WRK_SCRIPT = Path(__file__).with_name("save_wrk.lua")
 def wrk_test(port: int, client_specs, *, seconds: float, think_ms: int, server_pid: int | None = None) -> dict:
     """The same saves from wrk (C, one connection per client, one assignment each): a short
     warm-up, then ``seconds`` measured."""
-    import shutil
-    import subprocess
-
     wrk = shutil.which("wrk")
     if wrk is None:
         raise RuntimeError("wrk is not installed (apt-get install -y wrk)")
@@ -362,6 +381,7 @@ def bench_save(
     db_name: str,
     client: str = "python",
     wrk_seconds: float = 15,
+    env: dict | None = None,
 ) -> dict:
     """Closed-loop load (each client saves again as soon as it has its answer) for every worker
     configuration; then, for the best one, the same clients pausing ``think_ms`` between saves
@@ -388,7 +408,7 @@ def bench_save(
     def run_one(text: str, think: float, count: int, tool: str = client) -> dict:
         label, options = parse_config(text)
         label = f"{label} ({tool})"
-        with Gunicorn(options, tmp / f"gunicorn-{text.replace(':', '-')}.log") as server:
+        with Gunicorn(options, tmp / f"gunicorn-{text.replace(':', '-')}.log", env) as server:
             server.wait_ready(
                 f"/api/assignments/{specs[0][1][0]}/annotation/",
                 {"Authorization": f"Token {specs[0][0]}", "Accept": "application/json"},
@@ -441,62 +461,67 @@ def bench_save(
     return {"runs": runs, "best": best, "paced": paced, "think_ms": think_ms, "inprocess": inproc, "other": extra}
 
 
+SIZES = {
+    "quick": {"clients": 2, "per_client": 2, "warmup": 2, "saves": 5, "configs": ["sync:1"], "think_saves": 3},
+    "full": {"clients": 20, "per_client": 5, "warmup": 10, "saves": 100, "configs": ["sync:4"], "think_saves": 40},
+}
+
+
+def headline(run: Run) -> list[Figure]:
+    sizes = {**SIZES["quick" if run.quick else "full"], **run.options.get("sizes", {})}
+    # wrk leaves the cores to the server: the figures of record are wrk's where it is installed
+    client = run.options.get("client") or ("wrk" if shutil.which("wrk") and not run.quick else "python")
+    result = bench_save(
+        run.tmp,
+        **sizes,
+        think_ms=run.options.get("think_ms", 600),
+        db_name=run.db_name,
+        client=client,
+        wrk_seconds=run.options.get("wrk_seconds", 15),
+        env=run.server_env("saves"),
+    )
+    best, paced = result["runs"][result["best"]], result["paced"]
+    clients = f"{sizes['clients']} clients, {best['label']}"
+    figures = [Figure("save p95, back to back", best["p95_ms"], "ms", TARGET_BACK_TO_BACK_MS, note=clients)]
+    if paced:
+        note = f"{sizes['clients']} clients pausing {result['think_ms']} ms"
+        figures.append(Figure("save p95, paced", paced["p95_ms"], "ms", TARGET_PACED_MS, note=note))
+    return figures
+
+
 def main(argv=None) -> int:
-    """Step 4 alone: its own database, the save project, the in-process profile and the load."""
-    import argparse
-    import tempfile
-
-    from harness import configure_environment, create_database, django_setup, drop_database, migrate
-
-    parser = argparse.ArgumentParser(description="felm_scale.py step 4 alone: draft saves over HTTP")
-    parser.add_argument("--db-name", default=DEFAULT_DB + "_saves")
-    parser.add_argument("--configs", default="sync:4")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", default="workbench_bench_saves")
+    parser.add_argument(
+        "--configs", default="sync:4", help="gunicorn configurations: sync:N or gthread:WxT, comma-separated"
+    )
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--per-client", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--saves", type=int, default=50)
-    parser.add_argument("--think-ms", type=int, default=600)
-    parser.add_argument("--think-saves", type=int, default=20)
-    parser.add_argument("--client", choices=("python", "wrk", "both"), default="both")
+    parser.add_argument("--saves", type=int, default=100)
+    parser.add_argument("--think-ms", type=int, default=600, help="0: no paced run")
+    parser.add_argument("--think-saves", type=int, default=40)
+    parser.add_argument("--client", choices=("python", "wrk", "both"), help="default: wrk when installed")
     parser.add_argument("--wrk-seconds", type=float, default=15)
     args = parser.parse_args(argv)
-    if not args.db_name.startswith(DEFAULT_DB) or not args.db_name.replace("_", "").isalnum():
-        parser.error(f"--db-name must start with {DEFAULT_DB} (the database is dropped at the end)")
     for name in ("clients", "per_client", "saves", "think_saves"):
         if not 1 <= getattr(args, name) <= 10_000:
             parser.error(f"--{name.replace('_', '-')} must be between 1 and 10000")
     if not (0 <= args.warmup <= 10_000 and 0 <= args.think_ms <= 10_000 and 1 <= args.wrk_seconds <= 600):
         parser.error("--warmup, --think-ms or --wrk-seconds out of range")
-    print(f"  load average at start: {open('/proc/loadavg').read().strip()}")
-    configure_environment(args.db_name)
-    create_database(args.db_name)
-    try:
-        django_setup()
-        migrate()
-        with tempfile.TemporaryDirectory(prefix="felm-saves-") as tmp:
-            bench_save(
-                Path(tmp),
-                clients=args.clients,
-                per_client=args.per_client,
-                warmup=args.warmup,
-                saves=args.saves,
-                configs=[c for c in args.configs.split(",") if c],
-                think_ms=args.think_ms,
-                think_saves=args.think_saves,
-                db_name=args.db_name,
-                client=args.client,
-                wrk_seconds=args.wrk_seconds,
-            )
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        drop_database(args.db_name)
-    print(f"  load average at end: {open('/proc/loadavg').read().strip()}")
+    sizes = {
+        "clients": args.clients,
+        "per_client": args.per_client,
+        "warmup": args.warmup,
+        "saves": args.saves,
+        "configs": [c for c in args.configs.split(",") if c],
+        "think_saves": args.think_saves,
+    }
+    options = {"sizes": sizes, "client": args.client, "think_ms": args.think_ms, "wrk_seconds": args.wrk_seconds}
+    with tempfile.TemporaryDirectory(prefix="saves-") as tmp, bench_database(args.db, Path(tmp) / "data"):
+        print_figures(headline(Run(args.db, Path(tmp), options=options)))
     return 0
 
 
 if __name__ == "__main__":
-    import sys
-
     sys.exit(main())

@@ -6,7 +6,7 @@ annotators labelled it completely-support, partially-support or refute for that 
 Reports recall@5, MRR and nDCG@5 for BM25 alone, embeddings alone and the shipped ranking
 (``pipeline.retrieval``: both candidate sets, fused scores, near-duplicates and per-page cap).
 
-    python benchmarks/retrieval_quality.py [path/to/factcheck-GPT-benchmark.jsonl]
+    python benchmarks/quality/retrieval_quality.py [path/to/factcheck-GPT-benchmark.jsonl]
 """
 
 import json
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from pipeline import retrieval  # noqa: E402
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "factcheck-bench" / "factcheck-GPT-benchmark.jsonl"
+DEFAULT = Path(__file__).resolve().parents[3] / "shared" / "data" / "factcheck-bench" / "factcheck-GPT-benchmark.jsonl"
 RELEVANT = {"completely-support", "partially-support", "refute"}
 K = 5
 
@@ -78,7 +78,7 @@ def main() -> None:
     # One cache per embedding backend (EMBEDDING_BACKEND; torch when the chosen one falls back).
     backend = getattr(retrieval.embedding_model(), "backend", "torch")
     print(f"embedding backend: {backend}")
-    cache = Path(__file__).resolve().parent / "out" / f"released_evidence_vectors-{backend}.npy"
+    cache = Path(__file__).resolve().parents[1] / "out" / f"released_evidence_vectors-{backend}.npy"
     if cache.exists() and np.load(cache).shape[0] == len(passages):
         vectors = np.load(cache)
     else:

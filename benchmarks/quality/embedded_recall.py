@@ -1,8 +1,8 @@
-"""ANN recall@50 of the corpus vector index on real embeddings (issue 23): corpus_scale.py measures it
+"""ANN recall@50 of the corpus vector index on real embeddings (issue 23): evidence_search.py --recall measures it
 on generated vectors only.
 
 Usage:
-  .venv/bin/python benchmarks/embedded_recall.py [--passages 25000] [--cache /tmp/recall.npz]
+  .venv/bin/python benchmarks/quality/embedded_recall.py [--passages 25000] [--cache /tmp/recall.npz]
 
 Passages: the released Factcheck-Bench evidence (``auto_evidence``, /work/shared/data or
 ``--data``) as retrieved (one passage each), cut into windows of two consecutive sentences, and,
@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import REPO_ROOT, configure_environment, django_setup, load_average  # noqa: E402
 
 DATA = REPO_ROOT.parent / "shared" / "data" / "factcheck-bench" / "factcheck-GPT-benchmark.jsonl"
