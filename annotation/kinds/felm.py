@@ -42,10 +42,6 @@ NO_VALUE = (None, "")
 # index, a null source), so that the export gives back the same JSON value.
 SCALAR_FIELDS = ("index", "source", "prompt", "domain")
 SEGMENTATION_METHODS = ("auto", "sentence", "separator")
-# FELM's evaluation code (eval/eval.py) scores segment i by ``labels[i]`` for i below
-# len(segmented_response) and never reads the response, the comments or the types: a line it
-# scores is read as it reads it, each difference said with the import (ParsedItem.warnings)
-# and the values given kept for the export.
 
 
 def empty_segment() -> dict:
@@ -149,6 +145,10 @@ class FelmKind(KindSpec):
         raise ValueError(f"format {fmt!r} is not one of {', '.join(self.import_formats)}")
 
     def _parse_felm_line(self, data: dict, line: int) -> ParsedItem:
+        """FELM's evaluation code (eval/eval.py) scores segment i by ``labels[i]`` for i below
+        len(segmented_response) and never reads the response, comments or types: a line it
+        scores is read as it reads it, each difference a warning (ParsedItem.warnings), the
+        values given kept for the export."""
         missing = [key for key in ("response", "segmented_response") if key not in data]
         if missing:
             raise ImportLineError(line, missing[0], "is missing (FELM shape needs it)")
