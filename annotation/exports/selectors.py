@@ -69,8 +69,8 @@ def export_summary(project: Project) -> dict:
 
 # -- export -----------------------------------------------------------------------------------
 
-# 50: a Factcheck-Bench archive export of 200 released-shape items peaked at +8 MiB in a web
-# worker, +19 MiB with chunks of 250, for the same CPU time (issue 22)
+# Small chunks keep a Factcheck-Bench archive export's peak in a web worker low (its items are
+# large) for the same CPU time as larger ones (issue 22, benchmarks/README.md)
 LATER_STAGES_CHUNK = 50
 
 
