@@ -124,8 +124,8 @@ def too_deep(value, limit: int = MAX_JSON_DEPTH) -> bool:
 
 def dumps_stored(value) -> str:
     """JSON text of a value about to be stored in a JSON column (PostgreSQL parses it into jsonb,
-    so spacing and key order do not matter). orjson is about 15x faster than ``json.dumps`` on the
-    ~25 KB values of a Factcheck-Bench item; what it refuses (integers beyond 64 bits, lone
+    so spacing and key order do not matter). orjson is many times faster than ``json.dumps`` on
+    the large values of a Factcheck-Bench item; what it refuses (integers beyond 64 bits, lone
     surrogates, keys that are not strings, objects it does not know) goes through ``json.dumps``
     as before. Values whose floats are not finite never get here: imports and payload checks refuse
     them (``bad_value``), and orjson would write them as null.

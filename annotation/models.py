@@ -282,8 +282,8 @@ class GoldRecord(models.Model):
 
 class ExportLine(models.Model):
     """An item's line of a gold export, stored so that exporting a large project streams stored
-    text instead of decoding and rebuilding every item (a Factcheck-Bench item carries ~25 KB of
-    evidence: 10,000 items are ~250 MB to rebuild).
+    text instead of decoding and rebuilding every item (a Factcheck-Bench item carries its
+    evidence passages: rebuilding a large project's lines means reading all of them).
 
     ``stamp`` fingerprints everything the line was built from: the item's row, its steps and
     gold records as PostgreSQL last wrote them (their ids and ``xmin``), and the version of the

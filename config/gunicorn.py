@@ -6,12 +6,12 @@ import ctypes.util
 import gc
 import os
 
-# Issue 22 (web tier memory): a sync worker grows from ~82 MiB after start as requests load modules
-# (the redis client: ~5 MiB), compile templates and fill per-process caches. Recycling a worker after
-# max_requests (each at its own count: the jitter, so that the workers do not restart together)
-# returns it to its start size. GUNICORN_MAX_REQUESTS=0: never. Not after 1,000: a restart costs a
-# worker about a second of imports, and at 187 saves/s (wrk, 4 workers) that put every worker through
-# one every 20 s and the p99 of saves at 1.3 s; at 20,000 a busy campaign restarts a worker hourly.
+# Issue 22 (web tier memory): a sync worker grows after start as requests load modules (the redis
+# client), compile templates and fill per-process caches. Recycling a worker after max_requests (each
+# at its own count: the jitter, so that the workers do not restart together) returns it to its start
+# size. GUNICORN_MAX_REQUESTS=0: never. Not much fewer: a restart costs a worker about a second of
+# imports, and under a busy campaign's saves a small count restarts workers often enough to show in
+# the saves' tail latency (benchmarks/README.md); this one restarts a worker now and then.
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "20000"))
 max_requests_jitter = max_requests // 10
 
@@ -20,8 +20,8 @@ _libc = None
 
 def release_freed_memory() -> bool:
     """Give the heap pages glibc keeps after a request back to the system (malloc_trim). A request
-    that decodes a few MiB of JSON (a Factcheck-Bench archive export: +19 MiB) left the worker that
-    much larger although Python had freed it all; trimming costs ~0.1 ms. False where there is no
+    that decodes a lot of JSON (a Factcheck-Bench archive export) left the worker that much larger
+    although Python had freed it all; trimming is cheap next to a request. False where there is no
     glibc (musl, macOS)."""
     global _libc
     if _libc is None:
@@ -45,9 +45,9 @@ def post_request(worker, req, environ, resp):
 def freeze_startup_objects() -> None:
     """Move every object alive once the worker has loaded the app (modules, URL patterns, DRF and
     Django internals) to the garbage collector's permanent generation. A full collection walks all
-    tracked objects; without this one landed now and then inside a save and paused it for up to
-    ~200 ms (the max of 20 clients saving back to back: 207-212 ms, with it 39-41 ms; issue 22,
-    benchmarks/README.md). Objects made later are collected as before."""
+    tracked objects; without this one landed now and then inside a save and paused it for many
+    times a save's usual time (the slowest saves of a load test; issue 22, benchmarks/README.md).
+    Objects made later are collected as before."""
     gc.collect()
     gc.freeze()
 

@@ -168,8 +168,8 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "annotation:home"
 LOGOUT_REDIRECT_URL = "login"
 
-# Uploads of JSONL files go to a temporary file, not memory (issue 22): a 4 MiB import upload was
-# held whole in a web worker (in-process, a test client's upload grew it by ~10 MiB, peak +19).
+# Uploads of JSONL files go to a temporary file, not memory (issue 22): an import upload held
+# whole grew the web worker by a multiple of the file's size.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024
 # ... in the data directory (made on first upload), not the system's temp directory; a file of
 # an upload cut off mid-body is removed (annotation.imports.uploads).
@@ -182,8 +182,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 # Largest import file accepted (bytes); larger uploads answer 413. Imports are stored under
 # DATA_DIR / "imports" until their Celery task has run.
 IMPORT_MAX_UPLOAD_BYTES = int(os.environ.get("IMPORT_MAX_UPLOAD_BYTES", str(200 * 1024 * 1024)))
-# Longest document of a corpus (characters): the sentence splitter takes about 3 s per million
-# characters of prose, 10 s of the worst text seen; a longer line fails the corpus with its number.
+# Longest document of a corpus (characters): the sentence splitter's time grows with a document's
+# length (seconds at this one); a longer line fails the corpus with its number.
 CORPUS_MAX_DOCUMENT_CHARS = env_int("CORPUS_MAX_DOCUMENT_CHARS", 1_000_000)
 # Step-2 retrieval (annotation.evidence.corpus_search, docs/scaling.md): from this many passages in
 # the corpora a project searches (PostgreSQL, all of them in a vector index), the vector index finds
@@ -262,8 +262,8 @@ CELERY_TASK_EAGER_PROPAGATES = False
 # A task is acknowledged when it ends, so one whose worker died (kill -9, out of memory) is
 # delivered again: on Redis once it has been unacknowledged for the visibility timeout (seconds).
 # It must exceed the longest task that a second delivery would repeat: a pre-annotation chunk of
-# tasks.CHUNK_SIZE (200) stages, 95 s against an LLM answering in 200 ms (2.1 items/s,
-# benchmarks/README.md), so 1,800 s leaves room for an LLM 20 times slower. Jobs (imports, corpora,
+# tasks.CHUNK_SIZE stages against a live LLM (benchmarks/README.md, `preannotation_throughput.py`),
+# with room for an LLM many times slower. Jobs (imports, corpora,
 # runs, searches) may run longer: a second delivery of a live one does nothing or is rolled back.
 # A job silent for JOB_STALLED_AFTER_SECONDS (no progress recorded) shows as stalled and can be
 # restarted at once (services.jobs).

@@ -10,7 +10,7 @@ def import_drf_without_requests() -> None:
     """Import DRF's `rest_framework.compat` as if `requests` were not installed.
 
     Issue 22 (web worker memory): `rest_framework.compat` imports `requests` when it can (with
-    urllib3, 139 modules, ~5.7 MiB per worker), only for the test client `rest_framework.test.
+    urllib3: many modules in every worker), only for the test client `rest_framework.test.
     RequestsClient`; a server never uses it and the project calls out with httpx. DRF supports
     running without requests (`compat.requests = None`). Only this import sees requests as missing:
     any later `import requests` in the process loads it as usual. Nothing happens when DRF or

@@ -23,17 +23,8 @@ code runs on the CPU and says so in the log. int8 weights are a CPU optimisation
 ``EMBEDDING_BACKEND=onnx`` (or ``torch``) on every process, web included, since queries and
 passages must come from the same backend (annotation.evidence.vector_index keys its files by it).
 
-Expected rate on a GPU (not measured here: this machine has none). all-MiniLM-L6-v2 is 22.7 M
-parameters, about 2 x 21 M = 43 MFLOP a token for the encoder (attention adds about 10 % at 128
-tokens); a passage of about 90 words is about 128 word pieces, so about 6 GFLOP a passage. This
-machine's CPU path does 25-65 passages/s (0.15-0.4 TFLOP/s effective). A T4 (65 TFLOP/s fp16,
-8 fp32) at a realistic 25-35 % of peak in fp32 with batches of 128-256 gives about 2-3 TFLOP/s:
-300-500 passages/s; fp16 on an A10/L4 class card, about 1,500-3,000 passages/s. Published
-sentence-transformers figures for this model on a V100 (about 14,000 sentences/s for short
-sentences of about 15 tokens) scale to about 1,600/s at 128 tokens, the same order. So a
-million passages is about 10 minutes to an hour on one GPU worker, thirty million 3-30 hours;
-tokenisation (about 20 µs a passage on one CPU core) and writing the vectors to PostgreSQL
-(about 1,500 rows/s a batch here) then bound the worker, not the GPU.
+On a GPU the encoder stops being the bound: tokenisation on the CPU and writing the vectors to
+PostgreSQL then set a worker's rate (an estimate, not measured here: docs/scaling.md).
 
 The ONNX encoder mirrors sentence-transformers' pipeline for this model: the same
 ``tokenizer.json`` (lower-casing WordPiece, truncation at 256 word pieces, padding to the longest
@@ -303,10 +294,8 @@ class OnnxEncoder:
         if threads:
             options.intra_op_num_threads = threads
         # ONNX Runtime's pool threads spin for work after each operator and after the call
-        # returns: with the cores busy elsewhere that spinning was most of a query's embedding CPU
-        # (a claim's 4 queries: 31-44 ms CPU with it, 16-17 ms without, the same vectors; wall
-        # time 71-76 ms against 29 ms at load 9: benchmarks/README.md, "Ranking and query
-        # embedding CPU").
+        # returns: with the cores busy elsewhere that spinning was most of a query's embedding CPU,
+        # for the same vectors (benchmarks/README.md, "Ranking and query embedding CPU").
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         providers = onnx_providers(device)
         self.session = onnxruntime.InferenceSession(str(self.path), options, providers=providers)

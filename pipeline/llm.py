@@ -134,7 +134,7 @@ class LLMClient:
         if not config.is_configured:
             raise ValueError("LLM is not configured: set LLM_BASE_URL and LLM_MODEL")
         self.config = config
-        import openai  # ~0.4 s and ~30 MiB: only processes that call a model load it
+        import openai  # heavy to import: only processes that call a model load it
 
         from pipeline import outbound  # the guard (httpx): loaded where a client is built
 
@@ -214,8 +214,8 @@ class LLMClient:
 def shared_client(config: LLMConfig) -> LLMClient:
     """One client per configuration, reused across calls and threads.
 
-    Building an ``openai.OpenAI`` client costs ~0.1 s (TLS context, connection pool), more than
-    a fast model call, and reusing it keeps connections alive between items in a worker.
+    Building an ``openai.OpenAI`` client (TLS context, connection pool) can cost more than a
+    fast model call, and reusing it keeps connections alive between items in a worker.
     """
     return LLMClient(config)
 

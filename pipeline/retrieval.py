@@ -101,7 +101,7 @@ class LexicalIndex:
 BM25_K1 = 1.5
 BM25_B = 0.75
 # bm25s's token pattern, (?u)\b\w\w+\b, without the word boundaries: the same matches (a run of
-# word characters is matched whole from its start), a quarter faster.
+# word characters is matched whole from its start), and cheaper to run.
 _BM25_TOKEN = re.compile(r"\w\w+")
 _STEM_CACHE_SIZE = 200_000
 _stem_lock = threading.Lock()
@@ -162,10 +162,9 @@ def lexical_scores(query: str, passages: Sequence[str]) -> list[float]:
     The same scores as a :class:`LexicalIndex` over ``passages`` (bm25s, Lucene variant: same
     tokens, idf and length normalisation, a repeated query word counted each time), computed
     for the query's words only: building a bm25s index of a claim's candidates took most of the
-    ranking's time (20 ms for a hundred). The passages' words are found by one ``split`` each
-    (ASCII text; else the regular expression) and numbered by one look-up a word (stems kept for
-    the process); lengths and
-    term frequencies are counted with numpy, and each query term adds its part to every
+    ranking's time (benchmarks/README.md, `evidence_scale.py`). The passages' words are found by
+    one ``split`` each (ASCII text; else the regular expression) and numbered by one look-up a
+    word (stems kept for the process); lengths and term frequencies are counted with numpy, and each query term adds its part to every
     passage's score in the query's order, the additions the per-passage loop did, so the scores
     are the same to the last bit (``tests/pipeline/test_pipeline_retrieval.py`` pins them
     against that loop)."""
@@ -252,7 +251,7 @@ def _nearest(similarities: np.ndarray, k: int) -> list[tuple[int, float]]:
     k = min(k, len(similarities))
     if k < 1:
         return []
-    best = np.argpartition(similarities, len(similarities) - k)[-k:]  # no negated copy: 1 ms less
+    best = np.argpartition(similarities, len(similarities) - k)[-k:]  # no negated copy of the scores
     best = best[np.argsort(-similarities[best])]
     return [(int(i), float(similarities[i])) for i in best]
 
@@ -270,7 +269,7 @@ def dense_search_many(
     query_vectors: np.ndarray, vectors: np.ndarray, k: int = CANDIDATES_PER_QUERY
 ) -> list[list[tuple[int, float]]]:
     """:func:`dense_search` for each row of ``query_vectors``, in one pass over ``vectors``: the
-    scan is bound by reading the matrix (150 MB at 100,000 passages), not by arithmetic, so a
+    scan is bound by reading the matrix, not by arithmetic, so a
     claim's four queries cost about twice what one does, not four times."""
     import numpy as np  # numpy: web workers load the kinds without it
 
@@ -282,7 +281,7 @@ def dense_search_many(
     if len(query_vectors) == 1:
         return [dense_search(query_vectors[0], vectors, k)]
     # One matrix product, not one call per query or per block of rows: each OpenBLAS call
-    # synchronises its threads, and with the cores busy elsewhere 200 calls took 1.6 s, not 14 ms.
+    # synchronises its threads, and with the cores busy elsewhere many calls cost many times one.
     similarities = query_vectors @ vectors.T
     return [_nearest(row, k) for row in similarities]
 

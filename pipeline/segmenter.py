@@ -275,8 +275,8 @@ _TRAILING_MARKER = re.compile(r"(?:(?<=[.!?][\"'”’)\]])\s*|(?<=\D[.!?])|(?<=
 _LEAD_IN = re.compile(r"^(?:Here(?:'s| is| are)|Below (?:is|are))\b[^:]{0,150}:(?=\s+\S)")
 
 
-# Punkt's work grows faster than a block's length (1 MB of prose: 6.5 s, and past 5 s a regular
-# expression of NLTK's times out): it reads a long block through a window of at most this many
+# Punkt's work grows faster than a block's length (on a long enough block a regular expression
+# of NLTK's times out): it reads a long block through a window of at most this many
 # characters, so a document's cost stays linear.
 MAX_PUNKT_CHARS = 20_000
 
@@ -302,7 +302,7 @@ def _punkt(tokenizer: PunktSentenceTokenizer, block: str, limit: int = MAX_PUNKT
 
 @lru_cache(maxsize=1)
 def _tokenizer() -> PunktSentenceTokenizer:
-    # nltk pulls in scikit-learn and SciPy (~1 s, ~140 MiB): load it on first split, not in web workers
+    # nltk pulls in scikit-learn and SciPy (heavy): load it on first split, not in web workers
     from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
     params = PunktParameters()

@@ -168,9 +168,9 @@ def tidy_passages() -> None:
     """After a corpus's rows were all rewritten (search vectors filled, embeddings written or
     cleared): VACUUM ANALYZE the passages. Every rewritten row leaves a dead copy behind and a
     new entry in the GIN index's pending list, which each full-text search reads through until
-    (auto)vacuum runs: at 100,000 passages, 3.7 ms of index scan instead of 0.2 and twice the
-    heap pages a query. Without fresh statistics the planner takes the many new rows for a few
-    and filters every passage of the corpus instead of using the GIN index. VACUUM cannot run
+    (auto)vacuum runs, so every query scans much more of the index and the table
+    (benchmarks/README.md, `evidence_scale.py`). Without fresh statistics the planner takes the
+    many new rows for a few and filters every passage of the corpus instead of using the GIN index. VACUUM cannot run
     inside a transaction (a caller's atomic block, a test): there only the pending list is
     merged and the statistics refreshed."""
     if connection.vendor != "postgresql":
@@ -185,8 +185,8 @@ def tidy_passages() -> None:
 
 def _fill_search_vectors(corpus_id: int) -> None:
     """PostgreSQL's text-search vectors of the new passages, then a tidy table (``tidy_passages``:
-    50 ms instead of 10 ms a query at 20,000 passages without fresh statistics), then the
-    corpus's frequent terms, which candidate queries leave out (corpus_search)."""
+    without fresh statistics every query filters the whole corpus), then the corpus's frequent
+    terms, which candidate queries leave out (corpus_search)."""
     if connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:

@@ -17,7 +17,8 @@ dense scan found. Candidates' vectors come from the mapped index, not the databa
 At a large corpus (``CORPUS_DENSE_FIRST_PASSAGES``, PostgreSQL, every passage in a vector index:
 ``dense_first``) the vector index carries the first pass and full-text search is bounded to the
 passages of rare lexemes (``rare_term_search``), since searching every query word of a million
-passages took 0.3-4 s a claim. Below it, both sides search in full, as before.
+passages took seconds a claim (benchmarks/README.md, "Evidence at scale"). Below it, both
+sides search in full, as before.
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ def _tsquery_literal(lexemes: list[str], operator: str) -> str:
     return f" {operator} ".join("'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'" for lexeme in lexemes)
 
 
-# A query of frequent words only (all of them AND-ed) can match most of a corpus: "ashash &
-# ashashashg" matched 55,000 of 100,000 synthetic passages, and ranking them all took 190 ms.
+# A query of frequent words only (all of them AND-ed) can match most of a corpus, and ranking
+# every match costs more than the rest of the search (benchmarks/README.md, `evidence_scale.py`).
 # Only this many of its matches are ranked (the first found, in table order): such a query tells
 # little apart lexically, and the dense side searches it in full.
 COMMON_QUERY_RANKED = 2000
@@ -185,8 +186,8 @@ def _run_search(statement: str, params: dict, queries: list[str], with_text: boo
 
 
 # {(bound, ((corpus id, passages, imported at), ...)): lexemes found in more than ``bound`` of those passages}.
-# Probing such a lexeme reads bound + 1 rows of the table (3-5 ms at 1 M, most of a claim's
-# statement), and finds it over the bound again while the corpora hold the same passages: it is
+# Probing such a lexeme reads bound + 1 rows of the table (most of a claim's statement at a
+# million passages), and finds it over the bound again while the corpora hold the same passages: it is
 # left out as a frequent lexeme is. Keyed by the corpora's passage counts and import times, so a
 # corpus imported again or grown probes afresh; at most NOT_RARE_REMEMBERED lexemes a key (then emptied).
 _not_rare: dict[tuple, set[str]] = {}
@@ -384,8 +385,8 @@ def _indexed_vectors(readers: list[vector_index.Reader], passage_ids: list[int])
 
 def _passage_rows(ids: set[int]):
     """(id, corpus, document, position, title, url, text) of these passages. On PostgreSQL with the
-    ids as one array (not a placeholder each: at 150 dense-only candidates a claim, 1 ms less of
-    parsing and planning, and half a millisecond of this process's CPU)."""
+    ids as one array, not a placeholder each: one parameter for PostgreSQL to parse and plan,
+    and no statement text to build here, whatever the number of candidates."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(

@@ -4,7 +4,7 @@ Evidence is searched in Celery workers (``run_evidence_search``, ``retrieve_unit
 ``precompute_stages``). A fresh worker process's first search used to pay, on top of the search,
 for importing faiss, opening the corpora's vector indexes, faiss's first search (its pages and
 the scan thread), the first full-text statement (PostgreSQL's pages of the GIN index and the
-table) and loading the query embedding model: 0.5-0.9 s at a million passages
+table) and loading the query embedding model: most of a second at a million passages
 (benchmarks/README.md "First search"). Once a worker process is up (``config/celery.py``), a
 thread of its own does all of that once, in this order, so that the first search is an ordinary
 one:

@@ -3,8 +3,8 @@ resident memory of the searching process.
 
 Every page of a mapped file that a process touches counts in its VmRSS (as RssFile) until it is
 unmapped, although it is page cache shared by every process of the machine. A searching process
-that maps a corpus's files therefore grows, query after query, towards their size (1.8 GiB at a
-million passages, benchmarks/README.md "Evidence at scale"). So:
+that maps a corpus's files therefore grows, query after query, towards their size (gigabytes at
+a million passages, benchmarks/README.md "Evidence at scale"). So:
 
 - ``RowFile``: the float32 vectors and the int64 ids are read with ``os.preadv`` at the rows'
   offsets, through the page cache (shared, never counted in this process's RSS): only the

@@ -454,7 +454,7 @@ _readers: dict[int, Reader] = {}
 # {corpus id: set once the prewarm's opening of its index ended}: a search waits for it
 _opening: dict[int, threading.Event] = {}
 _lock = threading.Lock()
-# The longest a search waits for the prewarm's opening of an index (10-50 ms at 1 M), seconds.
+# The longest a search waits for the prewarm's opening of an index, seconds: far more than one takes.
 PREWARM_WAIT_SECONDS = 10
 
 

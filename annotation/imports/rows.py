@@ -137,7 +137,7 @@ def copy_gold_records(stage_ids: list[int], payloads: list, source: str) -> list
 def bulk_insert(objs: list) -> list:
     """``bulk_create`` of one model's new rows; on PostgreSQL with COPY (ids drawn from the
     sequence first). Django's INSERT ... UNNEST quotes every JSON value into an array literal
-    in Python: 60 % of a Factcheck-Bench import's time."""
+    in Python, most of a Factcheck-Bench import's time (benchmarks/README.md, "Imports")."""
     if connection.vendor != "postgresql" or not objs:
         return type(objs[0]).objects.bulk_create(objs, batch_size=BATCH_SIZE) if objs else objs
     meta = objs[0]._meta

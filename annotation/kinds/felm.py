@@ -53,8 +53,8 @@ class FelmKind(KindSpec):
     stages = (1,)
     import_formats = ("felm", "plain")
     export_formats = ("felm",)
-    # each item's export line stored once rendered: an export of 10,000 items streams stored
-    # text instead of decoding three JSON values and encoding a line per item (10x less CPU)
+    # each item's export line stored once rendered: an export streams stored text instead of
+    # decoding three JSON values and encoding a line per item
     stored_export_formats = ("felm",)
     domains = DOMAINS
     agreement_fields = {

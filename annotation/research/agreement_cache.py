@@ -1,7 +1,7 @@
 """Agreement results computed once, by a Celery task, and kept in Django's cache.
 
-Why: with bootstrap intervals the agreement of a step takes seconds at 10,000 items (about
-1.4 s per field at 1,000 resamples), and a web request must not take seconds. The page, its
+Why: with bootstrap intervals the agreement of a step takes seconds at 10,000 items
+(benchmarks/README.md, `agreement_ci.py`), and a web request must not take seconds. The page, its
 downloads and the API read a stored result; a miss queues the computation and answers at once.
 
 A result is stored under (project, step, resamples, seed) and a *data stamp*: aggregates over
