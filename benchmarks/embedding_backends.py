@@ -14,7 +14,7 @@ printed for each run, with the load average. Variants:
 
     python benchmarks/embedding_backends.py [--variants torch,onnx,onnx-int8] [--runs 3] [--passages 512]
 
-Ranking quality per backend: ``EMBEDDING_BACKEND=<name> python benchmarks/retrieval_quality.py``.
+Ranking quality per backend: ``EMBEDDING_BACKEND=<name> python benchmarks/quality/retrieval_quality.py``.
 """
 
 import argparse

@@ -253,7 +253,7 @@ def large(run: Run, lines: int, mib: int) -> None:
             web_peak = max(status_kib(pid, "VmHWM") for pid in web_pids) / 1024
             worker_peak = status_kib(worker_pid, "VmHWM") / 1024 if worker_pid else float("nan")
             print(
-                f"  {path.stat().st_size / 2**20:.0f} MiB ({job['state']}): {time.perf_counter() - started:.1f} s POST to "
+                f"  {path.stat().st_size / 2**20:.1f} MiB ({job['state']}): {time.perf_counter() - started:.1f} s POST to "
                 f"done, POST {upload_s:.2f} s; longest of {len(polls)} web requests meanwhile {max(polls or [0]):.3f} s "
                 f"(target < {TARGET_REQUEST_S} s); peak RSS: a web worker {web_peak:.0f} MiB, the Celery "
                 f"worker {worker_peak:.0f} MiB (target < {TARGET_WORKER_RSS_MB} MB)"
