@@ -4,7 +4,7 @@ error type, reason and reference links."""
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
-from .base import (
+from ..base import (
     ImportLineError,
     KindSpec,
     MergeResult,
@@ -15,7 +15,7 @@ from .base import (
     optional_str,
     require_str,
 )
-from .research import FELM_FIGURES, GoldUnit, Task, item_key, listed_units
+from ..research import FELM_FIGURES, GoldUnit, Task, item_key, listed_units
 
 # The released names (DESIGN §5): the paper's "irrelevant" is ``irrelevant_with_qst`` in the data.
 ERROR_TYPES = ("knowledge_error", "reasoning_error", "irrelevant_with_qst", "fooled")
