@@ -203,6 +203,9 @@ class KindSpec:
     export_later_stages: tuple[int, ...] = ()
     # whether export_lines reads row["metadata"] (fetching it costs where it is large)
     export_reads_metadata: bool = True
+    # item metadata keys the item list leaves out: large values only the kind's own steps and
+    # exports read (e.g. Factcheck-Bench's released evidence, about 35 KB an item)
+    export_only_metadata: tuple[str, ...] = ()
     # JSONL export formats whose lines are stored per item once rendered (see ExportLine)
     stored_export_formats: tuple[str, ...] = ()
 
