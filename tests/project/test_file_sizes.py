@@ -54,7 +54,7 @@ def test_the_scan_names_long_files_and_leaves_out_migrations_and_other_folders(t
     write("annotation/migrations/0001_initial.py", 900)
     write("tests/kinds/test_long.py", 700)
     write("benchmarks/harness.py", 650)
-    write("static/js/felm.js", 601)
+    write("static/js/save.js", 601)
     write("static/js/vendor/big.js", 900)  # static/js/*.js only
     write("annotation/kinds/felm/static/felm/felm.js", 640)
     write("docs/long.py", 900)  # not an app, benchmark or test folder
@@ -62,6 +62,6 @@ def test_the_scan_names_long_files_and_leaves_out_migrations_and_other_folders(t
         "annotation/kinds/felm/static/felm/felm.js: 640 lines",
         "annotation/kinds/long.py: 601 lines",
         "benchmarks/harness.py: 650 lines",
-        "static/js/felm.js: 601 lines",
+        "static/js/save.js: 601 lines",
         "tests/kinds/test_long.py: 700 lines",
     ]
