@@ -15,14 +15,16 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from annotation.kinds import kind_choices
+
 # "sentences[1].claims[2].text" -> ("sentences", "1"): the unit a disagreed field belongs to.
 _UNIT_OF_PATH = re.compile(r"^([a-z_]+)\[(\d+)\]")
 
 
-class ProjectKind(models.TextChoices):
-    FELM = "felm", "FELM segment labelling"
-    FACTCHECK = "factcheck", "Factcheck-Bench"
-    DFACTSCORE = "dfactscore", "D-FActScore"
+# The kinds of the registry (annotation/kinds/); a migration records a new one's choice.
+ProjectKind = models.TextChoices(
+    "ProjectKind", [(key.upper(), (key, title)) for key, title in kind_choices()], module=__name__
+)
 
 
 class Role(models.TextChoices):

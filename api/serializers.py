@@ -13,7 +13,6 @@ from rest_framework.authtoken.serializers import AuthTokenSerializer
 from annotation import selectors
 from annotation.json_values import MAX_JSON_DEPTH, nul_path, too_deep
 from annotation.kinds import KINDS
-from annotation.kinds.factcheck.step2_content import RELEASED_EVIDENCE_KEY
 from annotation.models import Assignment, Consolidation, Item, ItemStage, Membership, Project, ProjectKind, Role
 from annotation.services.projects import validate_pipeline_settings
 
@@ -182,8 +181,8 @@ class ItemStageSerializer(serializers.ModelSerializer):
         ]
 
 
-# Metadata that only an export reads: Factcheck-Bench's released evidence, about 35 KB an item.
-EXPORT_ONLY_METADATA = (RELEASED_EVIDENCE_KEY,)
+# Metadata that only an export reads (KindSpec.export_only_metadata), of every kind.
+EXPORT_ONLY_METADATA = tuple(key for spec in KINDS.values() for key in spec.export_only_metadata)
 
 
 class WithoutKeys(models.Func):

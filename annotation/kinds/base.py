@@ -72,8 +72,6 @@ class AgreementItem:
 # The gold record's key among the raters handed to agreement_unit_values (never a username).
 GOLD_RATER = object()
 
-GUIDELINES_DIR = Path(__file__).parent / "guidelines"
-
 _url_validator = URLValidator(schemes=["http", "https"])
 
 
@@ -158,10 +156,16 @@ class KindSpec:
         """One rating per item (pipeline.llm_rater's answers), calling the LLM ``config`` names."""
         raise NotImplementedError(f"{self.key} projects have no LLM rater")
 
+    @property
+    def folder(self) -> Path:
+        """The kind's folder (annotation/kinds/<key>/, the package of its spec): its page,
+        templates, page scripts and guidelines."""
+        return Path(sys.modules[type(self).__module__].__file__).parent
+
     def guidelines_template(self) -> str:
         """The Markdown a new project of this kind starts its guidelines with: the label
-        definitions of the kind's paper (``kinds/guidelines/<key>.md``; none without a file)."""
-        path = GUIDELINES_DIR / f"{self.key}.md"
+        definitions of the kind's paper (``guidelines.md`` in its folder; none without a file)."""
+        path = self.folder / "guidelines.md"
         return path.read_text(encoding="utf-8") if path.is_file() else ""
 
     def split_field(self, stage: int) -> str | None:
@@ -201,6 +205,9 @@ class KindSpec:
     export_later_stages: tuple[int, ...] = ()
     # whether export_lines reads row["metadata"] (fetching it costs where it is large)
     export_reads_metadata: bool = True
+    # item metadata keys the item list leaves out: large values only the kind's own steps and
+    # exports read (e.g. Factcheck-Bench's released evidence, about 35 KB an item)
+    export_only_metadata: tuple[str, ...] = ()
     # JSONL export formats whose lines are stored per item once rendered (see ExportLine)
     stored_export_formats: tuple[str, ...] = ()
 

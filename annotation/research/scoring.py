@@ -51,7 +51,6 @@ from typing import Any
 
 from annotation.gold import gold_rows
 from annotation.kinds import get_kind
-from annotation.kinds.dfactscore import support_label  # noqa: F401 (read as scoring.support_label)
 from annotation.kinds.research import (  # noqa: F401 (scoring.Task & co. are read from here too)
     ACCURACY_AND_MACRO,
     CLAIM_CATEGORIES,

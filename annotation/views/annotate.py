@@ -17,8 +17,7 @@ from django.views.decorators.http import require_POST
 from annotation import selectors
 from annotation.exceptions import DomainError
 from annotation.forms import DiscardForm, EscalateForm
-from annotation.kinds import get_kind
-from annotation.kinds.page_rules import page_rules
+from annotation.kinds import get_kind, page_keys, page_rules
 from annotation.models import Assignment, AssignmentRole, Consolidation, ConsolidationStatus, Project, Role, StageStatus
 from annotation.pages import project_for
 from annotation.params import parse_natural
@@ -202,6 +201,7 @@ def stage_page_state(project: Project, stage) -> dict:
         "response": stage.item.response,
         "guideline": kind.stage_guideline(stage.stage),
         "rules": page_rules(project.kind, stage.stage),
+        "keys": page_keys(project.kind, stage.stage),
     }
     if stage.stage > 1:
         state["previous"] = selectors.previous_step(stage)

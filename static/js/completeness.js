@@ -1,5 +1,5 @@
 /* What an answer still lacks before a submit, by the completeness rules the server hands the
- * page (state.rules.completeness, built in annotation/kinds/page_rules.py): one evaluator for
+ * page (state.rules.completeness, from annotation/kinds/<kind>/page.py): one evaluator for
  * every kind, so no page script holds a rule of its own.
  *
  * A rule: {field, name} and optionally

@@ -1,4 +1,4 @@
-"""Reading the completeness rules a kind hands its pages (annotation/kinds/page_rules.py)."""
+"""Reading the completeness rules a kind hands its pages (annotation/kinds/<kind>/page.py)."""
 
 
 def rule_paths(rules: list[dict], prefix: str = "") -> set[str]:

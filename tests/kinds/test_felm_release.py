@@ -9,9 +9,8 @@ import pytest
 from annotation.exceptions import ImportFailed
 from annotation.exports.formats import export_jsonl
 from annotation.imports.items import import_jsonl
-from annotation.kinds import PayloadError, get_kind
+from annotation.kinds import PayloadError, get_kind, page_rules
 from annotation.kinds.felm import ERROR_TYPES
-from annotation.kinds.page_rules import page_rules
 from annotation.models import GoldRecord, Item, ItemStage
 from tests.helpers.builders import jsonl, segment
 from tests.helpers.felm_release import (

@@ -2,6 +2,7 @@
 own their rules (no module outside annotation/kinds/ switches on a kind's name)."""
 
 import ast
+import configparser
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,20 @@ def test_import_contracts_hold():
         timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_contracts_keep_every_registered_kind_in_its_folder():
+    """A kind added to the registry is covered by the contracts that keep its package to itself:
+    only the registry imports it, and it imports no other kind."""
+    contracts = configparser.ConfigParser()
+    contracts.read(REPO / ".importlinter")
+    protected = contracts["importlinter:contract:kinds-in-their-folders"]
+    apart = contracts["importlinter:contract:kinds-apart"]
+    packages = [f"annotation.kinds.{key}" for key in KINDS]
+    modules = [name for package in packages for name in (package, f"{package}.**")]
+    assert protected["protected_modules"].split() == modules
+    assert protected["allowed_importers"].split() == ["annotation.kinds", *modules]
+    assert apart["modules"].split() == packages
 
 
 def _is_kind(node: ast.AST) -> bool:

@@ -1,14 +1,13 @@
 """The completeness rules a page checks before a submit come from the server (state.rules
-.completeness, annotation/kinds/page_rules.py): they name exactly the fields the kind's submit
+.completeness, annotation/kinds/<kind>/page.py): they name exactly the fields the kind's submit
 validation requires, so a page never lets through, nor holds back, what the server would not."""
 
 import re
 
 import pytest
 
-from annotation.kinds import KINDS
+from annotation.kinds import KINDS, page_rules
 from annotation.kinds.base import PayloadError
-from annotation.kinds.page_rules import page_rules
 from annotation.models import Assignment
 from tests.helpers.factcheck import CS, IR, answer, content, manual
 from tests.helpers.page_rules import rule_paths

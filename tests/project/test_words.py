@@ -4,16 +4,18 @@ import re
 
 import pytest
 
+from annotation.kinds import KINDS
 from annotation.models import Role
 from annotation.services.projects import add_member, create_project
+from tests.helpers.page_files import SCRIPTS
 from tests.helpers.paths import REPO_ROOT as REPO
 
 
 def test_every_tick_hint_names_a_box_the_script_shows():
     """A hint "tick “X”" (in a script, or in the completeness rules the server sends the page)
     names the label X of a checkbox that a script renders."""
-    scripts = "\n".join(script.read_text() for script in (REPO / "static" / "js").glob("*.js"))
-    hints = scripts + (REPO / "annotation" / "kinds" / "page_rules.py").read_text()
+    scripts = "\n".join(script.read_text() for script in SCRIPTS)
+    hints = scripts + "".join((spec.folder / "page.py").read_text() for spec in KINDS.values())
     labels = re.findall(r"tick “([^”]+)”", hints)
     for label in labels:
         assert re.search(r'"\s*' + re.escape(label) + r'\s*"', scripts), f"no box reads “{label}”"

@@ -10,7 +10,7 @@ from collections.abc import Hashable, Iterable
 from typing import Any
 
 from ..base import AgreementItem, KindSpec, MergeResult, ParsedItem
-from ..felm import parse_plain_line
+from ..plain import parse_plain_line
 from . import research, step1, step2, step2_content, step3, subtasks
 from .benchmark import (
     LATER_STEP_FIELDS,
@@ -50,6 +50,7 @@ class FactcheckKind(KindSpec):
     export_later_stages = (2, 3)
     # the metadata holds the released evidence again (for retrieval), which no export writes
     export_reads_metadata = False
+    export_only_metadata = (step2_content.RELEASED_EVIDENCE_KEY,)
     stored_export_formats = ("factcheck-bench",)
     agreement_aligns_units = True
     agreement_uses_suggestion = True

@@ -1,6 +1,6 @@
 /* D-FActScore's answers as plain data: blank payloads, the merge's canonical order, the response
  * cut at the facts' spans, readable field paths and page names (dfactscore.js draws the page). */
-import {el} from "./common.js";
+import {el} from "../js/common.js";
 
 const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 

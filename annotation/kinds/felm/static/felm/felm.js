@@ -3,12 +3,12 @@
  * The page's state is one object (`page`, made in start()); each region has its render function
  * and every change goes through changed(page, index), the page's one save hook.
  */
-import * as common from "./common.js";
-import {el, withKeys} from "./common.js";
-import {pageSaver} from "./save.js";
-import {endPage, submitAndContinue} from "./ending.js";
-import {entryRules, lacking} from "./completeness.js";
-import {pageKeys, showLegendKeys} from "./keys.js";
+import * as common from "../js/common.js";
+import {el, withKeys} from "../js/common.js";
+import {pageSaver} from "../js/save.js";
+import {endPage, submitAndContinue} from "../js/ending.js";
+import {entryRules, lacking} from "../js/completeness.js";
+import {pageKeys, showLegendKeys} from "../js/keys.js";
 import {badLink, findSegment, readableField, segmentOf} from "./felm_model.js";
 
 /*
@@ -335,9 +335,9 @@ function onKey(page, event) {
 
 /* The page's state, in one object: the answers, what is unfolded or typed, what the page shows. */
 function pageModel(state, consolidation) {
-  // The label lists and what a segment needs come from the kind (annotation/kinds/page_rules.py),
-  // their keys from keys.js.
-  const {choiceKeys} = pageKeys("felm/1");
+  // The label lists and what a segment needs come from the kind (annotation/kinds/felm/page.py),
+  // their keys too (state.keys).
+  const {choiceKeys} = pageKeys(state.keys);
   const labels = withKeys(state.rules.choices.label, choiceKeys("segments[].label"));
   const errorTypes = withKeys(state.rules.choices.error_type, choiceKeys("segments[].error_type"));
   const {completeness} = state.rules;
@@ -371,7 +371,7 @@ function start(state, options = {}) {
   // A consolidator starts at the first disagreement, an annotator at the top.
   select(page, common.firstDisagreement(page.disagreed, "segments"));
   renderCompleteness(page);
-  showLegendKeys("felm/1");
+  showLegendKeys(state.keys);
   endPage({state, parts: page.parts, submit: () => submit(page), onKey: (event) => onKey(page, event)});
 }
 

@@ -8,21 +8,21 @@
  *
  * The DOM is built with el() (common.js) only: user text and passages are always inserted as text.
  */
-import * as common from "./common.js";
-import {classes, el, isHttpUrl, labelOf, suggested, theirBox, withKeys} from "./common.js";
-import {pageSaver} from "./save.js";
-import {endPage, submitAndContinue} from "./ending.js";
-import {legendLine, pageKeys} from "./keys.js";
-import {lacksInWords} from "./completeness.js";
-import * as WordDiff from "./diff.js";
-import {searchEvidence, searchResults} from "./evidence_search.js";
+import * as common from "../js/common.js";
+import {classes, el, isHttpUrl, labelOf, suggested, theirBox, withKeys} from "../js/common.js";
+import {pageSaver} from "../js/save.js";
+import {endPage, submitAndContinue} from "../js/ending.js";
+import {legendLine, pageKeys} from "../js/keys.js";
+import {lacksInWords} from "../js/completeness.js";
+import * as WordDiff from "../js/diff.js";
+import {searchEvidence, searchResults} from "../js/evidence_search.js";
 import {MANUAL, USES_IT, blankClaim, blankManual, normalise, plural, readablePath, usedInRows, usedLabel, usedWithoutManual} from "./factcheck_step2_model.js";
 
-// The page state, with the kind's label lists (state.rules, annotation/kinds/page_rules.py);
+// The page state, with the kind's label lists (state.rules, annotation/kinds/factcheck/page.py);
 // the page adds a key to each entry, in list order.
 const {state: pageState, consolidation: consolidating} = common.pageState();
 const RULES = pageState.rules.choices;
-const {choiceKeys, keyOf} = pageKeys("factcheck/2");  // keys.js
+const {choiceKeys, keyOf} = pageKeys(pageState.keys);  // state.keys, from page.py
 const STANCES = withKeys(RULES.stance, choiceKeys("stances[]"));
 const RELIABLE = withKeys(RULES.reliable, choiceKeys("reliable[]"));
 const DECIDED = withKeys(RULES.decided, choiceKeys("decided"));

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Hashable, Iterable
 from typing import Any
 
-from .base import (
+from ..base import (
     ImportLineError,
     KindSpec,
     MergeResult,
@@ -17,7 +17,8 @@ from .base import (
     optional_str,
     require_str,
 )
-from .research import FELM_FIGURES, GoldUnit, Task, item_key, listed_units
+from ..plain import parse_plain_line
+from ..research import FELM_FIGURES, GoldUnit, Task, item_key, listed_units
 
 # The released names (DESIGN §5): the paper's "irrelevant" is ``irrelevant_with_qst`` in the data.
 ERROR_TYPES = ("knowledge_error", "reasoning_error", "irrelevant_with_qst", "fooled")
@@ -561,19 +562,3 @@ def normalise_for_compare(value: Any) -> Any:
     if isinstance(value, list):
         return sorted(map(str, value))
     return value
-
-
-def parse_plain_line(data: dict, line: int) -> ParsedItem:
-    """The plain shape ``{"prompt", "response", ...}``; other keys are kept as metadata."""
-    response = require_str(data, "response", line)
-    known = ("prompt", "response", "id", "index", "source", "domain")
-    return ParsedItem(
-        line=line,
-        prompt=optional_str(data, "prompt", line),
-        response=response,
-        external_id=optional_str(data, "id", line) or optional_str(data, "index", line),
-        id_field="index" if "id" not in data and "index" in data else "id",
-        source=optional_str(data, "source", line),
-        domain=optional_str(data, "domain", line),
-        metadata={k: v for k, v in data.items() if k not in known},
-    )

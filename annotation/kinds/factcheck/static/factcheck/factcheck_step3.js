@@ -12,15 +12,15 @@
  *
  * The DOM is built with el() (common.js) only: user text is always inserted as text.
  */
-import * as common from "./common.js";
-import {classes, el, theirBox} from "./common.js";
-import {pageSaver} from "./save.js";
-import {endPage, submitAndContinue} from "./ending.js";
-import * as WordDiff from "./diff.js";
-import {lacking} from "./completeness.js";
+import * as common from "../js/common.js";
+import {classes, el, theirBox} from "../js/common.js";
+import {pageSaver} from "../js/save.js";
+import {endPage, submitAndContinue} from "../js/ending.js";
+import * as WordDiff from "../js/diff.js";
+import {lacking} from "../js/completeness.js";
 import {editDistance, joinNote, joinRevised, normalise, wordOverlap} from "./factcheck_step3_model.js";
 
-// How a claim came out of step 2, in the kind's words (state.rules, annotation/kinds/page_rules.py).
+// How a claim came out of step 2, in the kind's words (state.rules, annotation/kinds/factcheck/page.py).
 const {state: pageState, consolidation: consolidating} = common.pageState();
 const VERDICT = Object.fromEntries(pageState.rules.choices.verdict);
 const COMPLETENESS = pageState.rules.completeness;

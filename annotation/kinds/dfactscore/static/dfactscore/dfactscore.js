@@ -2,17 +2,17 @@
  * label each fact against that page. The annotator's page and, with {consolidation: true}, the
  * consolidator's. Payload shape: annotation/kinds/dfactscore.py (validate_payload).
  * The page's state is one object (`page`, made in start()); each region has its render function. */
-import * as common from "./common.js";
-import {choices, classes, compareRow, el, suggested, theirBox, withKeys} from "./common.js";
-import {pageKeys, showLegendKeys} from "./keys.js";
-import {pageSaver} from "./save.js";
-import {entryRules, lacking, leaves} from "./completeness.js";
-import {endPage, submitAndContinue} from "./ending.js";
+import * as common from "../js/common.js";
+import {choices, classes, compareRow, el, suggested, theirBox, withKeys} from "../js/common.js";
+import {pageKeys, showLegendKeys} from "../js/keys.js";
+import {pageSaver} from "../js/save.js";
+import {entryRules, lacking, leaves} from "../js/completeness.js";
+import {endPage, submitAndContinue} from "../js/ending.js";
 import {canonical, groupName, marked, normalise, pageName, provenanceOf, readable, responseStretches, suggestedGroupOf} from "./dfactscore_model.js";
 
-// The key of each requirement and of each label list's entries (keys.js), by its path:
-// "facts[3].label" -> "s / n / i".
-const KEYS = pageKeys("dfactscore/1");
+// The key of each requirement and of each label list's entries (state.keys, from page.py), by
+// its path: "facts[3].label" -> "s / n / i".
+const KEYS = pageKeys(common.pageState().state.keys);
 
 const withKey = (path, what) => {
   const key = KEYS.keyOf(path);
@@ -484,7 +484,7 @@ function start(state, options = {}) {
   render(page);
   renderCompleteness(page);
   if (!page.factTexts.length) page.dom.completeness.textContent = "no facts: submit with 0 individuals";
-  showLegendKeys("dfactscore/1");
+  showLegendKeys(state.keys);
   endPage({state, parts, submit: () => submit(page), onKey: (event) => onKey(page, event)});
   page.dom.editor?.classList.add("ready");
 }

@@ -9,19 +9,19 @@
  *
  * The DOM is built with el() (common.js) only: user text is always inserted as text.
  */
-import * as common from "./common.js";
-import {classes, el, labelOf, suggested, theirBox, withKeys} from "./common.js";
-import {pageSaver} from "./save.js";
-import {endPage, submitAndContinue} from "./ending.js";
-import {legendLine, pageKeys} from "./keys.js";
-import {entryRules, lacksInWords} from "./completeness.js";
+import * as common from "../js/common.js";
+import {classes, el, labelOf, suggested, theirBox, withKeys} from "../js/common.js";
+import {pageSaver} from "../js/save.js";
+import {endPage, submitAndContinue} from "../js/ending.js";
+import {legendLine, pageKeys} from "../js/keys.js";
+import {entryRules, lacksInWords} from "../js/completeness.js";
 import {autosize, blankClaim, blankSentence, clone, linkClaimsToRows, normalise, readablePath, theirClaim} from "./factcheck_model.js";
 
-// The page state, with the kind's label lists (state.rules, annotation/kinds/page_rules.py);
+// The page state, with the kind's label lists (state.rules, annotation/kinds/factcheck/page.py);
 // the page adds a key to each entry, in list order.
 const {state: pageState, consolidation: consolidating} = common.pageState();
 const RULES = pageState.rules.choices;
-const {choiceKeys} = pageKeys("factcheck/1");  // keys.js
+const {choiceKeys} = pageKeys(pageState.keys);  // state.keys, from page.py
 const SENTENCE_IMPORTANCE = withKeys(RULES.importance, choiceKeys("sentences[].importance"));
 // one list of keys for the checkworthy answers: yes / no, then why not
 const CHECKWORTHY = withKeys(RULES.checkworthy, choiceKeys("sentences[].checkworthy"));
