@@ -1,5 +1,6 @@
 """The interface every project kind implements."""
 
+import sys
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path

@@ -44,17 +44,19 @@ def test_the_path_holds_the_rendering_code_the_rows_and_the_kind(key):
     assert not {"annotation.selectors", "annotation.exports.formats", "annotation.research.scoring"} & path
 
 
-def test_factcheck_whose_module_imports_felm_has_felm_on_its_path_and_felm_not_factcheck():
-    assert "annotation.kinds.felm" in RENDER_PATHS["factcheck"]
+def test_the_shared_plain_line_is_on_both_paths_and_neither_kind_on_the_other():
+    assert "annotation.kinds.plain" in RENDER_PATHS["factcheck"]
+    assert "annotation.kinds.plain" in RENDER_PATHS["felm"]
     assert not any(name.startswith("annotation.kinds.factcheck") for name in RENDER_PATHS["felm"])
+    assert not any(name.startswith("annotation.kinds.felm") for name in RENDER_PATHS["factcheck"])
 
 
 def test_a_new_import_puts_the_module_on_the_path():
     graph = app_graph()
-    graph.add_import(importer="annotation.kinds.felm", imported="annotation.selectors")
+    graph.add_import(importer="annotation.kinds.plain", imported="annotation.selectors")
     paths = render_paths(graph)
     assert set(paths["felm"]) - set(RENDER_PATHS["felm"]) == {"annotation.selectors"}
-    assert "annotation.selectors" in paths["factcheck"]  # factcheck imports felm
+    assert "annotation.selectors" in paths["factcheck"]  # both kinds import the plain line
 
 
 @pytest.mark.parametrize("key", STORED)

@@ -22,9 +22,11 @@ def render_paths(graph: grimp.ImportGraph) -> dict[str, tuple[str, ...]]:
     """Kind key → the modules on the path that renders its stored lines, sorted, as
     annotation.exports.render_path describes them, from ``graph``."""
     registry = get_kind.__module__
-    for spec in KINDS.values():
-        if graph.direct_import_exists(importer=registry, imported=type(spec).__module__):
-            graph.remove_import(importer=registry, imported=type(spec).__module__)
+    kind_packages = tuple(type(spec).__module__ for spec in KINDS.values())
+    for imported in graph.find_modules_directly_imported_by(registry):
+        # the registry gathers every kind (its class, its page): none of that is another kind's path
+        if any(imported == package or imported.startswith(package + ".") for package in kind_packages):
+            graph.remove_import(importer=registry, imported=imported)
 
     def with_imports(modules: set[str]) -> tuple[str, ...]:
         while True:  # with what each imports and the packages above each ("a.b.c": a, a.b)
