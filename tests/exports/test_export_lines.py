@@ -104,7 +104,7 @@ def test_a_line_is_stale_after_any_write_to_its_rows_even_one_that_bypasses_the_
 
 @pytest.mark.parametrize(
     "module",
-    ["annotation.exports.lines", "annotation.gold", "annotation.kinds.factcheck.benchmark", "annotation.kinds.felm"],
+    ["annotation.exports.lines", "annotation.gold", "annotation.kinds.factcheck.benchmark", "annotation.kinds.plain"],
 )
 def test_lines_rendered_by_other_code_are_not_served(imported, monkeypatch, module):
     """A deploy that changes any module on the path that renders the lines (the rendering, the
